@@ -1,0 +1,56 @@
+# The two commands a new machine needs (see README.md):
+#   make example   run the example pipeline
+#   make test      run every test (what CI runs)
+# Everything they need is installed here: Go modules and a Python virtualenv
+# (.venv) holding the flinkgo package with its test extras.
+
+PYTHON_BOOTSTRAP ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export FLINKGO_PYTHON := $(abspath $(PY))
+# Rounds of the chaos tests; CI runs a short round, `make chaos` a long one.
+CHAOS_ROUNDS ?= 3
+
+.PHONY: example test setup go-test py-test tox lint proto proto-check chaos bench
+
+setup: $(VENV)/.installed
+	go mod download
+
+$(VENV)/.installed: python/pyproject.toml udf/proto/requirements.txt
+	$(PYTHON_BOOTSTRAP) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e "./python[test]" -r udf/proto/requirements.txt "tox>=4.20" "ruff==0.17.5"
+	touch $@
+
+example: setup
+	go run ./examples/go/bridge
+
+test: setup lint proto-check go-test py-test tox
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	go vet ./...
+	$(VENV)/bin/ruff check python
+	$(VENV)/bin/ruff format --check python
+
+proto:
+	PYTHON=$(PY) udf/proto/generate.sh
+
+proto-check:
+	PYTHON=$(PY) udf/proto/generate.sh --check
+
+go-test:
+	FLINKGO_CHAOS_ROUNDS=$(CHAOS_ROUNDS) go test -race -count=1 -timeout 20m ./...
+
+py-test:
+	$(PY) -m pytest python/tests
+
+tox:
+	$(VENV)/bin/tox -e py311-newest,py311-lowest
+
+chaos: setup
+	FLINKGO_CHAOS_ROUNDS=50 go test -race -count=1 -timeout 60m -run Chaos -v ./integration/...
+
+bench: setup
+	go test -run '^$$' -bench . -benchtime 3x ./integration/bench/

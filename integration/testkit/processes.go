@@ -1,0 +1,80 @@
+package testkit
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Alive reports whether pid is a running (not zombie) process.
+func Alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesized command name.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// ChildPids lists the live child processes of this process.
+func ChildPids() []int {
+	self := strconv.Itoa(os.Getpid())
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var pids []int
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(s[i+1:])
+		if len(fields) < 2 || fields[1] != self || fields[0] == "Z" {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// WaitGone waits up to d for pid to end; it reports whether it did.
+func WaitGone(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for Alive(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// NoLeakedWorkers registers a cleanup that fails the test when a child
+// process of the test binary is still running after it (a short wait lets
+// processes that are already dying be reaped).
+func NoLeakedWorkers(t testing.TB) {
+	t.Helper()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			pids := ChildPids()
+			if len(pids) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("leaked worker processes: %v", pids)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}

@@ -1,0 +1,493 @@
+"""The ``@udf`` decorator: declaring Python user-defined functions.
+
+A :class:`UserDefinedFunction` wraps a plain Python function with what the runtime needs
+to run it in a worker process: its return type, how the worker feeds it
+(``func_type``), and the per-UDF ``concurrency`` and ``batch_size`` of DESIGN.md §4.3.
+Everything is validated when the UDF is declared, so a mistake is reported at the
+``@udf`` line, not when a job runs. :meth:`UserDefinedFunction.to_spec` serializes the UDF
+(cloudpickle) into the ``UdfSpec`` message that the worker unpickles.
+
+This module must not import grpc or the worker; the generated protobuf module and
+cloudpickle are imported only by :meth:`UserDefinedFunction.to_spec`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+import pyarrow as pa
+
+from flinkgo.types import schema_ipc_bytes, to_arrow_type
+
+if TYPE_CHECKING:
+    from flinkgo._proto import worker_pb2
+
+__all__ = ["FuncType", "UserDefinedFunction", "udf"]
+
+FuncType = Literal["general", "pandas", "arrow"]
+"""How the worker feeds a UDF.
+
+``"general"``
+    Called once per row with Python values; the only kind that may be ``async def``.
+``"pandas"``
+    Called once per batch with one :class:`pandas.Series` per argument; returns a
+    Series (or array-like) of the batch's length.
+``"arrow"``
+    Called once per batch with one :class:`pyarrow.Array` per argument; returns an
+    Array (or array-like) of the batch's length.
+"""
+
+_FUNC_TYPES: tuple[str, ...] = ("general", "pandas", "arrow")
+
+# concurrency and batch_size travel as int32 in UdfSpec.
+_INT32_MAX = 2**31 - 1
+
+
+class UserDefinedFunction:
+    """A Python function declared as a UDF, with its return type and execution options.
+
+    Create one with :func:`udf` rather than directly; the constructor takes the same
+    arguments and validates them the same way.
+
+    Parameters
+    ----------
+    func
+        The Python function. Plain and ``async def`` functions, lambdas,
+        :func:`functools.partial` objects and callable instances are accepted; generator
+        functions and classes are not.
+    return_type
+        The Arrow type of the result: a :class:`pyarrow.DataType` or a type name (see
+        :func:`flinkgo.types.to_arrow_type`).
+    func_type
+        How the worker feeds the function, see :data:`FuncType`.
+    concurrency
+        A positive integer or None. For a synchronous UDF, the parallelism of the operator
+        that runs it (that many worker processes); for an ``async def`` UDF, the number
+        of calls in flight at once inside each worker.
+    batch_size
+        A positive integer or None: the most rows per Arrow batch sent to the worker.
+    name
+        The UDF's name in plans, logs and error messages; defaults to the function's
+        ``__name__``.
+
+    Raises
+    ------
+    TypeError
+        If `func` is not a supported callable, or an option has the wrong type.
+    ValueError
+        If an option has a wrong value, or `func_type` does not suit the function.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> add_one = UserDefinedFunction(lambda x: x + 1, pa.int64(), name="add_one")
+    >>> add_one(41)
+    42
+    >>> add_one
+    UserDefinedFunction(name='add_one', return_type=int64, func_type='general', is_async=False)
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        return_type: pa.DataType | str | None,
+        *,
+        func_type: FuncType = "general",
+        concurrency: int | None = None,
+        batch_size: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        _check_callable(func)
+        # Copies __name__, __qualname__, __doc__, __module__ and sets __wrapped__, so that
+        # help() and inspect.signature() show the user's function. Done first: the
+        # validated attributes below must win over anything copied from func.__dict__.
+        functools.update_wrapper(self, func)
+        self._func = func
+        self._name = _check_name(func, name)
+        label = f"udf {self._name!r}"
+        if _is_generator(func):
+            raise TypeError(
+                f"{label}: generator functions are not supported; a UDF returns one value "
+                "per call (one per row for func_type 'general', one array per batch for "
+                "'pandas' and 'arrow'), use return instead of yield"
+            )
+        if not isinstance(func_type, str) or func_type not in _FUNC_TYPES:
+            raise ValueError(
+                f"{label}: unknown func_type {func_type!r}; expected one of "
+                + ", ".join(repr(t) for t in _FUNC_TYPES)
+            )
+        self._func_type: FuncType = func_type
+        self._is_async = _is_async(func)
+        if self._is_async and func_type != "general":
+            raise ValueError(
+                f"{label}: an async def UDF must have func_type 'general' (it is awaited "
+                f"once per row), got func_type {func_type!r}; make the function "
+                "synchronous to use a vectorized func_type"
+            )
+        if return_type is None:
+            raise TypeError(
+                f"{label}: return_type is required; declare it as @udf('int64') or "
+                "@udf(return_type=pa.int64())"
+            )
+        try:
+            self._return_type = to_arrow_type(return_type)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{label}: bad return_type: {e}") from e
+        self._concurrency = _check_positive_int(label, "concurrency", concurrency)
+        self._batch_size = _check_positive_int(label, "batch_size", batch_size)
+
+    @property
+    def func(self) -> Callable[..., Any]:
+        """The user's function, unwrapped."""
+        return self._func
+
+    @property
+    def name(self) -> str:
+        """The UDF's name in plans, logs and error messages."""
+        return self._name
+
+    @property
+    def return_type(self) -> pa.DataType:
+        """The Arrow type of the result."""
+        return self._return_type
+
+    @property
+    def func_type(self) -> FuncType:
+        """How the worker feeds the function: ``"general"``, ``"pandas"`` or ``"arrow"``."""
+        return self._func_type
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the function is a coroutine function (``async def``)."""
+        return self._is_async
+
+    @property
+    def concurrency(self) -> int | None:
+        """The explicit concurrency, or None when not given."""
+        return self._concurrency
+
+    @property
+    def batch_size(self) -> int | None:
+        """The explicit batch size in rows, or None when not given."""
+        return self._batch_size
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function directly with plain Python values, e.g. in a unit test.
+
+        The arguments are passed through unchanged and nothing is checked against the
+        return type. For an ``async def`` UDF the result is a coroutine to await.
+        Applying a UDF to the columns of a pipeline is done by the DataFrame API, not by
+        this method.
+
+        Examples
+        --------
+        >>> @udf("int64")
+        ... def add(x, y):
+        ...     return x + y
+        >>> add(1, 2)
+        3
+        """
+        return self._func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        """Show the name, return type and options that were set."""
+        parts = [
+            f"name={self._name!r}",
+            f"return_type={self._return_type}",
+            f"func_type={self._func_type!r}",
+            f"is_async={self._is_async}",
+        ]
+        if self._concurrency is not None:
+            parts.append(f"concurrency={self._concurrency}")
+        if self._batch_size is not None:
+            parts.append(f"batch_size={self._batch_size}")
+        return f"UserDefinedFunction({', '.join(parts)})"
+
+    def to_spec(self) -> worker_pb2.UdfSpec:
+        """Serialize the UDF into the ``UdfSpec`` message that a worker runs.
+
+        The payload is the cloudpickle of :attr:`func` (the user's function, not this
+        wrapper); ``return_schema`` is an Arrow IPC stream holding a one-field schema
+        named after the UDF; unset ``concurrency`` and ``batch_size`` are sent as 0.
+
+        Returns
+        -------
+        flinkgo._proto.worker_pb2.UdfSpec
+            A new message.
+
+        Raises
+        ------
+        TypeError
+            If the function cannot be pickled, e.g. because it refers to a lock, an open
+            file or a connection; the pickling error is chained.
+
+        Examples
+        --------
+        >>> import cloudpickle
+        >>> @udf("int64", concurrency=2)
+        ... def add_one(x):
+        ...     return x + 1
+        >>> spec = add_one.to_spec()
+        >>> spec.name, spec.concurrency, spec.batch_size
+        ('add_one', 2, 0)
+        >>> cloudpickle.loads(spec.payload)(1)
+        2
+        """
+        import cloudpickle
+
+        from flinkgo._proto import worker_pb2
+
+        try:
+            payload = cloudpickle.dumps(self._func)
+        except Exception as e:
+            raise TypeError(
+                f"udf {self._name!r}: the function cannot be pickled with cloudpickle to "
+                f"ship it to the Python workers: {type(e).__name__}: {e}; create objects "
+                "such as locks, files, sockets and clients inside the function (or lazily "
+                "in a module-level cache) instead of capturing them"
+            ) from e
+        func_types = {
+            "general": worker_pb2.FUNC_TYPE_GENERAL,
+            "pandas": worker_pb2.FUNC_TYPE_PANDAS,
+            "arrow": worker_pb2.FUNC_TYPE_ARROW,
+        }
+        return worker_pb2.UdfSpec(
+            name=self._name,
+            payload=payload,
+            func_type=func_types[self._func_type],
+            is_async=self._is_async,
+            concurrency=self._concurrency or 0,
+            batch_size=self._batch_size or 0,
+            return_schema=schema_ipc_bytes(pa.schema([pa.field(self._name, self._return_type)])),
+            **_source_location(self._func),
+        )
+
+
+# Source files larger than this are not shipped with the UDF.
+_MAX_SOURCE_BYTES = 1 << 20
+
+
+def _source_location(func: Callable[..., Any]) -> dict[str, str]:
+    """Return the defining file and its text, which cloudpickle drops.
+
+    The worker restores them so that a traceback names the user's file and
+    shows the failing line, even on a machine without that file.
+    """
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    if code is None:  # a callable object: its __call__ method's code
+        code = getattr(type(func).__call__, "__code__", None)
+    if code is None or code.co_filename.startswith("<"):
+        return {}
+    try:
+        with open(code.co_filename, encoding="utf-8") as f:
+            text = f.read(_MAX_SOURCE_BYTES + 1)
+    except (OSError, UnicodeDecodeError):
+        return {"source_file": code.co_filename}
+    if len(text) > _MAX_SOURCE_BYTES:
+        text = ""
+    return {"source_file": code.co_filename, "source_text": text}
+
+
+@overload
+def udf(
+    f: Callable[..., Any],
+    /,
+    return_type: pa.DataType | str | None = None,
+    *,
+    func_type: FuncType = "general",
+    concurrency: int | None = None,
+    batch_size: int | None = None,
+    name: str | None = None,
+) -> UserDefinedFunction: ...
+
+
+@overload
+def udf(
+    f: pa.DataType | str | None = None,
+    /,
+    return_type: pa.DataType | str | None = None,
+    *,
+    func_type: FuncType = "general",
+    concurrency: int | None = None,
+    batch_size: int | None = None,
+    name: str | None = None,
+) -> Callable[[Callable[..., Any]], UserDefinedFunction]: ...
+
+
+def udf(
+    f: Callable[..., Any] | pa.DataType | str | None = None,
+    /,
+    return_type: pa.DataType | str | None = None,
+    *,
+    func_type: FuncType = "general",
+    concurrency: int | None = None,
+    batch_size: int | None = None,
+    name: str | None = None,
+) -> UserDefinedFunction | Callable[[Callable[..., Any]], UserDefinedFunction]:
+    """Declare a Python function as a user-defined function.
+
+    Use it as a decorator with the return type, ``@udf("int64")`` or
+    ``@udf(return_type=pa.int64(), concurrency=2)``, or call it on a function,
+    ``udf(fn, "int64")``. All options are checked here, so mistakes are reported where
+    the UDF is declared.
+
+    Parameters
+    ----------
+    f
+        The function to declare; or, in the decorator form, the return type.
+    return_type
+        The Arrow type of the result: a :class:`pyarrow.DataType` or a type name such as
+        ``"int64"``, ``"double"``, ``"string"``, ``"bool"``, ``"timestamp[ms]"``, or the
+        aliases ``"int"``, ``"float"`` (64-bit), ``"str"``, ``"bytes"``. Required.
+    func_type
+        How the worker feeds the function: ``"general"`` (once per row with Python values;
+        the default), ``"pandas"`` (once per batch with :class:`pandas.Series`) or
+        ``"arrow"`` (once per batch with :class:`pyarrow.Array`). An ``async def``
+        function must be ``"general"``.
+    concurrency
+        A positive integer. For a synchronous UDF, the number of worker processes that run
+        it at once (the parallelism of its operator); for an ``async def`` UDF, the number
+        of calls in flight at once inside each worker. Default: the job's parallelism, and
+        one call at a time.
+    batch_size
+        A positive integer: the most rows per Arrow batch sent to the worker. Default: the
+        job's batch size.
+    name
+        The UDF's name in plans, logs and error messages. Default: the function's
+        ``__name__`` (for a :func:`functools.partial`, the wrapped function's).
+
+    Returns
+    -------
+    UserDefinedFunction or callable
+        The UDF when a function is given; otherwise a decorator that makes one.
+
+    Raises
+    ------
+    TypeError
+        If the return type is missing or of an unsupported kind, the function is not a
+        supported callable (or is a generator function), or ``concurrency`` or
+        ``batch_size`` is not an integer.
+    ValueError
+        If the return type name is unknown, ``concurrency`` or ``batch_size`` is not
+        positive, ``func_type`` is unknown, or an ``async def`` function is given a
+        vectorized ``func_type``.
+
+    Examples
+    --------
+    A row-at-a-time UDF:
+
+    >>> @udf("int64")
+    ... def add_one(x: int) -> int:
+    ...     return x + 1
+    >>> add_one(41)
+    42
+
+    A vectorized pandas UDF running in two worker processes:
+
+    >>> import pandas as pd
+    >>> @udf(return_type="double", func_type="pandas", concurrency=2)
+    ... def scale(s: pd.Series) -> pd.Series:
+    ...     return s * 0.5
+    >>> scale(pd.Series([1.0, 4.0])).tolist()
+    [0.5, 2.0]
+
+    An async UDF with up to 16 calls in flight, and the call form:
+
+    >>> @udf("string", concurrency=16)
+    ... async def lookup(key: str) -> str:
+    ...     return key.upper()
+    >>> lookup.is_async
+    True
+    >>> import pyarrow as pa
+    >>> udf(len, return_type=pa.int32()).return_type
+    DataType(int32)
+    """
+    if isinstance(f, (str, pa.DataType)):
+        if return_type is not None:
+            raise TypeError(
+                f"udf(): the return type is given twice, as {f!r} and as "
+                f"return_type={return_type!r}; give it once"
+            )
+        f, return_type = None, f
+
+    def decorate(func: Callable[..., Any]) -> UserDefinedFunction:
+        return UserDefinedFunction(
+            func,
+            return_type,
+            func_type=func_type,
+            concurrency=concurrency,
+            batch_size=batch_size,
+            name=name,
+        )
+
+    if f is None:
+        return decorate
+    return decorate(f)
+
+
+def _check_callable(func: object) -> None:
+    if isinstance(func, UserDefinedFunction):
+        raise TypeError(
+            f"udf(): {func.name!r} is already a UserDefinedFunction; apply @udf once, "
+            "to the plain function"
+        )
+    if inspect.isclass(func):
+        raise TypeError(
+            f"udf(): expected a function, got the class {func.__qualname__}; decorate a "
+            "function, or pass an instance with a __call__ method"
+        )
+    if not callable(func):
+        raise TypeError(
+            f"udf(): expected a function, got {func!r} (of type {type(func).__name__}); "
+            "use @udf('int64') above a def, or udf(fn, 'int64')"
+        )
+
+
+def _check_name(func: Callable[..., Any], name: object) -> str:
+    if name is None:
+        inner = func
+        while isinstance(inner, functools.partial):
+            inner = inner.func
+        name = getattr(inner, "__name__", None) or type(inner).__name__
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(
+            f"udf(): name must be a non-empty string, got {name!r} for the function {func!r}"
+        )
+    return name
+
+
+def _check_positive_int(label: str, option: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{label}: {option} must be a positive integer or None, got {value!r} "
+            f"(of type {type(value).__name__})"
+        )
+    value = int(value)
+    if value < 1 or value > _INT32_MAX:
+        raise ValueError(
+            f"{label}: {option} must be a positive integer (1 to {_INT32_MAX}) or None, got {value}"
+        )
+    return value
+
+
+def _call_targets(func: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:
+    # The function itself and, for a callable instance, its __call__ method.
+    if inspect.isroutine(func):
+        return (func,)
+    return (func, func.__call__)
+
+
+def _is_async(func: Callable[..., Any]) -> bool:
+    return any(inspect.iscoroutinefunction(c) for c in _call_targets(func))
+
+
+def _is_generator(func: Callable[..., Any]) -> bool:
+    return any(
+        inspect.isgeneratorfunction(c) or inspect.isasyncgenfunction(c) for c in _call_targets(func)
+    )

@@ -1,0 +1,15 @@
+"""The Python UDF worker: a go-plugin gRPC plugin that runs one UDF chain.
+
+The Go runtime starts it as ``python -m flinkgo.worker``; it is not meant to be
+started by hand. The worker
+
+* prints exactly one go-plugin handshake line on stdout and nothing else there
+  afterwards (``print`` in user code is forwarded through ``GRPCStdio``);
+* logs JSON lines on stderr that go-plugin's hclog parses;
+* serves ``grpc.health.v1.Health``, ``plugin.GRPCController``,
+  ``plugin.GRPCStdio`` and ``flinkgo.worker.v1.UdfWorker``;
+* listens on a Unix socket inside its own 0700 directory, which it removes;
+* exits when its parent process dies, so a crashed host leaves no orphan.
+
+Nothing here imports the user-facing API beyond what unpickled UDFs need.
+"""

@@ -1,0 +1,282 @@
+"""A fused chain of UDFs applied to Arrow record batches.
+
+Every UDF kind is fed whole Arrow batches, so ``batch_size`` applies to all of
+them; what differs is how the worker calls the user's function:
+
+* ``general``: once per row with Python values (``None`` for nulls);
+* ``pandas``: once per batch with ``pandas.Series`` (zero-copy where Arrow
+  allows), returning a Series, array or list of the same length;
+* ``arrow``: once per batch with ``pyarrow.Array``, returning an Array;
+* ``async def`` (general only): once per row on the worker's asyncio loop,
+  with at most ``concurrency`` calls in flight and each call under a timeout;
+  results keep input order.
+
+A result with the wrong number of rows or a type that does not convert to
+the declared return type raises ``UdfResultError`` naming the UDF.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import linecache
+import threading
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cloudpickle
+import pyarrow as pa
+
+from flinkgo._proto import worker_pb2
+
+# Calls in flight per async UDF when the UDF gives no concurrency; Flink's
+# table.exec.async-scalar.max-concurrent-operations default.
+DEFAULT_ASYNC_CONCURRENCY = 10
+
+
+class UdfResultError(Exception):
+    """A UDF returned the wrong number of rows or a value of the wrong type."""
+
+
+class UdfCallError(Exception):
+    """Wraps an exception raised by user code with the UDF's name."""
+
+    def __init__(self, udf_name: str, cause: BaseException):
+        super().__init__(str(cause))
+        self.udf_name = udf_name
+        self.cause = cause
+
+
+def read_schema(ipc_bytes: bytes) -> pa.Schema:
+    """Read the schema of an Arrow IPC stream that holds no batches."""
+    return pa.ipc.open_stream(pa.py_buffer(ipc_bytes)).schema
+
+
+def read_batch(ipc_bytes: bytes) -> pa.RecordBatch:
+    """Read the single record batch of an Arrow IPC stream, without copying."""
+    reader = pa.ipc.open_stream(pa.py_buffer(ipc_bytes))
+    return reader.read_next_batch()
+
+
+def write_batch(batch: pa.RecordBatch) -> bytes:
+    """Serialize one batch as an Arrow IPC stream (schema, batch, end)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+@dataclass
+class _Call:
+    name: str
+    func: Callable[..., Any]
+    func_type: int
+    is_async: bool
+    concurrency: int
+    return_type: pa.DataType
+    args: list[str]
+    output: str
+
+
+class AsyncLoop:
+    """An asyncio loop on its own daemon thread, shared by the async UDFs."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="flinkgo-async-udf", daemon=True
+        )
+        self._thread.start()
+
+    def run(self, coro: Any) -> Any:
+        """Run ``coro`` on the loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close(self) -> None:
+        """Stop the loop; calls still pending are abandoned."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=1)
+
+
+class Chain:
+    """The UDF chain of one OpenRequest."""
+
+    def __init__(self, request: worker_pb2.OpenRequest):
+        self.input_schema = read_schema(request.input_schema)
+        self.output_schema = read_schema(request.output_schema)
+        self.async_timeout = request.async_timeout_seconds or None
+        self.calls = [self._compile(c) for c in request.calls]
+        self._async_loop = AsyncLoop() if any(c.is_async for c in self.calls) else None
+        known = set(self.input_schema.names)
+        for call in self.calls:
+            missing = [a for a in call.args if a not in known]
+            if missing:
+                raise ValueError(
+                    f"udf {call.name!r}: argument column(s) {missing} are neither input "
+                    f"columns {self.input_schema.names} nor outputs of earlier UDFs"
+                )
+            known.add(call.output)
+        missing = [n for n in self.output_schema.names if n not in known]
+        if missing:
+            raise ValueError(f"output column(s) {missing} are produced by no UDF of the chain")
+
+    @staticmethod
+    def _compile(call: worker_pb2.UdfCall) -> _Call:
+        spec = call.udf
+        try:
+            func = cloudpickle.loads(spec.payload)
+        except Exception as e:
+            raise UdfCallError(spec.name, e) from e
+        if spec.source_file:
+            func = _restore_source(func, spec.source_file, spec.source_text)
+        return_type = read_schema(spec.return_schema).field(0).type
+        concurrency = spec.concurrency or (DEFAULT_ASYNC_CONCURRENCY if spec.is_async else 1)
+        return _Call(
+            name=spec.name,
+            func=func,
+            func_type=spec.func_type,
+            is_async=spec.is_async,
+            concurrency=concurrency,
+            return_type=return_type,
+            args=list(call.args),
+            output=call.output or spec.name,
+        )
+
+    def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Apply every call in order; return the output columns."""
+        columns: dict[str, pa.Array] = dict(zip(batch.schema.names, batch.columns, strict=True))
+        for call in self.calls:
+            args = [columns[a] for a in call.args]
+            columns[call.output] = self._invoke(call, args, batch.num_rows)
+        arrays = []
+        for field in self.output_schema:
+            array = columns[field.name]
+            if not array.type.equals(field.type):
+                array = array.cast(field.type)
+            arrays.append(array)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema)
+
+    def close(self) -> None:
+        """Release the chain's resources (the async loop)."""
+        if self._async_loop is not None:
+            self._async_loop.close()
+
+    def _invoke(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> pa.Array:
+        if call.is_async:
+            values = self._async_loop.run(self._run_async(call, args, num_rows))
+            return _to_array(call, values, num_rows)
+        if call.func_type == worker_pb2.FUNC_TYPE_PANDAS:
+            series = [a.to_pandas() for a in args]
+            result = _call_user(call, *series)
+            return _to_array(call, result, num_rows, from_pandas=True)
+        if call.func_type == worker_pb2.FUNC_TYPE_ARROW:
+            result = _call_user(call, *args)
+            if isinstance(result, pa.ChunkedArray):
+                result = result.combine_chunks()
+            if not isinstance(result, pa.Array):
+                raise UdfResultError(
+                    f"udf {call.name!r} (arrow) must return a pyarrow.Array, "
+                    f"got {type(result).__name__}"
+                )
+            return _check_array(call, result, num_rows)
+        rows = (
+            zip(*(a.to_pylist() for a in args), strict=True)
+            if args
+            else (() for _ in range(num_rows))
+        )
+        func = call.func
+        try:
+            values = [func(*row) for row in rows]
+        except Exception as e:
+            raise UdfCallError(call.name, e) from e
+        return _to_array(call, values, num_rows)
+
+    async def _run_async(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> list:
+        limit = asyncio.Semaphore(call.concurrency)
+        timeout = self.async_timeout
+
+        async def one(row: tuple) -> Any:
+            async with limit:
+                try:
+                    return await asyncio.wait_for(call.func(*row), timeout)
+                except asyncio.TimeoutError as e:
+                    raise UdfCallError(
+                        call.name,
+                        TimeoutError(f"async call did not finish within {timeout} s"),
+                    ) from e
+                except Exception as e:
+                    raise UdfCallError(call.name, e) from e
+
+        rows = list(zip(*(a.to_pylist() for a in args), strict=True)) if args else [()] * num_rows
+        tasks = [asyncio.ensure_future(one(row)) for row in rows]
+        try:
+            return await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+
+def _restore_source(func: Any, filename: str, text: str) -> Any:
+    """Give an unpickled function back its file name and source lines.
+
+    cloudpickle names every shipped code object ``<dynamic-code>``; without
+    this, a traceback could show neither the user's file nor the failing line.
+    """
+
+    def relocate(code: types.CodeType) -> types.CodeType:
+        consts = tuple(relocate(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+        return code.replace(co_filename=filename, co_consts=consts)
+
+    target = func if isinstance(func, types.FunctionType) else None
+    if target is None:
+        return func
+    target.__code__ = relocate(target.__code__)
+    if text:
+        lines = text.splitlines(keepends=True)
+        linecache.cache[filename] = (len(text), None, lines, filename)
+    return func
+
+
+def _call_user(call: _Call, *args: Any) -> Any:
+    try:
+        return call.func(*args)
+    except Exception as e:
+        raise UdfCallError(call.name, e) from e
+
+
+def _to_array(call: _Call, values: Any, num_rows: int, from_pandas: bool = False) -> pa.Array:
+    try:
+        length = len(values)
+    except TypeError:
+        raise UdfResultError(
+            f"udf {call.name!r} returned {type(values).__name__}, which has no length; "
+            f"return one value per input row ({num_rows})"
+        ) from None
+    if length != num_rows:
+        raise UdfResultError(
+            f"udf {call.name!r} returned {length} rows for a batch of {num_rows} rows; "
+            "a scalar UDF must return exactly one value per input row"
+        )
+    try:
+        array = pa.array(values, type=call.return_type, from_pandas=from_pandas)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
+        raise UdfResultError(
+            f"udf {call.name!r} returned values that do not convert to its declared "
+            f"return type {call.return_type}: {e}"
+        ) from e
+    return _check_array(call, array, num_rows)
+
+
+def _check_array(call: _Call, array: pa.Array, num_rows: int) -> pa.Array:
+    if len(array) != num_rows:
+        raise UdfResultError(
+            f"udf {call.name!r} returned {len(array)} rows for a batch of {num_rows} rows; "
+            "a scalar UDF must return exactly one value per input row"
+        )
+    if not array.type.equals(call.return_type):
+        raise UdfResultError(
+            f"udf {call.name!r} returned type {array.type}, but it was declared to return "
+            f"{call.return_type}"
+        )
+    return array

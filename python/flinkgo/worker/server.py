@@ -1,0 +1,260 @@
+"""The worker process: go-plugin handshake, gRPC services, supervision."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from concurrent import futures
+from typing import Any
+
+import grpc
+import pyarrow as pa
+
+from flinkgo._proto import (
+    grpc_controller_pb2,
+    grpc_controller_pb2_grpc,
+    grpc_stdio_pb2,
+    grpc_stdio_pb2_grpc,
+    health_pb2,
+    health_pb2_grpc,
+    worker_pb2,
+    worker_pb2_grpc,
+)
+from flinkgo.worker import logs
+from flinkgo.worker.chain import Chain, UdfCallError, read_batch, write_batch
+
+# The go-plugin handshake: the host sets this variable; a worker started any
+# other way refuses to run (go-plugin's magic cookie).
+COOKIE_KEY = "FLINKGO_WORKER_COOKIE"
+COOKIE_VALUE = "8f2c1d5e-flinkgo-python-udf-worker"
+APP_PROTOCOL_VERSION = 1
+# Largest gRPC message; the host passes the value it caps batches below.
+MAX_MESSAGE_ENV = "FLINKGO_MAX_MESSAGE_BYTES"
+DEFAULT_MAX_MESSAGE = 16 * 1024 * 1024
+PARENT_POLL_SECONDS = 0.2
+
+log = logs.setup(os.environ.get("FLINKGO_WORKER_LOG_LEVEL", "info"))
+
+
+class StdioForwarder:
+    """A text stream that forwards writes to the host through GRPCStdio.
+
+    It replaces ``sys.stdout`` after the handshake, so ``print`` in user code
+    reaches the host's logs instead of corrupting the go-plugin stdout.
+    """
+
+    def __init__(self, channel: int):
+        self.channel = channel
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+
+    def write(self, text: str) -> int:
+        if text:
+            self.queue.put(text.encode("utf-8", "replace"))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def close_stream(self) -> None:
+        self.queue.put(None)
+
+
+class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
+    """Runs the chain of Open over the batches of Process."""
+
+    def __init__(self) -> None:
+        self._chain: Chain | None = None
+        self._lock = threading.Lock()
+
+    def Open(self, request: worker_pb2.OpenRequest, context: grpc.ServicerContext) -> Any:
+        try:
+            chain = Chain(request)
+        except UdfCallError as e:
+            return worker_pb2.OpenResponse(error=_udf_error(-1, e.udf_name, e.cause))
+        except Exception as e:
+            return worker_pb2.OpenResponse(error=_udf_error(-1, "", e))
+        with self._lock:
+            self._chain = chain
+        log.info(
+            "udf chain opened",
+            extra={
+                "fields": {
+                    "operator": request.operator_name,
+                    "subtask": request.subtask,
+                    "udfs": [c.udf.name for c in request.calls],
+                }
+            },
+        )
+        return worker_pb2.OpenResponse(
+            pid=os.getpid(),
+            python_version=sys.version.split()[0],
+            pyarrow_version=pa.__version__,
+        )
+
+    def Process(self, request_iterator: Any, context: grpc.ServicerContext) -> Any:
+        chain = self._chain
+        if chain is None:
+            yield _error_response(-1, "", RuntimeError("Process called before Open"))
+            return
+        for request in request_iterator:
+            kind = request.WhichOneof("kind")
+            if kind == "batch":
+                seq = request.batch.seq
+                try:
+                    out = chain.apply(read_batch(request.batch.arrow_ipc))
+                    data = write_batch(out)
+                except UdfCallError as e:
+                    yield _error_response(seq, e.udf_name, e.cause)
+                    return
+                except Exception as e:
+                    yield _error_response(seq, "", e)
+                    return
+                yield worker_pb2.ProcessResponse(
+                    result=worker_pb2.BatchResult(seq=seq, arrow_ipc=data)
+                )
+            elif kind == "end_bundle":
+                yield worker_pb2.ProcessResponse(
+                    bundle_done=worker_pb2.BundleDone(bundle_id=request.end_bundle.bundle_id)
+                )
+
+    def Close(self, request: worker_pb2.CloseRequest, context: grpc.ServicerContext) -> Any:
+        with self._lock:
+            chain, self._chain = self._chain, None
+        if chain is not None:
+            try:
+                chain.close()
+            except Exception as e:
+                return worker_pb2.CloseResponse(error=_udf_error(-1, "", e))
+        return worker_pb2.CloseResponse()
+
+
+def _error_response(seq: int, udf_name: str, exc: BaseException) -> worker_pb2.ProcessResponse:
+    return worker_pb2.ProcessResponse(error=_udf_error(seq, udf_name, exc))
+
+
+def _udf_error(seq: int, udf_name: str, exc: BaseException) -> worker_pb2.UdfError:
+    return worker_pb2.UdfError(
+        seq=seq,
+        udf_name=udf_name,
+        exception_type=type(exc).__name__,
+        message=str(exc),
+        traceback="".join(traceback.format_exception(exc)),
+    )
+
+
+class HealthServicer(health_pb2_grpc.HealthServicer):
+    def Check(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+
+
+class ControllerServicer(grpc_controller_pb2_grpc.GRPCControllerServicer):
+    def __init__(self, shutdown: threading.Event):
+        self._shutdown = shutdown
+
+    def Shutdown(self, request: Any, context: grpc.ServicerContext) -> Any:
+        log.debug("shutdown requested by host")
+        self._shutdown.set()
+        return grpc_controller_pb2.Empty()
+
+
+class StdioServicer(grpc_stdio_pb2_grpc.GRPCStdioServicer):
+    def __init__(self, stdout: StdioForwarder):
+        self._stdout = stdout
+
+    def StreamStdio(self, request: Any, context: grpc.ServicerContext) -> Any:
+        while True:
+            data = self._stdout.queue.get()
+            if data is None:
+                return
+            yield grpc_stdio_pb2.StdioData(channel=self._stdout.channel, data=data)
+
+
+def _watch_parent(parent: int, shutdown: threading.Event) -> None:
+    # A host that crashed cannot ask us to exit; reparenting tells us.
+    while not shutdown.is_set():
+        if os.getppid() != parent:
+            log.warning("host process is gone; worker exits")
+            shutdown.set()
+            return
+        time.sleep(PARENT_POLL_SECONDS)
+
+
+def main() -> int:
+    """Serve until the host shuts the worker down or dies."""
+    if os.environ.get(COOKIE_KEY) != COOKIE_VALUE:
+        sys.stderr.write(
+            "This is the flinkgo Python UDF worker. The flinkgo runtime starts it; "
+            "it is not meant to be run by hand.\n"
+        )
+        return 1
+    versions = os.environ.get("PLUGIN_PROTOCOL_VERSIONS", str(APP_PROTOCOL_VERSION)).split(",")
+    if str(APP_PROTOCOL_VERSION) not in versions:
+        sys.stderr.write(
+            f"flinkgo worker speaks protocol {APP_PROTOCOL_VERSION}, host wants {versions}\n"
+        )
+        return 1
+    # Ctrl-C goes to the whole process group; the host decides what happens.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    shutdown = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: shutdown.set())
+
+    max_message = int(os.environ.get(MAX_MESSAGE_ENV, DEFAULT_MAX_MESSAGE))
+    socket_dir = tempfile.mkdtemp(
+        prefix="flinkgo-worker-", dir=os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or None
+    )
+    os.chmod(socket_dir, 0o700)
+    socket_path = os.path.join(socket_dir, "plugin.sock")
+
+    stdout = StdioForwarder(grpc_stdio_pb2.StdioData.STDOUT)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="flinkgo-grpc"),
+        options=[
+            ("grpc.max_receive_message_length", max_message),
+            ("grpc.max_send_message_length", max_message),
+        ],
+    )
+    worker = UdfWorkerServicer()
+    worker_pb2_grpc.add_UdfWorkerServicer_to_server(worker, server)
+    health_pb2_grpc.add_HealthServicer_to_server(HealthServicer(), server)
+    grpc_controller_pb2_grpc.add_GRPCControllerServicer_to_server(
+        ControllerServicer(shutdown), server
+    )
+    grpc_stdio_pb2_grpc.add_GRPCStdioServicer_to_server(StdioServicer(stdout), server)
+    server.add_insecure_port("unix:" + socket_path)
+    server.start()
+
+    parent = os.getppid()
+    threading.Thread(
+        target=_watch_parent, args=(parent, shutdown), name="flinkgo-parent-watch", daemon=True
+    ).start()
+
+    real_stdout = sys.stdout
+    real_stdout.write(f"1|{APP_PROTOCOL_VERSION}|unix|{socket_path}|grpc\n")
+    real_stdout.flush()
+    # From here on nothing may reach fd 1: route it to stderr, and Python's
+    # own stdout to the host through GRPCStdio.
+    os.dup2(sys.stderr.fileno(), 1)
+    sys.stdout = stdout
+    log.debug("worker serving", extra={"fields": {"socket": socket_path, "pid": os.getpid()}})
+
+    shutdown.wait()
+    stdout.close_stream()
+    # A short grace lets the Shutdown reply reach the host; user code still
+    # running (a hung UDF) must not keep the process alive, hence os._exit.
+    server.stop(grace=0.2).wait(1)
+    try:
+        worker.Close(worker_pb2.CloseRequest(), None)
+    finally:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+        sys.stderr.flush()
+        os._exit(0)

@@ -1,0 +1,185 @@
+"""The worker process as go-plugin sees it: handshake, services, shutdown."""
+
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import grpc
+import pyarrow as pa
+import pytest
+
+from flinkgo import udf
+from flinkgo._proto import (
+    grpc_controller_pb2,
+    grpc_controller_pb2_grpc,
+    health_pb2,
+    health_pb2_grpc,
+    worker_pb2,
+    worker_pb2_grpc,
+)
+from flinkgo.types import schema_ipc_bytes
+from flinkgo.worker.chain import read_batch, write_batch
+from flinkgo.worker.server import COOKIE_KEY, COOKIE_VALUE
+
+
+@udf("int64", func_type="pandas")
+def times_ten(x):
+    return x * 10
+
+
+@udf("int64")
+def fails(x):
+    raise KeyError(f"no key {x}")
+
+
+def start_worker(**env):
+    full_env = dict(os.environ, **{COOKIE_KEY: COOKIE_VALUE, "PLUGIN_PROTOCOL_VERSIONS": "1"})
+    full_env.update(env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "flinkgo.worker"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=full_env,
+        text=True,
+    )
+
+
+@pytest.fixture
+def worker():
+    proc = start_worker()
+    line = proc.stdout.readline()
+    yield proc, line
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=10)
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def open_request(*calls):
+    schema = pa.schema([pa.field("x", pa.int64())])
+    out = pa.schema([pa.field(c.output, pa.int64()) for c in calls])
+    return worker_pb2.OpenRequest(
+        calls=list(calls),
+        input_schema=schema_ipc_bytes(schema),
+        output_schema=schema_ipc_bytes(out),
+        max_message_bytes=16 << 20,
+    )
+
+
+def test_handshake_line_and_private_socket_dir(worker):
+    proc, line = worker
+    fields = line.rstrip("\n").split("|")
+    assert fields[0:3] == ["1", "1", "unix"] and fields[4] == "grpc", line
+    socket_dir = os.path.dirname(fields[3])
+    assert stat.S_IMODE(os.stat(socket_dir).st_mode) == 0o700
+    assert os.path.basename(socket_dir).startswith("flinkgo-worker-")
+
+
+def test_serves_health_udfs_and_shuts_down(worker):
+    proc, line = worker
+    socket_path = line.split("|")[3]
+    with grpc.insecure_channel("unix:" + socket_path) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        status = health.Check(health_pb2.HealthCheckRequest(service="plugin"), timeout=10)
+        assert status.status == health_pb2.HealthCheckResponse.SERVING
+
+        stub = worker_pb2_grpc.UdfWorkerStub(channel)
+        call = worker_pb2.UdfCall(udf=times_ten.to_spec(), args=["x"], output="y")
+        opened = stub.Open(open_request(call), timeout=30)
+        assert opened.pid == proc.pid and not opened.HasField("error")
+
+        batch = pa.record_batch([pa.array([1, 2, 3], pa.int64())], names=["x"])
+        requests = [
+            worker_pb2.ProcessRequest(batch=worker_pb2.Batch(seq=7, arrow_ipc=write_batch(batch))),
+            worker_pb2.ProcessRequest(end_bundle=worker_pb2.EndBundle(bundle_id=1)),
+        ]
+        responses = list(stub.Process(iter(requests), timeout=30))
+        assert [r.WhichOneof("kind") for r in responses] == ["result", "bundle_done"]
+        assert responses[0].result.seq == 7
+        assert read_batch(responses[0].result.arrow_ipc).column(0).to_pylist() == [10, 20, 30]
+        assert responses[1].bundle_done.bundle_id == 1
+
+        stub.Close(worker_pb2.CloseRequest(), timeout=10)
+        controller = grpc_controller_pb2_grpc.GRPCControllerStub(channel)
+        controller.Shutdown(grpc_controller_pb2.Empty(), timeout=10)
+    assert proc.wait(timeout=10) == 0
+    assert not os.path.exists(os.path.dirname(socket_path))
+    # Nothing but the handshake ever reached stdout.
+    assert proc.stdout.read() == ""
+
+
+def test_udf_exception_is_reported_with_traceback(worker):
+    proc, line = worker
+    with grpc.insecure_channel("unix:" + line.split("|")[3]) as channel:
+        stub = worker_pb2_grpc.UdfWorkerStub(channel)
+        call = worker_pb2.UdfCall(udf=fails.to_spec(), args=["x"], output="y")
+        stub.Open(open_request(call), timeout=30)
+        batch = pa.record_batch([pa.array([5], pa.int64())], names=["x"])
+        request = worker_pb2.ProcessRequest(
+            batch=worker_pb2.Batch(seq=0, arrow_ipc=write_batch(batch))
+        )
+        (response,) = list(stub.Process(iter([request]), timeout=30))
+    error = response.error
+    assert (error.udf_name, error.seq, error.exception_type) == ("fails", 0, "KeyError")
+    assert "no key 5" in error.message
+    assert (
+        "test_worker.py" in error.traceback and 'raise KeyError(f"no key {x}")' in error.traceback
+    )
+
+
+def test_open_reports_unknown_column(worker):
+    proc, line = worker
+    with grpc.insecure_channel("unix:" + line.split("|")[3]) as channel:
+        stub = worker_pb2_grpc.UdfWorkerStub(channel)
+        call = worker_pb2.UdfCall(udf=times_ten.to_spec(), args=["nope"], output="y")
+        opened = stub.Open(open_request(call), timeout=30)
+    assert "nope" in opened.error.message and "times_ten" in opened.error.message
+
+
+def test_refuses_to_run_by_hand():
+    env = {k: v for k, v in os.environ.items() if k != COOKIE_KEY}
+    proc = subprocess.run(
+        [sys.executable, "-m", "flinkgo.worker"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert "not meant to be run by hand" in proc.stderr
+
+
+def test_exits_when_parent_dies(tmp_path):
+    # A shell starts the worker in the background and is then killed: the
+    # worker is reparented and must notice.
+    pid_file = tmp_path / "pid"
+    script = f"{sys.executable} -m flinkgo.worker > /dev/null 2>&1 & echo $! > {pid_file}; sleep 60"
+    env = dict(os.environ, **{COOKIE_KEY: COOKIE_VALUE})
+    shell = subprocess.Popen(["sh", "-c", script], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text().strip()):
+            assert time.monotonic() < deadline, "worker did not start"
+            time.sleep(0.05)
+        pid = int(pid_file.read_text())
+        time.sleep(0.5)
+    finally:
+        shell.kill()
+        shell.wait()
+    deadline = time.monotonic() + 15
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"worker {pid} outlived its parent"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")

@@ -1,0 +1,20 @@
+// Package pluginrunner implements bridge.Runner with a Python worker process
+// (`python -m flinkgo.worker`) started and supervised through
+// hashicorp/go-plugin over gRPC.
+//
+// One Runner owns one worker. Batches travel as Arrow IPC streams on one
+// bidirectional gRPC stream; up to Options.MaxInFlight batches are in flight
+// so Python never waits on Go. A receiver goroutine checks every result (its
+// sequence number, row count and column types) and queues it for TakeResult.
+//
+// Goroutines per runner: one receiver, plus go-plugin's own (stderr reader,
+// process waiter, stdio stream). All end when Close or Cancel returns.
+//
+// Failure reporting: a Python exception becomes a *bridge.UDFError with the
+// traceback; a worker that exits or is killed becomes a
+// *bridge.WorkerExitError (exit status or signal, last stderr lines); a
+// result of the wrong shape wraps bridge.ErrResultMismatch. Every pending
+// batch and waiter fails with the same error, so nothing stays blocked.
+//
+// The package knows nothing about bundles or operators: see package bundle.
+package pluginrunner

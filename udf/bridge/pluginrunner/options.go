@@ -1,0 +1,141 @@
+package pluginrunner
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+)
+
+// PythonEnv names the environment variable that picks the interpreter when
+// Options.Python is empty.
+const PythonEnv = "FLINKGO_PYTHON"
+
+// Options configure one Runner. NewRunner copies them, fills defaults and
+// validates them; the caller's struct is never modified.
+type Options struct {
+	// Calls is the fused chain, applied in order. Required.
+	Calls []*workerpb.UdfCall
+	// InputSchema is the schema of every batch given to Process. Required.
+	InputSchema *arrow.Schema
+	// OutputSchema is the schema of every result: a subset of the call
+	// outputs. Default: one column per call, named by its output, typed by
+	// its UDF's return type.
+	OutputSchema *arrow.Schema
+
+	// Python is the interpreter. Default: $FLINKGO_PYTHON, else "python3".
+	Python string
+	// Env holds extra "KEY=value" entries for the worker's environment.
+	Env []string
+
+	// StartTimeout bounds the worker start and handshake. Default 60 s
+	// (importing pyarrow and pandas on a cold disk can take seconds).
+	StartTimeout time.Duration
+	// CancelGrace is how long Cancel lets the worker exit on SIGTERM before
+	// it sends SIGKILL. Default 200 ms.
+	CancelGrace time.Duration
+	// CloseTimeout bounds an orderly Close; past it Close cancels. Default 60 s.
+	CloseTimeout time.Duration
+	// AsyncTimeout bounds one call of an async UDF. Default 3 min, as Flink's
+	// table.exec.async-scalar.timeout.
+	AsyncTimeout time.Duration
+
+	// MaxMessageBytes is the gRPC message limit on both sides. Default 64 MiB.
+	// Callers must cut batches below MaxBatchBytes().
+	MaxMessageBytes int
+	// MaxInFlight is how many batches may await their result at once.
+	// Default 4.
+	MaxInFlight int
+
+	// OperatorName and Subtask tag logs and errors.
+	OperatorName string
+	Subtask      int
+	// Logger receives the worker's logs. Default: hclog at info on stderr.
+	Logger hclog.Logger
+	// Allocator holds the result batches. Default memory.DefaultAllocator.
+	Allocator memory.Allocator
+}
+
+// MaxBatchBytes is the largest Arrow IPC payload a caller should send: the
+// message limit less room for framing and metadata.
+func (o Options) MaxBatchBytes() int64 {
+	return int64(o.withDefaults().MaxMessageBytes) * 9 / 10
+}
+
+func (o Options) withDefaults() Options {
+	if o.Python == "" {
+		o.Python = os.Getenv(PythonEnv)
+	}
+	if o.Python == "" {
+		o.Python = "python3"
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.CancelGrace == 0 {
+		o.CancelGrace = 200 * time.Millisecond
+	}
+	if o.CloseTimeout == 0 {
+		o.CloseTimeout = 60 * time.Second
+	}
+	if o.AsyncTimeout == 0 {
+		o.AsyncTimeout = 3 * time.Minute
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = 64 << 20
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = 4
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.New(&hclog.LoggerOptions{Name: "flinkgo", Level: hclog.Info, Output: os.Stderr})
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	o.Calls = append([]*workerpb.UdfCall(nil), o.Calls...)
+	o.Env = append([]string(nil), o.Env...)
+	return o
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if len(o.Calls) == 0 {
+		errs = append(errs, errors.New("Calls is empty: a runner needs at least one UDF"))
+	}
+	for i, c := range o.Calls {
+		if c.GetUdf() == nil || len(c.GetUdf().GetPayload()) == 0 {
+			errs = append(errs, fmt.Errorf("Calls[%d] has no pickled UDF", i))
+		}
+		if c.GetOutput() == "" {
+			errs = append(errs, fmt.Errorf("Calls[%d] (udf %q) has no output column name", i, c.GetUdf().GetName()))
+		}
+	}
+	if o.InputSchema == nil {
+		errs = append(errs, errors.New("InputSchema is nil"))
+	}
+	for name, d := range map[string]time.Duration{
+		"StartTimeout": o.StartTimeout, "CancelGrace": o.CancelGrace,
+		"CloseTimeout": o.CloseTimeout, "AsyncTimeout": o.AsyncTimeout,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s is negative (%s)", name, d))
+		}
+	}
+	if o.MaxMessageBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("MaxMessageBytes is %d; it must be at least 1 MiB", o.MaxMessageBytes))
+	}
+	if o.MaxInFlight < 1 {
+		errs = append(errs, fmt.Errorf("MaxInFlight is %d; it must be at least 1", o.MaxInFlight))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("pluginrunner: invalid options: %w", errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,280 @@
+package pluginrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+)
+
+// The go-plugin handshake the worker checks (python/flinkgo/worker/server.py).
+var handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "FLINKGO_WORKER_COOKIE",
+	MagicCookieValue: "8f2c1d5e-flinkgo-python-udf-worker",
+}
+
+// maxMessageEnv passes the gRPC message limit to the worker before it starts
+// its server (it cannot wait for Open).
+const maxMessageEnv = "FLINKGO_MAX_MESSAGE_BYTES"
+
+// Process is a started worker process, as the runner supervises it. It is
+// kept apart from the wire protocol so supervision reads on its own.
+type Process interface {
+	// Pid is the operating system's process id.
+	Pid() int
+	// Exited reports whether the process has ended and been reaped.
+	Exited() bool
+	// ExitStatus describes how it ended ("exit status 1", "signal: killed"),
+	// or "still running".
+	ExitStatus() string
+	// StderrTail returns the last lines the process wrote to stderr.
+	StderrTail() []string
+	// Stop ends the process: SIGTERM, then SIGKILL after grace, then waits
+	// for it to be reaped and cleans up its socket directory. It never waits
+	// on the worker's cooperation beyond grace. Safe to call twice.
+	Stop(grace time.Duration)
+	// Shutdown asks the worker to exit through go-plugin's controller and
+	// waits for it (go-plugin kills it after 2 s). Blocks on a hung worker
+	// for those 2 s at most. Safe to call twice.
+	Shutdown()
+}
+
+var _ Process = (*pluginProcess)(nil)
+
+// pluginProcess is a worker started with go-plugin from an exec.Cmd.
+type pluginProcess struct {
+	client *plugin.Client
+	cmd    *exec.Cmd
+	stderr *lineTail
+	conn   workerpb.UdfWorkerClient
+	// socketDir is the worker's own socket directory, removed after death
+	// when the worker could not do it itself (SIGKILL).
+	socketDir string
+}
+
+// startProcess starts the worker and connects to it. It blocks until the
+// handshake is done, opts.StartTimeout passes, or ctx ends.
+func startProcess(ctx context.Context, opts Options, logger hclog.Logger) (*pluginProcess, error) {
+	args := []string{"-m", "flinkgo.worker"}
+	cmd := exec.Command(opts.Python, args...)
+	cmd.Env = append([]string{maxMessageEnv + "=" + strconv.Itoa(opts.MaxMessageBytes)}, opts.Env...)
+	stderr := newLineTail(20)
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  handshake,
+		Plugins:          plugin.PluginSet{"udf": udfPlugin{}},
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		StartTimeout:     opts.StartTimeout,
+		Logger:           logger,
+		Stderr:           stderr,
+		SyncStdout:       &lineLogger{logger: logger, msg: "udf stdout"},
+		SyncStderr:       &lineLogger{logger: logger, msg: "udf stderr"},
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(opts.MaxMessageBytes),
+			grpc.MaxCallSendMsgSize(opts.MaxMessageBytes),
+		)},
+	})
+	p := &pluginProcess{client: client, cmd: cmd, stderr: stderr}
+
+	type dispensed struct {
+		conn workerpb.UdfWorkerClient
+		err  error
+	}
+	done := make(chan dispensed, 1)
+	go func() {
+		rpc, err := client.Client()
+		if err != nil {
+			done <- dispensed{err: err}
+			return
+		}
+		raw, err := rpc.Dispense("udf")
+		if err != nil {
+			done <- dispensed{err: err}
+			return
+		}
+		done <- dispensed{conn: raw.(workerpb.UdfWorkerClient)}
+	}()
+	var d dispensed
+	select {
+	case d = <-done:
+	case <-ctx.Done():
+		client.Kill()
+		<-done
+		return nil, fmt.Errorf("%w: %w", bridge.ErrWorkerStart, context.Cause(ctx))
+	}
+	if d.err != nil {
+		client.Kill()
+		return nil, p.startError(d.err)
+	}
+	p.conn = d.conn
+	if rc := client.ReattachConfig(); rc != nil && rc.Addr != nil {
+		p.socketDir = filepath.Dir(rc.Addr.String())
+	}
+	return p, nil
+}
+
+func (p *pluginProcess) startError(err error) error {
+	status := ""
+	if p.client.Exited() && p.cmd.ProcessState != nil {
+		status = " (" + p.cmd.ProcessState.String() + ")"
+	}
+	msg := fmt.Sprintf("%v: python %q%s: %v", bridge.ErrWorkerStart, p.cmd.Path, status, err)
+	if tail := p.stderr.Lines(); len(tail) > 0 {
+		msg += "; last stderr lines:\n  " + strings.Join(tail, "\n  ")
+	}
+	if errors.Is(err, exec.ErrNotFound) || strings.Contains(err.Error(), "executable file not found") {
+		msg += "\nset Options.Python or $" + PythonEnv + " to a Python with the flinkgo package installed"
+	}
+	return &startError{msg: msg}
+}
+
+type startError struct{ msg string }
+
+func (e *startError) Error() string { return e.msg }
+func (e *startError) Unwrap() error { return bridge.ErrWorkerStart }
+
+func (p *pluginProcess) Pid() int {
+	if p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+func (p *pluginProcess) Exited() bool { return p.client.Exited() }
+
+func (p *pluginProcess) ExitStatus() string {
+	// go-plugin reaps the process; once Exited is true, ProcessState is set
+	// and no longer written.
+	if !p.client.Exited() || p.cmd.ProcessState == nil {
+		return "still running"
+	}
+	return p.cmd.ProcessState.String()
+}
+
+func (p *pluginProcess) StderrTail() []string { return p.stderr.Lines() }
+
+// waitExited polls until the process is reaped or d passes.
+func (p *pluginProcess) waitExited(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !p.client.Exited() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
+
+func (p *pluginProcess) Stop(grace time.Duration) {
+	if proc := p.cmd.Process; proc != nil && !p.client.Exited() {
+		_ = proc.Signal(syscall.SIGTERM)
+		if !p.waitExited(grace) {
+			_ = proc.Kill()
+			// A killed process is reaped at once; the bound only guards
+			// against an uninterruptible kernel wait.
+			p.waitExited(10 * time.Second)
+		}
+	}
+	// The process is gone, so go-plugin's Kill returns without waiting.
+	p.client.Kill()
+	p.removeSocketDir()
+}
+
+func (p *pluginProcess) Shutdown() {
+	p.client.Kill()
+	p.removeSocketDir()
+}
+
+func (p *pluginProcess) removeSocketDir() {
+	if p.socketDir != "" && strings.HasPrefix(filepath.Base(p.socketDir), "flinkgo-worker-") {
+		_ = os.RemoveAll(p.socketDir)
+	}
+}
+
+// udfPlugin is the go-plugin glue: it hands out the generated gRPC client.
+type udfPlugin struct{ plugin.NetRPCUnsupportedPlugin }
+
+func (udfPlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
+	return errors.New("pluginrunner: the UDF worker is served by Python, not Go")
+}
+
+func (udfPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+	return workerpb.NewUdfWorkerClient(conn), nil
+}
+
+// lineTail keeps the last n lines written to it. go-plugin writes the
+// worker's stderr to it line by line.
+type lineTail struct {
+	mu      sync.Mutex
+	n       int
+	lines   []string
+	partial strings.Builder
+}
+
+func newLineTail(n int) *lineTail { return &lineTail{n: n} }
+
+func (t *lineTail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range string(b) {
+		if c != '\n' {
+			t.partial.WriteRune(c)
+			continue
+		}
+		t.lines = append(t.lines, t.partial.String())
+		t.partial.Reset()
+		if len(t.lines) > t.n {
+			t.lines = t.lines[len(t.lines)-t.n:]
+		}
+	}
+	return len(b), nil
+}
+
+func (t *lineTail) Lines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]string(nil), t.lines...)
+	if t.partial.Len() > 0 {
+		out = append(out, t.partial.String())
+	}
+	return out
+}
+
+// lineLogger logs each line written to it; it receives what user code
+// prints in the worker (forwarded through go-plugin's GRPCStdio).
+type lineLogger struct {
+	logger hclog.Logger
+	msg    string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func (l *lineLogger) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, b...)
+	for {
+		i := strings.IndexByte(string(l.buf), '\n')
+		if i < 0 {
+			break
+		}
+		l.logger.Info(l.msg, "line", string(l.buf[:i]))
+		l.buf = l.buf[i+1:]
+	}
+	return len(b), nil
+}

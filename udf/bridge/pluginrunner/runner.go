@@ -1,0 +1,618 @@
+package pluginrunner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+)
+
+// Runner is a bridge.Runner backed by one Python worker process.
+type Runner struct {
+	opts         Options
+	label        string
+	logger       hclog.Logger
+	inputSchema  []byte
+	outputSchema *arrow.Schema
+	openReq      *workerpb.OpenRequest
+
+	// lifeCtx ends when the runner is canceled; the stream derives from it.
+	lifeCtx    context.Context
+	lifeCancel context.CancelFunc
+
+	// window holds one token per batch awaiting its result.
+	window chan struct{}
+	// failed is closed with the first failure, Close or Cancel.
+	failed chan struct{}
+	// wake tells the one TakeResult caller that the queue changed.
+	wake chan struct{}
+
+	// Set by Open, read-only afterwards.
+	proc         *pluginProcess
+	stream       workerpb.UdfWorker_ProcessClient
+	streamCancel context.CancelFunc
+	receiverDone chan struct{}
+
+	// sendMu serializes Send on the stream: Process runs on the task
+	// goroutine, Flush on the flush executor.
+	sendMu  sync.Mutex
+	sendBuf bytes.Buffer
+
+	mu struct {
+		sync.Mutex
+		opened  bool
+		closing bool
+		err     error
+		queue   []queued
+		pending []pendingBatch
+		bundles map[int64]chan struct{}
+		nextID  int64
+	}
+
+	closeOnce  sync.Once
+	closeErr   error
+	cancelOnce sync.Once
+	// procMu serializes process teardown between Close and Cancel.
+	procMu sync.Mutex
+}
+
+var (
+	_ bridge.Runner   = (*Runner)(nil)
+	_ bridge.Canceler = (*Runner)(nil)
+)
+
+type queued struct {
+	res bridge.Result
+	// wake marks the entry NotifyNoMoreResults leaves.
+	wake bool
+}
+
+type pendingBatch struct {
+	seq  int64
+	rows int64
+}
+
+// NewRunner checks opts and prepares a runner; Open starts the worker.
+func NewRunner(opts Options) (*Runner, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(opts.Calls))
+	for i, c := range opts.Calls {
+		names[i] = c.GetUdf().GetName()
+	}
+	label := fmt.Sprintf("udf %q", strings.Join(names, "+"))
+	if opts.OperatorName != "" {
+		label += fmt.Sprintf(" (operator %s, subtask %d)", opts.OperatorName, opts.Subtask)
+	}
+	out := opts.OutputSchema
+	if out == nil {
+		var err error
+		if out, err = defaultOutputSchema(opts.Calls); err != nil {
+			return nil, fmt.Errorf("%s: %w", label, err)
+		}
+	}
+	in, err := encodeSchema(opts.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("%s: input schema: %w", label, err)
+	}
+	outBytes, err := encodeSchema(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: output schema: %w", label, err)
+	}
+	r := &Runner{
+		opts:         opts,
+		label:        label,
+		logger:       opts.Logger.Named("udf").With("udf", strings.Join(names, "+"), "operator", opts.OperatorName, "subtask", opts.Subtask),
+		inputSchema:  in,
+		outputSchema: out,
+		window:       make(chan struct{}, opts.MaxInFlight),
+		failed:       make(chan struct{}),
+		wake:         make(chan struct{}, 1),
+	}
+	r.openReq = &workerpb.OpenRequest{
+		Calls:               opts.Calls,
+		InputSchema:         in,
+		OutputSchema:        outBytes,
+		MaxMessageBytes:     int64(opts.MaxMessageBytes),
+		AsyncTimeoutSeconds: opts.AsyncTimeout.Seconds(),
+		OperatorName:        opts.OperatorName,
+		Subtask:             int32(opts.Subtask),
+	}
+	r.lifeCtx, r.lifeCancel = context.WithCancel(context.Background())
+	r.mu.bundles = make(map[int64]chan struct{})
+	return r, nil
+}
+
+// defaultOutputSchema has one column per call: its output name and its
+// UDF's declared return type.
+func defaultOutputSchema(calls []*workerpb.UdfCall) (*arrow.Schema, error) {
+	fields := make([]arrow.Field, len(calls))
+	for i, c := range calls {
+		rs, err := decodeSchema(c.GetUdf().GetReturnSchema())
+		if err != nil || rs.NumFields() != 1 {
+			return nil, fmt.Errorf("udf %q: return_schema is not an Arrow schema with one field", c.GetUdf().GetName())
+		}
+		fields[i] = arrow.Field{Name: c.GetOutput(), Type: rs.Field(0).Type, Nullable: true}
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// OutputSchema is the schema of every result batch.
+func (r *Runner) OutputSchema() *arrow.Schema { return r.outputSchema }
+
+// Pid is the worker's process id, 0 before Open.
+func (r *Runner) Pid() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil {
+		return 0
+	}
+	return r.proc.Pid()
+}
+
+// Open starts the worker and opens the chain. On failure nothing is left
+// running. Blocks until ready, StartTimeout, ctx's end or Cancel.
+func (r *Runner) Open(ctx context.Context) error {
+	r.mu.Lock()
+	if r.mu.opened || r.mu.closing {
+		r.mu.Unlock()
+		return fmt.Errorf("%s: Open called twice or after close: %w", r.label, bridge.ErrClosed)
+	}
+	r.mu.opened = true
+	r.mu.Unlock()
+
+	openCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(r.lifeCtx, func() { cancel(bridge.ErrClosed) })
+	defer stop()
+
+	proc, err := startProcess(openCtx, r.opts, r.logger)
+	if err != nil {
+		r.markClosed(err)
+		return fmt.Errorf("%s: %w", r.label, err)
+	}
+	r.mu.Lock()
+	if r.mu.closing {
+		r.mu.Unlock()
+		proc.Stop(r.opts.CancelGrace)
+		return fmt.Errorf("%s: canceled while opening: %w", r.label, bridge.ErrClosed)
+	}
+	r.proc = proc
+	r.mu.Unlock()
+
+	resp, err := proc.conn.Open(openCtx, r.openReq)
+	if err == nil && resp.GetError() != nil {
+		err = udfError(resp.GetError())
+	} else if err != nil {
+		err = r.lostError(err)
+	}
+	if err != nil {
+		r.failOpen(proc, err)
+		return fmt.Errorf("%s: open: %w", r.label, err)
+	}
+	r.logger.Debug("worker ready", "pid", resp.GetPid(), "python", resp.GetPythonVersion(), "pyarrow", resp.GetPyarrowVersion())
+
+	streamCtx, streamCancel := context.WithCancel(r.lifeCtx)
+	stream, err := proc.conn.Process(streamCtx)
+	if err != nil {
+		streamCancel()
+		err = r.lostError(err)
+		r.failOpen(proc, err)
+		return fmt.Errorf("%s: open stream: %w", r.label, err)
+	}
+	r.stream, r.streamCancel = stream, streamCancel
+	r.receiverDone = make(chan struct{})
+	go r.receive()
+	return nil
+}
+
+func (r *Runner) failOpen(proc *pluginProcess, err error) {
+	r.markClosed(err)
+	r.procMu.Lock()
+	defer r.procMu.Unlock()
+	proc.Stop(r.opts.CancelGrace)
+}
+
+// markClosed records err and refuses further work.
+func (r *Runner) markClosed(err error) {
+	r.mu.Lock()
+	r.mu.closing = true
+	r.failLocked(err)
+	r.mu.Unlock()
+}
+
+// Process sends one batch; see bridge.Runner.
+func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch) error {
+	if err := r.usable(); err != nil {
+		return err
+	}
+	select {
+	case r.window <- struct{}{}:
+	case <-r.failed:
+		return r.failure()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	r.mu.Lock()
+	r.mu.pending = append(r.mu.pending, pendingBatch{seq: seq, rows: batch.NumRows()})
+	r.mu.Unlock()
+
+	r.sendMu.Lock()
+	err := encodeBatch(&r.sendBuf, batch, r.opts.Allocator)
+	if err == nil && r.sendBuf.Len() > r.opts.MaxMessageBytes-4096 {
+		err = fmt.Errorf("batch %d is %d bytes as Arrow IPC, over the %d-byte message limit; cut batches below %d bytes",
+			seq, r.sendBuf.Len(), r.opts.MaxMessageBytes, r.opts.MaxBatchBytes())
+	}
+	if err != nil {
+		r.sendMu.Unlock()
+		r.fail(fmt.Errorf("%s: %w", r.label, err))
+		return r.failure()
+	}
+	err = r.stream.Send(&workerpb.ProcessRequest{Kind: &workerpb.ProcessRequest_Batch{
+		Batch: &workerpb.Batch{Seq: seq, ArrowIpc: r.sendBuf.Bytes()},
+	}})
+	r.sendMu.Unlock()
+	if err != nil {
+		return r.sendFailed(err)
+	}
+	return nil
+}
+
+// Flush ends the bundle; see bridge.Runner.
+func (r *Runner) Flush() error {
+	if err := r.usable(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	id := r.mu.nextID
+	r.mu.nextID++
+	done := make(chan struct{})
+	r.mu.bundles[id] = done
+	r.mu.Unlock()
+
+	r.sendMu.Lock()
+	err := r.stream.Send(&workerpb.ProcessRequest{Kind: &workerpb.ProcessRequest_EndBundle{
+		EndBundle: &workerpb.EndBundle{BundleId: id},
+	}})
+	r.sendMu.Unlock()
+	if err != nil {
+		return r.sendFailed(err)
+	}
+	// A failure also closes done; either way the runner's error decides.
+	select {
+	case <-done:
+	case <-r.failed:
+	}
+	return r.failure()
+}
+
+// TakeResult blocks for the next result; see bridge.Runner.
+func (r *Runner) TakeResult(ctx context.Context) (bridge.Result, error) {
+	for {
+		r.mu.Lock()
+		if len(r.mu.queue) > 0 {
+			q := r.mu.queue[0]
+			r.mu.queue = r.mu.queue[1:]
+			r.mu.Unlock()
+			if q.wake {
+				return bridge.Result{}, bridge.ErrNoMoreResults
+			}
+			return q.res, nil
+		}
+		err := r.mu.err
+		r.mu.Unlock()
+		if err != nil {
+			return bridge.Result{}, err
+		}
+		select {
+		case <-r.wake:
+		case <-r.failed:
+		case <-ctx.Done():
+			return bridge.Result{}, context.Cause(ctx)
+		}
+	}
+}
+
+// TryTakeResult returns a queued result without blocking; wake-ups left by
+// NotifyNoMoreResults are skipped.
+func (r *Runner) TryTakeResult() (bridge.Result, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.mu.queue) > 0 {
+		q := r.mu.queue[0]
+		r.mu.queue = r.mu.queue[1:]
+		if !q.wake {
+			return q.res, true, nil
+		}
+	}
+	return bridge.Result{}, false, r.mu.err
+}
+
+// NotifyNoMoreResults wakes one TakeResult with ErrNoMoreResults.
+func (r *Runner) NotifyNoMoreResults() {
+	r.mu.Lock()
+	r.mu.queue = append(r.mu.queue, queued{wake: true})
+	r.mu.Unlock()
+	r.signal()
+}
+
+// Close ends the chain in order: the worker answers what it was sent, runs
+// UDF teardown and exits. It blocks until the worker is gone, at most
+// CloseTimeout before it falls back to Cancel. Idempotent: a second caller
+// waits for the first and gets its result. After Cancel, Close does nothing.
+func (r *Runner) Close() error {
+	r.closeOnce.Do(func() { r.closeErr = r.close() })
+	return r.closeErr
+}
+
+func (r *Runner) close() error {
+	r.mu.Lock()
+	if r.mu.closing && r.proc == nil {
+		// Never opened, or Open failed and cleaned up.
+		r.mu.Unlock()
+		return nil
+	}
+	canceled := r.lifeCtx.Err() != nil
+	broken := r.mu.err
+	r.mu.closing = true
+	r.mu.Unlock()
+	if canceled {
+		return nil
+	}
+	defer r.releaseQueued()
+
+	var errs []error
+	ctx, cancel := context.WithTimeout(r.lifeCtx, r.opts.CloseTimeout)
+	defer cancel()
+	if r.stream != nil && broken == nil {
+		// Half-close: the worker answers what it has, then ends the stream.
+		r.sendMu.Lock()
+		_ = r.stream.CloseSend()
+		r.sendMu.Unlock()
+		select {
+		case <-r.receiverDone:
+		case <-ctx.Done():
+			r.Cancel()
+			return fmt.Errorf("%s: worker did not finish within %s; it was killed", r.label, r.opts.CloseTimeout)
+		}
+		if resp, err := r.proc.conn.Close(ctx, &workerpb.CloseRequest{}); err != nil {
+			errs = append(errs, fmt.Errorf("close: %w", r.lostError(err)))
+		} else if resp.GetError() != nil {
+			errs = append(errs, fmt.Errorf("close: %w", udfError(resp.GetError())))
+		}
+	}
+	if r.streamCancel != nil {
+		r.streamCancel()
+		<-r.receiverDone
+	}
+	r.fail(fmt.Errorf("%s: %w", r.label, bridge.ErrClosed))
+	r.procMu.Lock()
+	if r.proc != nil {
+		r.proc.Shutdown()
+	}
+	r.procMu.Unlock()
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %w", r.label, errors.Join(errs...))
+	}
+	return nil
+}
+
+// Cancel aborts the stream, fails every waiter and stops the worker:
+// SIGTERM, SIGKILL after CancelGrace. It never waits on the worker's
+// cooperation. Safe from any goroutine, any number of times.
+func (r *Runner) Cancel() {
+	r.cancelOnce.Do(func() {
+		r.mu.Lock()
+		r.mu.closing = true
+		r.failLocked(fmt.Errorf("%s: %w", r.label, bridge.ErrClosed))
+		proc := r.proc
+		r.mu.Unlock()
+		r.lifeCancel()
+		if proc != nil {
+			r.procMu.Lock()
+			proc.Stop(r.opts.CancelGrace)
+			r.procMu.Unlock()
+		}
+		if r.receiverDone != nil {
+			<-r.receiverDone
+		}
+		r.releaseQueued()
+	})
+}
+
+// receive reads the worker's answers until the stream ends.
+func (r *Runner) receive() {
+	defer close(r.receiverDone)
+	for {
+		resp, err := r.stream.Recv()
+		if err != nil {
+			r.streamEnded(err)
+			return
+		}
+		switch kind := resp.GetKind().(type) {
+		case *workerpb.ProcessResponse_Result:
+			if err := r.accept(kind.Result); err != nil {
+				r.fail(fmt.Errorf("%s: %w", r.label, err))
+			}
+		case *workerpb.ProcessResponse_BundleDone:
+			r.mu.Lock()
+			done, ok := r.mu.bundles[kind.BundleDone.GetBundleId()]
+			delete(r.mu.bundles, kind.BundleDone.GetBundleId())
+			r.mu.Unlock()
+			if ok {
+				close(done)
+			}
+		case *workerpb.ProcessResponse_Error:
+			r.fail(fmt.Errorf("%s: %w", r.label, udfError(kind.Error)))
+		}
+	}
+}
+
+// accept checks one result against the batch it answers and queues it.
+func (r *Runner) accept(res *workerpb.BatchResult) error {
+	batch, err := decodeBatch(res.GetArrowIpc(), r.opts.Allocator)
+	if err != nil {
+		return fmt.Errorf("%w: result of batch %d is not a valid Arrow IPC stream: %v", bridge.ErrResultMismatch, res.GetSeq(), err)
+	}
+	r.mu.Lock()
+	if len(r.mu.pending) == 0 {
+		r.mu.Unlock()
+		batch.Release()
+		return fmt.Errorf("%w: result for batch %d, but no batch is pending", bridge.ErrResultMismatch, res.GetSeq())
+	}
+	want := r.mu.pending[0]
+	r.mu.pending = r.mu.pending[1:]
+	r.mu.Unlock()
+	if err := r.checkResult(want, res.GetSeq(), batch); err != nil {
+		batch.Release()
+		return err
+	}
+	r.mu.Lock()
+	r.mu.queue = append(r.mu.queue, queued{res: bridge.Result{Seq: want.seq, Batch: batch}})
+	r.mu.Unlock()
+	<-r.window
+	r.signal()
+	return nil
+}
+
+func (r *Runner) checkResult(want pendingBatch, seq int64, batch arrow.RecordBatch) error {
+	if seq != want.seq {
+		return fmt.Errorf("%w: got the result of batch %d while batch %d was next", bridge.ErrResultMismatch, seq, want.seq)
+	}
+	if batch.NumRows() != want.rows {
+		return fmt.Errorf("%w: batch %d had %d rows but its result has %d", bridge.ErrResultMismatch, seq, want.rows, batch.NumRows())
+	}
+	out := r.outputSchema
+	if int(batch.NumCols()) != out.NumFields() {
+		return fmt.Errorf("%w: batch %d: result has %d columns, want %d (%s)", bridge.ErrResultMismatch, seq, batch.NumCols(), out.NumFields(), out)
+	}
+	for i, f := range out.Fields() {
+		if got := batch.Column(i).DataType(); !arrow.TypeEqual(got, f.Type) {
+			return fmt.Errorf("%w: batch %d: column %q is %s, declared %s", bridge.ErrResultMismatch, seq, f.Name, got, f.Type)
+		}
+	}
+	return nil
+}
+
+// streamEnded turns the end of the stream into the runner's failure.
+func (r *Runner) streamEnded(err error) {
+	r.mu.Lock()
+	closing := r.mu.closing
+	r.mu.Unlock()
+	if closing {
+		if !errors.Is(err, io.EOF) {
+			r.fail(fmt.Errorf("%s: %w", r.label, bridge.ErrClosed))
+		}
+		return
+	}
+	r.fail(fmt.Errorf("%s: %w", r.label, r.lostError(err)))
+}
+
+// lostError describes a broken connection by the worker's fate.
+func (r *Runner) lostError(cause error) error {
+	if r.proc == nil {
+		return fmt.Errorf("%w: %v", bridge.ErrWorkerLost, cause)
+	}
+	// The stream usually breaks a moment before the process is reaped.
+	r.proc.waitExited(time.Second)
+	return &bridge.WorkerExitError{
+		Pid:        r.proc.Pid(),
+		Status:     r.proc.ExitStatus(),
+		StderrTail: r.proc.StderrTail(),
+	}
+}
+
+// sendFailed returns the runner's failure once the receiver has seen why the
+// stream broke (Send itself only reports io.EOF).
+func (r *Runner) sendFailed(err error) error {
+	select {
+	case <-r.failed:
+	case <-time.After(r.opts.CancelGrace + 2*time.Second):
+		r.fail(fmt.Errorf("%s: send: %w", r.label, r.lostError(err)))
+	}
+	return r.failure()
+}
+
+func (r *Runner) usable() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.err != nil {
+		return r.mu.err
+	}
+	if r.mu.closing || !r.mu.opened || r.stream == nil {
+		return fmt.Errorf("%s: runner is not open: %w", r.label, bridge.ErrClosed)
+	}
+	return nil
+}
+
+func (r *Runner) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.err
+}
+
+func (r *Runner) fail(err error) {
+	r.mu.Lock()
+	r.failLocked(err)
+	r.mu.Unlock()
+}
+
+// failLocked records the first failure and wakes every waiter: Process
+// waiting for a window slot, Flush waiting for its bundle, TakeResult.
+func (r *Runner) failLocked(err error) {
+	if r.mu.err != nil {
+		return
+	}
+	r.mu.err = err
+	close(r.failed)
+	for id, done := range r.mu.bundles {
+		close(done)
+		delete(r.mu.bundles, id)
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Runner) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// releaseQueued frees results nobody will take.
+func (r *Runner) releaseQueued() {
+	r.mu.Lock()
+	q := r.mu.queue
+	r.mu.queue = nil
+	r.mu.Unlock()
+	for _, e := range q {
+		if e.res.Batch != nil {
+			e.res.Batch.Release()
+		}
+	}
+}
+
+func udfError(e *workerpb.UdfError) *bridge.UDFError {
+	return &bridge.UDFError{
+		UDF:       e.GetUdfName(),
+		Seq:       e.GetSeq(),
+		Type:      e.GetExceptionType(),
+		Message:   e.GetMessage(),
+		Traceback: e.GetTraceback(),
+	}
+}

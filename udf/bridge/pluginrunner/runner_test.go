@@ -1,0 +1,425 @@
+package pluginrunner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/hashicorp/go-hclog"
+	"go.uber.org/goleak"
+
+	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
+	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+)
+
+// hostHelperEnv makes the test binary act as a host that starts a worker,
+// prints its pid and waits to be killed (see TestHostDeathLeavesNoWorker).
+const hostHelperEnv = "FLINKGO_TEST_HOST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(hostHelperEnv) != "" {
+		runHostHelper()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+const udfSource = `
+import time
+import pyarrow as pa
+import pyarrow.compute as pc
+from flinkgo import udf
+
+@udf("float64", func_type="pandas")
+def affine(x):
+    return x * 2 + 1
+
+@udf("string")
+def upper(s):
+    return None if s is None else s.upper()
+
+@udf("int64", func_type="arrow")
+def plus_one(x):
+    return pc.add(x, 1)
+
+@udf("int64")
+def boom(x):
+    if x == 3:
+        raise ZeroDivisionError("three is not allowed")
+    return x
+
+@udf("int64")
+def sleepy(x):
+    time.sleep(1000)
+    return x
+
+@udf("int64", func_type="pandas")
+def too_short(x):
+    return x.iloc[:1]
+
+@udf("int64")
+def wrong_type(x):
+    return "not a number"
+`
+
+type fixture struct {
+	t     *testing.T
+	mem   *memory.CheckedAllocator
+	specs map[string]*workerpb.UdfSpec
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	testkit.NoLeakedWorkers(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return &fixture{t: t, mem: mem, specs: testkit.UDFSpecs(t, udfSource)}
+}
+
+func (f *fixture) runner(schema *arrow.Schema, calls ...*workerpb.UdfCall) *pluginrunner.Runner {
+	f.t.Helper()
+	r, err := pluginrunner.NewRunner(pluginrunner.Options{
+		Calls:        calls,
+		InputSchema:  schema,
+		Python:       testkit.Python(f.t),
+		Allocator:    f.mem,
+		OperatorName: "test",
+		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := r.Open(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+	return r
+}
+
+var int64Schema = arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+
+func (f *fixture) int64Batch(values ...int64) arrow.RecordBatch {
+	b := array.NewRecordBuilder(f.mem, int64Schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues(values, nil)
+	return b.NewRecordBatch()
+}
+
+// flushAndTake flushes and returns every queued result, as the operator does.
+func flushAndTake(t *testing.T, r bridge.Runner) ([]bridge.Result, error) {
+	t.Helper()
+	if err := r.Flush(); err != nil {
+		return nil, err
+	}
+	var out []bridge.Result
+	for {
+		res, ok, err := r.TryTakeResult()
+		if err != nil {
+			return out, err
+		}
+		if !ok {
+			return out, nil
+		}
+		out = append(out, res)
+	}
+}
+
+func TestPandasArrowAndGeneralUDFs(t *testing.T) {
+	f := newFixture(t)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "x", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	r := f.runner(schema,
+		testkit.Call(f.specs["affine"], "y", "x"),
+		testkit.Call(f.specs["plus_one"], "m", "n"),
+		testkit.Call(f.specs["upper"], "u", "s"),
+	)
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	b := array.NewRecordBuilder(f.mem, schema)
+	b.Field(0).(*array.Float64Builder).AppendValues([]float64{0, 1.5, -2}, nil)
+	b.Field(1).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
+	b.Field(2).(*array.StringBuilder).AppendValues([]string{"ab", "", "Cd"}, []bool{true, false, true})
+	batch := b.NewRecordBatch()
+	b.Release()
+	defer batch.Release()
+
+	for seq := int64(0); seq < 3; seq++ {
+		if err := r.Process(context.Background(), seq, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results, err := flushAndTake(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 3 {
+		t.Fatalf("got %d results, want 3", len(results))
+	}
+	for i, res := range results {
+		if res.Seq != int64(i) {
+			t.Errorf("result %d has seq %d", i, res.Seq)
+		}
+		y := res.Batch.Column(0).(*array.Float64)
+		m := res.Batch.Column(1).(*array.Int64)
+		u := res.Batch.Column(2).(*array.String)
+		got := fmt.Sprintf("%v %v %s %v %s", y.Float64Values(), m.Int64Values(), u.Value(0), u.IsNull(1), u.Value(2))
+		if got != "[1 4 -3] [2 3 4] AB true CD" {
+			t.Errorf("result %d = %s", i, got)
+		}
+		res.Batch.Release()
+	}
+}
+
+func TestUDFExceptionCarriesTraceback(t *testing.T) {
+	f := newFixture(t)
+	r := f.runner(int64Schema, testkit.Call(f.specs["boom"], "y", "x"))
+	defer r.Cancel()
+	ok := f.int64Batch(1, 2)
+	bad := f.int64Batch(4, 3)
+	defer ok.Release()
+	defer bad.Release()
+	_ = r.Process(context.Background(), 0, ok)
+	_ = r.Process(context.Background(), 1, bad)
+	results, err := flushAndTake(t, r)
+	for _, res := range results {
+		res.Batch.Release()
+	}
+	var udfErr *bridge.UDFError
+	if !errors.As(err, &udfErr) {
+		t.Fatalf("want a *bridge.UDFError, got %v", err)
+	}
+	if udfErr.UDF != "boom" || udfErr.Seq != 1 || udfErr.Type != "ZeroDivisionError" {
+		t.Errorf("error fields: %+v", udfErr)
+	}
+	for _, want := range []string{"Traceback (most recent call last)", "udfs.py\", line 22, in boom", `raise ZeroDivisionError("three is not allowed")`} {
+		if !strings.Contains(udfErr.Traceback, want) {
+			t.Errorf("traceback lacks %q:\n%s", want, udfErr.Traceback)
+		}
+	}
+	if !strings.Contains(err.Error(), `udf "boom"`) {
+		t.Errorf("message does not name the UDF: %v", err)
+	}
+	// The runner refuses work after it failed.
+	if err := r.Process(context.Background(), 2, ok); err == nil {
+		t.Error("Process after failure succeeded")
+	}
+}
+
+func TestWrongResultShapeIsNamed(t *testing.T) {
+	f := newFixture(t)
+	for name, want := range map[string]string{
+		"too_short":  "returned 1 rows for a batch of 3 rows",
+		"wrong_type": "do not convert to its declared return type int64",
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := f.runner(int64Schema, testkit.Call(f.specs[name], "y", "x"))
+			defer r.Cancel()
+			b := f.int64Batch(1, 2, 3)
+			defer b.Release()
+			_ = r.Process(context.Background(), 0, b)
+			_, err := flushAndTake(t, r)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), name) {
+				t.Fatalf("want an error naming %s with %q, got %v", name, want, err)
+			}
+		})
+	}
+}
+
+func TestWorkerKilledMidBundle(t *testing.T) {
+	f := newFixture(t)
+	r := f.runner(int64Schema, testkit.Call(f.specs["sleepy"], "y", "x"))
+	defer r.Cancel()
+	b := f.int64Batch(1)
+	defer b.Release()
+	if err := r.Process(context.Background(), 0, b); err != nil {
+		t.Fatal(err)
+	}
+	pid := r.Pid()
+	flushed := make(chan error, 1)
+	go func() { flushed <- r.Flush() }()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := <-flushed
+	var exitErr *bridge.WorkerExitError
+	if !errors.As(err, &exitErr) || !errors.Is(err, bridge.ErrWorkerLost) {
+		t.Fatalf("want a WorkerExitError, got %v", err)
+	}
+	if exitErr.Pid != pid || exitErr.Status != "signal: killed" {
+		t.Errorf("exit error: %+v", exitErr)
+	}
+	if !strings.Contains(err.Error(), `udf "sleepy"`) {
+		t.Errorf("message does not name the UDF: %v", err)
+	}
+}
+
+func TestCancelDoesNotWaitForHungWorker(t *testing.T) {
+	for _, how := range []string{"sleep", "sigstop"} {
+		t.Run(how, func(t *testing.T) {
+			f := newFixture(t)
+			r := f.runner(int64Schema, testkit.Call(f.specs["sleepy"], "y", "x"))
+			b := f.int64Batch(1)
+			defer b.Release()
+			if err := r.Process(context.Background(), 0, b); err != nil {
+				t.Fatal(err)
+			}
+			pid := r.Pid()
+			if how == "sigstop" {
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+			}
+			flushed := make(chan error, 1)
+			go func() { flushed <- r.Flush() }()
+
+			canceled := make(chan struct{})
+			go func() { r.Cancel(); close(canceled) }()
+			select {
+			case <-canceled:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Cancel did not return")
+			}
+			if err := <-flushed; !errors.Is(err, bridge.ErrClosed) {
+				t.Errorf("blocked Flush returned %v, want ErrClosed", err)
+			}
+			if testkit.Alive(pid) {
+				t.Errorf("worker %d still alive after Cancel", pid)
+			}
+			if err := r.Process(context.Background(), 1, b); !errors.Is(err, bridge.ErrClosed) {
+				t.Errorf("Process after Cancel: %v, want ErrClosed", err)
+			}
+		})
+	}
+}
+
+func TestCloseIsIdempotentAndRefusesWork(t *testing.T) {
+	f := newFixture(t)
+	r := f.runner(int64Schema, testkit.Call(f.specs["plus_one"], "y", "x"))
+	pid := r.Pid()
+	errs := make(chan error, 2)
+	go func() { errs <- r.Close() }()
+	go func() { errs <- r.Close() }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if testkit.Alive(pid) {
+		t.Errorf("worker %d alive after Close", pid)
+	}
+	b := f.int64Batch(1)
+	defer b.Release()
+	if err := r.Process(context.Background(), 0, b); !errors.Is(err, bridge.ErrClosed) {
+		t.Errorf("Process after Close: %v", err)
+	}
+}
+
+func TestStartFailureIsClear(t *testing.T) {
+	f := newFixture(t)
+	r, err := pluginrunner.NewRunner(pluginrunner.Options{
+		Calls:       []*workerpb.UdfCall{testkit.Call(f.specs["plus_one"], "y", "x")},
+		InputSchema: int64Schema,
+		Python:      "/nonexistent/python3",
+		Logger:      hclog.NewNullLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Open(context.Background())
+	if !errors.Is(err, bridge.ErrWorkerStart) || !strings.Contains(err.Error(), "/nonexistent/python3") {
+		t.Fatalf("want ErrWorkerStart naming the interpreter, got %v", err)
+	}
+}
+
+func TestHostDeathLeavesNoWorker(t *testing.T) {
+	testkit.NoLeakedWorkers(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), hostHelperEnv+"=1", "FLINKGO_PYTHON="+testkit.Python(t))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, err := out.Read(buf)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper printed no pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil || !testkit.Alive(pid) {
+		t.Fatalf("helper printed %q", buf[:n])
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if !testkit.WaitGone(pid, 10*time.Second) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("worker %d outlived its host", pid)
+	}
+}
+
+// runHostHelper starts a worker, prints its pid and blocks until killed.
+func runHostHelper() {
+	src := `
+from flinkgo import udf
+
+@udf("int64")
+def ident(x):
+    return x
+`
+	t := &helperT{}
+	specs := testkit.UDFSpecs(t, src)
+	r, err := pluginrunner.NewRunner(pluginrunner.Options{
+		Calls:       []*workerpb.UdfCall{testkit.Call(specs["ident"], "y", "x")},
+		InputSchema: int64Schema,
+		Logger:      hclog.NewNullLogger(),
+	})
+	if err == nil {
+		err = r.Open(context.Background())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(r.Pid())
+	select {}
+}
+
+// helperT lets testkit run outside a test, in the helper process.
+type helperT struct{ testing.TB }
+
+func (*helperT) Helper() {}
+func (*helperT) TempDir() string {
+	dir, err := os.MkdirTemp("", "flinkgo-helper-")
+	if err != nil {
+		panic(err)
+	}
+	return dir
+}
+func (*helperT) Fatal(args ...any) { fmt.Fprintln(os.Stderr, args...); os.Exit(1) }
+func (*helperT) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	os.Exit(1)
+}

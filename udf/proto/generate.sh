@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Regenerates the committed Go and Python code of the worker protocol.
+#
+#   udf/proto/generate.sh            write into the tree
+#   udf/proto/generate.sh --check    fail when the committed code is stale
+#
+# Needs: Go (the protoc plugins are go.mod tools, so their versions are pinned
+# there) and a Python with grpcio-tools at the version below (it ships protoc).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+python=${PYTHON:-python3}
+want_tools=$(sed -n 's/^grpcio-tools==//p' udf/proto/requirements.txt)
+have_tools=$("$python" -c 'import importlib.metadata as m; print(m.version("grpcio-tools"))' 2>/dev/null || true)
+if [ "$have_tools" != "$want_tools" ]; then
+  echo "generate.sh: need grpcio-tools==$want_tools in $python (have '${have_tools:-none}'): pip install -r udf/proto/requirements.txt" >&2
+  exit 2
+fi
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+mkdir -p "$out/bin" "$out/go" "$out/py"
+go build -o "$out/bin/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go
+go build -o "$out/bin/protoc-gen-go-grpc" google.golang.org/grpc/cmd/protoc-gen-go-grpc
+
+"$python" -m grpc_tools.protoc -I udf/proto \
+  --plugin=protoc-gen-go="$out/bin/protoc-gen-go" \
+  --plugin=protoc-gen-go-grpc="$out/bin/protoc-gen-go-grpc" \
+  --go_out="$out/go" --go_opt=paths=source_relative \
+  --go-grpc_out="$out/go" --go-grpc_opt=paths=source_relative \
+  worker.proto
+"$python" -m grpc_tools.protoc -I udf/proto -I udf/proto/goplugin \
+  --python_out="$out/py" --grpc_python_out="$out/py" \
+  worker.proto grpc_controller.proto grpc_stdio.proto health.proto
+# grpc_tools writes top-level imports; the modules live inside flinkgo._proto.
+sed -i -E 's/^import ([a-z_]+_pb2) as /from . import \1 as /' "$out"/py/*_pb2_grpc.py
+touch "$out/py/__init__.py"
+
+go_dir=udf/proto/workerpb
+py_dir=python/flinkgo/_proto
+if [ "${1:-}" = "--check" ]; then
+  if ! diff -r "$out/go" "$go_dir" >/dev/null || ! diff -r "$out/py" "$py_dir" >/dev/null; then
+    echo "generate.sh: committed protocol code is stale; run udf/proto/generate.sh and commit" >&2
+    diff -r "$out/go" "$go_dir" | head -20 >&2 || true
+    diff -r "$out/py" "$py_dir" | head -20 >&2 || true
+    exit 1
+  fi
+  echo "protocol code is up to date"
+  exit 0
+fi
+rm -rf "$go_dir" "$py_dir"
+mkdir -p "$go_dir" "$py_dir"
+cp "$out"/go/* "$go_dir"/
+cp "$out"/py/* "$py_dir"/
+echo "wrote $go_dir and $py_dir"
