@@ -34,6 +34,9 @@ type UDFError struct {
 	// UDF is the name of the UDF that raised; empty when the worker itself
 	// failed outside any UDF.
 	UDF string
+	// Operator and Subtask say where it ran; Operator is empty when unknown.
+	Operator string
+	Subtask  int
 	// Seq is the sequence number of the batch being processed, -1 when the
 	// failure is not tied to a batch (Open or Close).
 	Seq int64
@@ -47,10 +50,14 @@ type UDFError struct {
 func (e *UDFError) Error() string {
 	var b strings.Builder
 	if e.UDF != "" {
-		fmt.Fprintf(&b, "udf %q raised %s", e.UDF, e.Type)
+		fmt.Fprintf(&b, "udf %q", e.UDF)
 	} else {
-		fmt.Fprintf(&b, "python worker raised %s", e.Type)
+		b.WriteString("python worker")
 	}
+	if e.Operator != "" {
+		fmt.Fprintf(&b, " (operator %s, subtask %d)", e.Operator, e.Subtask)
+	}
+	fmt.Fprintf(&b, " raised %s", e.Type)
 	if e.Seq >= 0 {
 		fmt.Fprintf(&b, " on batch %d", e.Seq)
 	}

@@ -228,10 +228,13 @@ def _restore_source(func: Any, filename: str, text: str) -> Any:
         consts = tuple(relocate(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
         return code.replace(co_filename=filename, co_consts=consts)
 
-    target = func if isinstance(func, types.FunctionType) else None
-    if target is None:
+    if not isinstance(func, types.FunctionType):
         return func
-    target.__code__ = relocate(target.__code__)
+    # Helpers defined beside the UDF were shipped with it and share its
+    # globals; they come from the same file.
+    for value in [func, *func.__globals__.values()]:
+        if isinstance(value, types.FunctionType) and value.__code__.co_filename == "<dynamic-code>":
+            value.__code__ = relocate(value.__code__)
     if text:
         lines = text.splitlines(keepends=True)
         linecache.cache[filename] = (len(text), None, lines, filename)

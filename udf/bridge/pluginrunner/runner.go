@@ -194,13 +194,13 @@ func (r *Runner) Open(ctx context.Context) error {
 
 	resp, err := proc.conn.Open(openCtx, r.openReq)
 	if err == nil && resp.GetError() != nil {
-		err = udfError(resp.GetError())
+		err = r.udfError(resp.GetError())
 	} else if err != nil {
-		err = r.lostError(err)
+		err = fmt.Errorf("%s: open: %w", r.label, r.lostError(err))
 	}
 	if err != nil {
 		r.failOpen(proc, err)
-		return fmt.Errorf("%s: open: %w", r.label, err)
+		return err
 	}
 	r.logger.Debug("worker ready", "pid", resp.GetPid(), "python", resp.GetPythonVersion(), "pyarrow", resp.GetPyarrowVersion())
 
@@ -388,9 +388,9 @@ func (r *Runner) close() error {
 			return fmt.Errorf("%s: worker did not finish within %s; it was killed", r.label, r.opts.CloseTimeout)
 		}
 		if resp, err := r.proc.conn.Close(ctx, &workerpb.CloseRequest{}); err != nil {
-			errs = append(errs, fmt.Errorf("close: %w", r.lostError(err)))
+			errs = append(errs, fmt.Errorf("%s: close: %w", r.label, r.lostError(err)))
 		} else if resp.GetError() != nil {
-			errs = append(errs, fmt.Errorf("close: %w", udfError(resp.GetError())))
+			errs = append(errs, r.udfError(resp.GetError()))
 		}
 	}
 	if r.streamCancel != nil {
@@ -404,7 +404,7 @@ func (r *Runner) close() error {
 	}
 	r.procMu.Unlock()
 	if len(errs) > 0 {
-		return fmt.Errorf("%s: %w", r.label, errors.Join(errs...))
+		return errors.Join(errs...)
 	}
 	return nil
 }
@@ -455,7 +455,7 @@ func (r *Runner) receive() {
 				close(done)
 			}
 		case *workerpb.ProcessResponse_Error:
-			r.fail(fmt.Errorf("%s: %w", r.label, udfError(kind.Error)))
+			r.fail(r.udfError(kind.Error))
 		}
 	}
 }
@@ -607,9 +607,13 @@ func (r *Runner) releaseQueued() {
 	}
 }
 
-func udfError(e *workerpb.UdfError) *bridge.UDFError {
+// udfError is the worker's report of a Python exception; it names the UDF
+// and operator itself, so it is not wrapped with the runner's label.
+func (r *Runner) udfError(e *workerpb.UdfError) *bridge.UDFError {
 	return &bridge.UDFError{
 		UDF:       e.GetUdfName(),
+		Operator:  r.opts.OperatorName,
+		Subtask:   r.opts.Subtask,
 		Seq:       e.GetSeq(),
 		Type:      e.GetExceptionType(),
 		Message:   e.GetMessage(),

@@ -1,0 +1,20 @@
+// Package bundle groups Arrow batches into bundles for a Python UDF runner and
+// tracks their completion: it re-batches input to the UDF's batch size (cut by
+// rows and by bytes), finishes a bundle on size, time or an explicit trigger
+// (checkpoint barrier, watermark, end of input, close), runs the runner's
+// Flush on a dedicated bundle-flush executor while the task goroutine drains
+// results, and emits results in input order.
+//
+// It mirrors Flink's AbstractExternalPythonFunctionOperator: Close is graceful
+// (finish the bundle, close the runner, shut the executor down in order);
+// Cancel is the canceled-or-failing path (shut the executor down now, then
+// cancel the runner, never close it). Every failure of the operator takes the
+// Cancel path.
+//
+// Goroutines per operator: the task goroutine that calls it, one bundle-flush
+// goroutine (started with the first flush), and during a flush one short-lived
+// watcher of the executor's shutdown.
+//
+// This package drives the bridge.Runner contract only: it must not import
+// udf/proto or start processes.
+package bundle

@@ -1,0 +1,110 @@
+package bundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flinkgo/flinkgo/udf/bridge"
+)
+
+// finishBundle sends the rows still buffered and finishes the bundle.
+func (o *Operator) finishBundle(ctx context.Context) error {
+	rest, err := o.reb.Flush()
+	if err != nil {
+		return err
+	}
+	if rest != nil {
+		if err := o.sendAll(ctx, []arrow.RecordBatch{rest}); err != nil {
+			return err
+		}
+	}
+	o.bundleRows = 0
+	return o.invokeFinishBundle(ctx)
+}
+
+// invokeFinishBundle runs the runner's Flush on the executor while this
+// goroutine drains and emits results, as Flink's invokeFinishBundle does.
+// The flush task wakes the drain with NotifyNoMoreResults however it ends.
+func (o *Operator) invokeFinishBundle(ctx context.Context) error {
+	if o.unflushed == 0 {
+		return nil
+	}
+	o.mu.Lock()
+	runner, err := o.runnerLocked()
+	o.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// From here on only the local runner: teardown may clear the field at
+	// any time, and this flush must still reach the runner it started on.
+	flush := &flushTask{done: make(chan struct{})}
+	if err := o.exec.Submit(func() { flush.run(runner) }); err != nil {
+		return fmt.Errorf("start flush on %s: %w", flushGoroutine, err)
+	}
+	if err := o.drain(ctx, runner, flush.done); err != nil {
+		return err
+	}
+	if err := o.emitAvailable(runner); err != nil {
+		return err
+	}
+	if flush.err != nil {
+		return fromRunner(flush.err)
+	}
+	if o.nextEmit != o.nextSeq {
+		return fmt.Errorf("flush ended with batches %d to %d without results", o.nextEmit, o.nextSeq-1)
+	}
+	o.unflushed = 0
+	return nil
+}
+
+// flushTask is one runner.Flush on the executor. err is written before done
+// is closed.
+type flushTask struct {
+	done chan struct{}
+	err  error
+}
+
+func (f *flushTask) run(runner bridge.Runner) {
+	// Deferred in this order so that done is closed before the wake-up: a
+	// drain woken by it always sees the flush as ended.
+	defer runner.NotifyNoMoreResults()
+	defer close(f.done)
+	f.err = runner.Flush()
+}
+
+// drain emits results until the flush has ended and its wake-up arrived. It
+// returns early when ctx ends (including by Cancel) or the executor is shut
+// down, so a hung flush cannot hold the task goroutine.
+func (o *Operator) drain(ctx context.Context, runner bridge.Runner, flushed <-chan struct{}) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-o.exec.Done():
+			cancel(errFlushAbandoned)
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		res, err := runner.TakeResult(ctx)
+		switch {
+		case err == nil:
+			if err := o.emitResult(res); err != nil {
+				return err
+			}
+		case errors.Is(err, bridge.ErrNoMoreResults):
+			select {
+			case <-flushed:
+				return nil
+			default: // not this flush's wake-up: keep draining
+			}
+		case ctx.Err() != nil:
+			return fmt.Errorf("drain results: %w", context.Cause(ctx))
+		default:
+			return fromRunner(err)
+		}
+	}
+}

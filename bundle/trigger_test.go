@@ -1,0 +1,208 @@
+package bundle
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSizeTriggerFinishesBundle(t *testing.T) {
+	h := newHarness(t, Options{BatchSize: 10, BundleSize: 20}, true, func(r *fakeRunner) { r.holdUntilFlush = true })
+	defer h.mem.AssertSize(t, 0)
+
+	if err := h.process(t, 0, 25); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.log.count("runner.Flush"); n != 1 {
+		t.Fatalf("%d flushes after 25 rows with BundleSize 20, want 1", n)
+	}
+	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 20)) {
+		t.Fatalf("emitted %v after the size trigger, want rows 0..19", vals)
+	}
+	if err := h.op.FinishBundle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.runner.processedRows(), []int64{10, 10, 5}; !slices.Equal(got, want) {
+		t.Fatalf("batches of %v rows, want %v", got, want)
+	}
+	if n := h.log.count("runner.Flush"); n != 2 {
+		t.Fatalf("%d flushes, want 2", n)
+	}
+	if err := h.op.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 25)) {
+		t.Fatalf("emitted %v, want 0..24 in order", vals)
+	}
+}
+
+func TestEffectiveBatchSizeIsMinOfBatchAndBundle(t *testing.T) {
+	h := newHarness(t, Options{BatchSize: 100, BundleSize: 30}, true, nil)
+	defer h.mem.AssertSize(t, 0)
+
+	if err := h.process(t, 0, 70); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.op.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := h.runner.processedRows(), []int64{30, 30, 10}; !slices.Equal(got, want) {
+		t.Fatalf("batches of %v rows, want %v", got, want)
+	}
+	if n := h.log.count("runner.Flush"); n != 3 {
+		t.Fatalf("%d flushes, want 3 (two full bundles, then close)", n)
+	}
+	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 70)) {
+		t.Fatalf("emitted %v, want 0..69 in order", vals)
+	}
+}
+
+// fakeClock is a settable Options.Now.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestTimeTriggerFinishesBundle(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	start := clock.Now()
+	h := newHarness(t, Options{BatchSize: 10, BundleTime: time.Second, Now: clock.Now}, true, nil)
+	defer h.mem.AssertSize(t, 0)
+
+	if _, ok := h.op.BundleDeadline(); ok {
+		t.Fatal("deadline before any row")
+	}
+	if err := h.process(t, 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	deadline, ok := h.op.BundleDeadline()
+	if !ok || !deadline.Equal(start.Add(time.Second)) {
+		t.Fatalf("BundleDeadline() = %v, %v; want first row + 1s = %v", deadline, ok, start.Add(time.Second))
+	}
+	clock.advance(999 * time.Millisecond)
+	if err := h.process(t, 5, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.log.count("runner.Flush"); n != 0 {
+		t.Fatalf("flushed before BundleTime passed")
+	}
+	clock.advance(time.Millisecond)
+	if err := h.process(t, 6, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.log.count("runner.Flush"); n != 1 {
+		t.Fatalf("%d flushes once BundleTime passed, want 1", n)
+	}
+	if got, want := h.runner.processedRows(), []int64{7}; !slices.Equal(got, want) {
+		t.Fatalf("batches of %v rows, want %v", got, want)
+	}
+	if _, ok := h.op.BundleDeadline(); ok {
+		t.Fatal("deadline after the bundle finished")
+	}
+
+	// The next bundle's clock starts with its own first row.
+	clock.advance(time.Hour)
+	if err := h.process(t, 7, 1); err != nil {
+		t.Fatal(err)
+	}
+	if deadline, _ := h.op.BundleDeadline(); !deadline.Equal(clock.Now().Add(time.Second)) {
+		t.Fatalf("next bundle's deadline %v, want %v", deadline, clock.Now().Add(time.Second))
+	}
+	if err := h.op.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 8)) {
+		t.Fatalf("emitted %v", vals)
+	}
+}
+
+func TestExplicitFinishBundle(t *testing.T) {
+	h := newHarness(t, Options{BatchSize: 10}, true, func(r *fakeRunner) { r.holdUntilFlush = true })
+	defer h.mem.AssertSize(t, 0)
+
+	if err := h.op.FinishBundle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.log.count("runner.Flush"); n != 0 {
+		t.Fatal("flushed an empty bundle")
+	}
+	if err := h.process(t, 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, vals := h.out.emitted(); len(vals) != 0 {
+		t.Fatalf("emitted %v before the bundle finished", vals)
+	}
+	if err := h.op.FinishBundle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 3)) {
+		t.Fatalf("emitted %v after FinishBundle, want 0..2", vals)
+	}
+	if err := h.op.FinishBundle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.log.count("runner.Flush"); n != 1 {
+		t.Fatalf("%d flushes, want 1: nothing was pending the second time", n)
+	}
+	if err := h.op.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProcessBatchEmitsAvailableResults(t *testing.T) {
+	h := newHarness(t, Options{BatchSize: 4}, true, nil) // results ready at once
+	defer h.mem.AssertSize(t, 0)
+	if err := h.process(t, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.log.count("runner.Flush"); n != 0 {
+		t.Fatal("flushed before any trigger")
+	}
+	if seqs, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 8)) || !slices.Equal(seqs, seq(0, 2)) {
+		t.Fatalf("emitted seqs %v values %v, want the two full batches", seqs, vals)
+	}
+	if err := h.op.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResultsInInputOrder(t *testing.T) {
+	h := newHarness(t, Options{BatchSize: 7, BundleSize: 20}, true, func(r *fakeRunner) { r.holdUntilFlush = true })
+	defer h.mem.AssertSize(t, 0)
+	var next int64
+	for _, n := range []int64{1, 13, 6, 40, 2, 9} {
+		if err := h.process(t, next, n); err != nil {
+			t.Fatal(err)
+		}
+		next += n
+	}
+	if err := h.op.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seqs, vals := h.out.emitted()
+	if !slices.Equal(vals, seq(0, next)) {
+		t.Fatalf("emitted %v, want 0..%d in order", vals, next-1)
+	}
+	if !slices.Equal(seqs, seq(0, int64(len(seqs)))) {
+		t.Fatalf("result seqs %v, want 0, 1, 2, ...", seqs)
+	}
+	for i, rows := range h.runner.processedRows() {
+		if rows > 7 {
+			t.Fatalf("batch %d has %d rows, over BatchSize 7", i, rows)
+		}
+	}
+}
