@@ -11,6 +11,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Iterable, Iterator
 from concurrent import futures
 from typing import Any
 
@@ -29,6 +30,7 @@ from flinkgo._proto import (
 )
 from flinkgo.worker import logs
 from flinkgo.worker.chain import Chain, UdfCallError, read_batch, write_batch
+from flinkgo.worker.datasocket import DataSocket
 
 # The go-plugin handshake: the host sets this variable; a worker started any
 # other way refuses to run (go-plugin's magic cookie).
@@ -72,9 +74,11 @@ class StdioForwarder:
 class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
     """Runs the chain of Open over the batches of Process."""
 
-    def __init__(self) -> None:
+    def __init__(self, socket_dir: str, max_message: int) -> None:
         self._chain: Chain | None = None
         self._lock = threading.Lock()
+        self._socket_dir = socket_dir
+        self._max_message = max_message
 
     def Open(self, request: worker_pb2.OpenRequest, context: grpc.ServicerContext) -> Any:
         try:
@@ -85,6 +89,12 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
             return worker_pb2.OpenResponse(error=_udf_error(-1, "", e))
         with self._lock:
             self._chain = chain
+        data_socket = ""
+        if request.transport == worker_pb2.TRANSPORT_UNIX_SOCKET:
+            data_socket = os.path.join(self._socket_dir, f"data-{request.subtask}.sock")
+            DataSocket(data_socket, self._max_message, log).serve_in_background(
+                lambda requests: serve_batches(chain, requests)
+            )
         log.info(
             "udf chain opened",
             extra={
@@ -99,6 +109,7 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
             pid=os.getpid(),
             python_version=sys.version.split()[0],
             pyarrow_version=pa.__version__,
+            data_socket=data_socket,
         )
 
     def Process(self, request_iterator: Any, context: grpc.ServicerContext) -> Any:
@@ -106,26 +117,7 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
         if chain is None:
             yield _error_response(-1, "", RuntimeError("Process called before Open"))
             return
-        for request in request_iterator:
-            kind = request.WhichOneof("kind")
-            if kind == "batch":
-                seq = request.batch.seq
-                try:
-                    out = chain.apply(read_batch(request.batch.arrow_ipc))
-                    data = write_batch(out)
-                except UdfCallError as e:
-                    yield _error_response(seq, e.udf_name, e.cause)
-                    return
-                except Exception as e:
-                    yield _error_response(seq, "", e)
-                    return
-                yield worker_pb2.ProcessResponse(
-                    result=worker_pb2.BatchResult(seq=seq, arrow_ipc=data)
-                )
-            elif kind == "end_bundle":
-                yield worker_pb2.ProcessResponse(
-                    bundle_done=worker_pb2.BundleDone(bundle_id=request.end_bundle.bundle_id)
-                )
+        yield from serve_batches(chain, request_iterator)
 
     def Close(self, request: worker_pb2.CloseRequest, context: grpc.ServicerContext) -> Any:
         with self._lock:
@@ -136,6 +128,31 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
             except Exception as e:
                 return worker_pb2.CloseResponse(error=_udf_error(-1, "", e))
         return worker_pb2.CloseResponse()
+
+
+def serve_batches(chain: Chain, requests: Iterable[Any]) -> Iterator[Any]:
+    """Answer a batch stream: one result per batch, BundleDone per marker.
+
+    After a failure it yields one error and stops: the host fails the task.
+    """
+    for request in requests:
+        kind = request.WhichOneof("kind")
+        if kind == "batch":
+            seq = request.batch.seq
+            try:
+                out = chain.apply(read_batch(request.batch.arrow_ipc))
+                data = write_batch(out)
+            except UdfCallError as e:
+                yield _error_response(seq, e.udf_name, e.cause)
+                return
+            except Exception as e:
+                yield _error_response(seq, "", e)
+                return
+            yield worker_pb2.ProcessResponse(result=worker_pb2.BatchResult(seq=seq, arrow_ipc=data))
+        elif kind == "end_bundle":
+            yield worker_pb2.ProcessResponse(
+                bundle_done=worker_pb2.BundleDone(bundle_id=request.end_bundle.bundle_id)
+            )
 
 
 def _error_response(seq: int, udf_name: str, exc: BaseException) -> worker_pb2.ProcessResponse:
@@ -223,7 +240,7 @@ def main() -> int:
             ("grpc.max_send_message_length", max_message),
         ],
     )
-    worker = UdfWorkerServicer()
+    worker = UdfWorkerServicer(socket_dir, max_message)
     worker_pb2_grpc.add_UdfWorkerServicer_to_server(worker, server)
     health_pb2_grpc.add_HealthServicer_to_server(HealthServicer(), server)
     grpc_controller_pb2_grpc.add_GRPCControllerServicer_to_server(

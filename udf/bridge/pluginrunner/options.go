@@ -52,6 +52,8 @@ type Options struct {
 	// MaxInFlight is how many batches may await their result at once.
 	// Default 4.
 	MaxInFlight int
+	// Transport carries the batches. Default TransportUnixSocket.
+	Transport Transport
 
 	// OperatorName and Subtask tag logs and errors.
 	OperatorName string
@@ -130,6 +132,9 @@ func (o Options) validate() error {
 	}
 	if o.MaxMessageBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("MaxMessageBytes is %d; it must be at least 1 MiB", o.MaxMessageBytes))
+	}
+	if o.Transport != TransportUnixSocket && o.Transport != TransportGRPCStream {
+		errs = append(errs, fmt.Errorf("Transport is %s; want TransportUnixSocket or TransportGRPCStream", o.Transport))
 	}
 	if o.MaxInFlight < 1 {
 		errs = append(errs, fmt.Errorf("MaxInFlight is %d; it must be at least 1", o.MaxInFlight))

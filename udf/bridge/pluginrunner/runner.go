@@ -39,7 +39,7 @@ type Runner struct {
 
 	// Set by Open, read-only afterwards.
 	proc         *pluginProcess
-	stream       workerpb.UdfWorker_ProcessClient
+	stream       batchStream
 	streamCancel context.CancelFunc
 	receiverDone chan struct{}
 
@@ -129,6 +129,10 @@ func NewRunner(opts Options) (*Runner, error) {
 		AsyncTimeoutSeconds: opts.AsyncTimeout.Seconds(),
 		OperatorName:        opts.OperatorName,
 		Subtask:             int32(opts.Subtask),
+		Transport:           workerpb.Transport_TRANSPORT_GRPC_STREAM,
+	}
+	if opts.Transport == TransportUnixSocket {
+		r.openReq.Transport = workerpb.Transport_TRANSPORT_UNIX_SOCKET
 	}
 	r.lifeCtx, r.lifeCancel = context.WithCancel(context.Background())
 	r.mu.bundles = make(map[int64]chan struct{})
@@ -204,18 +208,39 @@ func (r *Runner) Open(ctx context.Context) error {
 	}
 	r.logger.Debug("worker ready", "pid", resp.GetPid(), "python", resp.GetPythonVersion(), "pyarrow", resp.GetPyarrowVersion())
 
-	streamCtx, streamCancel := context.WithCancel(r.lifeCtx)
-	stream, err := proc.conn.Process(streamCtx)
+	stream, streamCancel, err := r.openStream(openCtx, resp)
 	if err != nil {
-		streamCancel()
-		err = r.lostError(err)
+		err = fmt.Errorf("%s: open %s stream: %w", r.label, r.opts.Transport, r.lostError(err))
 		r.failOpen(proc, err)
-		return fmt.Errorf("%s: open stream: %w", r.label, err)
+		return err
 	}
 	r.stream, r.streamCancel = stream, streamCancel
 	r.receiverDone = make(chan struct{})
 	go r.receive()
 	return nil
+}
+
+// openStream connects the batch stream. Its cancel func aborts it: Recv
+// returns at once.
+func (r *Runner) openStream(ctx context.Context, resp *workerpb.OpenResponse) (batchStream, context.CancelFunc, error) {
+	if r.opts.Transport == TransportUnixSocket {
+		if resp.GetDataSocket() == "" {
+			return nil, nil, errors.New("the worker opened no data socket (is its flinkgo package older than the host?)")
+		}
+		s, err := dialSocketStream(ctx, resp.GetDataSocket(), r.opts.MaxMessageBytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		stop := context.AfterFunc(r.lifeCtx, s.abort)
+		return s, func() { stop(); s.abort() }, nil
+	}
+	streamCtx, cancel := context.WithCancel(r.lifeCtx)
+	stream, err := r.proc.conn.Process(streamCtx)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return stream, cancel, nil
 }
 
 func (r *Runner) failOpen(proc *pluginProcess, err error) {

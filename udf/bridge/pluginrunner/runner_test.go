@@ -75,9 +75,17 @@ def wrong_type(x):
 `
 
 type fixture struct {
-	t     *testing.T
-	mem   *memory.CheckedAllocator
-	specs map[string]*workerpb.UdfSpec
+	t         *testing.T
+	mem       *memory.CheckedAllocator
+	specs     map[string]*workerpb.UdfSpec
+	transport pluginrunner.Transport
+}
+
+// eachTransport runs test once per batch-stream transport.
+func eachTransport(t *testing.T, test func(t *testing.T, transport pluginrunner.Transport)) {
+	for _, tr := range []pluginrunner.Transport{pluginrunner.TransportUnixSocket, pluginrunner.TransportGRPCStream} {
+		t.Run(tr.String(), func(t *testing.T) { test(t, tr) })
+	}
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -96,6 +104,7 @@ func (f *fixture) runner(schema *arrow.Schema, calls ...*workerpb.UdfCall) *plug
 		Python:       testkit.Python(f.t),
 		Allocator:    f.mem,
 		OperatorName: "test",
+		Transport:    f.transport,
 		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
 	})
 	if err != nil {
@@ -136,7 +145,12 @@ func flushAndTake(t *testing.T, r bridge.Runner) ([]bridge.Result, error) {
 }
 
 func TestPandasArrowAndGeneralUDFs(t *testing.T) {
+	eachTransport(t, testPandasArrowAndGeneralUDFs)
+}
+
+func testPandasArrowAndGeneralUDFs(t *testing.T, transport pluginrunner.Transport) {
 	f := newFixture(t)
+	f.transport = transport
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "x", Type: arrow.PrimitiveTypes.Float64},
 		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
@@ -244,7 +258,12 @@ func TestWrongResultShapeIsNamed(t *testing.T) {
 }
 
 func TestWorkerKilledMidBundle(t *testing.T) {
+	eachTransport(t, testWorkerKilledMidBundle)
+}
+
+func testWorkerKilledMidBundle(t *testing.T, transport pluginrunner.Transport) {
 	f := newFixture(t)
+	f.transport = transport
 	r := f.runner(int64Schema, testkit.Call(f.specs["sleepy"], "y", "x"))
 	defer r.Cancel()
 	b := f.int64Batch(1)
@@ -272,9 +291,14 @@ func TestWorkerKilledMidBundle(t *testing.T) {
 }
 
 func TestCancelDoesNotWaitForHungWorker(t *testing.T) {
+	eachTransport(t, testCancelDoesNotWaitForHungWorker)
+}
+
+func testCancelDoesNotWaitForHungWorker(t *testing.T, transport pluginrunner.Transport) {
 	for _, how := range []string{"sleep", "sigstop"} {
 		t.Run(how, func(t *testing.T) {
 			f := newFixture(t)
+			f.transport = transport
 			r := f.runner(int64Schema, testkit.Call(f.specs["sleepy"], "y", "x"))
 			b := f.int64Batch(1)
 			defer b.Release()
