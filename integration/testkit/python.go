@@ -1,16 +1,13 @@
 package testkit
 
 import (
-	"bytes"
+	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+	"github.com/flinkgo/flinkgo/udf/pyspec"
 )
 
 // RepoRoot is the directory holding go.mod, found from the working directory.
@@ -50,36 +47,13 @@ func Python(t testing.TB) string {
 // and returns the spec of every UDF it declares, by name.
 func UDFSpecs(t testing.TB, src string) map[string]*workerpb.UdfSpec {
 	t.Helper()
-	dir := t.TempDir()
-	script := filepath.Join(dir, "udfs.py")
+	script := filepath.Join(t.TempDir(), "udfs.py")
 	if err := os.WriteFile(script, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "specs")
-	if err := os.Mkdir(out, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(Python(t), "-m", "flinkgo._specs", script, out)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("testkit: declaring UDFs failed: %v\n%s", err, stderr.String())
-	}
-	entries, err := os.ReadDir(out)
+	specs, err := pyspec.Declare(context.Background(), Python(t), script)
 	if err != nil {
 		t.Fatal(err)
-	}
-	specs := make(map[string]*workerpb.UdfSpec)
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(out, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec := &workerpb.UdfSpec{}
-		if err := proto.Unmarshal(data, spec); err != nil {
-			t.Fatal(err)
-		}
-		specs[strings.TrimSuffix(e.Name(), ".pb")] = spec
 	}
 	return specs
 }

@@ -183,3 +183,40 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state not in ("Z", "X")
+
+
+def test_data_socket_transport(worker):
+    import socket
+    import struct
+
+    proc, line = worker
+    with grpc.insecure_channel("unix:" + line.split("|")[3]) as channel:
+        stub = worker_pb2_grpc.UdfWorkerStub(channel)
+        call = worker_pb2.UdfCall(udf=times_ten.to_spec(), args=["x"], output="y")
+        request = open_request(call)
+        request.transport = worker_pb2.TRANSPORT_UNIX_SOCKET
+        opened = stub.Open(request, timeout=30)
+        path = opened.data_socket
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(path)
+        batch = pa.record_batch([pa.array([4, 5], pa.int64())], names=["x"])
+        for message in (
+            worker_pb2.ProcessRequest(batch=worker_pb2.Batch(seq=0, arrow_ipc=write_batch(batch))),
+            worker_pb2.ProcessRequest(end_bundle=worker_pb2.EndBundle(bundle_id=9)),
+        ):
+            data = message.SerializeToString()
+            conn.sendall(struct.pack("<I", len(data)) + data)
+        conn.shutdown(socket.SHUT_WR)
+        responses = []
+        stream = conn.makefile("rb")
+        while header := stream.read(4):
+            (length,) = struct.unpack("<I", header)
+            responses.append(worker_pb2.ProcessResponse.FromString(stream.read(length)))
+        conn.close()
+    assert [r.WhichOneof("kind") for r in responses] == ["result", "bundle_done"]
+    assert read_batch(responses[0].result.arrow_ipc).column(0).to_pylist() == [40, 50]
+    assert responses[1].bundle_done.bundle_id == 9
+    # The socket accepts one connection, then disappears.
+    assert not os.path.exists(path)

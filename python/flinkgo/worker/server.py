@@ -97,13 +97,8 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
             )
         log.info(
             "udf chain opened",
-            extra={
-                "fields": {
-                    "operator": request.operator_name,
-                    "subtask": request.subtask,
-                    "udfs": [c.udf.name for c in request.calls],
-                }
-            },
+            # The host tags every line with operator and subtask already.
+            extra={"fields": {"udfs": [c.udf.name for c in request.calls]}},
         )
         return worker_pb2.OpenResponse(
             pid=os.getpid(),

@@ -1,6 +1,7 @@
 package pluginrunner_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -446,4 +448,90 @@ func (*helperT) Fatal(args ...any) { fmt.Fprintln(os.Stderr, args...); os.Exit(1
 func (*helperT) Fatalf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
 	os.Exit(1)
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestWorkerOutputReachesLogsTagged(t *testing.T) {
+	testkit.NoLeakedWorkers(t)
+	specs := testkit.UDFSpecs(t, `
+import sys
+from flinkgo import udf
+
+@udf("int64")
+def chatty(x):
+    print("printed by the udf", x)
+    sys.stderr.write("written to stderr by the udf\n")
+    return x
+`)
+	var logs syncBuffer
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	r, err := pluginrunner.NewRunner(pluginrunner.Options{
+		Calls:        []*workerpb.UdfCall{testkit.Call(specs["chatty"], "y", "x")},
+		InputSchema:  int64Schema,
+		Python:       testkit.Python(t),
+		Allocator:    mem,
+		OperatorName: "op7",
+		Subtask:      3,
+		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &logs}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, mem: mem}
+	b := f.int64Batch(42)
+	defer b.Release()
+	if err := r.Process(context.Background(), 0, b); err != nil {
+		t.Fatal(err)
+	}
+	results, err := flushAndTake(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range results {
+		res.Batch.Release()
+	}
+	// stdout travels through go-plugin's stdio stream, asynchronously.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs.String(), "printed by the udf 42") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, want := range []string{
+		`udf stdout: operator=op7 subtask=3 udf=chatty line="printed by the udf 42"`,
+		"written to stderr by the udf",
+		"udf.python: udf chain opened: operator=op7 subtask=3 udf=chatty",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("logs lack %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "written to stderr by the udf") && !strings.Contains(line, "udf=chatty") {
+			t.Errorf("stderr line not tagged with the UDF: %s", line)
+		}
+	}
 }

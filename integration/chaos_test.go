@@ -1,0 +1,183 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/chainrun"
+)
+
+// chaosRounds is how many rounds TestChaos runs: $FLINKGO_CHAOS_ROUNDS
+// (CI runs a short round, `make chaos` a long one), default 3.
+func chaosRounds(t *testing.T) int {
+	n := 3
+	if v := os.Getenv("FLINKGO_CHAOS_ROUNDS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("FLINKGO_CHAOS_ROUNDS=%q is not a positive integer", v)
+		}
+	}
+	return n
+}
+
+type chaosAction string
+
+const (
+	actNone     chaosAction = "none"
+	actCancel   chaosAction = "cancel"
+	actKill     chaosAction = "sigkill-worker"
+	actStopThen chaosAction = "sigstop-worker-then-cancel"
+)
+
+// TestChaos cancels runs, kills workers and hangs them at random moments.
+// Every round must stop promptly (a hang guard, not a timing), leave no
+// worker process, goroutine or Arrow buffer behind, and deliver a prefix of
+// the correct output: nothing lost in the middle, nothing twice.
+func TestChaos(t *testing.T) {
+	rounds := chaosRounds(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("chaos seed %d, %d rounds", seed, rounds)
+	rng := rand.New(rand.NewPCG(seed, seed>>1))
+	actions := []chaosAction{actNone, actCancel, actKill, actStopThen}
+	for round := range rounds {
+		action := actions[round%len(actions)]
+		if round >= len(actions) {
+			action = actions[rng.IntN(len(actions))]
+		}
+		delay := time.Duration(rng.IntN(1500)) * time.Millisecond
+		t.Run(fmt.Sprintf("round%d-%s-after-%s", round, action, delay), func(t *testing.T) {
+			chaosRound(t, action, delay)
+		})
+	}
+}
+
+func chaosRound(t *testing.T, action chaosAction, delay time.Duration) {
+	e := newEnv(t)
+	pidDir := t.TempDir()
+	specs := testkit.UDFSpecs(t, fmt.Sprintf(`
+import os, time
+from flinkgo import udf
+
+@udf("int64", func_type="pandas")
+def slow_double(x):
+    open(os.path.join(%q, str(os.getpid())), "a").close()
+    time.sleep(0.01)
+    return x * 2
+`, pidDir))
+	const batches, rows = 60, 500
+	inputs := e.int64Batches(batches, rows)
+	defer release(inputs)
+	chain := chainOf(inputs[0].Schema(), testkit.Call(specs["slow_double"], "y", "x"))
+	opts := e.options(2)
+	opts.BatchSize = 250
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var got []int64
+	done := make(chan error, 1)
+	in := make(chan arrow.RecordBatch)
+	go func() {
+		defer close(in)
+		for _, b := range inputs {
+			b.Retain()
+			select {
+			case in <- b:
+			case <-ctx.Done():
+				b.Release()
+				return
+			}
+		}
+	}()
+	go func() {
+		done <- chainrun.Run(ctx, chain, opts, in, func(b arrow.RecordBatch) error {
+			defer b.Release()
+			for i := range int(b.NumRows()) {
+				got = append(got, b.Column(0).(*array.Int64).Value(i))
+			}
+			return nil
+		})
+	}()
+
+	var victim int
+	var err error
+	select {
+	case err = <-done:
+		// Finished before the action.
+		action = actNone
+	case <-time.After(delay):
+		victim = pickWorker(pidDir)
+		switch {
+		case action == actCancel || (victim == 0 && action != actNone):
+			action = actCancel
+			cancel(errChaosCancel)
+		case action == actKill:
+			_ = syscall.Kill(victim, syscall.SIGKILL)
+		case action == actStopThen:
+			_ = syscall.Kill(victim, syscall.SIGSTOP)
+			cancel(errChaosCancel)
+		}
+		select {
+		case err = <-done:
+		case <-time.After(60 * time.Second): // hang guard
+			t.Fatalf("run did not stop after %s", action)
+		}
+	}
+	// Run stops reading early on failure: stop the feeder and free what it
+	// still hands over.
+	cancel(errChaosCancel)
+	for b := range in {
+		b.Release()
+	}
+
+	switch action {
+	case actNone:
+		if err != nil {
+			t.Fatalf("undisturbed run failed: %v", err)
+		}
+		if len(got) != batches*rows {
+			t.Fatalf("undisturbed run gave %d rows, want %d", len(got), batches*rows)
+		}
+	case actCancel, actStopThen:
+		if err != nil && !errors.Is(err, errChaosCancel) {
+			t.Errorf("canceled run returned %v, want the cancel cause", err)
+		}
+	case actKill:
+		var exitErr *bridge.WorkerExitError
+		if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, bridge.ErrWorkerLost) {
+			t.Errorf("run with a killed worker returned %v, want the worker's exit", err)
+		}
+	}
+	for i, v := range got {
+		if v != int64(2*i) {
+			t.Fatalf("row %d is %d, want %d: the output is not a prefix of the correct output", i, v, 2*i)
+		}
+	}
+	if victim != 0 && !testkit.WaitGone(victim, 10*time.Second) {
+		t.Errorf("worker %d survived %s", victim, action)
+	}
+}
+
+var errChaosCancel = errors.New("chaos: canceled")
+
+// pickWorker returns the pid of a worker that has started processing, or 0.
+func pickWorker(dir string) int {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && testkit.Alive(pid) {
+			return pid
+		}
+	}
+	return 0
+}
