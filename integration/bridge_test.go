@@ -470,3 +470,42 @@ func TestCancelReturnsWhileWorkerHangs(t *testing.T) {
 		})
 	}
 }
+
+func TestBatchesAreCutBelowTheMessageLimit(t *testing.T) {
+	e := newEnv(t)
+	specs := testkit.UDFSpecs(t, `
+import pandas as pd
+from flinkgo import udf
+
+@udf("int64", func_type="pandas")
+def rows_seen(s):
+    return pd.Series([len(s)] * len(s))
+`)
+	// 20 000 rows of 200-byte strings: about 4 MB, four times the limit.
+	schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(e.mem, schema)
+	for i := range 20_000 {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("%0200d", i))
+	}
+	batch := b.NewRecordBatch()
+	b.Release()
+	defer batch.Release()
+	opts := e.options(1)
+	opts.BatchSize = 20_000
+	opts.Runner.MaxMessageBytes = 1 << 20
+	out, err := e.run(context.Background(), chainOf(schema, testkit.Call(specs["rows_seen"], "n", "s")), opts, []arrow.RecordBatch{batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := column(out, 0)
+	if len(got) != 20_000 {
+		t.Fatalf("got %d rows, want 20000", len(got))
+	}
+	limitRows := int(opts.Runner.MaxBatchBytes() / 200)
+	for i, v := range got {
+		n, _ := strconv.Atoi(v)
+		if n < 1 || n > limitRows {
+			t.Fatalf("row %d went in a batch of %d rows; at most %d fit under the %d-byte cap", i, n, limitRows, opts.Runner.MaxBatchBytes())
+		}
+	}
+}

@@ -62,6 +62,19 @@ type Resolved struct {
 // Synchronous UDFs with different explicit concurrency cannot share a chain:
 // the planner puts them in separate operators.
 func Resolve(chain Chain, opts Options) (Resolved, error) {
+	var bad []string
+	if opts.Parallelism < 0 {
+		bad = append(bad, fmt.Sprintf("Parallelism is %d", opts.Parallelism))
+	}
+	if opts.BatchSize < 0 {
+		bad = append(bad, fmt.Sprintf("BatchSize is %d", opts.BatchSize))
+	}
+	if len(chain.Calls) == 0 || chain.InputSchema == nil {
+		bad = append(bad, "the chain needs calls and an input schema")
+	}
+	if len(bad) > 0 {
+		return Resolved{}, fmt.Errorf("chainrun: invalid run of udf %q: %s (zero means the default)", label(chain), strings.Join(bad, "; "))
+	}
 	res := Resolved{Parallelism: max(opts.Parallelism, 1), BatchSize: opts.BatchSize}
 	if res.BatchSize <= 0 {
 		res.BatchSize = bundle.DefaultBatchSize
