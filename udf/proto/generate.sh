@@ -28,28 +28,40 @@ go build -o "$out/bin/protoc-gen-go-grpc" google.golang.org/grpc/cmd/protoc-gen-
   --plugin=protoc-gen-go-grpc="$out/bin/protoc-gen-go-grpc" \
   --go_out="$out/go" --go_opt=paths=source_relative \
   --go-grpc_out="$out/go" --go-grpc_opt=paths=source_relative \
-  worker.proto
+  --go_opt=Mworker.proto=github.com/flinkgo/flinkgo/udf/proto/workerpb \
+  --go_opt=Mplan.proto=github.com/flinkgo/flinkgo/udf/proto/planpb \
+  worker.proto plan.proto
 "$python" -m grpc_tools.protoc -I udf/proto -I udf/proto/goplugin \
   --python_out="$out/py" --grpc_python_out="$out/py" \
-  worker.proto grpc_controller.proto grpc_stdio.proto health.proto
+  worker.proto plan.proto grpc_controller.proto grpc_stdio.proto health.proto
 # grpc_tools writes top-level imports; the modules live inside flinkgo._proto.
-sed -i -E 's/^import ([a-z_]+_pb2) as /from . import \1 as /' "$out"/py/*_pb2_grpc.py
+sed -i -E "s/^import ([a-z_]+_pb2) as /from . import \\1 as /" "$out"/py/*.py
 touch "$out/py/__init__.py"
 
-go_dir=udf/proto/workerpb
+# One Go package per proto file.
+mkdir -p "$out/gopkg/workerpb" "$out/gopkg/planpb"
+mv "$out"/go/worker*.go "$out/gopkg/workerpb/"
+mv "$out"/go/plan*.go "$out/gopkg/planpb/"
+
 py_dir=python/flinkgo/_proto
 if [ "${1:-}" = "--check" ]; then
-  if ! diff -r "$out/go" "$go_dir" >/dev/null || ! diff -r "$out/py" "$py_dir" >/dev/null; then
+  stale=0
+  for pkg in workerpb planpb; do
+    diff -r "$out/gopkg/$pkg" "udf/proto/$pkg" >&2 || stale=1
+  done
+  diff -r "$out/py" "$py_dir" >&2 || stale=1
+  if [ $stale = 1 ]; then
     echo "generate.sh: committed protocol code is stale; run udf/proto/generate.sh and commit" >&2
-    diff -r "$out/go" "$go_dir" | head -20 >&2 || true
-    diff -r "$out/py" "$py_dir" | head -20 >&2 || true
     exit 1
   fi
   echo "protocol code is up to date"
   exit 0
 fi
-rm -rf "$go_dir" "$py_dir"
-mkdir -p "$go_dir" "$py_dir"
-cp "$out"/go/* "$go_dir"/
+for pkg in workerpb planpb; do
+  rm -rf "udf/proto/$pkg"
+  cp -r "$out/gopkg/$pkg" "udf/proto/$pkg"
+done
+rm -rf "$py_dir"
+mkdir -p "$py_dir"
 cp "$out"/py/* "$py_dir"/
-echo "wrote $go_dir and $py_dir"
+echo "wrote udf/proto/workerpb, udf/proto/planpb and $py_dir"
