@@ -1,0 +1,15 @@
+// Package expr evaluates the plan's built-in expressions (columns, literals,
+// arithmetic, comparisons, boolean logic, null tests, casts) on Arrow record
+// batches, column-wise with arrow-go's compute kernels, never row by row.
+//
+// Compile resolves columns and checks types against the input schema once;
+// Eval then runs on every batch. Semantics are Arrow's compute kernels':
+// integer arithmetic is checked for overflow, comparisons and and/or follow
+// SQL's three-valued logic (Kleene), and a filter drops rows whose predicate
+// is false or null. Division is true division, as pandas, polars and Spark's
+// `/`: integer operands are cast to float64 first.
+//
+// UDF calls are not expressions here: the planner moves them into UDF
+// operators (package udf/chainrun). This package must not import the bridge
+// or start processes.
+package expr

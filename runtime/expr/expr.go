@@ -1,0 +1,271 @@
+package expr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
+
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+)
+
+// ErrUnsupported means the expression uses something this evaluator does
+// not implement (a UDF call, an unknown function); the message names it.
+var ErrUnsupported = errors.New("expr: unsupported expression")
+
+// kernels maps the plan's function names to arrow-go compute functions.
+var kernels = map[string]struct {
+	name  string
+	arity int
+}{
+	"add": {"add", 2}, "subtract": {"subtract", 2}, "multiply": {"multiply", 2},
+	"divide": {"divide", 2}, "negate": {"negate", 1},
+	"equal": {"equal", 2}, "not_equal": {"not_equal", 2},
+	"less": {"less", 2}, "less_equal": {"less_equal", 2},
+	"greater": {"greater", 2}, "greater_equal": {"greater_equal", 2},
+	"and": {"and_kleene", 2}, "or": {"or_kleene", 2}, "not": {"not", 1},
+	"is_null": {"is_null", 1}, "is_not_null": {"is_not_null", 1},
+	"cast": {"cast", 1},
+}
+
+var symbols = map[string]string{
+	"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
+	"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
+	"greater": ">", "greater_equal": ">=", "and": "&", "or": "|",
+}
+
+// Expr is a compiled expression, bound to one input schema. It is
+// immutable and safe for concurrent Eval.
+type Expr struct {
+	text   string
+	typ    arrow.DataType
+	column int           // for a column reference, else -1
+	lit    scalar.Scalar // for a literal
+	fn     string        // compute function for a call
+	castTo arrow.DataType
+	args   []*Expr
+}
+
+// Type is the type of the values Eval returns.
+func (e *Expr) Type() arrow.DataType { return e.typ }
+
+// String renders the expression as the user wrote it, for messages.
+func (e *Expr) String() string { return e.text }
+
+// Compile resolves e against schema and checks that every function applies
+// to its argument types. Errors name the expression and, for an unknown
+// column, the columns there are.
+func Compile(e *planpb.Expr, schema *arrow.Schema) (*Expr, error) {
+	c, err := compile(e, schema)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func compile(e *planpb.Expr, schema *arrow.Schema) (*Expr, error) {
+	switch k := e.GetKind().(type) {
+	case *planpb.Expr_Column:
+		idx := schema.FieldIndices(k.Column)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("expr: unknown column %q; columns are %v", k.Column, fieldNames(schema))
+		}
+		return &Expr{text: k.Column, typ: schema.Field(idx[0]).Type, column: idx[0]}, nil
+	case *planpb.Expr_Literal:
+		sc, err := literal(k.Literal)
+		if err != nil {
+			return nil, err
+		}
+		return &Expr{text: sc.String(), typ: sc.DataType(), column: -1, lit: sc}, nil
+	case *planpb.Expr_Call:
+		return compileCall(k.Call, schema)
+	case *planpb.Expr_Udf:
+		return nil, fmt.Errorf("%w: udf %q must be planned into a UDF operator, not evaluated here", ErrUnsupported, k.Udf.GetUdf().GetName())
+	}
+	return nil, fmt.Errorf("%w: empty expression", ErrUnsupported)
+}
+
+func compileCall(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
+	k, ok := kernels[call.GetFunction()]
+	if !ok {
+		return nil, fmt.Errorf("%w: function %q", ErrUnsupported, call.GetFunction())
+	}
+	if len(call.GetArgs()) != k.arity {
+		return nil, fmt.Errorf("expr: %s takes %d argument(s), got %d", call.GetFunction(), k.arity, len(call.GetArgs()))
+	}
+	out := &Expr{column: -1, fn: k.name}
+	for _, a := range call.GetArgs() {
+		arg, err := compile(a, schema)
+		if err != nil {
+			return nil, err
+		}
+		out.args = append(out.args, arg)
+	}
+	if call.GetFunction() == "divide" {
+		// True division: integers become float64 first.
+		for i, a := range out.args {
+			if arrow.IsInteger(a.typ.ID()) {
+				out.args[i] = &Expr{text: a.text, typ: arrow.PrimitiveTypes.Float64, column: -1, fn: "cast", castTo: arrow.PrimitiveTypes.Float64, args: []*Expr{a}}
+			}
+		}
+	}
+	if call.GetFunction() == "cast" {
+		t, err := ParseType(call.GetCastTo())
+		if err != nil {
+			return nil, err
+		}
+		out.castTo = t
+	}
+	out.text = render(call.GetFunction(), out)
+	// The result type is what the kernel gives on zero rows of the
+	// argument types: the same dispatch as on real data.
+	typ, err := out.resultType()
+	if err != nil {
+		return nil, fmt.Errorf("expr: %s: %w", out.text, err)
+	}
+	out.typ = typ
+	return out, nil
+}
+
+func render(fn string, e *Expr) string {
+	if sym, ok := symbols[fn]; ok {
+		return "(" + e.args[0].text + " " + sym + " " + e.args[1].text + ")"
+	}
+	switch fn {
+	case "negate":
+		return "-" + e.args[0].text
+	case "not":
+		return "~" + e.args[0].text
+	case "cast":
+		return fmt.Sprintf("%s.cast(%s)", e.args[0].text, e.castTo)
+	}
+	return e.args[0].text + "." + fn + "()"
+}
+
+func (e *Expr) resultType() (arrow.DataType, error) {
+	args := make([]compute.Datum, len(e.args))
+	for i, a := range e.args {
+		empty := array.MakeArrayOfNull(memory.DefaultAllocator, a.typ, 0)
+		args[i] = compute.NewDatum(empty)
+		empty.Release()
+	}
+	defer releaseAll(args)
+	out, err := e.call(context.Background(), args)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Release()
+	return out.(compute.ArrayLikeDatum).Type(), nil
+}
+
+func (e *Expr) call(ctx context.Context, args []compute.Datum) (compute.Datum, error) {
+	if e.fn == "cast" {
+		if arrow.IsBaseBinary(e.castTo.ID()) {
+			// arrow-go v18.9.0's casts to string leak their builders'
+			// buffers from the allocator they are given (seen with the
+			// checked allocator); Go's allocator lets the GC take them back.
+			ctx = compute.WithAllocator(ctx, memory.NewGoAllocator())
+		}
+		return compute.CastDatum(ctx, args[0], compute.SafeCastOptions(e.castTo))
+	}
+	return compute.CallFunction(ctx, e.fn, nil, args...)
+}
+
+// Eval computes the expression over batch and returns one value per row.
+// The caller releases the result. Memory comes from the allocator in ctx
+// (compute.WithAllocator), else Go's.
+func (e *Expr) Eval(ctx context.Context, batch arrow.RecordBatch) (arrow.Array, error) {
+	d, err := e.eval(ctx, batch)
+	if err != nil {
+		return nil, fmt.Errorf("expr: evaluating %s: %w", e.text, err)
+	}
+	defer d.Release()
+	switch v := d.(type) {
+	case *compute.ArrayDatum:
+		return v.MakeArray(), nil
+	case *compute.ScalarDatum:
+		return scalar.MakeArrayFromScalar(v.Value, int(batch.NumRows()), compute.GetAllocator(ctx))
+	}
+	return nil, fmt.Errorf("expr: evaluating %s gave a %s", e.text, d.Kind())
+}
+
+func (e *Expr) eval(ctx context.Context, batch arrow.RecordBatch) (compute.Datum, error) {
+	switch {
+	case e.column >= 0:
+		return compute.NewDatum(batch.Column(e.column)), nil
+	case e.lit != nil:
+		return compute.NewDatum(e.lit), nil
+	}
+	args := make([]compute.Datum, 0, len(e.args))
+	defer func() { releaseAll(args) }()
+	for _, a := range e.args {
+		d, err := a.eval(ctx, batch)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, d)
+	}
+	return e.call(ctx, args)
+}
+
+func releaseAll(ds []compute.Datum) {
+	for _, d := range ds {
+		if d != nil {
+			d.Release()
+		}
+	}
+}
+
+func literal(l *planpb.Literal) (scalar.Scalar, error) {
+	var sc scalar.Scalar
+	switch v := l.GetValue().(type) {
+	case *planpb.Literal_BoolValue:
+		sc = scalar.NewBooleanScalar(v.BoolValue)
+	case *planpb.Literal_IntValue:
+		sc = scalar.NewInt64Scalar(v.IntValue)
+	case *planpb.Literal_FloatValue:
+		sc = scalar.NewFloat64Scalar(v.FloatValue)
+	case *planpb.Literal_StringValue:
+		sc = scalar.NewStringScalar(v.StringValue)
+	case *planpb.Literal_Null:
+		t, err := ParseType(cmpOr(l.GetType(), "null"))
+		if err != nil {
+			return nil, err
+		}
+		return scalar.MakeNullScalar(t), nil
+	default:
+		return nil, fmt.Errorf("%w: literal without a value", ErrUnsupported)
+	}
+	if l.GetType() == "" {
+		return sc, nil
+	}
+	t, err := ParseType(l.GetType())
+	if err != nil {
+		return nil, err
+	}
+	cast, err := sc.CastTo(t)
+	if err != nil {
+		return nil, fmt.Errorf("expr: literal %s does not convert to %s: %w", sc, t, err)
+	}
+	return cast, nil
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func fieldNames(s *arrow.Schema) []string {
+	names := make([]string, s.NumFields())
+	for i, f := range s.Fields() {
+		names[i] = f.Name
+	}
+	return names
+}
