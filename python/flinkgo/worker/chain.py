@@ -9,7 +9,10 @@ them; what differs is how the worker calls the user's function:
 * ``arrow``: once per batch with ``pyarrow.Array``, returning an Array;
 * ``async def`` (general only): once per row on the worker's asyncio loop,
   with at most ``concurrency`` calls in flight and each call under a timeout;
-  results keep input order.
+  results keep input order;
+* ``pandas_batch`` (``map_batches``): once per batch with the whole batch as a
+  ``pandas.DataFrame``, returning a DataFrame of any number of rows with the
+  declared columns. It is alone in its chain.
 
 A result with the wrong number of rows or a type that does not convert to
 the declared return type raises ``UdfResultError`` naming the UDF.
@@ -107,8 +110,15 @@ class Chain:
         self.output_schema = read_schema(request.output_schema)
         self.async_timeout = request.async_timeout_seconds or None
         self.calls = [self._compile(c) for c in request.calls]
+        self.is_batch_map = any(
+            c.func_type == worker_pb2.FUNC_TYPE_PANDAS_BATCH for c in self.calls
+        )
+        if self.is_batch_map and len(self.calls) != 1:
+            raise ValueError("a map_batches function must be alone in its chain")
         self._async_loop = AsyncLoop() if any(c.is_async for c in self.calls) else None
         known = set(self.input_schema.names)
+        if self.is_batch_map:
+            return
         for call in self.calls:
             missing = [a for a in call.args if a not in known]
             if missing:
@@ -145,6 +155,8 @@ class Chain:
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """Apply every call in order; return the output columns."""
+        if self.is_batch_map:
+            return self._map_batch(self.calls[0], batch)
         columns: dict[str, pa.Array] = dict(zip(batch.schema.names, batch.columns, strict=True))
         for call in self.calls:
             args = [columns[a] for a in call.args]
@@ -156,6 +168,32 @@ class Chain:
                 array = array.cast(field.type)
             arrays.append(array)
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema)
+
+    def _map_batch(self, call: _Call, batch: pa.RecordBatch) -> pa.RecordBatch:
+        import pandas as pd
+
+        result = _call_user(call, batch.to_pandas())
+        if not isinstance(result, pd.DataFrame):
+            raise UdfResultError(
+                f"map_batches function {call.name!r} must return a pandas.DataFrame, "
+                f"got {type(result).__name__}"
+            )
+        names = self.output_schema.names
+        missing = [n for n in names if n not in result.columns]
+        if missing:
+            raise UdfResultError(
+                f"map_batches function {call.name!r} returned columns {list(result.columns)}, "
+                f"missing {missing} of its declared schema {names}"
+            )
+        try:
+            return pa.RecordBatch.from_pandas(
+                result[names], schema=self.output_schema, preserve_index=False
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
+            raise UdfResultError(
+                f"map_batches function {call.name!r} returned values that do not fit its "
+                f"declared schema {self.output_schema}: {e}"
+            ) from e
 
     def close(self) -> None:
         """Release the chain's resources (the async loop)."""

@@ -115,7 +115,7 @@ func (o Options) validate() error {
 		if c.GetUdf() == nil || len(c.GetUdf().GetPayload()) == 0 {
 			errs = append(errs, fmt.Errorf("Calls[%d] has no pickled UDF", i))
 		}
-		if c.GetOutput() == "" {
+		if c.GetOutput() == "" && c.GetUdf().GetFuncType() != workerpb.FuncType_FUNC_TYPE_PANDAS_BATCH {
 			errs = append(errs, fmt.Errorf("Calls[%d] (udf %q) has no output column name", i, c.GetUdf().GetName()))
 		}
 	}

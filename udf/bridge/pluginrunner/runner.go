@@ -24,6 +24,9 @@ type Runner struct {
 	logger       hclog.Logger
 	inputSchema  []byte
 	outputSchema *arrow.Schema
+	// batchMap is set for a map_batches function: results may have any
+	// number of rows.
+	batchMap bool
 	openReq      *workerpb.OpenRequest
 
 	// lifeCtx ends when the runner is canceled; the stream derives from it.
@@ -134,14 +137,27 @@ func NewRunner(opts Options) (*Runner, error) {
 	if opts.Transport == TransportUnixSocket {
 		r.openReq.Transport = workerpb.Transport_TRANSPORT_UNIX_SOCKET
 	}
+	r.batchMap = isBatchMap(opts.Calls)
 	r.lifeCtx, r.lifeCancel = context.WithCancel(context.Background())
 	r.mu.bundles = make(map[int64]chan struct{})
 	return r, nil
 }
 
+func isBatchMap(calls []*workerpb.UdfCall) bool {
+	return len(calls) == 1 && calls[0].GetUdf().GetFuncType() == workerpb.FuncType_FUNC_TYPE_PANDAS_BATCH
+}
+
 // defaultOutputSchema has one column per call: its output name and its
-// UDF's declared return type.
+// UDF's declared return type; a map_batches function declares the whole
+// schema.
 func defaultOutputSchema(calls []*workerpb.UdfCall) (*arrow.Schema, error) {
+	if isBatchMap(calls) {
+		rs, err := decodeSchema(calls[0].GetUdf().GetReturnSchema())
+		if err != nil {
+			return nil, fmt.Errorf("map_batches %q: return_schema is not an Arrow schema", calls[0].GetUdf().GetName())
+		}
+		return rs, nil
+	}
 	fields := make([]arrow.Field, len(calls))
 	for i, c := range calls {
 		rs, err := decodeSchema(c.GetUdf().GetReturnSchema())
@@ -516,7 +532,7 @@ func (r *Runner) checkResult(want pendingBatch, seq int64, batch arrow.RecordBat
 	if seq != want.seq {
 		return fmt.Errorf("%w: got the result of batch %d while batch %d was next", bridge.ErrResultMismatch, seq, want.seq)
 	}
-	if batch.NumRows() != want.rows {
+	if batch.NumRows() != want.rows && !r.batchMap {
 		return fmt.Errorf("%w: batch %d had %d rows but its result has %d", bridge.ErrResultMismatch, seq, want.rows, batch.NumRows())
 	}
 	out := r.outputSchema

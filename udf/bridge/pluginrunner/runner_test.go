@@ -16,9 +16,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/udf/bridge"
@@ -533,5 +535,53 @@ def chatty(x):
 		if strings.Contains(line, "written to stderr by the udf") && !strings.Contains(line, "udf=chatty") {
 			t.Errorf("stderr line not tagged with the UDF: %s", line)
 		}
+	}
+}
+
+func TestMapBatchesReturnsAnyNumberOfRows(t *testing.T) {
+	f := newFixture(t)
+	specs := testkit.UDFSpecs(t, `
+import pandas as pd
+from flinkgo import udf
+
+@udf("int64", func_type="pandas")
+def twice_big(df):
+    big = df[df["x"] > 1]
+    return pd.DataFrame({"x": pd.concat([big["x"], big["x"]]), "tag": "big"})
+`)
+	spec := proto.Clone(specs["twice_big"]).(*workerpb.UdfSpec)
+	spec.FuncType = workerpb.FuncType_FUNC_TYPE_PANDAS_BATCH
+	out := arrow.NewSchema([]arrow.Field{
+		{Name: "x", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "tag", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(out))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	spec.ReturnSchema = buf.Bytes()
+	r := f.runner(int64Schema, &workerpb.UdfCall{Udf: spec})
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	b := f.int64Batch(1, 2, 3)
+	defer b.Release()
+	if err := r.Process(context.Background(), 0, b); err != nil {
+		t.Fatal(err)
+	}
+	results, err := flushAndTake(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 {
+		t.Fatalf("%d results", len(results))
+	}
+	defer results[0].Batch.Release()
+	got := fmt.Sprintf("%v %v", results[0].Batch.Column(0), results[0].Batch.Column(1))
+	if got != `[2 3 2 3] ["big" "big" "big" "big"]` {
+		t.Errorf("map_batches result %s", got)
 	}
 }

@@ -47,6 +47,10 @@ const (
 	FuncType_FUNC_TYPE_PANDAS FuncType = 2
 	// Called once per batch with pyarrow.Array arguments.
 	FuncType_FUNC_TYPE_ARROW FuncType = 3
+	// map_batches: called once per batch with the whole batch as a
+	// pandas.DataFrame; returns a DataFrame of any number of rows whose
+	// columns are return_schema's. Alone in its chain; its call has no args.
+	FuncType_FUNC_TYPE_PANDAS_BATCH FuncType = 4
 )
 
 // Enum value maps for FuncType.
@@ -56,12 +60,14 @@ var (
 		1: "FUNC_TYPE_GENERAL",
 		2: "FUNC_TYPE_PANDAS",
 		3: "FUNC_TYPE_ARROW",
+		4: "FUNC_TYPE_PANDAS_BATCH",
 	}
 	FuncType_value = map[string]int32{
-		"FUNC_TYPE_UNSPECIFIED": 0,
-		"FUNC_TYPE_GENERAL":     1,
-		"FUNC_TYPE_PANDAS":      2,
-		"FUNC_TYPE_ARROW":       3,
+		"FUNC_TYPE_UNSPECIFIED":  0,
+		"FUNC_TYPE_GENERAL":      1,
+		"FUNC_TYPE_PANDAS":       2,
+		"FUNC_TYPE_ARROW":        3,
+		"FUNC_TYPE_PANDAS_BATCH": 4,
 	}
 )
 
@@ -1115,12 +1121,13 @@ const file_worker_proto_rawDesc = "" +
 	"\ttraceback\x18\x05 \x01(\tR\ttraceback\"\x0e\n" +
 	"\fCloseRequest\"B\n" +
 	"\rCloseResponse\x121\n" +
-	"\x05error\x18\x01 \x01(\v2\x1b.flinkgo.worker.v1.UdfErrorR\x05error*g\n" +
+	"\x05error\x18\x01 \x01(\v2\x1b.flinkgo.worker.v1.UdfErrorR\x05error*\x83\x01\n" +
 	"\bFuncType\x12\x19\n" +
 	"\x15FUNC_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11FUNC_TYPE_GENERAL\x10\x01\x12\x14\n" +
 	"\x10FUNC_TYPE_PANDAS\x10\x02\x12\x13\n" +
-	"\x0fFUNC_TYPE_ARROW\x10\x03*A\n" +
+	"\x0fFUNC_TYPE_ARROW\x10\x03\x12\x1a\n" +
+	"\x16FUNC_TYPE_PANDAS_BATCH\x10\x04*A\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_GRPC_STREAM\x10\x00\x12\x19\n" +
 	"\x15TRANSPORT_UNIX_SOCKET\x10\x012\xf6\x01\n" +
