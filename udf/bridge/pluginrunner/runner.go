@@ -27,7 +27,7 @@ type Runner struct {
 	// batchMap is set for a map_batches function: results may have any
 	// number of rows.
 	batchMap bool
-	openReq      *workerpb.OpenRequest
+	openReq  *workerpb.OpenRequest
 
 	// lifeCtx ends when the runner is canceled; the stream derives from it.
 	lifeCtx    context.Context
