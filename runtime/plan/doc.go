@@ -1,0 +1,60 @@
+// Package plan is the physical planner: it turns a job plan (planpb.JobPlan,
+// logical nodes in topological order) into a physical Graph and explains it
+// (DESIGN.md §3, §4.3 to §4.6, §4.9). It takes the Python UDF calls out of
+// selects and filters into fused UDF operators, sets every operator's
+// parallelism and stable uid, resolves forward edges between operators of
+// different parallelism, and chains operators.
+//
+// The package only reads the plan and describes a graph. It does not execute
+// anything, start processes or touch Arrow data: it never decodes the
+// schemas in the plan (column names come from expressions) and imports
+// neither Arrow, bundle nor udf/bridge (a test checks that DefaultBatchSize
+// equals bundle's). Evaluating expressions, checking function names and
+// types, and running UDFs belong to the runtime.
+//
+// Decisions taken where DESIGN.md is silent:
+//
+//   - Parallelism: a node without one takes the job's default (the plan's
+//     default_parallelism, else Options.DefaultParallelism, else 1), as in
+//     Flink; no operator inherits its upstream's parallelism. The explicit
+//     concurrency of a synchronous UDF sets the parallelism of the operator
+//     that runs it, over the node's own: the UDF operators of a select, and
+//     map_batches. The selects a node is split into keep the node's.
+//   - Fusion: calls are placed in dependency order (inner calls first, then
+//     columns left to right), each in the first UDF operator of its node that
+//     comes at or after the operators producing its inputs and has the same
+//     explicit concurrency or none; calls without concurrency and async calls
+//     fit anywhere. An argument built from another call's output by a built-in
+//     expression (f(g(x) + 1)) needs a select between the two, so f goes one
+//     UDF operator later.
+//   - Columns: temporary columns are named "__flinkgo_tmp_<n>"; the prefix
+//     "__flinkgo_" is reserved and rejected in the plan's columns and uids. A
+//     select column that is exactly a UDF call is produced under its own name
+//     unless the node also reads a column of that name. Because schemas are
+//     not decoded, the operators split from a filter keep their input's
+//     columns symbolically (Operator.KeepInput, DropColumns).
+//   - Edges: an input without partitioning is FORWARD with Explicit false.
+//     The forward-mismatch policy applies to every forward edge, also those
+//     between operators the planner added. A keyed_aggregate's input without
+//     partitioning becomes HASH on its group keys (GLOBAL when it has none);
+//     an explicit partitioning that would split a group over subtasks is an
+//     error unless the aggregate's parallelism is 1.
+//   - Chaining follows Flink: a forward edge of equal parallelism into an
+//     operator with one input chains; an operator may chain with several
+//     downstream operators; a union of several inputs starts a chain.
+//   - Uids: the node's uid, else "<kind>-<id>" (stable while the node keeps
+//     its id); operators split from a node are "<uid>/<role>" (pre, udf-0,
+//     pre-1, udf-1, post, filter, drop). Two operators with one uid are an
+//     error.
+//   - Options: a non-zero option overrides the plan's config, which is read
+//     (and validated) only when it is used. Policy names ignore case.
+//     Max parallelism: Options.MaxParallelism, else pipeline.max-parallelism,
+//     else DefaultMaxParallelism of the largest operator parallelism; no
+//     operator may exceed it.
+//   - Batch size: the smallest explicit batch_size of the fused calls, else
+//     python.fn-execution.arrow.batch.size, else 10000; package bundle caps
+//     it at the bundle size when it runs.
+//   - Errors: Plan reports every problem it finds in one error wrapping
+//     ErrInvalidPlan; problems name the node (id, name, uid) or operators
+//     (name, uid).
+package plan

@@ -1,0 +1,65 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+)
+
+func TestExplainGolden(t *testing.T) {
+	j := &planpb.JobPlan{Name: "demo", Nodes: []*planpb.Node{
+		source(1, "src", uid("src"), par(2)),
+		filterNode(2, "filter", from(1), fn("greater", col("x"), lit(0)), par(2)),
+		selectNode(3, "scored", from(2), []*planpb.NamedExpr{
+			as("x", col("x")),
+			as("s", fn("multiply", call(spec("score", 4, 500, false), fn("add", col("x"), lit(1))), lit(2))),
+		}, uid("sc"), par(2)),
+		sink(4, "out", fromP(3, planpb.Partitioning_HASH, "x"), uid("out")),
+	}}
+	const golden = `job "demo": 6 operators in 4 chains; default parallelism 1, max parallelism 128, pipeline.forward-mismatch=rebalance
+#0 source "src" uid=src p=2 (explicit) chain=0
+#1 filter "filter" uid=filter-2 p=2 (explicit) chain=0
+    input #0: forward
+#2 select "scored/pre" uid=sc/pre p=2 (explicit) chain=0
+    input #1: forward
+    computes x, __flinkgo_tmp_0 = add(x, 1)
+#3 udf "score" uid=sc/udf-0 p=4 (udf concurrency) chain=1
+    input #2: rebalance (was forward; pipeline.forward-mismatch=rebalance)
+    calls (batch size 500): score(__flinkgo_tmp_0) [concurrency=4, batch_size=500] -> __flinkgo_tmp_1
+    worker reads __flinkgo_tmp_0, returns __flinkgo_tmp_1; emits x, __flinkgo_tmp_1
+#4 select "scored/post" uid=sc/post p=2 (explicit) chain=2
+    input #3: rebalance (was forward; pipeline.forward-mismatch=rebalance)
+    computes x, s = multiply(__flinkgo_tmp_1, 2)
+#5 sink "out" uid=out p=1 (default) chain=3
+    input #4: hash(x)
+forward edges changed by pipeline.forward-mismatch:
+    #2 -> #3 forward -> rebalance: forward edge from "scored/pre" (p=2) to udf "score" (p=4): parallelism differs; pipeline.forward-mismatch=rebalance
+    #3 -> #4 forward -> rebalance: forward edge from udf "score" (p=4) to "scored/post" (p=2): parallelism differs; pipeline.forward-mismatch=rebalance
+`
+	g := mustPlan(t, j, Options{})
+	if got := g.Explain(); got != golden {
+		t.Fatalf("Explain:\n%s\nwant:\n%s", got, golden)
+	}
+}
+
+func TestExplainWithoutChanges(t *testing.T) {
+	g := mustPlan(t, job(
+		source(1, "src"),
+		filterNode(2, "keep", from(1), call(spec("ok", 0, 0, true), col("x")), uid("k")),
+		mapBatches(3, "fix", from(2), spec("fix", 0, 64, false)),
+	), Options{ForwardMismatch: "rescale"})
+	wantContains(t, g.Explain(),
+		"pipeline.forward-mismatch=rescale\n",
+		`#1 udf "ok" uid=k/udf-0 p=1 (default) chain=0`,
+		"calls (batch size 10000): ok(x) [async] -> __flinkgo_tmp_0",
+		"emits input columns, then __flinkgo_tmp_0",
+		"keeps rows where __flinkgo_tmp_0",
+		"computes input columns except __flinkgo_tmp_0",
+		"function fix [batch_size=64] (batch size 64)",
+		"forward edges changed by pipeline.forward-mismatch: none\n",
+	)
+	if strings.Count(g.Explain(), "chain=0") != 5 {
+		t.Fatalf("want every operator in chain 0:\n%s", g.Explain())
+	}
+}

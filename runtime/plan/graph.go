@@ -1,0 +1,207 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+)
+
+// Kind is what a physical operator does.
+type Kind int
+
+// The operator kinds. KindUDF exists only in the physical graph: the planner
+// creates it for the Python UDF calls it takes out of a select or a filter.
+const (
+	KindSource Kind = iota + 1
+	KindSelect
+	KindFilter
+	KindUDF
+	KindMapBatches
+	KindKeyedAggregate
+	KindUnion
+	KindSink
+)
+
+var kindNames = [...]string{
+	KindSource:         "source",
+	KindSelect:         "select",
+	KindFilter:         "filter",
+	KindUDF:            "udf",
+	KindMapBatches:     "map_batches",
+	KindKeyedAggregate: "keyed_aggregate",
+	KindUnion:          "union",
+	KindSink:           "sink",
+}
+
+func (k Kind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Where an operator's parallelism comes from (Operator.ParallelismFrom).
+const (
+	FromExplicit    = "explicit"        // the node's set_parallelism
+	FromDefault     = "default"         // the job's default parallelism
+	FromConcurrency = "udf concurrency" // the explicit concurrency of a synchronous UDF
+)
+
+// Graph is the physical job graph: operators in topological order and the
+// edges between them. It shares messages (nodes, expressions, UDF specs) with
+// the JobPlan it was planned from; treat both as read-only.
+type Graph struct {
+	// Name is the job's name.
+	Name string
+	// Operators in topological order; Operators[i].ID == i.
+	Operators []*Operator
+	// Edges sorted by downstream operator, then by the order of its inputs.
+	Edges []*Edge
+	// MaxParallelism is the number of key groups of every keyed exchange and
+	// keyed state (DESIGN.md §4.6).
+	MaxParallelism int
+	// DefaultParallelism is the parallelism of nodes that set none.
+	DefaultParallelism int
+	// ForwardMismatch is the policy applied to forward edges between
+	// operators of different parallelism: "rebalance" or "rescale" (a graph
+	// is never planned under "fail" when such an edge exists).
+	ForwardMismatch string
+	// Changes lists, in edge order, every forward edge the policy changed.
+	Changes []Change
+}
+
+// Operator is one physical operator; it runs as Parallelism subtasks.
+type Operator struct {
+	// ID is the operator's index in Graph.Operators.
+	ID int
+	// UID is stable across changes elsewhere in the graph (DESIGN.md §4.9):
+	// state and savepoints are matched to operators by it.
+	UID string
+	// Name is for explanations, logs and errors. UDF operators are named
+	// after their UDFs, joined by "+".
+	Name string
+	Kind Kind
+	// Role is empty for the operator that is a logical node itself. For an
+	// operator the planner added to split a node, it is what the operator
+	// does for that node, and its uid and name are the node's plus "/"+Role
+	// (except UDF operators, named after their UDFs): "pre", "pre-<k>"
+	// (materializes the arguments of udf-<k>), "udf-<k>", "post" (the
+	// select's final columns), "filter" and "drop" (removes the temporary
+	// columns after a filter).
+	Role string
+	// NodeID is the id of the logical node the operator comes from.
+	NodeID int
+	// Parallelism is the number of subtasks, at least 1.
+	Parallelism int
+	// ParallelismFrom says where Parallelism comes from: FromExplicit,
+	// FromDefault or FromConcurrency.
+	ParallelismFrom string
+	// ChainID is shared by operators chained together (run in one task,
+	// handing batches over by function call). Chains are numbered from 0 in
+	// the order of their first operator.
+	ChainID int
+	// Node says what a non-UDF operator computes. For an operator that maps
+	// one logical node it is the user's node itself (its Inputs name logical
+	// nodes: use the Graph's edges instead). For a select or filter the
+	// planner added around UDF calls it is a new node holding only the
+	// select's columns or the filter's predicate. Nil for UDF operators.
+	Node *planpb.Node
+	// UDF is the fused chain of a UDF operator; nil for other kinds.
+	UDF *UDFChain
+	// KeepInput is set on the selects and UDF operators the planner adds for
+	// a filter whose predicate calls UDFs: the operator's output starts with
+	// every column of its input, in input order, except DropColumns, and the
+	// columns it computes (Node's select columns, or UDF.OutputColumns)
+	// follow. Without it a select's output is exactly its columns, and a UDF
+	// operator's output is exactly UDF.OutputColumns.
+	KeepInput   bool
+	DropColumns []string
+	// BatchSize is the number of rows per Arrow batch sent to Python, for udf
+	// and map_batches operators (0 for the other kinds): the smallest
+	// explicit batch_size of the UDFs, else the plan's
+	// python.fn-execution.arrow.batch.size, else DefaultBatchSize. The
+	// bundle package caps it at the bundle size when it runs.
+	BatchSize int
+	// OutputSchema is the Arrow IPC schema the client computed for the
+	// logical node, set on the operator that produces the node's output and
+	// nil on the operators the planner added before it. The planner never
+	// decodes it.
+	OutputSchema []byte
+}
+
+// UDFChain is the work of one UDF operator: one worker call per batch that
+// applies Calls in order.
+type UDFChain struct {
+	// Calls in dependency order; a call's arguments are InputColumns or
+	// outputs of earlier calls. Each UdfSpec is the client's, untouched.
+	Calls []*workerpb.UdfCall
+	// InputColumns are the columns of the operator's input that the worker
+	// reads (its input schema), in order of first use.
+	InputColumns []string
+	// ResultColumns are the call outputs the worker returns (its output
+	// schema), in the order they appear in OutputColumns.
+	ResultColumns []string
+	// OutputColumns is the operator's output, in order: each name is either
+	// a column of its input, passed through unchanged, or one of
+	// ResultColumns. With Operator.KeepInput they follow the kept input
+	// columns and are all ResultColumns.
+	OutputColumns []string
+	// Concurrency is the explicit concurrency of the chain's synchronous
+	// UDFs (the operator's parallelism), 0 when none sets it.
+	Concurrency int
+	// Async is set when a call is an async UDF (its concurrency is the number
+	// of calls in flight inside each worker).
+	Async bool
+}
+
+// Edge connects two operators.
+type Edge struct {
+	// From and To are operator IDs.
+	From, To int
+	// Partitioning is never FORWARD_IMPLICIT: an edge nobody asked anything
+	// of is FORWARD with Explicit false.
+	Partitioning planpb.Partitioning_Kind
+	// Keys are the key columns of a HASH edge.
+	Keys []string
+	// Explicit is set when the plan asked for this partitioning (the
+	// partitioning may since have been changed by the forward-mismatch
+	// policy; see ChangedBy).
+	Explicit bool
+	// ChangedBy is empty, or the setting that changed the edge's
+	// partitioning, e.g. "pipeline.forward-mismatch=rebalance".
+	ChangedBy string
+}
+
+// Change records one edge the forward-mismatch policy changed.
+type Change struct {
+	// Edge is the index in Graph.Edges.
+	Edge     int
+	From, To planpb.Partitioning_Kind
+	// Reason, e.g. `forward edge from "filter" (p=2) to udf "score" (p=4):
+	// parallelism differs; pipeline.forward-mismatch=rebalance`.
+	Reason string
+}
+
+// Inputs returns the edges into operator id, in input order.
+func (g *Graph) Inputs(id int) []*Edge {
+	var in []*Edge
+	for _, e := range g.Edges {
+		if e.To == id {
+			in = append(in, e)
+		}
+	}
+	return in
+}
+
+// Outputs returns the edges out of operator id, in the order of their
+// downstream operators.
+func (g *Graph) Outputs(id int) []*Edge {
+	var out []*Edge
+	for _, e := range g.Edges {
+		if e.From == id {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package plan
+
+import (
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+)
+
+// Plan config keys the planner reads (JobPlan.config).
+const (
+	ConfigForwardMismatch = "pipeline.forward-mismatch"
+	ConfigMaxParallelism  = "pipeline.max-parallelism"
+	ConfigBatchSize       = "python.fn-execution.arrow.batch.size"
+)
+
+// Values of the forward-mismatch policy (DESIGN.md §4.5).
+const (
+	ForwardMismatchRebalance = "rebalance"
+	ForwardMismatchRescale   = "rescale"
+	ForwardMismatchFail      = "fail"
+)
+
+var forwardMismatchValues = []string{ForwardMismatchRebalance, ForwardMismatchRescale, ForwardMismatchFail}
+
+// Defaults, as Flink and PyFlink.
+const (
+	// DefaultBatchSize is the rows per batch sent to Python when neither a
+	// UDF nor the plan sets one (the same as bundle.DefaultBatchSize).
+	DefaultBatchSize = 10000
+	// MinDefaultMaxParallelism and UpperMaxParallelism bound the default max
+	// parallelism; UpperMaxParallelism also bounds an explicit one.
+	MinDefaultMaxParallelism = 128
+	UpperMaxParallelism      = 1 << 15
+)
+
+// Options tune planning. A zero field takes its default; the caller's
+// struct is never modified.
+type Options struct {
+	// DefaultParallelism is the parallelism of nodes that set none when the
+	// plan's default_parallelism is 0. Default 1.
+	DefaultParallelism int
+	// MaxParallelism is the number of key groups. 0 reads the plan's
+	// pipeline.max-parallelism, else DefaultMaxParallelism of the largest
+	// operator parallelism.
+	MaxParallelism int
+	// ForwardMismatch is the policy for forward edges between operators of
+	// different parallelism: "rebalance", "rescale" or "fail". "" reads the
+	// plan's pipeline.forward-mismatch, else "rebalance".
+	ForwardMismatch string
+}
+
+// DefaultMaxParallelism is Flink's default max parallelism for operators of
+// parallelism p: min(max(roundUpPow2(p + p/2), 128), 32768).
+func DefaultMaxParallelism(p int) int {
+	n := p + p/2
+	if n > UpperMaxParallelism {
+		return UpperMaxParallelism
+	}
+	up := 1
+	if n > 1 {
+		up = 1 << bits.Len(uint(n-1))
+	}
+	return min(max(up, MinDefaultMaxParallelism), UpperMaxParallelism)
+}
+
+// settings are the options once defaulted from Options and the plan.
+type settings struct {
+	defaultParallelism int
+	// maxParallelism is 0 until the operators' parallelism is known.
+	maxParallelism  int
+	maxParallelFrom string
+	forwardMismatch string
+	batchSize       int
+}
+
+// resolve copies opts, fills its defaults from the plan and the package
+// defaults, and reports every problem found.
+func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
+	var problems []string
+	s := settings{batchSize: DefaultBatchSize}
+	cfg := job.GetConfig()
+
+	switch dp := job.GetDefaultParallelism(); {
+	case dp < 0:
+		problems = append(problems, fmt.Sprintf("default_parallelism is %d, must not be negative (0 means the runtime's default)", dp))
+	case dp > 0:
+		s.defaultParallelism = int(dp)
+	}
+	switch {
+	case opts.DefaultParallelism < 0:
+		problems = append(problems, fmt.Sprintf("Options.DefaultParallelism is %d, must not be negative (0 means 1)", opts.DefaultParallelism))
+	case s.defaultParallelism == 0 && opts.DefaultParallelism > 0:
+		s.defaultParallelism = opts.DefaultParallelism
+	}
+	if s.defaultParallelism == 0 {
+		s.defaultParallelism = 1
+	}
+
+	switch {
+	case opts.MaxParallelism < 0 || opts.MaxParallelism > UpperMaxParallelism:
+		problems = append(problems, fmt.Sprintf("Options.MaxParallelism is %d, must be between 1 and %d (0 means the default)", opts.MaxParallelism, UpperMaxParallelism))
+	case opts.MaxParallelism > 0:
+		s.maxParallelism, s.maxParallelFrom = opts.MaxParallelism, "Options.MaxParallelism"
+	default:
+		if v, ok := cfg[ConfigMaxParallelism]; ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 || n > UpperMaxParallelism {
+				problems = append(problems, fmt.Sprintf("config %s=%q: must be an integer between 1 and %d", ConfigMaxParallelism, v, UpperMaxParallelism))
+			} else {
+				s.maxParallelism, s.maxParallelFrom = n, ConfigMaxParallelism
+			}
+		}
+	}
+
+	if opts.ForwardMismatch != "" {
+		if v, ok := forwardMismatch(opts.ForwardMismatch); ok {
+			s.forwardMismatch = v
+		} else {
+			problems = append(problems, fmt.Sprintf("Options.ForwardMismatch is %q, allowed: %s", opts.ForwardMismatch, strings.Join(forwardMismatchValues, ", ")))
+		}
+	} else if v, ok := cfg[ConfigForwardMismatch]; ok {
+		if p, ok := forwardMismatch(v); ok {
+			s.forwardMismatch = p
+		} else {
+			problems = append(problems, fmt.Sprintf("config %s=%q is unknown, allowed: %s", ConfigForwardMismatch, v, strings.Join(forwardMismatchValues, ", ")))
+		}
+	}
+	if s.forwardMismatch == "" {
+		s.forwardMismatch = ForwardMismatchRebalance
+	}
+
+	if v, ok := cfg[ConfigBatchSize]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			problems = append(problems, fmt.Sprintf("config %s=%q: must be a positive integer", ConfigBatchSize, v))
+		} else {
+			s.batchSize = n
+		}
+	}
+	return s, problems
+}
+
+// forwardMismatch parses a policy name, ignoring case and surrounding space
+// as Flink does for enum options.
+func forwardMismatch(v string) (string, bool) {
+	v = strings.ToLower(strings.TrimSpace(v))
+	for _, allowed := range forwardMismatchValues {
+		if v == allowed {
+			return v, true
+		}
+	}
+	return "", false
+}

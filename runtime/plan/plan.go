@@ -1,0 +1,275 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+)
+
+// nodeInfo is what the planner derives for one logical node.
+type nodeInfo struct {
+	node *planpb.Node
+	kind Kind
+	// uid is the user's uid, else "<kind>-<id>".
+	uid string
+	// name is the node's name, else its uid.
+	name            string
+	parallelism     int
+	parallelismFrom string
+}
+
+// Plan turns a job plan into a physical graph: it splits selects and filters
+// that call Python UDFs into projections and fused UDF operators, sets every
+// operator's parallelism and uid, resolves forward edges between operators
+// of different parallelism, and chains operators.
+//
+// opts is copied; job is not modified, and the graph shares its messages.
+// Every error wraps ErrInvalidPlan and lists every problem found.
+func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
+	if job == nil {
+		return nil, fmt.Errorf("%w: the job plan is nil", ErrInvalidPlan)
+	}
+	s, problems := resolve(opts, job)
+	problems = append(problems, validate(job)...)
+	if len(problems) > 0 {
+		return nil, invalid(job, problems)
+	}
+	b := &builder{
+		s:      s,
+		nodes:  map[int32]nodeInfo{},
+		output: map[int32]int{},
+		g: &Graph{
+			Name:               job.GetName(),
+			DefaultParallelism: s.defaultParallelism,
+			ForwardMismatch:    s.forwardMismatch,
+		},
+	}
+	for _, n := range job.GetNodes() {
+		b.add(n)
+	}
+	b.checkUIDs()
+	b.setMaxParallelism()
+	b.resolveForwardMismatch()
+	if len(b.problems) > 0 {
+		return nil, invalid(job, b.problems)
+	}
+	b.chain()
+	return b.g, nil
+}
+
+type builder struct {
+	s        settings
+	g        *Graph
+	nodes    map[int32]nodeInfo
+	output   map[int32]int // node id -> the operator producing its output
+	problems []string
+}
+
+func (b *builder) problem(format string, args ...any) {
+	b.problems = append(b.problems, fmt.Sprintf(format, args...))
+}
+
+// info derives a node's uid, name and parallelism.
+func (b *builder) info(n *planpb.Node) nodeInfo {
+	info := nodeInfo{node: n, kind: nodeKind(n), uid: n.GetUid(), name: n.GetName()}
+	if info.uid == "" {
+		info.uid = fmt.Sprintf("%s-%d", info.kind, n.GetId())
+	}
+	if info.name == "" {
+		info.name = info.uid
+	}
+	info.parallelism, info.parallelismFrom = int(n.GetParallelism()), FromExplicit
+	if info.parallelism == 0 {
+		info.parallelism, info.parallelismFrom = b.s.defaultParallelism, FromDefault
+	}
+	return info
+}
+
+// add appends the operators of one node, its internal edges and its input
+// edges.
+func (b *builder) add(n *planpb.Node) {
+	info := b.info(n)
+	b.nodes[n.GetId()] = info
+	var ops []*Operator
+	switch {
+	case info.kind == KindSelect && slices.ContainsFunc(n.GetSelect().GetColumns(), func(c *planpb.NamedExpr) bool { return hasUDF(c.GetExpr()) }),
+		info.kind == KindFilter && hasUDF(n.GetFilter().GetPredicate()):
+		ops = expand(info, b.s)
+	default:
+		op := &Operator{
+			UID: info.uid, Name: info.name, Kind: info.kind, NodeID: int(n.GetId()),
+			Parallelism: info.parallelism, ParallelismFrom: info.parallelismFrom,
+			Node: n, OutputSchema: n.GetOutputSchema(),
+		}
+		if fn := n.GetMapBatches().GetFunction(); fn != nil {
+			op.BatchSize = b.s.batchSize
+			if bs := int(fn.GetBatchSize()); bs > 0 {
+				op.BatchSize = bs
+			}
+			if c := int(fn.GetConcurrency()); c > 0 && !fn.GetIsAsync() {
+				op.Parallelism, op.ParallelismFrom = c, FromConcurrency
+			}
+		}
+		ops = []*Operator{op}
+	}
+	for i, op := range ops {
+		op.ID = len(b.g.Operators)
+		b.g.Operators = append(b.g.Operators, op)
+		if i > 0 {
+			b.g.Edges = append(b.g.Edges, &Edge{From: op.ID - 1, To: op.ID, Partitioning: planpb.Partitioning_FORWARD})
+		}
+	}
+	first := ops[0]
+	for _, in := range n.GetInputs() {
+		e := &Edge{
+			From:         b.output[in.GetNode()],
+			To:           first.ID,
+			Partitioning: in.GetPartitioning().GetKind(),
+			Keys:         in.GetPartitioning().GetKeys(),
+			Explicit:     in.GetPartitioning().GetKind() != planpb.Partitioning_FORWARD_IMPLICIT,
+		}
+		if !e.Explicit {
+			e.Partitioning = planpb.Partitioning_FORWARD
+		}
+		if info.kind == KindKeyedAggregate {
+			b.keyedInput(info, first, e)
+		}
+		// Internal edges of a node come before its input edges in the list;
+		// keep Edges sorted by downstream operator.
+		at := len(b.g.Edges)
+		for at > 0 && b.g.Edges[at-1].To > e.To {
+			at--
+		}
+		b.g.Edges = slices.Insert(b.g.Edges, at, e)
+	}
+	b.output[n.GetId()] = ops[len(ops)-1].ID
+}
+
+// keyedInput makes a keyed aggregate read its input by key: an input without
+// partitioning becomes HASH on the group keys (GLOBAL without keys); an
+// explicit one must send all rows of a group to one subtask.
+func (b *builder) keyedInput(info nodeInfo, op *Operator, e *Edge) {
+	keys := info.node.GetKeyedAggregate().GetKeys()
+	switch e.Partitioning {
+	case planpb.Partitioning_FORWARD:
+		if e.Explicit {
+			break
+		}
+		if len(keys) == 0 {
+			e.Partitioning = planpb.Partitioning_GLOBAL
+		} else {
+			e.Partitioning, e.Keys = planpb.Partitioning_HASH, slices.Clone(keys)
+		}
+		return
+	case planpb.Partitioning_GLOBAL:
+		return
+	case planpb.Partitioning_HASH:
+		if !slices.ContainsFunc(e.Keys, func(k string) bool { return !slices.Contains(keys, k) }) {
+			return
+		}
+	}
+	if op.Parallelism == 1 {
+		return
+	}
+	upstream := b.g.Operators[e.From]
+	b.problem("%s: keyed_aggregate with parallelism %d reads %s with %s partitioning, which would split its groups over several subtasks; "+
+		"partition by group keys %v (key_by), or leave the input's partitioning unset", nodeLabel(info.node), op.Parallelism, opLabel(upstream), partitioningName(e), keys)
+}
+
+// checkUIDs reports operators that share a uid.
+func (b *builder) checkUIDs() {
+	seen := map[string]*Operator{}
+	for _, op := range b.g.Operators {
+		if prev, dup := seen[op.UID]; dup {
+			b.problem("%s of %s and %s of %s have the same uid %q: give one of the nodes another uid",
+				describe(prev), nodeLabel(b.nodes[int32(prev.NodeID)].node), describe(op), nodeLabel(b.nodes[int32(op.NodeID)].node), op.UID)
+			continue
+		}
+		seen[op.UID] = op
+	}
+}
+
+// setMaxParallelism sets the graph's max parallelism (DESIGN.md §4.6) and
+// reports operators whose parallelism exceeds it.
+func (b *builder) setMaxParallelism() {
+	highest := 0
+	for _, op := range b.g.Operators {
+		highest = max(highest, op.Parallelism)
+	}
+	from := b.s.maxParallelFrom
+	b.g.MaxParallelism = b.s.maxParallelism
+	if b.g.MaxParallelism == 0 {
+		b.g.MaxParallelism = DefaultMaxParallelism(highest)
+		from = "the default"
+	}
+	for _, op := range b.g.Operators {
+		if op.Parallelism > b.g.MaxParallelism {
+			b.problem("%s has parallelism %d (%s), above the max parallelism %d (%s): lower the parallelism, or raise %s up to %d",
+				opLabel(op), op.Parallelism, op.ParallelismFrom, b.g.MaxParallelism, from, ConfigMaxParallelism, UpperMaxParallelism)
+		}
+	}
+}
+
+// resolveForwardMismatch applies pipeline.forward-mismatch to forward edges
+// between operators of different parallelism (DESIGN.md §4.5).
+func (b *builder) resolveForwardMismatch() {
+	policy := b.s.forwardMismatch
+	setting := ConfigForwardMismatch + "=" + policy
+	for i, e := range b.g.Edges {
+		from, to := b.g.Operators[e.From], b.g.Operators[e.To]
+		if e.Partitioning != planpb.Partitioning_FORWARD || from.Parallelism == to.Parallelism {
+			continue
+		}
+		if policy == ForwardMismatchFail {
+			b.problem("forward edge from %s (uid %q, p=%d) to %s (uid %q, p=%d): parallelism differs and %s; "+
+				"give both operators the same parallelism, or set %s to %s or %s",
+				describe(from), from.UID, from.Parallelism, describe(to), to.UID, to.Parallelism, setting,
+				ConfigForwardMismatch, ForwardMismatchRebalance, ForwardMismatchRescale)
+			continue
+		}
+		c := Change{
+			Edge: i,
+			From: e.Partitioning,
+			To:   planpb.Partitioning_REBALANCE,
+			Reason: fmt.Sprintf("forward edge from %s (p=%d) to %s (p=%d): parallelism differs; %s",
+				describe(from), from.Parallelism, describe(to), to.Parallelism, setting),
+		}
+		if policy == ForwardMismatchRescale {
+			c.To = planpb.Partitioning_RESCALE
+		}
+		e.Partitioning, e.ChangedBy = c.To, setting
+		b.g.Changes = append(b.g.Changes, c)
+	}
+}
+
+// chain gives operators connected by forward edges of equal parallelism,
+// where the downstream operator has one input, the same ChainID.
+func (b *builder) chain() {
+	inputs := make([]int, len(b.g.Operators))
+	for _, e := range b.g.Edges {
+		inputs[e.To]++
+	}
+	head := make([]int, len(b.g.Operators)) // the chain's first operator
+	for i := range head {
+		head[i] = i
+	}
+	// Edges are sorted by downstream operator and operators are in
+	// topological order, so an upstream operator's head is final when an
+	// edge to it is read.
+	for _, e := range b.g.Edges {
+		from, to := b.g.Operators[e.From], b.g.Operators[e.To]
+		if e.Partitioning == planpb.Partitioning_FORWARD && from.Parallelism == to.Parallelism && inputs[e.To] == 1 {
+			head[e.To] = head[e.From]
+		}
+	}
+	ids := map[int]int{}
+	for i, op := range b.g.Operators {
+		id, ok := ids[head[i]]
+		if !ok {
+			id = len(ids)
+			ids[head[i]] = id
+		}
+		op.ChainID = id
+	}
+}

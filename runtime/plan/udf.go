@@ -1,0 +1,460 @@
+package plan
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+)
+
+// This file takes the Python UDF calls out of a select or a filter
+// (DESIGN.md §4.3). A select becomes
+//
+//	[pre] udf-0 [pre-1] udf-1 ... [post]
+//
+// and a filter
+//
+//	[pre] udf-0 [pre-1] udf-1 ... filter drop
+//
+// connected by forward edges. Each udf-k operator runs a group of fused calls
+// (one worker call per batch); the select before it (pre for udf-0, pre-k for
+// udf-k) materializes the UDF arguments that are neither plain columns nor
+// another call's output into temporary columns. Post computes the select's
+// final columns from the call outputs; filter evaluates the predicate with
+// each call replaced by its output column, and drop removes the temporary
+// columns. Selects that would do nothing are left out.
+//
+// Calls are placed in dependency order (inner calls first, then columns left
+// to right), each in the first operator at or after the ones that produce its
+// inputs whose explicit concurrency is compatible: the same, or none on
+// either side (async UDFs and UDFs without concurrency fit anywhere). An
+// argument computed from another call's output by a built-in expression
+// needs a select between the two, so its call goes at least one operator
+// further.
+
+// hasUDF reports whether e calls a Python UDF.
+func hasUDF(e *planpb.Expr) bool {
+	switch k := e.GetKind().(type) {
+	case *planpb.Expr_Udf:
+		return true
+	case *planpb.Expr_Call:
+		return slices.ContainsFunc(k.Call.GetArgs(), hasUDF)
+	}
+	return false
+}
+
+// columnRefs appends the columns e reads, in order of first use, to refs.
+func columnRefs(e *planpb.Expr, refs []string) []string {
+	switch k := e.GetKind().(type) {
+	case *planpb.Expr_Column:
+		if !slices.Contains(refs, k.Column) {
+			refs = append(refs, k.Column)
+		}
+	case *planpb.Expr_Call:
+		for _, a := range k.Call.GetArgs() {
+			refs = columnRefs(a, refs)
+		}
+	case *planpb.Expr_Udf:
+		for _, a := range k.Udf.GetArgs() {
+			refs = columnRefs(a, refs)
+		}
+	}
+	return refs
+}
+
+func columnExpr(name string) *planpb.Expr {
+	return &planpb.Expr{Kind: &planpb.Expr_Column{Column: name}}
+}
+
+// udfStage is one UDF operator being built.
+type udfStage struct {
+	// concurrency is the explicit concurrency of its synchronous calls.
+	concurrency int
+	calls       []*workerpb.UdfCall
+	// temps are the arguments the select before this stage computes.
+	temps []*planpb.NamedExpr
+}
+
+// expander splits one select or filter node.
+type expander struct {
+	info    nodeInfo
+	s       settings
+	stages  []*udfStage
+	rank    map[string]int  // canonical column order: input columns first, then created ones
+	created map[string]bool // temporary columns and call outputs
+	ntemp   int
+}
+
+func (x *expander) see(name string) {
+	if _, ok := x.rank[name]; !ok {
+		x.rank[name] = len(x.rank)
+	}
+}
+
+func (x *expander) newTemp() string {
+	t := fmt.Sprintf("%stmp_%d", reservedPrefix, x.ntemp)
+	x.ntemp++
+	x.see(t)
+	x.created[t] = true
+	return t
+}
+
+// canon returns the names of set in canonical order.
+func (x *expander) canon(set map[string]bool) []string {
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return x.rank[a] - x.rank[b] })
+	return names
+}
+
+// rewrite returns e with every UDF call replaced by a reference to its output
+// column, and the last stage whose output it reads (-1 for none).
+func (x *expander) rewrite(e *planpb.Expr) (*planpb.Expr, int) {
+	switch k := e.GetKind().(type) {
+	case *planpb.Expr_Udf:
+		return x.place(k.Udf, "")
+	case *planpb.Expr_Call:
+		last, changed := -1, false
+		args := make([]*planpb.Expr, len(k.Call.GetArgs()))
+		for i, a := range k.Call.GetArgs() {
+			var s int
+			args[i], s = x.rewrite(a)
+			last, changed = max(last, s), changed || args[i] != a
+		}
+		if !changed {
+			return e, last
+		}
+		return &planpb.Expr{Kind: &planpb.Expr_Call{Call: &planpb.Call{
+			Function: k.Call.GetFunction(), Args: args, CastTo: k.Call.GetCastTo(),
+		}}}, last
+	}
+	return e, -1
+}
+
+// place adds the call u to a stage and returns its output column and stage.
+// output is the column to produce, or "" for a temporary one.
+func (x *expander) place(u *planpb.UdfExpr, output string) (*planpb.Expr, int) {
+	args := make([]string, len(u.GetArgs()))
+	var temps []*planpb.NamedExpr
+	first := 0
+	for i, a := range u.GetArgs() {
+		r, s := x.rewrite(a)
+		if c, ok := r.GetKind().(*planpb.Expr_Column); ok {
+			// An input column, or the output of a call in stage s, which
+			// this call may follow in the same worker chain.
+			args[i], first = c.Column, max(first, s)
+			continue
+		}
+		args[i] = x.newTemp()
+		temps = append(temps, &planpb.NamedExpr{Name: args[i], Expr: r})
+		first = max(first, s+1) // computed by the select before this stage
+	}
+	if output == "" {
+		output = x.newTemp()
+	} else {
+		x.see(output)
+		x.created[output] = true
+	}
+	spec := u.GetUdf()
+	k := x.stageFor(first, spec)
+	st := x.stages[k]
+	st.temps = append(st.temps, temps...)
+	st.calls = append(st.calls, &workerpb.UdfCall{Udf: spec, Args: args, Output: output})
+	return columnExpr(output), k
+}
+
+// stageFor returns the first stage at or after first that spec may join,
+// adding one when none fits.
+func (x *expander) stageFor(first int, spec *workerpb.UdfSpec) int {
+	c := 0
+	if !spec.GetIsAsync() {
+		c = int(spec.GetConcurrency())
+	}
+	for k := first; k < len(x.stages); k++ {
+		st := x.stages[k]
+		if c == 0 || st.concurrency == 0 || st.concurrency == c {
+			st.concurrency = max(st.concurrency, c)
+			return k
+		}
+	}
+	x.stages = append(x.stages, &udfStage{concurrency: c})
+	return len(x.stages) - 1
+}
+
+// expand turns a select or filter node that calls UDFs into its operators,
+// in order; the caller connects them with forward edges.
+func expand(info nodeInfo, s settings) []*Operator {
+	n := info.node
+	x := &expander{info: info, s: s, rank: map[string]int{}, created: map[string]bool{}}
+	if n.GetFilter() != nil {
+		for _, c := range columnRefs(n.GetFilter().GetPredicate(), nil) {
+			x.see(c)
+		}
+		pred, _ := x.rewrite(n.GetFilter().GetPredicate())
+		return x.filterOps(pred)
+	}
+	var refs []string
+	for _, c := range n.GetSelect().GetColumns() {
+		refs = columnRefs(c.GetExpr(), refs)
+	}
+	for _, c := range refs {
+		x.see(c)
+	}
+	final := make([]*planpb.NamedExpr, len(n.GetSelect().GetColumns()))
+	for i, c := range n.GetSelect().GetColumns() {
+		var e *planpb.Expr
+		if u, ok := c.GetExpr().GetKind().(*planpb.Expr_Udf); ok && !slices.Contains(refs, c.GetName()) {
+			// The call can produce the column under its final name.
+			e, _ = x.place(u.Udf, c.GetName())
+		} else {
+			e, _ = x.rewrite(c.GetExpr())
+		}
+		final[i] = &planpb.NamedExpr{Name: c.GetName(), Expr: e}
+	}
+	return x.selectOps(final)
+}
+
+// selectOps builds a select's operators backwards from its final columns:
+// each operator outputs exactly the columns the ones after it read.
+func (x *expander) selectOps(final []*planpb.NamedExpr) []*Operator {
+	var rev []*Operator
+	var need []string
+	identity := true
+	for _, c := range final {
+		if c.GetExpr().GetColumn() != c.GetName() {
+			identity = false
+		}
+	}
+	if identity {
+		// The last UDF operator outputs the final columns in order.
+		for _, c := range final {
+			need = append(need, c.GetName())
+		}
+		rev = append(rev, nil) // placeholder: no post
+	} else {
+		rev = append(rev, x.selectOp("post", final, false, nil))
+		var refs []string
+		for _, c := range final {
+			refs = columnRefs(c.GetExpr(), refs)
+		}
+		need = x.canon(toSet(refs))
+	}
+	for k := len(x.stages) - 1; k >= 0; k-- {
+		st := x.stages[k]
+		op, in := x.udfOp(k, need, false)
+		rev = append(rev, op)
+		needIn := toSet(in)
+		for _, c := range need {
+			if !slices.ContainsFunc(st.calls, func(c2 *workerpb.UdfCall) bool { return c2.GetOutput() == c }) {
+				needIn[c] = true
+			}
+		}
+		out := x.canon(needIn)
+		if len(st.temps) == 0 {
+			need = out
+			continue
+		}
+		cols := make([]*planpb.NamedExpr, len(out))
+		reads := map[string]bool{}
+		for i, c := range out {
+			if t := findTemp(st.temps, c); t != nil {
+				cols[i] = t
+				for _, r := range columnRefs(t.GetExpr(), nil) {
+					reads[r] = true
+				}
+			} else {
+				cols[i] = &planpb.NamedExpr{Name: c, Expr: columnExpr(c)}
+				reads[c] = true
+			}
+		}
+		rev = append(rev, x.selectOp(preRole(k), cols, false, nil))
+		need = x.canon(reads)
+	}
+	return finish(rev, x.info)
+}
+
+// filterOps builds a filter's operators backwards: each operator keeps its
+// input's columns and drops the temporary ones nothing after it reads.
+func (x *expander) filterOps(pred *planpb.Expr) []*Operator {
+	need := map[string]bool{}
+	for _, c := range columnRefs(pred, nil) {
+		if x.created[c] {
+			need[c] = true
+		}
+	}
+	rev := []*Operator{
+		x.selectOp("drop", nil, true, x.canon(need)),
+		x.filterOp(pred),
+	}
+	for k := len(x.stages) - 1; k >= 0; k-- {
+		st := x.stages[k]
+		passed := map[string]bool{}
+		for c := range need {
+			if !slices.ContainsFunc(st.calls, func(c2 *workerpb.UdfCall) bool { return c2.GetOutput() == c }) {
+				passed[c] = true
+			}
+		}
+		results := x.canon(need)
+		results = slices.DeleteFunc(results, func(c string) bool { return passed[c] })
+		op, in := x.udfOp(k, results, true)
+		needIn := maps.Clone(passed)
+		for _, c := range in {
+			if x.created[c] {
+				needIn[c] = true
+			}
+		}
+		op.DropColumns = x.canon(minus(needIn, passed))
+		rev = append(rev, op)
+		if len(st.temps) == 0 {
+			need = needIn
+			continue
+		}
+		kept := map[string]bool{}
+		for c := range needIn {
+			if findTemp(st.temps, c) == nil {
+				kept[c] = true
+			}
+		}
+		reads := maps.Clone(kept)
+		for _, t := range st.temps {
+			for _, r := range columnRefs(t.GetExpr(), nil) {
+				if x.created[r] {
+					reads[r] = true
+				}
+			}
+		}
+		rev = append(rev, x.selectOp(preRole(k), st.temps, true, x.canon(minus(reads, kept))))
+		need = reads
+	}
+	return finish(rev, x.info)
+}
+
+// udfOp builds stage k's operator with the given output columns and returns
+// it with the columns its worker reads.
+func (x *expander) udfOp(k int, output []string, keepInput bool) (*Operator, []string) {
+	st := x.stages[k]
+	chain := &UDFChain{Calls: st.calls, OutputColumns: output, Concurrency: st.concurrency}
+	produced := map[string]bool{}
+	names := make([]string, 0, len(st.calls))
+	batch := 0
+	for _, c := range st.calls {
+		for _, a := range c.GetArgs() {
+			if !produced[a] && !slices.Contains(chain.InputColumns, a) {
+				chain.InputColumns = append(chain.InputColumns, a)
+			}
+		}
+		produced[c.GetOutput()] = true
+		spec := c.GetUdf()
+		names = append(names, spec.GetName())
+		chain.Async = chain.Async || spec.GetIsAsync()
+		if b := int(spec.GetBatchSize()); b > 0 && (batch == 0 || b < batch) {
+			batch = b
+		}
+	}
+	for _, c := range output {
+		if produced[c] {
+			chain.ResultColumns = append(chain.ResultColumns, c)
+		}
+	}
+	if batch == 0 {
+		batch = x.s.batchSize
+	}
+	op := &Operator{
+		UID:             fmt.Sprintf("%s/udf-%d", x.info.uid, k),
+		Role:            fmt.Sprintf("udf-%d", k),
+		Name:            strings.Join(names, "+"),
+		Kind:            KindUDF,
+		NodeID:          int(x.info.node.GetId()),
+		Parallelism:     x.info.parallelism,
+		ParallelismFrom: x.info.parallelismFrom,
+		UDF:             chain,
+		KeepInput:       keepInput,
+		BatchSize:       batch,
+	}
+	if st.concurrency > 0 {
+		op.Parallelism, op.ParallelismFrom = st.concurrency, FromConcurrency
+	}
+	return op, chain.InputColumns
+}
+
+// selectOp builds a select the planner adds.
+func (x *expander) selectOp(role string, cols []*planpb.NamedExpr, keepInput bool, drop []string) *Operator {
+	op := x.helper(role, KindSelect)
+	op.Node.Kind = &planpb.Node_Select{Select: &planpb.Select{Columns: cols}}
+	op.KeepInput, op.DropColumns = keepInput, drop
+	return op
+}
+
+func (x *expander) filterOp(pred *planpb.Expr) *Operator {
+	op := x.helper("filter", KindFilter)
+	op.Node.Kind = &planpb.Node_Filter{Filter: &planpb.Filter{Predicate: pred}}
+	return op
+}
+
+func (x *expander) helper(role string, kind Kind) *Operator {
+	uid, name := x.info.uid+"/"+role, x.info.name+"/"+role
+	return &Operator{
+		UID: uid, Name: name, Kind: kind, Role: role,
+		NodeID:          int(x.info.node.GetId()),
+		Parallelism:     x.info.parallelism,
+		ParallelismFrom: x.info.parallelismFrom,
+		Node:            &planpb.Node{Id: x.info.node.GetId(), Uid: uid, Name: name},
+	}
+}
+
+func preRole(k int) string {
+	if k == 0 {
+		return "pre"
+	}
+	return fmt.Sprintf("pre-%d", k)
+}
+
+// finish reverses the operators built backwards, leaves out the missing
+// ones, and gives the last one the node's output schema.
+func finish(rev []*Operator, info nodeInfo) []*Operator {
+	var ops []*Operator
+	for i := len(rev) - 1; i >= 0; i-- {
+		if rev[i] != nil {
+			ops = append(ops, rev[i])
+		}
+	}
+	last := ops[len(ops)-1]
+	last.OutputSchema = info.node.GetOutputSchema()
+	if last.Node != nil {
+		last.Node.OutputSchema = last.OutputSchema
+	}
+	return ops
+}
+
+func findTemp(temps []*planpb.NamedExpr, name string) *planpb.NamedExpr {
+	for _, t := range temps {
+		if t.GetName() == name {
+			return t
+		}
+	}
+	return nil
+}
+
+func toSet(names []string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
+}
+
+// minus returns the names of a that are not in b.
+func minus(a, b map[string]bool) map[string]bool {
+	d := map[string]bool{}
+	for k := range a {
+		if !b[k] {
+			d[k] = true
+		}
+	}
+	return d
+}

@@ -1,0 +1,257 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+)
+
+// reservedPrefix starts the names of the temporary columns the planner
+// creates; user columns must not use it.
+const reservedPrefix = "__flinkgo_"
+
+// nodeKind is the operator kind of a logical node, 0 when it has none.
+func nodeKind(n *planpb.Node) Kind {
+	switch n.GetKind().(type) {
+	case *planpb.Node_Source:
+		return KindSource
+	case *planpb.Node_Select:
+		return KindSelect
+	case *planpb.Node_Filter:
+		return KindFilter
+	case *planpb.Node_MapBatches:
+		return KindMapBatches
+	case *planpb.Node_KeyedAggregate:
+		return KindKeyedAggregate
+	case *planpb.Node_Union:
+		return KindUnion
+	case *planpb.Node_Sink:
+		return KindSink
+	}
+	return 0
+}
+
+// validate reports every structural problem of the plan's nodes. The plan
+// lists nodes in topological order: every input names a node listed earlier.
+func validate(job *planpb.JobPlan) []string {
+	var problems []string
+	if len(job.GetNodes()) == 0 {
+		return []string{"the plan has no nodes"}
+	}
+	index := make(map[int32]int, len(job.GetNodes())) // id -> first position
+	for i, n := range job.GetNodes() {
+		if n == nil {
+			continue
+		}
+		if _, dup := index[n.GetId()]; !dup {
+			index[n.GetId()] = i
+		}
+	}
+	for i, n := range job.GetNodes() {
+		if n == nil {
+			problems = append(problems, fmt.Sprintf("node #%d of the plan is empty", i))
+			continue
+		}
+		label := nodeLabel(n)
+		bad := func(format string, args ...any) {
+			problems = append(problems, label+": "+fmt.Sprintf(format, args...))
+		}
+		if first := index[n.GetId()]; first != i {
+			bad("id %d is also the id of node #%d of the plan %q", n.GetId(), first, job.GetNodes()[first].GetName())
+		}
+		if n.GetParallelism() < 0 {
+			bad("parallelism is %d, must not be negative (0 means the default)", n.GetParallelism())
+		}
+		if strings.HasPrefix(n.GetUid(), reservedPrefix) {
+			bad("uid %q starts with %q, which is reserved", n.GetUid(), reservedPrefix)
+		}
+		kind := nodeKind(n)
+		if kind == 0 {
+			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, union or sink)")
+		}
+		problems = append(problems, validateInputs(job, n, kind, i, index, label)...)
+		for _, p := range validateKind(n, kind) {
+			problems = append(problems, label+": "+p)
+		}
+	}
+	return problems
+}
+
+func validateInputs(job *planpb.JobPlan, n *planpb.Node, kind Kind, pos int, index map[int32]int, label string) []string {
+	var problems []string
+	bad := func(format string, args ...any) {
+		problems = append(problems, label+": "+fmt.Sprintf(format, args...))
+	}
+	inputs := n.GetInputs()
+	switch {
+	case kind == KindSource && len(inputs) > 0:
+		bad("a source has no inputs, it has %d", len(inputs))
+	case kind == KindUnion && len(inputs) == 0:
+		bad("a union needs at least one input")
+	case kind != 0 && kind != KindSource && kind != KindUnion && len(inputs) != 1:
+		bad("a %s needs exactly one input, it has %d", kind, len(inputs))
+	}
+	for j, in := range inputs {
+		if in == nil {
+			bad("input #%d is empty", j)
+			continue
+		}
+		id := in.GetNode()
+		switch at, ok := index[id]; {
+		case !ok:
+			bad("input node %d is unknown", id)
+		case id == n.GetId():
+			bad("reads its own output (a cycle)")
+		case at > pos:
+			bad("input node %d %q is listed after it: the plan must list nodes in topological order (out-of-order inputs or a cycle)", id, job.GetNodes()[at].GetName())
+		default:
+			if up := job.GetNodes()[at]; nodeKind(up) == KindSink {
+				bad("reads the output of sink %s: a sink has no outputs", nodeLabel(up))
+			}
+		}
+		part := in.GetPartitioning()
+		pk := part.GetKind()
+		if _, known := planpb.Partitioning_Kind_name[int32(pk)]; !known {
+			bad("input from node %d has unknown partitioning %d", id, int32(pk))
+			continue
+		}
+		switch {
+		case pk == planpb.Partitioning_HASH && len(part.GetKeys()) == 0:
+			bad("input from node %d: HASH partitioning needs key columns", id)
+		case pk != planpb.Partitioning_HASH && len(part.GetKeys()) > 0:
+			bad("input from node %d: key columns %v are only allowed with HASH partitioning, not %s", id, part.GetKeys(), pk)
+		}
+		for _, k := range part.GetKeys() {
+			if p := checkColumn(fmt.Sprintf("input from node %d: key column", id), k); p != "" {
+				bad("%s", p)
+			}
+		}
+	}
+	return problems
+}
+
+// checkColumn reports an empty or reserved column name, "" when it is fine.
+func checkColumn(what, name string) string {
+	switch {
+	case name == "":
+		return what + " is empty"
+	case strings.HasPrefix(name, reservedPrefix):
+		return fmt.Sprintf("%s %q starts with %q, which is reserved for the planner's columns", what, name, reservedPrefix)
+	}
+	return ""
+}
+
+// validateKind checks the node's own content; problems are returned without
+// the node's label.
+func validateKind(n *planpb.Node, kind Kind) []string {
+	var problems []string
+	bad := func(format string, args ...any) {
+		problems = append(problems, fmt.Sprintf(format, args...))
+	}
+	column := func(what, name string) {
+		if p := checkColumn(what, name); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	switch kind {
+	case KindSource:
+		if n.GetSource().GetKind() == nil {
+			bad("the source has no kind (arrow, file or datagen)")
+		}
+	case KindSink:
+		if n.GetSink().GetKind() == nil {
+			bad("the sink has no kind (print, file or collect)")
+		}
+	case KindSelect:
+		cols := n.GetSelect().GetColumns()
+		if len(cols) == 0 {
+			bad("the select has no columns")
+		}
+		seen := map[string]bool{}
+		for j, c := range cols {
+			what := fmt.Sprintf("select column #%d", j)
+			if c.GetName() != "" {
+				what = fmt.Sprintf("select column %q", c.GetName())
+			}
+			column(what+" name", c.GetName())
+			if c.GetName() != "" && seen[c.GetName()] {
+				bad("the select has two columns named %q", c.GetName())
+			}
+			seen[c.GetName()] = true
+			problems = append(problems, validateExpr(what, c.GetExpr())...)
+		}
+	case KindFilter:
+		problems = append(problems, validateExpr("the filter's predicate", n.GetFilter().GetPredicate())...)
+	case KindMapBatches:
+		fn := n.GetMapBatches().GetFunction()
+		if fn == nil {
+			bad("map_batches has no function")
+		} else {
+			problems = append(problems, validateSpec("map_batches function", fn)...)
+		}
+	case KindKeyedAggregate:
+		agg := n.GetKeyedAggregate()
+		for _, k := range agg.GetKeys() {
+			column("group key", k)
+		}
+		// Aggregate functions are checked where they are evaluated.
+		for j, a := range agg.GetAggregates() {
+			column(fmt.Sprintf("aggregate #%d output name", j), a.GetName())
+		}
+	}
+	return problems
+}
+
+// validateExpr checks what the planner relies on: every expression has a
+// kind, column names are set and not reserved, every UDF call has a spec.
+// Function names and arities are checked where expressions are evaluated.
+func validateExpr(where string, e *planpb.Expr) []string {
+	var problems []string
+	var walk func(e *planpb.Expr)
+	walk = func(e *planpb.Expr) {
+		switch k := e.GetKind().(type) {
+		case nil:
+			problems = append(problems, where+": an expression is empty")
+		case *planpb.Expr_Column:
+			if p := checkColumn("column", k.Column); p != "" {
+				problems = append(problems, where+": "+p)
+			}
+		case *planpb.Expr_Literal:
+		case *planpb.Expr_Call:
+			if k.Call.GetFunction() == "" {
+				problems = append(problems, where+": a call has no function")
+			}
+			for _, a := range k.Call.GetArgs() {
+				walk(a)
+			}
+		case *planpb.Expr_Udf:
+			if k.Udf.GetUdf() == nil {
+				problems = append(problems, where+": a UDF call has no UDF spec")
+			} else {
+				problems = append(problems, validateSpec(where+": udf", k.Udf.GetUdf())...)
+			}
+			for _, a := range k.Udf.GetArgs() {
+				walk(a)
+			}
+		}
+	}
+	walk(e)
+	return problems
+}
+
+func validateSpec(where string, spec *workerpb.UdfSpec) []string {
+	var problems []string
+	name := spec.GetName()
+	if name == "" {
+		problems = append(problems, where+" has no name")
+	}
+	if c := spec.GetConcurrency(); c < 0 {
+		problems = append(problems, fmt.Sprintf("%s %q: concurrency is %d, must not be negative (0 when not given)", where, name, c))
+	}
+	if b := spec.GetBatchSize(); b < 0 {
+		problems = append(problems, fmt.Sprintf("%s %q: batch_size is %d, must not be negative (0 when not given)", where, name, b))
+	}
+	return problems
+}

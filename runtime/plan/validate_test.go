@@ -1,0 +1,94 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+)
+
+func TestValidationErrors(t *testing.T) {
+	okSelect := []*planpb.NamedExpr{as("x", col("x"))}
+	for _, tc := range []struct {
+		name string
+		job  *planpb.JobPlan
+		opts Options
+		want []string
+	}{
+		{"nil plan", nil, Options{}, []string{"the job plan is nil"}},
+		{"empty plan", job(), Options{}, []string{"the plan has no nodes"}},
+		{"unknown input node", job(source(1, "src"), sink(2, "out", from(9), uid("o"))), Options{},
+			[]string{`node 2 "out" (uid "o"): input node 9 is unknown`}},
+		{"cycle", job(source(1, "src"), selectNode(2, "loop", from(2), okSelect)), Options{},
+			[]string{`node 2 "loop" (no uid): reads its own output (a cycle)`}},
+		{"out-of-order input", job(source(1, "src"), sink(2, "out", from(3)), selectNode(3, "later", from(1), okSelect)), Options{},
+			[]string{`node 2 "out" (no uid): input node 3 "later" is listed after it: the plan must list nodes in topological order`}},
+		{"no kind", job(source(1, "src"), &planpb.Node{Id: 2, Name: "what", Uid: "w", Inputs: []*planpb.Input{from(1)}}), Options{},
+			[]string{`node 2 "what" (uid "w"): has no kind`}},
+		{"duplicate id", job(source(1, "a"), source(1, "b")), Options{},
+			[]string{`node 1 "b" (no uid): id 1 is also the id of node #0 of the plan "a"`}},
+		{"hash without keys", job(source(1, "src"), sink(2, "out", fromP(1, planpb.Partitioning_HASH))), Options{},
+			[]string{`node 2 "out" (no uid): input from node 1: HASH partitioning needs key columns`}},
+		{"keys without hash", job(source(1, "src"), sink(2, "out", fromP(1, planpb.Partitioning_REBALANCE, "k"))), Options{},
+			[]string{"key columns [k] are only allowed with HASH partitioning, not REBALANCE"}},
+		{"unknown partitioning", job(source(1, "src"), sink(2, "out", fromP(1, 42))), Options{},
+			[]string{"input from node 1 has unknown partitioning 42"}},
+		{"sink with outputs", job(source(1, "src"), sink(2, "out", from(1), uid("snk")), selectNode(3, "after", from(2), okSelect)), Options{},
+			[]string{`node 3 "after" (no uid): reads the output of sink node 2 "out" (uid "snk"): a sink has no outputs`}},
+		{"input counts", job(
+			source(1, "src"),
+			&planpb.Node{Id: 2, Name: "s2", Inputs: []*planpb.Input{from(1)}, Kind: &planpb.Node_Source{Source: &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{}}}}},
+			&planpb.Node{Id: 3, Name: "two", Inputs: []*planpb.Input{from(1), from(2)}, Kind: &planpb.Node_Select{Select: &planpb.Select{Columns: okSelect}}},
+			union(4, "u", nil),
+		), Options{}, []string{
+			`node 2 "s2" (no uid): a source has no inputs, it has 1`,
+			`node 3 "two" (no uid): a select needs exactly one input, it has 2`,
+			`node 4 "u" (no uid): a union needs at least one input`,
+		}},
+		{"negative parallelism", job(source(1, "src", par(-1), uid("s"))), Options{},
+			[]string{`node 1 "src" (uid "s"): parallelism is -1, must not be negative`}},
+		{"unknown forward-mismatch config", jobWith(map[string]string{ConfigForwardMismatch: "shuffle"}, source(1, "src")), Options{},
+			[]string{`config pipeline.forward-mismatch="shuffle" is unknown, allowed: rebalance, rescale, fail`}},
+		{"bad options", &planpb.JobPlan{DefaultParallelism: -3, Nodes: []*planpb.Node{source(1, "src")}},
+			Options{DefaultParallelism: -1, MaxParallelism: -2, ForwardMismatch: "sometimes"}, []string{
+				"4 problems",
+				"default_parallelism is -3",
+				"Options.DefaultParallelism is -1",
+				"Options.MaxParallelism is -2, must be between 1 and 32768",
+				`Options.ForwardMismatch is "sometimes", allowed: rebalance, rescale, fail`,
+			}},
+		{"bad config numbers", jobWith(map[string]string{ConfigBatchSize: "0", ConfigMaxParallelism: "lots"}, source(1, "src")), Options{},
+			[]string{
+				`config python.fn-execution.arrow.batch.size="0": must be a positive integer`,
+				`config pipeline.max-parallelism="lots": must be an integer between 1 and 32768`,
+			}},
+		{"expressions", job(
+			source(1, "src"),
+			selectNode(2, "sel", from(1), []*planpb.NamedExpr{
+				as("a", &planpb.Expr{}),
+				as("a", col("__flinkgo_tmp_0")),
+				as("c", call(nil, col("x"))),
+				as("d", call(spec("neg", -1, -2, false), col("x"))),
+			}),
+			filterNode(3, "flt", from(2), nil),
+			selectNode(4, "none", from(3), nil),
+		), Options{}, []string{
+			`node 2 "sel" (no uid): select column "a": an expression is empty`,
+			`the select has two columns named "a"`,
+			`select column "a": column "__flinkgo_tmp_0" starts with "__flinkgo_", which is reserved`,
+			`select column "c": a UDF call has no UDF spec`,
+			`udf "neg": concurrency is -1`,
+			`udf "neg": batch_size is -2`,
+			`node 3 "flt" (no uid): the filter's predicate: an expression is empty`,
+			`node 4 "none" (no uid): the select has no columns`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := planError(t, tc.job, tc.opts)
+			if !strings.HasPrefix(msg, "plan: invalid job plan") {
+				t.Errorf("message %q does not start with the package's error", msg)
+			}
+			wantContains(t, msg, tc.want...)
+		})
+	}
+}
