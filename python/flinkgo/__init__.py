@@ -1,9 +1,13 @@
 """flinkgo: Python user-defined functions on a Go dataflow runtime.
 
-Declare UDFs with :func:`udf`; the runtime runs them in Python worker processes.
+Declare UDFs with :func:`udf`; build a pipeline from an :class:`Environment`'s sources
+with DataFrame methods and expressions (:func:`col`, :func:`lit`, aggregates such as
+:func:`mean`); :meth:`Environment.plan` turns it into the job plan the runtime runs.
+The runtime runs the UDFs in Python worker processes.
 
 Importing this package stays light: it loads pyarrow but not grpc, the generated
-protocol code or the worker (``python -m flinkgo.worker``).
+protocol code or the worker (``python -m flinkgo.worker``). Note that :func:`sum`,
+:func:`min` and :func:`max` are aggregates here, as in polars.
 
 Examples
 --------
@@ -13,10 +17,41 @@ Examples
 ...     return x + 1
 >>> add_one(1)
 2
+>>> import pandas as pd
+>>> env = flinkgo.Environment()
+>>> df = env.from_pandas(pd.DataFrame({"sensor": ["a", "b"], "temp": [20, 31]}))
+>>> _ = df.with_column("temp", add_one(flinkgo.col("temp"))).key_by("sensor").agg(
+...     flinkgo.mean("temp").alias("avg_temp"), flinkgo.count()
+... ).print()
+>>> [n.name for n in env.plan().nodes]  # doctest: +NORMALIZE_WHITESPACE
+['from_pandas(2 rows)', 'with_column(temp = add_one(temp))',
+ 'key_by(sensor).agg(mean(temp) AS avg_temp, count())', 'print']
 """
 
+from flinkgo.aggregates import Aggregate, count, max, mean, min, sum
+from flinkgo.dataframe import DataFrame, KeyedDataFrame, Sink
+from flinkgo.environment import Environment
+from flinkgo.expr import ColumnNotFoundError, Expr, col, lit
 from flinkgo.udf import UserDefinedFunction, udf
 
 __version__ = "0.1.0"
 
-__all__ = ["UserDefinedFunction", "__version__", "udf"]
+__all__ = [
+    "Aggregate",
+    "ColumnNotFoundError",
+    "DataFrame",
+    "Environment",
+    "Expr",
+    "KeyedDataFrame",
+    "Sink",
+    "UserDefinedFunction",
+    "__version__",
+    "col",
+    "count",
+    "lit",
+    "max",
+    "mean",
+    "min",
+    "sum",
+    "udf",
+]

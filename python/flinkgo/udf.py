@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import pyarrow as pa
 
+from flinkgo.expr import Expr, udf_call
 from flinkgo.types import schema_ipc_bytes, to_arrow_type
 
 if TYPE_CHECKING:
@@ -176,12 +177,23 @@ class UserDefinedFunction:
         return self._batch_size
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the function directly with plain Python values, e.g. in a unit test.
+        """Apply the UDF to columns, or call the function directly with plain values.
 
-        The arguments are passed through unchanged and nothing is checked against the
-        return type. For an ``async def`` UDF the result is a coroutine to await.
-        Applying a UDF to the columns of a pipeline is done by the DataFrame API, not by
-        this method.
+        When any argument is an :class:`~flinkgo.expr.Expr` (such as :func:`flinkgo.col`),
+        the result is a UDF-call expression for ``select``, ``with_column`` or ``filter``:
+        there, a ``str`` argument names a column and other Python values become
+        literals; arguments are positional and must fit the function's signature; the
+        expression's type is :attr:`return_type` and its name :attr:`name`.
+
+        Otherwise the function is called directly, e.g. in a unit test: the arguments
+        are passed through unchanged and nothing is checked against the return type. For
+        an ``async def`` UDF the result is a coroutine to await.
+
+        Raises
+        ------
+        TypeError
+            Applied to expressions, if keyword arguments are given or the arguments do
+            not fit the function's signature.
 
         Examples
         --------
@@ -190,7 +202,14 @@ class UserDefinedFunction:
         ...     return x + y
         >>> add(1, 2)
         3
+        >>> from flinkgo import col
+        >>> add(col("a"), "b")
+        <Expr add(a, b)>
         """
+        if any(isinstance(a, Expr) for a in args) or any(
+            isinstance(v, Expr) for v in kwargs.values()
+        ):
+            return udf_call(self, args, kwargs)
         return self._func(*args, **kwargs)
 
     def __repr__(self) -> str:

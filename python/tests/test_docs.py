@@ -7,7 +7,18 @@ import pytest
 
 
 # By module name: the attribute flinkgo.udf is the decorator, which shadows the submodule.
-@pytest.mark.parametrize("name", ["flinkgo", "flinkgo.udf", "flinkgo.types"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "flinkgo",
+        "flinkgo.udf",
+        "flinkgo.types",
+        "flinkgo.expr",
+        "flinkgo.aggregates",
+        "flinkgo.dataframe",
+        "flinkgo.environment",
+    ],
+)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)

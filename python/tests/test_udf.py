@@ -515,7 +515,27 @@ def test_to_spec_unpicklable_function():
 def test_package_exports():
     assert flinkgo.udf is udf
     assert flinkgo.UserDefinedFunction is UserDefinedFunction
-    assert set(flinkgo.__all__) == {"udf", "UserDefinedFunction", "__version__"}
+    assert set(flinkgo.__all__) == {
+        "udf",
+        "UserDefinedFunction",
+        "__version__",
+        # the DataFrame API (test_dataframe.py, test_expr.py)
+        "Environment",
+        "DataFrame",
+        "KeyedDataFrame",
+        "Sink",
+        "Expr",
+        "ColumnNotFoundError",
+        "col",
+        "lit",
+        "Aggregate",
+        "sum",
+        "count",
+        "min",
+        "max",
+        "mean",
+    }
+    assert all(hasattr(flinkgo, name) for name in flinkgo.__all__)
 
 
 def test_version_matches_pyproject():

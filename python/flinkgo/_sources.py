@@ -1,0 +1,262 @@
+"""Checks and schema inference behind the sources of :class:`flinkgo.Environment`.
+
+Paths are resolved when the plan is built: a glob is expanded to the sorted absolute paths
+of the files it matches, since the runtime may run in another working directory. Schemas
+are inferred with pyarrow's readers from the first file (for CSV and JSON lines, from its
+first block, as pyarrow's streaming readers do). Plan schemas carry no schema-level
+metadata (pandas' index metadata, say).
+
+This module depends on pyarrow only.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import numbers
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from flinkgo.types import to_arrow_type
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+SchemaLike = pa.Schema | Mapping[str, pa.DataType | str]
+
+
+def to_schema(op: str, schema: Any, *, what: str = "schema") -> pa.Schema:
+    """Return `schema` (a pyarrow.Schema or a mapping name -> type) as a checked Schema."""
+    if isinstance(schema, pa.Schema):
+        result = schema
+    elif isinstance(schema, Mapping):
+        fields = []
+        for name, t in schema.items():
+            if not isinstance(name, str):
+                raise TypeError(
+                    f"{op}: {what} column names must be strings, got {name!r} "
+                    f"(of type {type(name).__name__})"
+                )
+            try:
+                fields.append(pa.field(name, to_arrow_type(t)))
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"{op}: bad type for column {name!r}: {e}") from e
+        result = pa.schema(fields)
+    else:
+        raise TypeError(
+            f"{op}: {what} must be a pyarrow.Schema or a dict of column name to type "
+            f"(such as {{'id': 'int64', 'name': 'string'}}), got {type(schema).__name__}"
+        )
+    return check_schema(op, result, what=what)
+
+
+def check_schema(op: str, schema: pa.Schema, *, what: str = "schema") -> pa.Schema:
+    """Check that `schema` has columns with unique non-empty names; drop its metadata."""
+    if len(schema) == 0:
+        raise ValueError(f"{op}: the {what} has no columns")
+    seen: set[str] = set()
+    for name in schema.names:
+        if not name:
+            raise ValueError(f"{op}: the {what} has a column with an empty name: {schema.names}")
+        if name in seen:
+            raise ValueError(
+                f"{op}: the {what} has the column {name!r} more than once: {schema.names}"
+            )
+        seen.add(name)
+    return schema.remove_metadata()
+
+
+def resolve_paths(op: str, path_or_glob: Any, *, example: str) -> list[str]:
+    """Expand a path or glob into the sorted absolute paths of existing files."""
+    if not isinstance(path_or_glob, (str, os.PathLike)):
+        raise TypeError(
+            f"{op}: expected a path or a glob pattern as a str or os.PathLike, got "
+            f"{type(path_or_glob).__name__}"
+        )
+    pattern = os.fspath(path_or_glob)
+    if not isinstance(pattern, str) or not pattern:
+        raise TypeError(f"{op}: expected a non-empty path or glob pattern, got {pattern!r}")
+    expanded = os.path.expanduser(pattern)
+    if os.path.isfile(expanded):
+        return [os.path.abspath(expanded)]
+    if os.path.isdir(expanded):
+        raise IsADirectoryError(
+            f"{op}: {pattern!r} is a directory; give a file or a glob pattern such as "
+            f"{os.path.join(pattern, example)!r}"
+        )
+    paths = sorted(
+        os.path.abspath(p) for p in glob.glob(expanded, recursive=True) if os.path.isfile(p)
+    )
+    if not paths:
+        kind = "glob pattern" if glob.has_magic(expanded) else "path"
+        raise FileNotFoundError(
+            f"{op}: no file matches the {kind} {pattern!r} (relative paths are resolved "
+            f"against {os.getcwd()!r})"
+        )
+    return paths
+
+
+def csv_schema(
+    op: str, path: str, *, schema: pa.Schema | None, delimiter: str, has_header: bool
+) -> pa.Schema:
+    """Infer the schema of a CSV file, or check `schema` against its first block."""
+    from pyarrow import csv
+
+    if os.path.getsize(path) == 0:
+        return _empty_file(op, path, schema)
+    parse = csv.ParseOptions(delimiter=delimiter)
+    if schema is None:
+        read = csv.ReadOptions(autogenerate_column_names=not has_header)
+        convert = csv.ConvertOptions()
+    else:
+        read = csv.ReadOptions(column_names=None if has_header else schema.names)
+        convert = csv.ConvertOptions(column_types=schema, include_columns=schema.names)
+    try:
+        with csv.open_csv(
+            path, read_options=read, parse_options=parse, convert_options=convert
+        ) as reader:
+            inferred = reader.schema
+            if schema is not None:
+                # Converts the first block to the given types.
+                next(iter(reader), None)
+    except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowNotImplementedError, KeyError) as e:
+        raise _read_error(op, path, schema, e) from e
+    return check_schema(op, schema if schema is not None else inferred)
+
+
+def jsonl_schema(op: str, path: str, *, schema: pa.Schema | None) -> pa.Schema:
+    """Infer the schema of a JSON-lines file, or check `schema` against its first block."""
+    from pyarrow import json
+
+    if os.path.getsize(path) == 0:
+        return _empty_file(op, path, schema)
+    if schema is None:
+        parse = json.ParseOptions()
+    else:
+        parse = json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        open_json = getattr(json, "open_json", None)
+        if open_json is None:  # pyarrow < 19: read the whole file
+            inferred = json.read_json(path, parse_options=parse).schema
+        else:
+            with open_json(path, parse_options=parse) as reader:
+                inferred = reader.schema
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, StopIteration) as e:
+        raise _read_error(op, path, schema, e) from e
+    return check_schema(op, schema if schema is not None else inferred)
+
+
+def parquet_schema(op: str, path: str) -> pa.Schema:
+    """Read the Arrow schema of a Parquet file from its footer."""
+    import pyarrow.parquet as pq
+
+    try:
+        return check_schema(op, pq.read_schema(path))
+    except (pa.ArrowInvalid, OSError) as e:
+        raise ValueError(f"{op}: cannot read the Parquet schema of {path!r}: {e}") from e
+
+
+def _empty_file(op: str, path: str, schema: pa.Schema | None) -> pa.Schema:
+    # An empty first file fits any given schema, but has none to infer.
+    if schema is None:
+        raise ValueError(
+            f"{op}: cannot infer the schema of {path!r}: the file is empty; pass schema="
+        )
+    return check_schema(op, schema)
+
+
+def _read_error(op: str, path: str, schema: pa.Schema | None, e: Exception) -> ValueError:
+    if schema is None:
+        return ValueError(f"{op}: cannot infer the schema of {path!r}: {e}")
+    return ValueError(f"{op}: {path!r} does not match the given schema ({_fields(schema)}): {e}")
+
+
+def _fields(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+def arrow_table(op: str, data: Any) -> pa.Table:
+    """Turn a Table, RecordBatch, RecordBatchReader or batches into one Table."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if hasattr(data, "__arrow_c_stream__"):  # e.g. a polars DataFrame
+        return pa.table(data)
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes, Mapping)):
+        batches = list(data)
+        if not batches:
+            raise ValueError(
+                f"{op}: no record batches given, so there is no schema; pass a "
+                "pyarrow.Table (schema.empty_table() for no rows)"
+            )
+        for i, b in enumerate(batches):
+            if not isinstance(b, pa.RecordBatch):
+                raise TypeError(
+                    f"{op}: item {i} is a {type(b).__name__}, expected a pyarrow.RecordBatch"
+                )
+        for i, b in enumerate(batches[1:], start=1):
+            if not b.schema.equals(batches[0].schema):
+                raise ValueError(
+                    f"{op}: record batch {i} has another schema than batch 0:\n"
+                    f"batch 0: {_fields(batches[0].schema)}\nbatch {i}: {_fields(b.schema)}"
+                )
+        return pa.Table.from_batches(batches)
+    raise TypeError(
+        f"{op}: expected a pyarrow.Table, RecordBatch, RecordBatchReader or an iterable of "
+        f"RecordBatch, got {type(data).__name__}"
+    )
+
+
+def table_ipc_bytes(table: pa.Table) -> bytes:
+    """Encode `table` as an Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def positive_int(op: str, option: str, value: Any, *, upper: int) -> int | None:
+    """Check that `value` is None or an int in [1, upper]."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{op}: {option} must be a positive integer, got {value!r} "
+            f"(of type {type(value).__name__})"
+        )
+    value = int(value)
+    if not 1 <= value <= upper:
+        raise ValueError(f"{op}: {option} must be a positive integer (1 to {upper}), got {value}")
+    return value
+
+
+def int64(op: str, option: str, value: Any) -> int:
+    """Check that `value` is an int in the int64 range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{op}: {option} must be an integer, got {value!r} (of type {type(value).__name__})"
+        )
+    value = int(value)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"{op}: {option} must fit in 64 bits, got {value}")
+    return value
+
+
+def positive_rate(op: str, option: str, value: Any) -> float | None:
+    """Check that `value` is None or a positive finite number."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{op}: {option} must be a positive number, got {value!r} "
+            f"(of type {type(value).__name__})"
+        )
+    value = float(value)
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{op}: {option} must be a positive finite number, got {value}")
+    return value

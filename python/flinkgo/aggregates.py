@@ -1,0 +1,195 @@
+"""Aggregates of a keyed DataFrame: ``sum``, ``count``, ``min``, ``max``, ``mean``.
+
+``df.key_by("sensor").agg(flinkgo.mean("temp").alias("avg_temp"), flinkgo.count())``
+computes, per key, a running aggregate of each column; the output has the key columns,
+then one column per aggregate. An aggregate is named after its column (``count()`` is
+named ``"count"``) unless :meth:`Aggregate.alias` renames it; output names must be unique.
+
+Output types are those of Arrow's grouped aggregation kernels, which are also what pandas
+gives: ``sum`` of signed integers is int64 (unsigned: uint64, bools: uint64, floats:
+float64, decimals: a decimal of precision 38), ``mean`` is float64 (decimal for decimals),
+``count`` is int64, ``min`` and ``max`` keep the input type. ``count(column)`` counts the
+non-null values of the column, ``count()`` the rows; the others ignore nulls, as in SQL.
+
+This module defines ``sum``, ``min`` and ``max``, shadowing the builtins inside it; it
+depends on nothing but :mod:`flinkgo.expr`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from flinkgo.expr import Expr, _Column
+
+__all__ = ["Aggregate", "AggregateFunction", "count", "max", "mean", "min", "sum"]
+
+AggregateFunction = Literal["sum", "count", "min", "max", "mean"]
+"""The plan's aggregate function names."""
+
+
+class Aggregate:
+    """One aggregate of :meth:`KeyedDataFrame.agg`; make it with :func:`sum` and the like.
+
+    Examples
+    --------
+    >>> import flinkgo as fg
+    >>> fg.mean("temp").alias("avg_temp")
+    <Aggregate mean(temp) AS avg_temp>
+    >>> fg.count().name
+    'count'
+    """
+
+    __slots__ = ("_column", "_function", "_name")
+
+    def __init__(self, function: AggregateFunction, column: str | None, name: str) -> None:
+        self._function = function
+        self._column = column
+        self._name = name
+
+    @property
+    def function(self) -> AggregateFunction:
+        """The aggregate function: ``"sum"``, ``"count"``, ``"min"``, ``"max"``, ``"mean"``."""
+        return self._function  # type: ignore[return-value]
+
+    @property
+    def column(self) -> str | None:
+        """The input column, or None for ``count()`` (all rows)."""
+        return self._column
+
+    @property
+    def name(self) -> str:
+        """The output column's name."""
+        return self._name
+
+    def alias(self, name: str) -> Aggregate:
+        """Name the output column.
+
+        Parameters
+        ----------
+        name
+            A non-empty string.
+
+        Examples
+        --------
+        >>> import flinkgo as fg
+        >>> fg.max("temp").alias("max_temp").name
+        'max_temp'
+        """
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"alias: the name must be a non-empty string, got {name!r}")
+        return Aggregate(self._function, self._column, name)
+
+    def __str__(self) -> str:
+        """Render the aggregate as in plan node names, e.g. ``mean(temp) AS avg_temp``."""
+        text = f"{self._function}({self._column or ''})"
+        if self._name != (self._column or self._function):
+            text += f" AS {self._name}"
+        return text
+
+    def __repr__(self) -> str:
+        """Show the aggregate, e.g. ``<Aggregate mean(temp) AS avg_temp>``."""
+        return f"<Aggregate {self}>"
+
+
+def _make(function: AggregateFunction, column: str | Expr) -> Aggregate:
+    if isinstance(column, _Column):
+        column = column.output_name()
+    if isinstance(column, Expr):
+        raise TypeError(
+            f"{function}: aggregates apply to a column, got the expression {column}; add it "
+            "as a column first, e.g. df.with_column('x2', expr).key_by(...).agg("
+            f"{function}('x2'))"
+        )
+    if not isinstance(column, str) or not column:
+        raise TypeError(
+            f"{function}: expected a column name or col(name), got {column!r} "
+            f"(of type {type(column).__name__})"
+        )
+    return Aggregate(function, column, column)
+
+
+def sum(column: str | Expr) -> Aggregate:  # noqa: A001 - as polars' pl.sum
+    """Sum the non-null values of a column, per key.
+
+    Parameters
+    ----------
+    column
+        A column name or ``col(name)``.
+
+    Examples
+    --------
+    >>> import flinkgo as fg
+    >>> fg.sum("bytes")
+    <Aggregate sum(bytes)>
+    """
+    return _make("sum", column)
+
+
+def min(column: str | Expr) -> Aggregate:  # noqa: A001
+    """Take the smallest non-null value of a column, per key.
+
+    Parameters
+    ----------
+    column
+        A column name or ``col(name)``.
+
+    Examples
+    --------
+    >>> import flinkgo as fg
+    >>> fg.min("temp").alias("coldest")
+    <Aggregate min(temp) AS coldest>
+    """
+    return _make("min", column)
+
+
+def max(column: str | Expr) -> Aggregate:  # noqa: A001
+    """Take the largest non-null value of a column, per key.
+
+    Parameters
+    ----------
+    column
+        A column name or ``col(name)``.
+
+    Examples
+    --------
+    >>> import flinkgo as fg
+    >>> fg.max("temp")
+    <Aggregate max(temp)>
+    """
+    return _make("max", column)
+
+
+def mean(column: str | Expr) -> Aggregate:
+    """Average the non-null values of a column, per key (float64 for numbers).
+
+    Parameters
+    ----------
+    column
+        A column name or ``col(name)``.
+
+    Examples
+    --------
+    >>> import flinkgo as fg
+    >>> fg.mean("temp").alias("avg_temp")
+    <Aggregate mean(temp) AS avg_temp>
+    """
+    return _make("mean", column)
+
+
+def count(column: str | Expr | None = None) -> Aggregate:
+    """Count rows per key: all of them, or those where `column` is not null.
+
+    Parameters
+    ----------
+    column
+        A column name or ``col(name)``; None (the default) counts every row.
+
+    Examples
+    --------
+    >>> import flinkgo as fg
+    >>> fg.count(), fg.count("temp")
+    (<Aggregate count()>, <Aggregate count(temp)>)
+    """
+    if column is None:
+        return Aggregate("count", None, "count")
+    return _make("count", column)

@@ -1,0 +1,999 @@
+"""DataFrames: the steps of a pipeline, from sources to sinks.
+
+A :class:`DataFrame` is one step of a job (a source, ``select``, ``filter``, ...) and the
+rows it produces; it holds no data. Every method checks its arguments against the input's
+schema at once, so a mistake is reported at the line that makes it, and returns a new
+DataFrame with the output schema (:attr:`DataFrame.schema`). Sinks (``print``,
+``write_csv``, ...) register themselves on the :class:`~flinkgo.Environment`, whose
+:meth:`~flinkgo.Environment.plan` turns everything that leads to a sink into a
+``JobPlan``.
+
+Decisions, following Flink and polars:
+
+- The partitioning methods (``rebalance()``, ``shuffle()``, ...) set how rows travel
+  into the *next* step that consumes the returned DataFrame; without one, the edge is
+  an implicit forward edge; the last call wins. ``key_by`` partitions by the hash of the
+  key columns, and refuses an edge that already has a partitioning.
+- ``uid()`` and ``set_parallelism()`` configure the step that produced the DataFrame, as
+  Flink's ``uid``/``setParallelism`` do: every DataFrame derived from that step sees it,
+  and giving a step a second, different value is an error. Steps consumed more than once
+  appear once in the plan.
+- ``select``, ``with_column`` and ``with_columns`` are one plan node kind, ``Select``;
+  ``with_column`` replaces a column of the same name in place, else appends.
+- A sink's output schema in the plan is the schema it writes. File sinks write a
+  directory of part files (one per sink subtask); paths are made absolute.
+
+Python UDFs are pickled (cloudpickle) when the step that uses them is made. This module
+must not import grpc or the worker; the generated plan module is imported on first use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+import pyarrow as pa
+
+from flinkgo._sources import positive_int, to_schema
+from flinkgo.aggregates import Aggregate
+from flinkgo.expr import Expr, _Alias, _Column, plan_pb2_module, resolve, to_expr, unknown_column
+from flinkgo.types import schema_ipc_bytes
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from flinkgo.environment import Environment
+
+__all__ = ["DataFrame", "KeyedDataFrame", "Sink"]
+
+MAX_PARALLELISM = 32768
+"""The largest parallelism of a step, Flink's upper bound of the max parallelism."""
+
+_NAME_LIMIT = 200
+
+PartitioningKind = Literal[
+    "FORWARD_IMPLICIT", "FORWARD", "REBALANCE", "RESCALE", "SHUFFLE", "BROADCAST", "GLOBAL", "HASH"
+]
+
+
+class _Partitioning(NamedTuple):
+    # kind: the name of plan_pb2.Partitioning.Kind.
+    kind: PartitioningKind
+    keys: tuple[str, ...] = ()
+
+
+_IMPLICIT = _Partitioning("FORWARD_IMPLICIT")
+
+
+class _Step:
+    """One node of the plan: its kind's message, schema, inputs and options."""
+
+    __slots__ = ("body", "env", "inputs", "kind", "name", "parallelism", "schema", "uid")
+
+    def __init__(
+        self,
+        env: Environment,
+        kind: str,
+        body: Any,
+        name: str,
+        schema: pa.Schema,
+        inputs: tuple[tuple[_Step, _Partitioning], ...] = (),
+    ) -> None:
+        self.env = env
+        self.kind = kind  # the name of the Node.kind oneof field: "source", "select", ...
+        self.body = body  # the message of that field
+        self.name = name if len(name) <= _NAME_LIMIT else name[: _NAME_LIMIT - 3] + "..."
+        self.schema = schema
+        self.inputs = inputs
+        self.uid: str | None = None
+        self.parallelism: int | None = None
+
+    def set_uid(self, uid: object) -> None:
+        if not isinstance(uid, str) or not uid.strip():
+            raise TypeError(f"uid: expected a non-empty string, got {uid!r} for {self.name}")
+        if self.uid is not None and self.uid != uid:
+            raise ValueError(
+                f"uid: the step {self.name} already has the uid {self.uid!r}; a step has one "
+                f"uid (asked for {uid!r})"
+            )
+        self.uid = uid
+
+    def set_parallelism(self, parallelism: object) -> None:
+        value = positive_int(
+            f"set_parallelism ({self.name})", "parallelism", parallelism, upper=MAX_PARALLELISM
+        )
+        if value is None:
+            raise TypeError(
+                f"set_parallelism ({self.name}): parallelism must be a positive integer, got None"
+            )
+        if self.parallelism is not None and self.parallelism != value:
+            raise ValueError(
+                f"set_parallelism: the step {self.name} already has parallelism "
+                f"{self.parallelism}; a step has one parallelism (asked for {value})"
+            )
+        self.parallelism = value
+
+
+class DataFrame:
+    """Rows produced by one step of a pipeline, with a known schema.
+
+    Get one from a source of :class:`~flinkgo.Environment`, such as
+    :meth:`~flinkgo.Environment.from_pandas` or :meth:`~flinkgo.Environment.read_csv`,
+    not from this constructor. Every method returns a new DataFrame; nothing runs until
+    the job does.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import flinkgo as fg
+    >>> env = fg.Environment()
+    >>> df = env.from_pandas(pd.DataFrame({"sensor": ["a", "b"], "temp": [20.5, 31.0]}))
+    >>> hot = df.filter(fg.col("temp") > 30).with_column("f", fg.col("temp") * 1.8 + 32)
+    >>> hot.schema
+    sensor: ...string
+    temp: double
+    f: double
+    >>> hot.print()
+    <Sink print>
+    """
+
+    __slots__ = ("_partitioning", "_step")
+
+    def __init__(self, step: _Step, partitioning: _Partitioning = _IMPLICIT) -> None:
+        self._step = step
+        self._partitioning = partitioning
+
+    # --- description --------------------------------------------------------------------
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the rows."""
+        return self._step.schema
+
+    @property
+    def columns(self) -> list[str]:
+        """The column names, in order."""
+        return list(self._step.schema.names)
+
+    def __repr__(self) -> str:
+        """Show the step and the columns, e.g. ``<DataFrame filter(x > 1) [x: int64]>``."""
+        cols = ", ".join(f"{f.name}: {f.type}" for f in self._step.schema)
+        edge = "" if self._partitioning is _IMPLICIT else f" -> {self._partitioning.kind}"
+        return f"<DataFrame {self._step.name} [{cols}]{edge}>"
+
+    # --- transformations ------------------------------------------------------------------
+
+    def select(self, *exprs: Expr | str | list[Expr | str]) -> DataFrame:
+        """Compute new columns from expressions; the output has exactly those columns.
+
+        Parameters
+        ----------
+        *exprs
+            Expressions (:func:`~flinkgo.col`, :func:`~flinkgo.lit`, operators, UDF
+            calls) or column names, or one list of them. Output names (see
+            :meth:`Expr.output_name`) must be unique; rename with :meth:`Expr.alias`.
+
+        Returns
+        -------
+        DataFrame
+            The selected columns.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If an expression names a column the input does not have.
+        TypeError
+            If a function does not apply to its argument types.
+        ValueError
+            If no expression is given or two outputs have the same name.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"a": [1, 2], "b": [3, 4]}))
+        >>> df.select("a", (fg.col("a") + fg.col("b")).alias("total")).schema
+        a: int64
+        total: int64
+        """
+        op = "select"
+        if len(exprs) == 1 and isinstance(exprs[0], (list, tuple)):
+            exprs = tuple(exprs[0])
+        if not exprs:
+            raise ValueError("select: no columns given; pass column names or expressions")
+        converted = [to_expr(e, op=op) for e in exprs]
+        columns = [self._named(e, op) for e in converted]
+        return self._project(op, f"select({', '.join(map(str, converted))})", columns)
+
+    def with_column(self, name: str, expr: Expr | str | bool | int | float) -> DataFrame:
+        """Add a column computed by `expr`, or replace the column of that name in place.
+
+        Parameters
+        ----------
+        name
+            The column's name.
+        expr
+            An expression, a column name, or a bool/int/float constant.
+
+        Returns
+        -------
+        DataFrame
+            The input's columns with `name` replaced or appended.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If `expr` names a column the input does not have.
+        TypeError
+            If a function does not apply to its argument types.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"n": [1, 2]}))
+        >>> df.with_column("half", fg.col("n") / 2).schema
+        n: int64
+        half: double
+        >>> df.with_column("n", fg.col("n").cast("int32")).schema
+        n: int32
+        """
+        return self._with({name: expr}, op="with_column")
+
+    def with_columns(self, **named_exprs: Expr | str | bool | int | float) -> DataFrame:
+        """Add or replace several columns, each computed from the input's columns.
+
+        Parameters
+        ----------
+        **named_exprs
+            Column name = expression, column name or bool/int/float constant. All are
+            evaluated against the input, not against each other.
+
+        Returns
+        -------
+        DataFrame
+            The input's columns with those replaced in place, then the new ones in order.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"a": [1], "b": [2.5]}))
+        >>> df.with_columns(a=fg.col("a") * 10, c=fg.col("a") < fg.col("b")).schema
+        a: int64
+        b: double
+        c: bool
+        """
+        if not named_exprs:
+            raise ValueError("with_columns: no columns given; pass name=expression")
+        return self._with(named_exprs, op="with_columns")
+
+    def filter(self, predicate: Expr | str) -> DataFrame:
+        """Keep the rows where `predicate` is true (false and null drop the row).
+
+        Parameters
+        ----------
+        predicate
+            A bool expression, or the name of a bool column.
+
+        Returns
+        -------
+        DataFrame
+            The same columns.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If the predicate names a column the input does not have.
+        TypeError
+            If the predicate is not of type bool, or a function in it does not apply to
+            its argument types.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"temp": [20.5, 31.0]}))
+        >>> df.filter((fg.col("temp") > 30) | fg.col("temp").is_null())
+        <DataFrame filter((temp > 30) | temp.is_null()) [temp: double]>
+        """
+        op = "filter"
+        expr = to_expr(predicate, op=op)
+        resolved = resolve(expr, self.schema, op=op)
+        if resolved.type != pa.bool_():
+            raise TypeError(
+                f"filter: the predicate `{expr}` is of type {resolved.type}, expected bool; "
+                "compare it, e.g. col('x') > 0, or test it with .is_not_null()"
+            )
+        pb = plan_pb2_module()
+        return self._then(
+            "filter", pb.Filter(predicate=resolved.proto), f"filter({expr})", self.schema
+        )
+
+    def map_batches(
+        self,
+        fn: Callable[[pd.DataFrame], pd.DataFrame],
+        *,
+        schema: pa.Schema | Mapping[str, pa.DataType | str],
+        name: str | None = None,
+    ) -> DataFrame:
+        """Transform each batch of rows with a Python function on pandas DataFrames.
+
+        The function runs in the Python workers: it is called with one
+        :class:`pandas.DataFrame` per batch and returns a DataFrame with the columns of
+        `schema`, and any number of rows. It is pickled with cloudpickle here.
+
+        Parameters
+        ----------
+        fn
+            A function taking and returning a :class:`pandas.DataFrame`.
+        schema
+            The output schema: a :class:`pyarrow.Schema` or a dict of column name to
+            type (a :class:`pyarrow.DataType` or a type name).
+        name
+            The step's name in plans and errors; defaults to the function's name.
+
+        Returns
+        -------
+        DataFrame
+            Rows with `schema`.
+
+        Raises
+        ------
+        TypeError
+            If `fn` is not a plain function (an ``async def``, a generator, a class or a
+            UDF), cannot be pickled, or `schema` is not a schema.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"word": ["a b", "c"]}))
+        >>> def split(batch: pd.DataFrame) -> pd.DataFrame:
+        ...     return batch.assign(word=batch["word"].str.split()).explode("word")
+        >>> df.map_batches(split, schema={"word": "string"})
+        <DataFrame map_batches(split) [word: string]>
+        """
+        from flinkgo.udf import UserDefinedFunction
+
+        op = "map_batches"
+        out_schema = to_schema(op, schema)
+        if isinstance(fn, UserDefinedFunction):
+            raise TypeError(
+                f"map_batches: expected a plain function from pandas DataFrame to pandas "
+                f"DataFrame, got the UDF {fn.name!r}; apply UDFs with select, with_column "
+                "or filter, or pass its .func"
+            )
+        try:
+            declared = UserDefinedFunction(
+                fn, pa.struct(list(out_schema)), func_type="pandas", name=name
+            )
+            spec = declared.to_spec()
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"map_batches: {e}") from e
+        spec.return_schema = schema_ipc_bytes(out_schema)
+        # The worker calls it with the whole batch and takes any number of rows.
+        from flinkgo._proto import worker_pb2
+
+        spec.func_type = worker_pb2.FUNC_TYPE_PANDAS_BATCH
+        pb = plan_pb2_module()
+        return self._then(
+            "map_batches", pb.MapBatches(function=spec), f"map_batches({spec.name})", out_schema
+        )
+
+    def key_by(self, *keys: str | Expr) -> KeyedDataFrame:
+        """Partition the rows by the hash of key columns, for a keyed aggregation.
+
+        Parameters
+        ----------
+        *keys
+            Column names (or ``col(name)``), at least one.
+
+        Returns
+        -------
+        KeyedDataFrame
+            Call :meth:`KeyedDataFrame.agg` on it.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If a key is not a column of the input.
+        ValueError
+            If no key is given, a key repeats, or a partitioning was already chosen for
+            this edge (``df.rebalance().key_by(...)``).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"sensor": ["a", "a"], "temp": [20.0, 22.0]})
+        ... )
+        >>> df.key_by("sensor").agg(fg.mean("temp").alias("avg_temp"), fg.count()).schema
+        sensor: ...string
+        avg_temp: double
+        count: int64
+        """
+        op = "key_by"
+        if not keys:
+            raise ValueError("key_by: no key columns given")
+        names: list[str] = []
+        for k in keys:
+            if isinstance(k, _Column):
+                k = k.output_name()
+            if not isinstance(k, str):
+                raise TypeError(
+                    f"key_by: keys are column names or col(name), got {k!r}; to key by an "
+                    "expression, add it as a column first with with_column"
+                )
+            if self.schema.get_field_index(k) < 0:
+                raise unknown_column(op, k, self.schema.names)
+            if k in names:
+                raise ValueError(f"key_by: the key {k!r} is given twice")
+            names.append(k)
+        if self._partitioning is not _IMPLICIT:
+            raise ValueError(
+                f"key_by: this edge is already partitioned by {self._partitioning.kind.lower()}"
+                "(); key_by partitions by the hash of the keys, so drop the other call"
+            )
+        return KeyedDataFrame(self, tuple(names))
+
+    def union(self, *others: DataFrame) -> DataFrame:
+        """Concatenate the rows of DataFrames that have the same schema.
+
+        Parameters
+        ----------
+        *others
+            At least one DataFrame of the same Environment, with the same column names
+            and types in the same order (nullability may differ).
+
+        Returns
+        -------
+        DataFrame
+            All rows; a column is nullable if it is nullable in any input.
+
+        Raises
+        ------
+        ValueError
+            If no other DataFrame is given, one comes from another Environment, or the
+            schemas differ (the message shows both).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> a = env.from_pandas(pd.DataFrame({"x": [1]}))
+        >>> b = env.from_pandas(pd.DataFrame({"x": [2, 3]}))
+        >>> a.union(b)
+        <DataFrame union [x: int64]>
+        """
+        if not others:
+            raise ValueError("union: no other DataFrame given")
+        fields = list(self.schema)
+        for i, other in enumerate(others, start=1):
+            if not isinstance(other, DataFrame):
+                kind = f"{type(other).__module__}.{type(other).__qualname__}"
+                raise TypeError(
+                    f"union: input {i} is a {kind}, not a flinkgo DataFrame; make one with an "
+                    "Environment's source, such as env.from_pandas(...)"
+                )
+            if other._step.env is not self._step.env:
+                raise ValueError(
+                    f"union: input {i} ({other._step.name}) belongs to another Environment; "
+                    "build every part of a job from one Environment"
+                )
+            if [(f.name, f.type) for f in other.schema] != [(f.name, f.type) for f in fields]:
+                raise ValueError(
+                    f"union: input {i} ({other._step.name}) has another schema than this "
+                    f"DataFrame ({self._step.name}); union needs the same column names and "
+                    "types in the same order\n"
+                    f"this DataFrame: {_describe(self.schema)}\n"
+                    f"input {i}: {' ' * (len('this DataFrame') - len(f'input {i}'))}"
+                    f"{_describe(other.schema)}"
+                )
+            fields = [
+                f.with_nullable(f.nullable or g.nullable)
+                for f, g in zip(fields, other.schema, strict=True)
+            ]
+        pb = plan_pb2_module()
+        inputs = ((self._step, self._partitioning),) + tuple(
+            (o._step, o._partitioning) for o in others
+        )
+        step = _Step(self._step.env, "union", pb.Union(), "union", pa.schema(fields), inputs)
+        return DataFrame(step)
+
+    # --- partitioning of the next edge ----------------------------------------------------
+
+    def forward(self) -> DataFrame:
+        """Send each subtask's rows to the same subtask of the next step.
+
+        The next step must have the same parallelism (else the runtime applies
+        ``pipeline.forward-mismatch``). Without any partitioning call, edges are
+        implicit forward edges.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1]}))
+        >>> df.forward()
+        <DataFrame from_pandas(1 rows) [x: int64] -> FORWARD>
+        """
+        return self._partition("FORWARD")
+
+    def rebalance(self) -> DataFrame:
+        """Spread rows round robin over all subtasks of the next step.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1]}))
+        >>> df.rebalance().filter(fg.col("x") > 0)
+        <DataFrame filter(x > 0) [x: int64]>
+        """
+        return self._partition("REBALANCE")
+
+    def rescale(self) -> DataFrame:
+        """Spread rows round robin over a local subset of the next step's subtasks.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> fg.Environment().from_pandas(pd.DataFrame({"x": [1]})).rescale()
+        <DataFrame from_pandas(1 rows) [x: int64] -> RESCALE>
+        """
+        return self._partition("RESCALE")
+
+    def shuffle(self) -> DataFrame:
+        """Send each row to a random subtask of the next step.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> fg.Environment().from_pandas(pd.DataFrame({"x": [1]})).shuffle()
+        <DataFrame from_pandas(1 rows) [x: int64] -> SHUFFLE>
+        """
+        return self._partition("SHUFFLE")
+
+    def broadcast(self) -> DataFrame:
+        """Send every row to every subtask of the next step.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> fg.Environment().from_pandas(pd.DataFrame({"x": [1]})).broadcast()
+        <DataFrame from_pandas(1 rows) [x: int64] -> BROADCAST>
+        """
+        return self._partition("BROADCAST")
+
+    def global_(self) -> DataFrame:
+        """Send every row to subtask 0 of the next step (``global`` is a keyword).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> fg.Environment().from_pandas(pd.DataFrame({"x": [1]})).global_()
+        <DataFrame from_pandas(1 rows) [x: int64] -> GLOBAL>
+        """
+        return self._partition("GLOBAL")
+
+    # --- step options ---------------------------------------------------------------------
+
+    def uid(self, uid: str) -> DataFrame:
+        """Give the step that produced this DataFrame a stable uid.
+
+        The uid matches the step's state in savepoints; it must be unique in the job
+        (checked by :meth:`~flinkgo.Environment.plan`). Steps that the planner adds on
+        the user's behalf derive their uids from it.
+
+        Parameters
+        ----------
+        uid
+            A non-empty string.
+
+        Returns
+        -------
+        DataFrame
+            The same rows and pending partitioning.
+
+        Raises
+        ------
+        ValueError
+            If the step already has another uid.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> df = env.from_pandas(pd.DataFrame({"x": [1]})).uid("numbers")
+        >>> _ = df.print()
+        >>> env.plan().nodes[0].uid
+        'numbers'
+        """
+        self._step.set_uid(uid)
+        return DataFrame(self._step, self._partitioning)
+
+    def set_parallelism(self, parallelism: int) -> DataFrame:
+        """Run the step that produced this DataFrame with `parallelism` subtasks.
+
+        Parameters
+        ----------
+        parallelism
+            An integer from 1 to 32768.
+
+        Returns
+        -------
+        DataFrame
+            The same rows and pending partitioning.
+
+        Raises
+        ------
+        TypeError
+            If `parallelism` is not an integer.
+        ValueError
+            If it is out of range, or the step already has another parallelism.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> df = env.from_pandas(pd.DataFrame({"x": [1]}))
+        >>> _ = df.filter(fg.col("x") > 0).set_parallelism(4).print()
+        >>> [n.parallelism for n in env.plan().nodes]
+        [0, 4, 0]
+        """
+        self._step.set_parallelism(parallelism)
+        return DataFrame(self._step, self._partitioning)
+
+    # --- sinks ----------------------------------------------------------------------------
+
+    def print(self) -> Sink:
+        """Print the rows to the runtime's standard output.
+
+        Returns
+        -------
+        Sink
+            The sink, registered on the Environment.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> fg.Environment().from_pandas(pd.DataFrame({"x": [1]})).print()
+        <Sink print>
+        """
+        pb = plan_pb2_module()
+        return self._sink(pb.Sink(print=pb.PrintSink()), "print")
+
+    def write_csv(self, path: str | os.PathLike[str]) -> Sink:
+        """Write the rows as CSV files (with a header line) into the directory `path`.
+
+        Parameters
+        ----------
+        path
+            A directory; each sink subtask writes its own part file there.
+
+        Returns
+        -------
+        Sink
+            The sink, registered on the Environment.
+
+        Raises
+        ------
+        TypeError
+            If a column has a nested type, which CSV cannot hold.
+        FileExistsError
+            If `path` is an existing file.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1]}))
+        >>> df.write_csv("out/numbers").schema
+        x: int64
+        """
+        for f in self.schema:
+            if pa.types.is_nested(f.type):
+                raise TypeError(
+                    f"write_csv: the column {f.name!r} has the nested type {f.type}, which CSV "
+                    "cannot hold; write JSON lines or Parquet, or select other columns"
+                )
+        return self._file_sink("write_csv", path, "CSV")
+
+    def write_jsonl(self, path: str | os.PathLike[str]) -> Sink:
+        """Write the rows as JSON lines (one object per row) into the directory `path`.
+
+        Parameters
+        ----------
+        path
+            A directory; each sink subtask writes its own part file there.
+
+        Returns
+        -------
+        Sink
+            The sink, registered on the Environment.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1]}))
+        >>> df.write_jsonl("out/numbers")
+        <Sink write_jsonl(out/numbers)>
+        """
+        return self._file_sink("write_jsonl", path, "JSONL")
+
+    def write_parquet(self, path: str | os.PathLike[str]) -> Sink:
+        """Write the rows as Parquet files into the directory `path`.
+
+        Parameters
+        ----------
+        path
+            A directory; each sink subtask writes its own part file there.
+
+        Returns
+        -------
+        Sink
+            The sink, registered on the Environment.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1]}))
+        >>> df.write_parquet("out/numbers").set_parallelism(1)
+        <Sink write_parquet(out/numbers)>
+        """
+        return self._file_sink("write_parquet", path, "PARQUET")
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _then(self, kind: str, body: Any, name: str, schema: pa.Schema) -> DataFrame:
+        step = _Step(self._step.env, kind, body, name, schema, ((self._step, self._partitioning),))
+        return DataFrame(step)
+
+    def _partition(self, kind: PartitioningKind) -> DataFrame:
+        return DataFrame(self._step, _Partitioning(kind))
+
+    def _named(self, expr: Expr, op: str) -> tuple[pa.Field, Any]:
+        resolved = resolve(expr, self.schema, op=op)
+        inner = expr._inner if isinstance(expr, _Alias) else expr
+        if isinstance(inner, _Column):  # keep the input field's nullability and metadata
+            field = self.schema.field(inner.output_name()).with_name(resolved.name)
+        else:
+            field = pa.field(resolved.name, resolved.type)
+        return field, resolved.proto
+
+    def _project(self, op: str, name: str, columns: list[tuple[pa.Field, Any]]) -> DataFrame:
+        seen: set[str] = set()
+        for field, _ in columns:
+            if field.name in seen:
+                raise ValueError(
+                    f"{op}: the output has the column {field.name!r} more than once; rename "
+                    "one with .alias()"
+                )
+            seen.add(field.name)
+        pb = plan_pb2_module()
+        body = pb.Select(columns=[pb.NamedExpr(name=f.name, expr=p) for f, p in columns])
+        return self._then("select", body, name, pa.schema([f for f, _ in columns]))
+
+    def _with(self, named: Mapping[str, Any], *, op: str) -> DataFrame:
+        new: dict[str, tuple[pa.Field, Any]] = {}
+        for name, value in named.items():
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"{op}: the column name must be a non-empty string, got {name!r}")
+            label = f"{op} {name!r}"
+            expr = to_expr(value, op=label)
+            field, proto = self._named(expr, label)
+            new[name] = (field.with_name(name), proto)
+        columns = []
+        for name in self.schema.names:
+            columns.append(new.pop(name) if name in new else self._named(_Column(name), op))
+        columns.extend(new.values())
+        text = ", ".join(f"{n} = {to_expr(v, op=op)}" for n, v in named.items())
+        return self._project(op, f"{op}({text})", columns)
+
+    def _sink(self, body: Any, name: str) -> Sink:
+        step = _Step(
+            self._step.env, "sink", body, name, self.schema, ((self._step, self._partitioning),)
+        )
+        self._step.env._add_sink(step)
+        return Sink(step)
+
+    def _file_sink(self, op: str, path: str | os.PathLike[str], fmt: str) -> Sink:
+        if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+            raise TypeError(
+                f"{op}: expected a directory path as a str or os.PathLike, got {path!r}"
+            )
+        text = os.fspath(path)
+        if not isinstance(text, str):
+            raise TypeError(f"{op}: expected a str path, got {text!r}")
+        absolute = os.path.abspath(os.path.expanduser(text))
+        if os.path.isfile(absolute):
+            raise FileExistsError(
+                f"{op}: {text!r} is an existing file; the sink writes a directory of part "
+                "files, so give a directory path"
+            )
+        pb = plan_pb2_module()
+        body = pb.Sink(file=pb.FileSink(format=pb.FileSource.Format.Value(fmt), path=absolute))
+        return self._sink(body, f"{op}({text})")
+
+
+class KeyedDataFrame:
+    """A DataFrame partitioned by key columns, waiting for :meth:`agg`.
+
+    Made by :meth:`DataFrame.key_by`.
+    """
+
+    __slots__ = ("_df", "_keys")
+
+    def __init__(self, df: DataFrame, keys: tuple[str, ...]) -> None:
+        self._df = df
+        self._keys = keys
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The key columns."""
+        return self._keys
+
+    def __repr__(self) -> str:
+        """Show the keys, e.g. ``<KeyedDataFrame key_by(sensor)>``."""
+        return f"<KeyedDataFrame key_by({', '.join(self._keys)})>"
+
+    def agg(self, *aggregates: Aggregate) -> DataFrame:
+        """Aggregate each key's rows: per key, a running result updated with every row.
+
+        Parameters
+        ----------
+        *aggregates
+            At least one of :func:`flinkgo.sum`, :func:`~flinkgo.count`,
+            :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`.
+
+        Returns
+        -------
+        DataFrame
+            The key columns, then one column per aggregate, typed as Arrow's (and
+            pandas') grouped aggregations: sum of integers int64, mean float64, count
+            int64, min and max the input type.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If an aggregate's column is not a column of the input.
+        TypeError
+            If an argument is not an aggregate, or an aggregate does not apply to the
+            column's type (``sum`` of strings, say).
+        ValueError
+            If no aggregate is given, or two output columns have the same name.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> df = env.from_pandas(pd.DataFrame({"sensor": ["a"], "n": [1], "t": [1.5]}))
+        >>> df.key_by("sensor").agg(fg.sum("n"), fg.max("t").alias("t_max")).schema
+        sensor: ...string
+        n: int64
+        t_max: double
+        """
+        op = "agg"
+        if not aggregates:
+            raise ValueError("agg: no aggregates given, e.g. agg(flinkgo.count())")
+        schema = self._df.schema
+        empty = schema.empty_table()
+        fields = [schema.field(k) for k in self._keys]
+        seen = set(self._keys)
+        pb = plan_pb2_module()
+        messages = []
+        for a in aggregates:
+            if not isinstance(a, Aggregate):
+                raise TypeError(
+                    f"agg: expected aggregates such as flinkgo.sum('x') or flinkgo.count(), "
+                    f"got {a!r}"
+                )
+            if a.column is not None and schema.get_field_index(a.column) < 0:
+                raise unknown_column(op, a.column, schema.names)
+            if a.name in seen:
+                what = "a key" if a.name in self._keys else "another aggregate"
+                raise ValueError(
+                    f"agg: the output column {a.name!r} of {a!r} has the name of {what}; "
+                    "rename it with .alias()"
+                )
+            seen.add(a.name)
+            spec = ([], "count_all") if a.column is None else (a.column, a.function)
+            try:
+                result = empty.group_by(list(self._keys), use_threads=False).aggregate([spec])
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                raise TypeError(
+                    f"agg: cannot compute {a.function}({a.column}) of type "
+                    f"{schema.field(a.column).type if a.column else ''}: {e}"
+                ) from e
+            out_name = "count_all" if a.column is None else f"{a.column}_{a.function}"
+            fields.append(pa.field(a.name, result.schema.field(out_name).type))
+            messages.append(pb.Aggregate(function=a.function, column=a.column or "", name=a.name))
+        body = pb.KeyedAggregate(keys=list(self._keys), aggregates=messages)
+        text = ", ".join(map(str, aggregates))
+        name = f"key_by({', '.join(self._keys)}).agg({text})"
+        step = _Step(
+            self._df._step.env,
+            "keyed_aggregate",
+            body,
+            name,
+            pa.schema(fields),
+            ((self._df._step, _Partitioning("HASH", self._keys)),),
+        )
+        return DataFrame(step)
+
+
+class Sink:
+    """A registered sink: the end of a pipeline. Made by ``DataFrame.print()`` and the like.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import flinkgo as fg
+    >>> env = fg.Environment()
+    >>> sink = env.from_pandas(pd.DataFrame({"x": [1]})).print().uid("out")
+    >>> sink.name, env.plan().nodes[-1].uid
+    ('print', 'out')
+    """
+
+    __slots__ = ("_step",)
+
+    def __init__(self, step: _Step) -> None:
+        self._step = step
+
+    @property
+    def name(self) -> str:
+        """The sink's name in plans, e.g. ``"write_csv(out)"``."""
+        return self._step.name
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The schema of the rows it writes."""
+        return self._step.schema
+
+    def uid(self, uid: str) -> Sink:
+        """Give the sink a stable uid; see :meth:`DataFrame.uid`.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> fg.Environment().from_pandas(pd.DataFrame({"x": [1]})).print().uid("out")
+        <Sink print>
+        """
+        self._step.set_uid(uid)
+        return self
+
+    def set_parallelism(self, parallelism: int) -> Sink:
+        """Run the sink with `parallelism` subtasks; see :meth:`DataFrame.set_parallelism`.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> fg.Environment().from_pandas(pd.DataFrame({"x": [1]})).print().set_parallelism(1)
+        <Sink print>
+        """
+        self._step.set_parallelism(parallelism)
+        return self
+
+    def __repr__(self) -> str:
+        """Show the sink's name, e.g. ``<Sink print>``."""
+        return f"<Sink {self._step.name}>"
+
+
+def _describe(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)

@@ -1,0 +1,592 @@
+"""The Environment: where a job's sources start, its sinks register, and its plan is built.
+
+:class:`Environment` holds the job-wide options (default parallelism, Flink-style config,
+the runtime endpoint), makes source DataFrames, and collects the sinks that DataFrames
+register. :meth:`Environment.plan` turns every step that leads to a sink into a
+``flinkgo.plan.v1.JobPlan``: nodes in topological order (inputs before the nodes that read
+them, sinks in the order they were added), ids from 1, each with its output schema as
+Arrow IPC; steps that lead to no sink are left out, as in Flink.
+
+Sources read their schema when they are made: files by a path or a glob expanded to the
+sorted list of matching files (see :mod:`flinkgo._sources`), in-memory data by
+converting it to Arrow, which the plan then carries.
+
+This module must not import grpc or the worker; the generated plan module is imported
+when a DataFrame is first made.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from flinkgo import _sources
+from flinkgo.dataframe import MAX_PARALLELISM, DataFrame, _Step
+from flinkgo.expr import plan_pb2_module
+from flinkgo.types import schema_ipc_bytes
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from flinkgo._proto import plan_pb2
+
+__all__ = ["Environment"]
+
+# An in-memory source travels inside the plan, a protobuf message, which cannot exceed 2 GiB.
+_MAX_INLINE_BYTES = 1 << 30
+
+
+class Environment:
+    """The context of one job: its options, sources and sinks.
+
+    Options are copied and checked here, all at once.
+
+    Parameters
+    ----------
+    parallelism
+        The default number of subtasks of each step, from 1 to 32768; None lets the
+        runtime choose. ``set_parallelism`` and a UDF's ``concurrency`` override it.
+    config
+        Flink-style options by key, as strings, e.g.
+        ``{"pipeline.forward-mismatch": "rescale", "python.fn-execution.bundle.size":
+        "50000"}``. Copied.
+    endpoint
+        The address of a runtime server to run on; None for the embedded local runtime.
+
+    Raises
+    ------
+    TypeError
+        If an option has the wrong type (every problem is listed).
+    ValueError
+        If an option has a wrong value (every problem is listed).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import flinkgo as fg
+    >>> env = fg.Environment(parallelism=2, config={"pipeline.forward-mismatch": "fail"})
+    >>> df = env.from_pandas(pd.DataFrame({"sensor": ["a", "b"], "temp": [20.5, 31.0]}))
+    >>> _ = df.filter(fg.col("temp") > 30).print()
+    >>> plan = env.plan("hot sensors")
+    >>> [(n.id, n.name) for n in plan.nodes]
+    [(1, 'from_pandas(2 rows)'), (2, 'filter(temp > 30)'), (3, 'print')]
+    >>> plan.default_parallelism, dict(plan.config)
+    (2, {'pipeline.forward-mismatch': 'fail'})
+    """
+
+    def __init__(
+        self,
+        *,
+        parallelism: int | None = None,
+        config: Mapping[str, str] | None = None,
+        endpoint: str | None = None,
+    ) -> None:
+        type_errors: list[str] = []
+        value_errors: list[str] = []
+        try:
+            self._parallelism = _sources.positive_int(
+                "Environment", "parallelism", parallelism, upper=MAX_PARALLELISM
+            )
+        except TypeError as e:
+            type_errors.append(str(e))
+        except ValueError as e:
+            value_errors.append(str(e))
+        self._config: dict[str, str] = {}
+        if config is not None and not isinstance(config, Mapping):
+            type_errors.append(
+                f"Environment: config must be a dict of str to str, got {type(config).__name__}"
+            )
+        else:
+            for key, value in (config or {}).items():
+                if not isinstance(key, str) or not key:
+                    type_errors.append(
+                        f"Environment: config keys must be non-empty strings, got {key!r}"
+                    )
+                elif not isinstance(value, str):
+                    type_errors.append(
+                        f"Environment: config[{key!r}] must be a string, got {value!r} "
+                        f"(of type {type(value).__name__}); write it as {str(value)!r}"
+                    )
+                else:
+                    self._config[key] = value
+        if endpoint is not None and (not isinstance(endpoint, str) or not endpoint.strip()):
+            type_errors.append(
+                f"Environment: endpoint must be a non-empty string such as "
+                f"'localhost:8081' or None, got {endpoint!r}"
+            )
+        if type_errors or value_errors:
+            problems = "\n".join(type_errors + value_errors)
+            raise (TypeError if type_errors else ValueError)(problems)
+        self._endpoint = endpoint
+        self._sinks: list[_Step] = []
+
+    @property
+    def parallelism(self) -> int | None:
+        """The default parallelism, or None for the runtime's."""
+        return self._parallelism
+
+    @property
+    def config(self) -> dict[str, str]:
+        """A copy of the config options."""
+        return dict(self._config)
+
+    @property
+    def endpoint(self) -> str | None:
+        """The runtime server's address, or None for the embedded runtime."""
+        return self._endpoint
+
+    def __repr__(self) -> str:
+        """Show the options and the number of sinks."""
+        return (
+            f"Environment(parallelism={self._parallelism}, config={self._config}, "
+            f"endpoint={self._endpoint!r}, sinks={len(self._sinks)})"
+        )
+
+    # --- sources ----------------------------------------------------------------------------
+
+    def from_pandas(self, df: pd.DataFrame) -> DataFrame:
+        """Make a source of the rows of a pandas DataFrame, shipped inside the plan.
+
+        The index is dropped (``preserve_index=False``); columns convert as
+        :meth:`pyarrow.Table.from_pandas` converts them.
+
+        Parameters
+        ----------
+        df
+            A :class:`pandas.DataFrame` with unique string column names.
+
+        Returns
+        -------
+        DataFrame
+            The rows.
+
+        Raises
+        ------
+        TypeError
+            If `df` is not a pandas DataFrame, a column name is not a string, or a column
+            does not convert to Arrow.
+        ValueError
+            If a column name repeats or the data exceeds 1 GiB.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> fg.Environment().from_pandas(pd.DataFrame({"x": [1, 2], "y": ["a", None]})).schema
+        x: int64
+        y: ...string
+        """
+        import pandas as pd
+
+        op = "from_pandas"
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"{op}: expected a pandas.DataFrame, got {type(df).__name__}")
+        seen: set[str] = set()
+        for name in df.columns:
+            if not isinstance(name, str):
+                raise TypeError(
+                    f"{op}: column names must be strings, got {name!r} (of type "
+                    f"{type(name).__name__}); rename them, e.g. df.columns = df.columns.map(str)"
+                )
+            if name in seen:
+                raise ValueError(
+                    f"{op}: the column {name!r} appears more than once: {list(df.columns)}"
+                )
+            seen.add(name)
+        try:
+            table = pa.Table.from_pandas(df, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            raise TypeError(f"{op}: a column does not convert to Arrow: {e}") from e
+        return self._inline(op, table, f"{op}({len(df)} rows)")
+
+    def from_arrow(
+        self,
+        table_or_batches: pa.Table
+        | pa.RecordBatch
+        | pa.RecordBatchReader
+        | Iterable[pa.RecordBatch],
+    ) -> DataFrame:
+        """Make a source of Arrow data, shipped inside the plan.
+
+        Parameters
+        ----------
+        table_or_batches
+            A :class:`pyarrow.Table`, a :class:`pyarrow.RecordBatch`, a
+            :class:`pyarrow.RecordBatchReader` (read to its end here), an iterable of
+            record batches with one schema, or any object with ``__arrow_c_stream__``.
+
+        Returns
+        -------
+        DataFrame
+            The rows.
+
+        Raises
+        ------
+        TypeError
+            If the argument is of another kind.
+        ValueError
+            If no batch is given, batches differ in schema, column names are not unique,
+            or the data exceeds 1 GiB.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> import flinkgo as fg
+        >>> batch = pa.record_batch({"x": pa.array([1, 2], pa.int32())})
+        >>> fg.Environment().from_arrow([batch, batch])
+        <DataFrame from_arrow(4 rows) [x: int32]>
+        """
+        op = "from_arrow"
+        table = _sources.arrow_table(op, table_or_batches)
+        return self._inline(op, table, f"{op}({table.num_rows} rows)")
+
+    def read_csv(
+        self,
+        path_or_glob: str | os.PathLike[str],
+        *,
+        schema: pa.Schema | Mapping[str, pa.DataType | str] | None = None,
+        delimiter: str = ",",
+        has_header: bool = True,
+    ) -> DataFrame:
+        r"""Make a source that reads CSV files.
+
+        Parameters
+        ----------
+        path_or_glob
+            A file, or a glob pattern (``*``, ``?``, ``[...]``, ``**`` for any depth)
+            expanded now to the sorted list of matching files.
+        schema
+            The columns and their types (a :class:`pyarrow.Schema` or a dict of name to
+            type). With a header, columns are matched by name and others are skipped;
+            without, by position. Checked against the first block of the first file.
+            Default: inferred by pyarrow from the first file's first block.
+        delimiter
+            The one-character field separator.
+        has_header
+            Whether each file's first line holds the column names. Without a header and
+            schema, columns are named ``f0``, ``f1``, ...
+
+        Returns
+        -------
+        DataFrame
+            The rows of the files, in order.
+
+        Raises
+        ------
+        FileNotFoundError
+            If no file matches `path_or_glob` (the message names it).
+        IsADirectoryError
+            If `path_or_glob` is a directory.
+        ValueError
+            If the schema cannot be inferred, or the first file does not fit `schema`.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import flinkgo as fg
+        >>> d = tempfile.mkdtemp()
+        >>> with open(os.path.join(d, "a.csv"), "w") as f:
+        ...     _ = f.write("sensor,temp\na,20.5\n")
+        >>> fg.Environment().read_csv(os.path.join(d, "*.csv")).schema
+        sensor: string
+        temp: double
+        """
+        op = "read_csv"
+        if not isinstance(delimiter, str) or len(delimiter) != 1:
+            raise ValueError(f"{op}: delimiter must be one character, got {delimiter!r}")
+        if not isinstance(has_header, bool):
+            raise TypeError(f"{op}: has_header must be a bool, got {has_header!r}")
+        given = None if schema is None else _sources.to_schema(op, schema)
+        paths = _sources.resolve_paths(op, path_or_glob, example="*.csv")
+        out = _sources.csv_schema(
+            op, paths[0], schema=given, delimiter=delimiter, has_header=has_header
+        )
+        pb = plan_pb2_module()
+        file = pb.FileSource(
+            format=pb.FileSource.CSV,
+            paths=paths,
+            csv_has_header=has_header,
+            csv_delimiter=delimiter,
+        )
+        return self._source(pb.Source(file=file), f"{op}({os.fspath(path_or_glob)})", out)
+
+    def read_jsonl(
+        self,
+        path_or_glob: str | os.PathLike[str],
+        *,
+        schema: pa.Schema | Mapping[str, pa.DataType | str] | None = None,
+    ) -> DataFrame:
+        r"""Make a source that reads JSON-lines files (one JSON object per line).
+
+        Parameters
+        ----------
+        path_or_glob
+            A file, or a glob pattern expanded now to the sorted list of matching files.
+        schema
+            The columns and their types (a :class:`pyarrow.Schema` or a dict of name to
+            type); fields not in it are skipped, missing ones are null. Default: inferred
+            by pyarrow from the first file's first block.
+
+        Returns
+        -------
+        DataFrame
+            The rows of the files, in order.
+
+        Raises
+        ------
+        FileNotFoundError
+            If no file matches `path_or_glob` (the message names it).
+        ValueError
+            If the schema cannot be inferred, or the first file does not fit `schema`.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import flinkgo as fg
+        >>> d = tempfile.mkdtemp()
+        >>> with open(os.path.join(d, "a.jsonl"), "w") as f:
+        ...     _ = f.write('{"sensor": "a", "temp": 20.5}\n')
+        >>> fg.Environment().read_jsonl(os.path.join(d, "a.jsonl"), schema={"temp": "float"})
+        <DataFrame read_jsonl(...a.jsonl) [temp: double]>
+        """
+        op = "read_jsonl"
+        given = None if schema is None else _sources.to_schema(op, schema)
+        paths = _sources.resolve_paths(op, path_or_glob, example="*.jsonl")
+        out = _sources.jsonl_schema(op, paths[0], schema=given)
+        pb = plan_pb2_module()
+        file = pb.FileSource(format=pb.FileSource.JSONL, paths=paths)
+        return self._source(pb.Source(file=file), f"{op}({os.fspath(path_or_glob)})", out)
+
+    def read_parquet(self, path_or_glob: str | os.PathLike[str]) -> DataFrame:
+        """Make a source that reads Parquet files, with the schema of the first file.
+
+        Parameters
+        ----------
+        path_or_glob
+            A file, or a glob pattern expanded now to the sorted list of matching files.
+
+        Returns
+        -------
+        DataFrame
+            The rows of the files, in order.
+
+        Raises
+        ------
+        FileNotFoundError
+            If no file matches `path_or_glob` (the message names it).
+        ValueError
+            If the first file is not Parquet.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> d = tempfile.mkdtemp()
+        >>> pd.DataFrame({"x": [1, 2]}).to_parquet(os.path.join(d, "part-0.parquet"))
+        >>> fg.Environment().read_parquet(os.path.join(d, "part-*.parquet")).schema
+        x: int64
+        """
+        op = "read_parquet"
+        paths = _sources.resolve_paths(op, path_or_glob, example="*.parquet")
+        out = _sources.parquet_schema(op, paths[0])
+        pb = plan_pb2_module()
+        file = pb.FileSource(format=pb.FileSource.PARQUET, paths=paths)
+        return self._source(pb.Source(file=file), f"{op}({os.fspath(path_or_glob)})", out)
+
+    def datagen(
+        self,
+        *,
+        rows: int | None = None,
+        schema: pa.Schema | Mapping[str, pa.DataType | str],
+        rows_per_second: float | None = None,
+        seed: int = 0,
+    ) -> DataFrame:
+        """Make a source of generated random rows, as Flink's datagen connector.
+
+        Parameters
+        ----------
+        rows
+            How many rows to generate, a positive integer; None (the default) for an
+            unbounded stream.
+        schema
+            The columns: a :class:`pyarrow.Schema` or a dict of name to type. Types are
+            flat: numbers, bool, strings, binary, dates, times, timestamps, durations,
+            decimals.
+        rows_per_second
+            A positive rate limit; None (the default) for as fast as possible.
+        seed
+            The random seed; the same seed generates the same rows.
+
+        Returns
+        -------
+        DataFrame
+            The generated rows.
+
+        Raises
+        ------
+        TypeError
+            If an option has the wrong type or a column type is nested.
+        ValueError
+            If `rows` or `rows_per_second` is not positive.
+
+        Examples
+        --------
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> env.datagen(rows=1000, schema={"id": "int64", "name": "string"}, seed=7).schema
+        id: int64
+        name: string
+        """
+        op = "datagen"
+        count = _sources.positive_int(op, "rows", rows, upper=2**63 - 1)
+        rate = _sources.positive_rate(op, "rows_per_second", rows_per_second)
+        seed = _sources.int64(op, "seed", seed)
+        out = _sources.to_schema(op, schema)
+        for f in out:
+            t = f.type
+            if not (
+                pa.types.is_primitive(t)
+                or pa.types.is_string(t)
+                or pa.types.is_large_string(t)
+                or pa.types.is_binary(t)
+                or pa.types.is_large_binary(t)
+                or pa.types.is_decimal(t)
+            ) or pa.types.is_null(t):
+                raise TypeError(
+                    f"{op}: cannot generate the column {f.name!r} of type {t}; datagen makes "
+                    "numbers, bools, strings, binary, dates, times, timestamps, durations "
+                    "and decimals"
+                )
+        pb = plan_pb2_module()
+        gen = pb.DatagenSource(rows=count or 0, rows_per_second=rate or 0.0, seed=seed)
+        return self._source(pb.Source(datagen=gen), op, out)
+
+    # --- the plan -------------------------------------------------------------------------
+
+    def plan(self, name: str = "flinkgo job") -> plan_pb2.JobPlan:
+        """Build the job plan of every sink added so far.
+
+        Parameters
+        ----------
+        name
+            The job's name.
+
+        Returns
+        -------
+        flinkgo._proto.plan_pb2.JobPlan
+            A new message: nodes in topological order with ids from 1, their inputs and
+            partitioning, uid, parallelism, output schema (Arrow IPC), and the job's
+            default parallelism and config. Building it again gives an equal plan.
+
+        Raises
+        ------
+        ValueError
+            If no sink was added, or two steps have the same uid.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> df = env.from_pandas(pd.DataFrame({"k": ["a"], "v": [1]}))
+        >>> _ = df.key_by("k").agg(fg.sum("v")).print()
+        >>> plan = env.plan()
+        >>> [n.WhichOneof("kind") for n in plan.nodes]
+        ['source', 'keyed_aggregate', 'sink']
+        >>> plan.nodes[1].inputs[0].partitioning
+        kind: HASH
+        keys: "k"
+        <BLANKLINE>
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise TypeError(f"plan: the job name must be a non-empty string, got {name!r}")
+        if not self._sinks:
+            raise ValueError(
+                "plan: the job has no sink; end each pipeline with df.print(), "
+                "df.write_csv(path), df.write_jsonl(path) or df.write_parquet(path)"
+            )
+        pb = plan_pb2_module()
+        order = _topological(self._sinks)
+        ids = {id(step): i for i, step in enumerate(order, start=1)}
+        owners: dict[str, _Step] = {}
+        for step in order:
+            if step.uid is None:
+                continue
+            first = owners.setdefault(step.uid, step)
+            if first is not step:
+                raise ValueError(
+                    f"plan: the uid {step.uid!r} is given to two steps, {first.name} (node "
+                    f"{ids[id(first)]}) and {step.name} (node {ids[id(step)]}); uids match "
+                    "state in savepoints and must be unique in a job"
+                )
+        nodes = []
+        for step in order:
+            node = pb.Node(
+                id=ids[id(step)],
+                uid=step.uid or "",
+                name=step.name,
+                parallelism=step.parallelism or 0,
+                output_schema=schema_ipc_bytes(step.schema),
+                inputs=[
+                    pb.Input(
+                        node=ids[id(parent)],
+                        partitioning=pb.Partitioning(
+                            kind=pb.Partitioning.Kind.Value(part.kind), keys=part.keys
+                        ),
+                    )
+                    for parent, part in step.inputs
+                ],
+            )
+            getattr(node, step.kind).CopyFrom(step.body)
+            nodes.append(node)
+        return pb.JobPlan(
+            name=name,
+            default_parallelism=self._parallelism or 0,
+            config=self._config,
+            nodes=nodes,
+        )
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _source(self, body: Any, name: str, schema: pa.Schema) -> DataFrame:
+        return DataFrame(_Step(self, "source", body, name, schema))
+
+    def _inline(self, op: str, table: pa.Table, name: str) -> DataFrame:
+        _sources.check_schema(op, table.schema)
+        table = table.replace_schema_metadata(None)
+        ipc = _sources.table_ipc_bytes(table)
+        if len(ipc) > _MAX_INLINE_BYTES:
+            raise ValueError(
+                f"{op}: the data is {len(ipc) >> 20} MiB as Arrow IPC, more than a plan "
+                f"carries ({_MAX_INLINE_BYTES >> 20} MiB); write it to Parquet files and "
+                "read them with read_parquet"
+            )
+        pb = plan_pb2_module()
+        return self._source(pb.Source(arrow=pb.ArrowSource(ipc=ipc)), name, table.schema)
+
+    def _add_sink(self, step: _Step) -> None:
+        self._sinks.append(step)
+
+
+def _topological(sinks: list[_Step]) -> list[_Step]:
+    # Depth-first, inputs in order, each step after its inputs; iterative, so long
+    # pipelines do not hit the recursion limit.
+    order: list[_Step] = []
+    seen: set[int] = set()
+    for sink in sinks:
+        stack: list[tuple[_Step, bool]] = [(sink, False)]
+        while stack:
+            step, inputs_done = stack.pop()
+            if inputs_done:
+                order.append(step)
+                continue
+            if id(step) in seen:
+                continue
+            seen.add(id(step))
+            stack.append((step, True))
+            stack.extend((parent, False) for parent, _ in reversed(step.inputs))
+    return order

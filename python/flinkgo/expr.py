@@ -1,0 +1,751 @@
+"""Column expressions: what ``select``, ``with_column`` and ``filter`` compute.
+
+An :class:`Expr` describes a computation over the columns of a DataFrame without running
+it: :func:`col` and :func:`lit` make the leaves; Python operators (``+ - * / %``, unary
+``-``, ``== != < <= > >=``, ``& | ~``) and the methods :meth:`Expr.is_null`,
+:meth:`Expr.is_not_null`, :meth:`Expr.cast` and :meth:`Expr.alias` combine them; calling a
+:class:`~flinkgo.udf.UserDefinedFunction` with an expression argument applies the UDF.
+Expressions become the plan's ``flinkgo.plan.v1.Expr`` messages; the runtime evaluates
+them column-wise with Arrow's compute kernels.
+
+Semantics are those of Arrow's kernels (and of the runtime's ``runtime/expr``), with one
+exception taken from pandas, polars and Spark: ``/`` is true division, so integer operands
+are divided as float64 (the runtime casts them). Otherwise, integer arithmetic stays
+integer and overflows are errors at run time; ``%`` is Python's modulo (the result has the
+divisor's sign); comparisons, ``&`` and ``|`` follow SQL's three-valued logic, a null
+operand gives null (except ``False & null`` is False and ``True | null`` is True); a
+filter drops rows whose predicate is false or null. A Python value next to an expression
+becomes a literal of its natural type (int64, float64, bool, string), so
+``col("x_int32") + 1`` is int64, as in Arrow.
+
+An expression's output type against a schema is found by evaluating it with
+:mod:`pyarrow.compute` on zero rows of that schema, so the types are Arrow's.
+
+Names: a column keeps its name, a literal is named ``"literal"``, an operation takes the
+name of its first operand, a UDF call the UDF's name, and :meth:`Expr.alias` sets one.
+
+This module depends on pyarrow only; the generated protocol code is imported when an
+expression is converted into the plan.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import math
+import numbers
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from flinkgo.types import to_arrow_type
+
+if TYPE_CHECKING:
+    from flinkgo._proto import plan_pb2
+    from flinkgo.udf import UserDefinedFunction
+
+__all__ = ["ColumnNotFoundError", "Expr", "UdfCall", "col", "lit"]
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+class ColumnNotFoundError(ValueError):
+    """An expression, key or aggregate names a column that the input does not have.
+
+    The message names the operation, the missing column and the columns there are.
+    """
+
+
+# The plan's function name -> (pyarrow compute function, operator symbol or None).
+_FUNCTIONS: dict[str, tuple[str, str | None]] = {
+    "add": ("add", "+"),
+    "subtract": ("subtract", "-"),
+    "multiply": ("multiply", "*"),
+    "divide": ("divide", "/"),
+    "modulo": ("modulo", "%"),
+    "negate": ("negate", None),
+    "equal": ("equal", "=="),
+    "not_equal": ("not_equal", "!="),
+    "less": ("less", "<"),
+    "less_equal": ("less_equal", "<="),
+    "greater": ("greater", ">"),
+    "greater_equal": ("greater_equal", ">="),
+    "and": ("and_kleene", "&"),
+    "or": ("or_kleene", "|"),
+    "not": ("invert", None),
+    "is_null": ("is_null", None),
+    "is_not_null": ("is_valid", None),
+}
+
+
+def _binary(
+    function: str, *, reflected: bool = False, compare: bool = False
+) -> Callable[[Expr, Any], Expr]:
+    symbol = _FUNCTIONS[function][1]
+
+    def method(self: Expr, other: Any) -> Expr:
+        if compare:
+            return _Call(function, (self, _compared(other, symbol or function)))
+        if reflected:
+            return _Call(function, (_operand(other), self))
+        return _Call(function, (self, _operand(other)))
+
+    method.__doc__ = f"Return the expression ``{'other' if reflected else 'self'} {symbol} " + (
+        f"{'self' if reflected else 'other'}``, the plan's ``{function}``."
+    )
+    return method
+
+
+def _unary(function: str) -> Callable[[Expr], Expr]:
+    def method(self: Expr) -> Expr:
+        return _Call(function, (self,))
+
+    symbol = "-" if function == "negate" else "~"
+    method.__doc__ = f"Return the expression ``{symbol}self``, the plan's ``{function}``."
+    return method
+
+
+class Expr:
+    """A column expression; build one with :func:`col`, :func:`lit` and operators.
+
+    Expressions are immutable and hold no data. Comparison operators return expressions,
+    so an expression has no truth value: combine conditions with ``&``, ``|`` and ``~``
+    (not ``and``, ``or``, ``not``), and parenthesize them, since ``&`` binds tighter than
+    ``>``.
+
+    Examples
+    --------
+    >>> from flinkgo import col, lit
+    >>> e = (col("temp") * 1.8 + 32).alias("fahrenheit")
+    >>> e
+    <Expr (temp * 1.8) + 32 AS fahrenheit>
+    >>> e.output_name()
+    'fahrenheit'
+    >>> import pyarrow as pa
+    >>> e.output_type(pa.schema([("temp", pa.float32())]))
+    DataType(double)
+    >>> ((col("temp") > 30) & col("sensor").is_not_null()).output_type(
+    ...     pa.schema([("sensor", pa.string()), ("temp", pa.float64())])
+    ... )
+    DataType(bool)
+    """
+
+    __slots__ = ()
+
+    # Operators are made by _binary and _unary (below) with their docstrings.
+    __add__ = _binary("add")
+    __radd__ = _binary("add", reflected=True)
+    __sub__ = _binary("subtract")
+    __rsub__ = _binary("subtract", reflected=True)
+    __mul__ = _binary("multiply")
+    __rmul__ = _binary("multiply", reflected=True)
+    __truediv__ = _binary("divide")
+    __rtruediv__ = _binary("divide", reflected=True)
+    __mod__ = _binary("modulo")
+    __rmod__ = _binary("modulo", reflected=True)
+    __neg__ = _unary("negate")
+
+    __eq__ = _binary("equal", compare=True)  # type: ignore[assignment]
+    __ne__ = _binary("not_equal", compare=True)  # type: ignore[assignment]
+    __lt__ = _binary("less", compare=True)
+    __le__ = _binary("less_equal", compare=True)
+    __gt__ = _binary("greater", compare=True)
+    __ge__ = _binary("greater_equal", compare=True)
+    # Defining __eq__ removes hashing; expressions are not meant to be dict keys.
+    __hash__ = None  # type: ignore[assignment]
+
+    __and__ = _binary("and")
+    __rand__ = _binary("and", reflected=True)
+    __or__ = _binary("or")
+    __ror__ = _binary("or", reflected=True)
+    __invert__ = _unary("not")
+
+    def __bool__(self) -> bool:
+        """Refuse: an expression's value is known only when the job runs."""
+        raise TypeError(
+            f"the truth value of the expression {self} is not known until the job runs; "
+            "combine conditions with & | ~ instead of and/or/not (with parentheses: "
+            "(col('a') > 1) & (col('b') < 2)), and write 1 < x < 3 as (x > 1) & (x < 3)"
+        )
+
+    # --- methods --------------------------------------------------------------------------
+
+    def is_null(self) -> Expr:
+        """Return a bool expression that is true where this expression is null.
+
+        Examples
+        --------
+        >>> from flinkgo import col
+        >>> col("temp").is_null()
+        <Expr temp.is_null()>
+        """
+        return _Call("is_null", (self,))
+
+    def is_not_null(self) -> Expr:
+        """Return a bool expression that is true where this expression is not null.
+
+        Examples
+        --------
+        >>> from flinkgo import col
+        >>> col("temp").is_not_null()
+        <Expr temp.is_not_null()>
+        """
+        return _Call("is_not_null", (self,))
+
+    def cast(self, type: pa.DataType | str) -> Expr:
+        """Convert the values to another Arrow type.
+
+        The cast is safe: a value that does not fit (an overflow, a truncated float, an
+        unparsable string) fails the job rather than turning into something else.
+
+        Parameters
+        ----------
+        type
+            A :class:`pyarrow.DataType` or a type name (see
+            :func:`flinkgo.types.to_arrow_type`).
+
+        Returns
+        -------
+        Expr
+            The cast expression; whether the cast exists between the two types is checked
+            when the expression is applied to a DataFrame.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> from flinkgo import col
+        >>> e = col("x").cast("int32")
+        >>> e, e.output_type(pa.schema([("x", pa.string())]))
+        (<Expr x.cast(int32)>, DataType(int32))
+        """
+        return _Cast(self, to_arrow_type(type))
+
+    def alias(self, name: str) -> Expr:
+        """Name the expression's output column.
+
+        Parameters
+        ----------
+        name
+            A non-empty string.
+
+        Examples
+        --------
+        >>> from flinkgo import col
+        >>> (col("a") + col("b")).alias("total").output_name()
+        'total'
+        """
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"alias: the name must be a non-empty string, got {name!r}")
+        inner = self._inner if isinstance(self, _Alias) else self
+        return _Alias(inner, name)
+
+    def output_name(self) -> str:
+        """Return the name of the column this expression makes in ``select``.
+
+        A column keeps its name, a literal is ``"literal"``, an operation takes the name
+        of its first operand, a UDF call the UDF's name, an alias its name.
+
+        Examples
+        --------
+        >>> from flinkgo import col, lit
+        >>> (col("a") * 2).output_name(), lit(1).output_name()
+        ('a', 'literal')
+        """
+        raise NotImplementedError  # every subclass overrides it
+
+    def output_type(self, schema: pa.Schema) -> pa.DataType:
+        """Return the Arrow type of the expression's values over rows of `schema`.
+
+        Parameters
+        ----------
+        schema
+            The input schema.
+
+        Returns
+        -------
+        pyarrow.DataType
+            The type Arrow's compute kernels give (the declared type for a UDF call).
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If the expression names a column that `schema` does not have.
+        TypeError
+            If a function does not apply to its argument types.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> from flinkgo import col
+        >>> (col("n") / 2).output_type(pa.schema([("n", pa.int32())]))
+        DataType(double)
+        """
+        return _resolve(self, schema, op="output_type", want_proto=False).type
+
+    # --- internals ------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        """Show the expression as text, e.g. ``<Expr a + 1>``."""
+        return f"<Expr {self}>"
+
+    def __str__(self) -> str:
+        """Render the expression as compact text, as in plan node names."""
+        return self._text()
+
+    def _text(self) -> str:
+        raise NotImplementedError
+
+    def _operand_text(self) -> str:
+        # The text of this expression as an operand of an operator or method.
+        return self._text()
+
+    def _columns(self) -> Iterator[str]:
+        raise NotImplementedError
+
+    def _build(self, ctx: _Context) -> tuple[pa.Array | pa.Scalar, plan_pb2.Expr | None]:
+        # Evaluate on zero rows (for the type) and build the plan message.
+        raise NotImplementedError
+
+
+def col(name: str) -> Expr:
+    """Refer to a column of the DataFrame an expression is applied to.
+
+    Parameters
+    ----------
+    name
+        The column name. Whether the column exists is checked when the expression is
+        applied to a DataFrame.
+
+    Examples
+    --------
+    >>> from flinkgo import col
+    >>> col("temp") > 30
+    <Expr temp > 30>
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"col: the column name must be a non-empty string, got {name!r}")
+    return _Column(name)
+
+
+def lit(value: bool | int | float | str | None, type: pa.DataType | str | None = None) -> Expr:
+    """Make a constant: the same value in every row.
+
+    Parameters
+    ----------
+    value
+        A bool, int, float, str or None. Without `type`, the literal has the value's
+        natural Arrow type: bool, int64, double, string (None: the null type).
+    type
+        An Arrow type (:class:`pyarrow.DataType` or name) to convert the value to, e.g.
+        ``lit(1, "int32")``, ``lit("2024-01-01", "timestamp[ms]")`` or ``lit(None,
+        "double")`` for a typed null. The conversion is checked here.
+
+    Returns
+    -------
+    Expr
+        The literal, named ``"literal"`` unless aliased.
+
+    Raises
+    ------
+    TypeError
+        If `value` is of another kind (convert it to one of those listed, e.g. a datetime
+        to its ISO string with a timestamp `type`).
+    ValueError
+        If `value` does not convert to `type`, or an int is out of the int64 range.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from flinkgo import lit
+    >>> lit(1).output_type(pa.schema([]))
+    DataType(int64)
+    >>> lit(1, "int8").output_type(pa.schema([]))
+    DataType(int8)
+    >>> lit("2024-01-01", "timestamp[ms]")
+    <Expr '2024-01-01'.cast(timestamp[ms])>
+    """
+    return _Literal.make(value, None if type is None else to_arrow_type(type))
+
+
+# --- expression classes -----------------------------------------------------------------------
+
+
+class _Column(Expr):
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def output_name(self) -> str:
+        return self._name
+
+    def _text(self) -> str:
+        return self._name if self._name.isidentifier() else f"col({self._name!r})"
+
+    def _columns(self) -> Iterator[str]:
+        yield self._name
+
+    def _build(self, ctx: _Context) -> tuple[pa.Array, plan_pb2.Expr | None]:
+        value = ctx.column(self._name)
+        return value, (ctx.pb.Expr(column=self._name) if ctx.pb else None)
+
+
+class _Literal(Expr):
+    __slots__ = ("_scalar", "_type", "_value")
+
+    def __init__(self, value: Any, scalar: pa.Scalar, dtype: pa.DataType | None) -> None:
+        self._value = value
+        self._scalar = scalar
+        self._type = dtype  # the explicit type, None for the natural one
+
+    @classmethod
+    def make(cls, value: Any, dtype: pa.DataType | None) -> _Literal:
+        if value is not None and not isinstance(value, (bool, str, numbers.Real)):
+            raise TypeError(
+                f"lit: unsupported value {value!r} (of type {type(value).__name__}); a "
+                "literal is a bool, int, float, str or None, converted with type= to "
+                "other Arrow types, e.g. lit('2024-01-01T12:00:00', 'timestamp[ms]')"
+            )
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            value = int(value)
+            if not _INT64_MIN <= value <= _INT64_MAX:
+                raise ValueError(
+                    f"lit: {value} is outside the int64 range; give larger numbers as a "
+                    "float or a string with type="
+                )
+        elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+            value = float(value)
+        scalar = pa.scalar(value)
+        if dtype is not None and dtype != scalar.type:
+            try:
+                scalar = pc.cast(scalar, dtype, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+                raise ValueError(f"lit: {value!r} does not convert to {dtype}: {e}") from e
+        else:
+            dtype = None
+        return cls(value, scalar, dtype)
+
+    def output_name(self) -> str:
+        return "literal"
+
+    def _text(self) -> str:
+        if self._value is None:
+            text = "null"
+        elif isinstance(self._value, float) and not math.isfinite(self._value):
+            text = f"float({str(self._value)!r})"
+        else:
+            text = repr(self._value)
+        return text if self._type is None else f"{text}.cast({self._type})"
+
+    def _columns(self) -> Iterator[str]:
+        return iter(())
+
+    def _build(self, ctx: _Context) -> tuple[pa.Scalar, plan_pb2.Expr | None]:
+        if ctx.pb is None:
+            return self._scalar, None
+        v = self._value
+        lit_pb = ctx.pb.Literal()
+        if v is None:
+            lit_pb.null = True
+            lit_pb.type = str(self._scalar.type)
+        else:
+            if isinstance(v, bool):
+                lit_pb.bool_value = v
+            elif isinstance(v, int):
+                lit_pb.int_value = v
+            elif isinstance(v, float):
+                lit_pb.float_value = v
+            else:
+                lit_pb.string_value = v
+            if self._type is not None:
+                lit_pb.type = str(self._type)
+        return self._scalar, ctx.pb.Expr(literal=lit_pb)
+
+
+class _Call(Expr):
+    __slots__ = ("_args", "_function")
+
+    def __init__(self, function: str, args: tuple[Expr, ...]) -> None:
+        self._function = function
+        self._args = args
+
+    def output_name(self) -> str:
+        return self._args[0].output_name()
+
+    def _text(self) -> str:
+        symbol = _FUNCTIONS[self._function][1]
+        if symbol is not None:
+            a, b = self._args
+            return f"{a._operand_text()} {symbol} {b._operand_text()}"
+        (a,) = self._args
+        if self._function == "negate":
+            return f"-{a._operand_text()}"
+        if self._function == "not":
+            return f"~{a._operand_text()}"
+        return f"{a._operand_text()}.{self._function}()"
+
+    def _operand_text(self) -> str:
+        text = self._text()
+        return f"({text})" if _FUNCTIONS[self._function][1] is not None else text
+
+    def _columns(self) -> Iterator[str]:
+        for a in self._args:
+            yield from a._columns()
+
+    def _build(self, ctx: _Context) -> tuple[pa.Array | pa.Scalar, plan_pb2.Expr | None]:
+        built = [a._build(ctx) for a in self._args]
+        values = [v for v, _ in built]
+        if self._function == "divide":
+            # True division: the runtime casts integer operands to float64, as here.
+            values = [
+                pc.cast(v, pa.float64()) if pa.types.is_integer(v.type) else v for v in values
+            ]
+        value = ctx.call(self, lambda: pc.call_function(_FUNCTIONS[self._function][0], values))
+        proto = None
+        if ctx.pb is not None:
+            proto = ctx.pb.Expr(
+                call=ctx.pb.Call(function=self._function, args=[p for _, p in built])
+            )
+        return value, proto
+
+
+class _Cast(Expr):
+    __slots__ = ("_inner", "_to")
+
+    def __init__(self, inner: Expr, to: pa.DataType) -> None:
+        self._inner = inner
+        self._to = to
+
+    def output_name(self) -> str:
+        return self._inner.output_name()
+
+    def _text(self) -> str:
+        return f"{self._inner._operand_text()}.cast({self._to})"
+
+    def _columns(self) -> Iterator[str]:
+        return self._inner._columns()
+
+    def _build(self, ctx: _Context) -> tuple[pa.Array | pa.Scalar, plan_pb2.Expr | None]:
+        value, arg = self._inner._build(ctx)
+        value = ctx.call(self, lambda: pc.cast(value, self._to, safe=True))
+        proto = None
+        if ctx.pb is not None:
+            proto = ctx.pb.Expr(
+                call=ctx.pb.Call(function="cast", args=[arg], cast_to=str(self._to))
+            )
+        return value, proto
+
+
+class _Alias(Expr):
+    __slots__ = ("_inner", "_name")
+
+    def __init__(self, inner: Expr, name: str) -> None:
+        self._inner = inner
+        self._name = name
+
+    def output_name(self) -> str:
+        return self._name
+
+    def _text(self) -> str:
+        name = self._name if self._name.isidentifier() else repr(self._name)
+        return f"{self._inner._text()} AS {name}"
+
+    def _operand_text(self) -> str:
+        return f"({self._text()})"
+
+    def _columns(self) -> Iterator[str]:
+        return self._inner._columns()
+
+    def _build(self, ctx: _Context) -> tuple[pa.Array | pa.Scalar, plan_pb2.Expr | None]:
+        return self._inner._build(ctx)
+
+
+class UdfCall(Expr):
+    """A :class:`~flinkgo.udf.UserDefinedFunction` applied to argument expressions.
+
+    Made by calling a UDF with at least one :class:`Expr` argument; its type is the UDF's
+    declared return type and its name the UDF's name.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from flinkgo import col, udf
+    >>> @udf("double")
+    ... def to_fahrenheit(c):
+    ...     return c * 1.8 + 32
+    >>> e = to_fahrenheit(col("temp"))
+    >>> e, e.output_name(), e.output_type(pa.schema([("temp", pa.float32())]))
+    (<Expr to_fahrenheit(temp)>, 'to_fahrenheit', DataType(double))
+    """
+
+    __slots__ = ("_args", "_udf")
+
+    def __init__(self, udf: UserDefinedFunction, args: Sequence[Any]) -> None:
+        self._udf = udf
+        self._args = tuple(_argument(a) for a in args)
+
+    @property
+    def udf(self) -> UserDefinedFunction:
+        """The UDF that is called."""
+        return self._udf
+
+    @property
+    def args(self) -> tuple[Expr, ...]:
+        """The argument expressions (column-name strings turned into :func:`col`)."""
+        return self._args
+
+    def output_name(self) -> str:
+        """Return the UDF's name, the default name of its output column."""
+        return self._udf.name
+
+    def _text(self) -> str:
+        return f"{self._udf.name}({', '.join(a._text() for a in self._args)})"
+
+    def _columns(self) -> Iterator[str]:
+        for a in self._args:
+            yield from a._columns()
+
+    def _build(self, ctx: _Context) -> tuple[pa.Array, plan_pb2.Expr | None]:
+        built = [a._build(ctx) for a in self._args]
+        value = pa.nulls(0, self._udf.return_type)
+        if ctx.pb is None:
+            return value, None
+        try:
+            spec = self._udf.to_spec()
+        except TypeError as e:
+            raise TypeError(f"{ctx.op}: {e}") from e
+        return value, ctx.pb.Expr(udf=ctx.pb.UdfExpr(udf=spec, args=[p for _, p in built]))
+
+
+def udf_call(udf: UserDefinedFunction, args: Sequence[Any], kwargs: dict[str, Any]) -> UdfCall:
+    """Apply `udf` to expression arguments; see :meth:`UserDefinedFunction.__call__`."""
+    label = f"udf {udf.name!r}"
+    if kwargs:
+        raise TypeError(
+            f"{label}: applied to expressions, a UDF takes positional arguments only "
+            f"(got keywords {sorted(kwargs)}); pass the expressions in the order of the "
+            "function's parameters"
+        )
+    try:
+        signature = inspect.signature(udf.func)
+    except (TypeError, ValueError):  # some builtins have no signature
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(*args)
+        except TypeError as e:
+            raise TypeError(
+                f"{label}: the arguments do not fit the signature {udf.name}{signature}: {e}"
+            ) from None
+    return UdfCall(udf, args)
+
+
+# --- conversion of Python values -----------------------------------------------------------
+
+
+def _operand(value: Any) -> Expr:
+    # An operand of an operator: a Python value (str included) is a literal, as in polars.
+    if isinstance(value, Expr):
+        return value
+    return _Literal.make(value, None)
+
+
+def _compared(value: Any, symbol: str) -> Expr:
+    if value is None:
+        raise TypeError(
+            f"comparing with None ({symbol} None) is null in every row, as in SQL; "
+            "use .is_null() or .is_not_null()"
+        )
+    return _operand(value)
+
+
+def _argument(value: Any) -> Expr:
+    # An argument of a DataFrame method or a UDF call: a str names a column.
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, str):
+        return col(value)
+    return _Literal.make(value, None)
+
+
+def to_expr(value: Any, *, op: str) -> Expr:
+    """Turn a DataFrame method's argument into an expression (str: a column name)."""
+    try:
+        return _argument(value)
+    except (TypeError, ValueError) as e:
+        raise type(e)(
+            f"{op}: expected an expression (col(...), lit(...)), a column name or a "
+            f"bool/int/float value, got {value!r}: {e}"
+        ) from None
+
+
+# --- resolution against a schema ----------------------------------------------------------
+
+
+def plan_pb2_module() -> Any:
+    """Import the generated plan module (protobuf) on first use."""
+    from flinkgo._proto import plan_pb2
+
+    return plan_pb2
+
+
+def unknown_column(op: str, name: str, columns: Sequence[str]) -> ColumnNotFoundError:
+    """Make the error for a missing column, with a suggestion when one is close."""
+    hint = ""
+    close = difflib.get_close_matches(name, list(columns), n=1)
+    if close:
+        hint = f" (did you mean {close[0]!r}?)"
+    return ColumnNotFoundError(f"{op}: unknown column {name!r}; columns are {list(columns)}{hint}")
+
+
+class _Context:
+    """Zero-row columns of the input, the operation's label and the plan module."""
+
+    def __init__(self, schema: pa.Schema, op: str, top: Expr, pb: Any) -> None:
+        self.schema = schema
+        self.op = op
+        self.top = top
+        self.pb = pb
+        self._columns: dict[str, pa.Array] = {}
+
+    def column(self, name: str) -> pa.Array:
+        if name not in self._columns:
+            index = self.schema.get_field_index(name)
+            if index < 0:
+                raise unknown_column(self.op, name, self.schema.names)
+            self._columns[name] = pa.nulls(0, self.schema.field(index).type)
+        return self._columns[name]
+
+    def call(self, expr: Expr, compute: Any) -> pa.Array | pa.Scalar:
+        try:
+            return compute()
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            where = "" if expr is self.top else f" (in `{self.top}`)"
+            raise TypeError(f"{self.op}: cannot evaluate `{expr}`{where}: {e}") from e
+
+
+class Resolved(NamedTuple):
+    """An expression resolved against an input schema."""
+
+    name: str
+    type: pa.DataType
+    proto: Any  # plan_pb2.Expr, or None when not asked for
+
+
+def resolve(expr: Expr, schema: pa.Schema, *, op: str) -> Resolved:
+    """Check `expr` against `schema`; return its name, type and plan message.
+
+    Raises :class:`ColumnNotFoundError` for an unknown column and :class:`TypeError` for
+    a function that does not apply to its argument types, both prefixed with `op`.
+    """
+    return _resolve(expr, schema, op=op, want_proto=True)
+
+
+def _resolve(expr: Expr, schema: pa.Schema, *, op: str, want_proto: bool) -> Resolved:
+    if not isinstance(schema, pa.Schema):
+        raise TypeError(f"{op}: expected a pyarrow.Schema, got {type(schema).__name__}")
+    ctx = _Context(schema, op, expr, plan_pb2_module() if want_proto else None)
+    value, proto = expr._build(ctx)
+    return Resolved(expr.output_name(), value.type, proto)
