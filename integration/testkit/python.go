@@ -3,9 +3,13 @@ package testkit
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
 	"github.com/flinkgo/flinkgo/udf/pyspec"
 )
@@ -61,4 +65,39 @@ func UDFSpecs(t testing.TB, src string) map[string]*workerpb.UdfSpec {
 // Call applies spec to the named argument columns, producing output.
 func Call(spec *workerpb.UdfSpec, output string, args ...string) *workerpb.UdfCall {
 	return &workerpb.UdfCall{Udf: spec, Args: args, Output: output}
+}
+
+// planFooter writes the module's `plan` (a JobPlan) to $FLINKGO_TEST_DIR.
+const planFooter = `
+
+import os as _os
+with open(_os.path.join(_os.environ["FLINKGO_TEST_DIR"], "plan.pb"), "wb") as _f:
+    _f.write(plan.SerializeToString())
+`
+
+// JobPlan runs src, Python that builds a pipeline with the flinkgo API and
+// assigns `plan = env.plan(...)`, with $FLINKGO_TEST_DIR set to dir (where
+// it may also write what it expects, computed with pandas), and returns the
+// plan.
+func JobPlan(t testing.TB, src, dir string) *planpb.JobPlan {
+	t.Helper()
+	script := filepath.Join(dir, "pipeline.py")
+	if err := os.WriteFile(script, []byte(src+planFooter), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(Python(t), script)
+	cmd.Env = append(os.Environ(), "FLINKGO_TEST_DIR="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("testkit: building the plan failed: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "plan.pb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &planpb.JobPlan{}
+	if err := proto.Unmarshal(data, job); err != nil {
+		t.Fatal(err)
+	}
+	return job
 }

@@ -21,7 +21,9 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	arrowcsv "github.com/apache/arrow-go/v18/arrow/csv"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/flinkgo/flinkgo/udf/proto/planpb"
@@ -154,7 +156,7 @@ func openFile(s *planpb.FileSink, cfg Config) (Writer, error) {
 	w.f, w.buf = f, bufio.NewWriterSize(f, 1<<20)
 	switch s.GetFormat() {
 	case planpb.FileSource_CSV:
-		w.enc = &csvEncoder{w: arrowcsv.NewWriter(w.buf, cfg.Schema, arrowcsv.WithHeader(true), arrowcsv.WithNullWriter(""))}
+		w.enc = &csvEncoder{schema: cfg.Schema, w: arrowcsv.NewWriter(w.buf, cfg.Schema, arrowcsv.WithHeader(true), arrowcsv.WithNullWriter(""))}
 	case planpb.FileSource_JSONL:
 		w.enc = &jsonEncoder{w: w.buf}
 	default:
@@ -200,10 +202,31 @@ func (w *fileWriter) Abort() {
 	_ = os.Remove(w.tmp)
 }
 
-type csvEncoder struct{ w *arrowcsv.Writer }
+type csvEncoder struct {
+	schema *arrow.Schema
+	w      *arrowcsv.Writer
+	wrote  bool
+}
 
-func (e *csvEncoder) write(b arrow.RecordBatch) error { return e.w.Write(b) }
-func (e *csvEncoder) finish() error                   { return e.w.Flush() }
+func (e *csvEncoder) write(b arrow.RecordBatch) error {
+	e.wrote = true
+	return e.w.Write(b)
+}
+
+// finish writes the header even when no row came, so every part is a
+// valid CSV file of the sink's columns.
+func (e *csvEncoder) finish() error {
+	if !e.wrote {
+		empty := array.NewRecordBuilder(memory.DefaultAllocator, e.schema)
+		b := empty.NewRecordBatch()
+		empty.Release()
+		defer b.Release()
+		if err := e.w.Write(b); err != nil {
+			return err
+		}
+	}
+	return e.w.Flush()
+}
 
 type parquetEncoder struct{ w *pqarrow.FileWriter }
 

@@ -274,7 +274,8 @@ func (r *Runner) markClosed(err error) {
 	r.mu.Unlock()
 }
 
-// Process sends one batch; see bridge.Runner.
+// Process sends one batch; see bridge.Runner. When ctx ends while the send
+// blocks, the stream is aborted and the runner fails.
 func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch) error {
 	if err := r.usable(); err != nil {
 		return err
@@ -301,9 +302,17 @@ func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch
 		r.fail(fmt.Errorf("%s: %w", r.label, err))
 		return r.failure()
 	}
+	// A send blocks while the worker does not read (a hung UDF fills the
+	// socket); when ctx ends meanwhile the stream is aborted, which fails
+	// the runner: the caller is canceling.
+	stop := context.AfterFunc(ctx, func() {
+		r.fail(fmt.Errorf("%s: send aborted: %w", r.label, context.Cause(ctx)))
+		r.streamCancel()
+	})
 	err = r.stream.Send(&workerpb.ProcessRequest{Kind: &workerpb.ProcessRequest_Batch{
 		Batch: &workerpb.Batch{Seq: seq, ArrowIpc: r.sendBuf.Bytes()},
 	}})
+	stop()
 	r.sendMu.Unlock()
 	if err != nil {
 		return r.sendFailed(err)

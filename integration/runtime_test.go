@@ -1,0 +1,218 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/flinkgo/flinkgo/integration/testkit"
+	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
+)
+
+// The pipelines below are written with the Python API; each also writes
+// what pandas computes from the same input to expected.csv, and checkSource
+// compares the job's CSV parts with it.
+const pipelinePrelude = `
+import os
+import numpy as np
+import pandas as pd
+import flinkgo as fg
+from flinkgo import udf
+
+DIR = os.environ["FLINKGO_TEST_DIR"]
+OUT = os.path.join(DIR, "out")
+PARALLELISM = int(os.environ.get("FLINKGO_TEST_PARALLELISM", "1"))
+rng = np.random.default_rng(3)
+readings = pd.DataFrame({
+    "id": np.arange(2000, dtype="int64"),
+    "site": rng.choice(["north", "south", "east"], 2000),
+    "temp": rng.normal(20, 8, 2000).round(2),
+})
+env = fg.Environment(parallelism=PARALLELISM)
+`
+
+const checkSource = `
+import glob, sys
+import pandas as pd
+out_dir, expected = sys.argv[1], sys.argv[2]
+parts = sorted(glob.glob(out_dir + "/part-*.csv"))
+got = pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
+want = pd.read_csv(expected)
+cols = list(want.columns)
+got = got[cols].sort_values(cols, ignore_index=True)
+want = want.sort_values(cols, ignore_index=True)
+pd.testing.assert_frame_equal(got, want, check_dtype=False, rtol=1e-9)
+print(f"{len(got)} rows match")
+`
+
+// runPipeline builds the pipeline's plan with Python, plans and runs it,
+// and compares the output with pandas' answer.
+func runPipeline(t *testing.T, body string, parallelism int) *runexec.Metrics {
+	t.Helper()
+	testkit.NoLeakedWorkers(t)
+	dir := t.TempDir()
+	t.Setenv("FLINKGO_TEST_PARALLELISM", fmt.Sprint(parallelism))
+	job := testkit.JobPlan(t, pipelinePrelude+body, dir)
+	g, err := plan.Plan(job, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	m, err := runexec.Run(context.Background(), g, runOptions(t, mem))
+	if err != nil {
+		t.Fatalf("%v\nplan:\n%s", err, g.Explain())
+	}
+	check := filepath.Join(dir, "check.py")
+	if err := os.WriteFile(check, []byte(checkSource), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(testkit.Python(t), check, filepath.Join(dir, "out"), filepath.Join(dir, "expected.csv")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("output differs from pandas: %v\n%s\nplan:\n%s", err, out, g.Explain())
+	}
+	return m
+}
+
+func runOptions(t *testing.T, mem memory.Allocator) runexec.Options {
+	return runexec.Options{
+		Allocator: mem,
+		Runner: pluginrunner.Options{
+			Python: testkit.Python(t),
+			Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+		},
+	}
+}
+
+func TestPipelineExpressions(t *testing.T) {
+	body := `
+df = env.from_pandas(readings)
+hot = df.filter((fg.col("temp") > 20) & (fg.col("site") != "east"))
+out = hot.with_column("f", fg.col("temp") * 9 / 5 + 32).select("id", "site", "f")
+out.write_csv(OUT)
+want = readings[(readings.temp > 20) & (readings.site != "east")].assign(f=lambda d: d.temp * 9 / 5 + 32)
+want[["id", "site", "f"]].to_csv(os.path.join(DIR, "expected.csv"), index=False)
+plan = env.plan("expressions")
+`
+	for _, p := range []int{1, 3} {
+		t.Run(fmt.Sprintf("parallelism=%d", p), func(t *testing.T) { runPipeline(t, body, p) })
+	}
+}
+
+func TestPipelineUDFs(t *testing.T) {
+	body := `
+@udf("float64", func_type="pandas")
+def to_kelvin(c):
+    return c + 273.15
+
+@udf("string", concurrency=2)
+def shout(s):
+    return s.upper() + "!"
+
+df = env.from_pandas(readings)
+out = df.with_columns(k=to_kelvin(fg.col("temp")), loud=shout(fg.col("site"))).select("id", "k", "loud")
+out.write_csv(OUT)
+want = readings.assign(k=readings.temp + 273.15, loud=readings.site.str.upper() + "!")
+want[["id", "k", "loud"]].to_csv(os.path.join(DIR, "expected.csv"), index=False)
+plan = env.plan("udfs")
+`
+	for _, p := range []int{1, 3} {
+		t.Run(fmt.Sprintf("parallelism=%d", p), func(t *testing.T) { runPipeline(t, body, p) })
+	}
+}
+
+func TestPipelineKeyedAggregate(t *testing.T) {
+	body := `
+df = env.from_pandas(readings)
+agg = df.key_by("site").agg(fg.mean("temp").alias("avg"), fg.count().alias("n"), fg.sum("id").alias("ids"), fg.max("temp").alias("hi"))
+agg.write_csv(OUT)
+want = readings.groupby("site", as_index=False).agg(avg=("temp", "mean"), n=("id", "size"), ids=("id", "sum"), hi=("temp", "max"))
+want.to_csv(os.path.join(DIR, "expected.csv"), index=False)
+plan = env.plan("aggregate")
+`
+	for _, p := range []int{1, 3} {
+		t.Run(fmt.Sprintf("parallelism=%d", p), func(t *testing.T) { runPipeline(t, body, p) })
+	}
+}
+
+func TestPipelineFailingUDFFailsTheJob(t *testing.T) {
+	testkit.NoLeakedWorkers(t)
+	dir := t.TempDir()
+	job := testkit.JobPlan(t, pipelinePrelude+`
+@udf("float64")
+def fragile(t):
+    if t > 40:
+        raise ArithmeticError(f"sensor overheated: {t}")
+    return t
+
+env.from_pandas(readings).with_column("x", fragile(fg.col("temp"))).write_csv(OUT)
+plan = env.plan("failing")
+`, dir)
+	g, err := plan.Plan(job, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	_, err = runexec.Run(context.Background(), g, runOptions(t, mem))
+	var udfErr *bridge.UDFError
+	if !errors.As(err, &udfErr) || udfErr.UDF != "fragile" || !strings.Contains(err.Error(), "sensor overheated") ||
+		!strings.Contains(udfErr.Traceback, `raise ArithmeticError(f"sensor overheated: {t}")`) {
+		t.Fatalf("want the UDF's exception with its traceback, got %v", err)
+	}
+	// A failed job publishes no part file.
+	if parts, _ := filepath.Glob(filepath.Join(dir, "out", "*")); len(parts) != 0 {
+		t.Errorf("failed job left %v", parts)
+	}
+}
+
+func TestPipelineCancelStopsPromptly(t *testing.T) {
+	testkit.NoLeakedWorkers(t)
+	dir := t.TempDir()
+	job := testkit.JobPlan(t, pipelinePrelude+`
+import time
+
+@udf("float64")
+def slow(t):
+    time.sleep(1000)
+    return t
+
+env.datagen(schema={"id": "int64", "temp": "float64"}).with_column("x", slow(fg.col("temp"))).write_csv(OUT)
+plan = env.plan("cancel")
+`, dir)
+	g, err := plan.Plan(job, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := runexec.Run(ctx, g, runOptions(t, mem))
+		done <- err
+	}()
+	time.Sleep(2 * time.Second) // let the worker start and hang in the UDF
+	cause := errors.New("user canceled")
+	cancel(cause)
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second): // hang guard
+		t.Fatal("job did not stop after cancel")
+	}
+	if !errors.Is(err, cause) {
+		t.Errorf("canceled job returned %v, want the cause", err)
+	}
+}

@@ -1,0 +1,187 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flinkgo/flinkgo/bundle"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
+	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+)
+
+// udfProc runs a UDF operator subtask: it sends the UDFs' argument columns
+// to a worker through a bundle.Operator and joins each result with the
+// input rows it answers (the columns passed through).
+type udfProc struct {
+	op *bundle.Operator
+	// argCols are the input columns the worker reads, in its input order.
+	argCols []int
+	// out says where each output column comes from: an input column index,
+	// or (-1 - i) for result column i.
+	out    []int
+	schema *arrow.Schema
+	// pending holds input batches whose rows still await results, oldest
+	// first, and how many rows of the first were answered.
+	pending []arrow.RecordBatch
+	offset  int64
+	// emit is the task's downstream while a call is in progress; results
+	// arrive inside ProcessBatch, FinishBundle and Close.
+	emit emitFunc
+	ctx  context.Context
+	// batchMap: a map_batches function, whose results replace the input.
+	batchMap bool
+}
+
+func newUDFProc(op *plan.Operator, in, out *arrow.Schema, subtask int, opts Options) (*udfProc, error) {
+	p := &udfProc{schema: out}
+	var calls []*workerpb.UdfCall
+	var workerIn *arrow.Schema
+	if op.Kind == plan.KindMapBatches {
+		p.batchMap = true
+		calls = []*workerpb.UdfCall{{Udf: op.Node.GetMapBatches().GetFunction()}}
+		workerIn = in
+		for i := range in.NumFields() {
+			p.argCols = append(p.argCols, i)
+		}
+	} else {
+		calls = op.UDF.Calls
+		var fields []arrow.Field
+		for _, name := range op.UDF.InputColumns {
+			idx := in.FieldIndices(name)
+			if len(idx) == 0 {
+				return nil, fmt.Errorf("udf input column %q is not in %s", name, in)
+			}
+			p.argCols = append(p.argCols, idx[0])
+			fields = append(fields, in.Field(idx[0]))
+		}
+		workerIn = arrow.NewSchema(fields, nil)
+		for _, f := range out.Fields() {
+			if i := slices.Index(op.UDF.ResultColumns, f.Name); i >= 0 {
+				p.out = append(p.out, -1-i)
+			} else {
+				p.out = append(p.out, in.FieldIndices(f.Name)[0])
+			}
+		}
+	}
+	ropts := opts.Runner
+	ropts.Calls = calls
+	ropts.InputSchema = workerIn
+	ropts.Allocator = opts.Allocator
+	ropts.OperatorName = op.Name
+	ropts.Subtask = subtask
+	if !p.batchMap {
+		results, err := resultFields(calls)
+		if err != nil {
+			return nil, err
+		}
+		fields := make([]arrow.Field, len(op.UDF.ResultColumns))
+		for i, name := range op.UDF.ResultColumns {
+			fields[i] = results[name]
+		}
+		ropts.OutputSchema = arrow.NewSchema(fields, nil)
+	}
+	runner, err := pluginrunner.NewRunner(ropts)
+	if err != nil {
+		return nil, err
+	}
+	p.op, err = bundle.NewOperator(bundle.Options{
+		Name:          fmt.Sprintf("%q (uid %s, subtask %d)", op.Name, op.UID, subtask),
+		BatchSize:     op.BatchSize,
+		BundleSize:    opts.BundleSize,
+		BundleTime:    opts.BundleTime,
+		MaxBatchBytes: ropts.MaxBatchBytes(),
+		Allocator:     opts.Allocator,
+	}, runner, p.onResult)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *udfProc) open(ctx context.Context) error { return p.op.Open(ctx) }
+
+func (p *udfProc) with(ctx context.Context, emit emitFunc, f func() error) error {
+	p.ctx, p.emit = ctx, emit
+	defer func() { p.ctx, p.emit = nil, nil }()
+	return f()
+}
+
+func (p *udfProc) process(ctx context.Context, _ int, b arrow.RecordBatch, emit emitFunc) error {
+	args := make([]arrow.Array, len(p.argCols))
+	fields := make([]arrow.Field, len(p.argCols))
+	for i, c := range p.argCols {
+		args[i], fields[i] = b.Column(c), b.Schema().Field(c)
+	}
+	argBatch := array.NewRecordBatch(arrow.NewSchema(fields, nil), args, b.NumRows())
+	defer argBatch.Release()
+	if !p.batchMap {
+		b.Retain()
+		p.pending = append(p.pending, b)
+	}
+	return p.with(ctx, emit, func() error { return p.op.ProcessBatch(ctx, argBatch) })
+}
+
+// onResult joins a result with the input rows it answers and emits it.
+func (p *udfProc) onResult(res bridge.Result) error {
+	if p.batchMap {
+		return p.emit(p.ctx, res.Batch)
+	}
+	defer res.Batch.Release()
+	rows := res.Batch.NumRows()
+	for rows > 0 {
+		if len(p.pending) == 0 {
+			return fmt.Errorf("exec: udf returned %d rows more than it was sent", rows)
+		}
+		head := p.pending[0]
+		n := min(rows, head.NumRows()-p.offset)
+		results := res.Batch.NewSlice(res.Batch.NumRows()-rows, res.Batch.NumRows()-rows+n)
+		cols := make([]arrow.Array, len(p.out))
+		for i, src := range p.out {
+			if src < 0 {
+				cols[i] = results.Column(-1 - src)
+			} else {
+				cols[i] = array.NewSlice(head.Column(src), p.offset, p.offset+n)
+				defer cols[i].Release()
+			}
+		}
+		out := array.NewRecordBatch(p.schema, cols, n)
+		results.Release()
+		p.offset += n
+		rows -= n
+		if p.offset == head.NumRows() {
+			head.Release()
+			p.pending, p.offset = p.pending[1:], 0
+		}
+		if err := p.emit(p.ctx, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *udfProc) finish(ctx context.Context, emit emitFunc) error {
+	return p.with(ctx, emit, func() error { return p.op.Close(ctx) })
+}
+
+func (p *udfProc) deadline() (time.Time, bool) { return p.op.BundleDeadline() }
+
+func (p *udfProc) onTimer(ctx context.Context, emit emitFunc) error {
+	return p.with(ctx, emit, func() error { return p.op.FinishBundle(ctx) })
+}
+
+func (p *udfProc) cancel(cause error) { p.op.Cancel(cause) }
+
+func (p *udfProc) release() {
+	_ = p.op.Close(context.Background()) // after cancel: frees only
+	for _, b := range p.pending {
+		b.Release()
+	}
+	p.pending = nil
+}
