@@ -30,23 +30,28 @@ go build -o "$out/bin/protoc-gen-go-grpc" google.golang.org/grpc/cmd/protoc-gen-
   --go-grpc_out="$out/go" --go-grpc_opt=paths=source_relative \
   --go_opt=Mworker.proto=github.com/flinkgo/flinkgo/udf/proto/workerpb \
   --go_opt=Mplan.proto=github.com/flinkgo/flinkgo/udf/proto/planpb \
-  worker.proto plan.proto
+  --go_opt=Mjob.proto=github.com/flinkgo/flinkgo/udf/proto/jobpb \
+  --go-grpc_opt=Mworker.proto=github.com/flinkgo/flinkgo/udf/proto/workerpb \
+  --go-grpc_opt=Mplan.proto=github.com/flinkgo/flinkgo/udf/proto/planpb \
+  --go-grpc_opt=Mjob.proto=github.com/flinkgo/flinkgo/udf/proto/jobpb \
+  worker.proto plan.proto job.proto
 "$python" -m grpc_tools.protoc -I udf/proto -I udf/proto/goplugin \
   --python_out="$out/py" --grpc_python_out="$out/py" \
-  worker.proto plan.proto grpc_controller.proto grpc_stdio.proto health.proto
+  worker.proto plan.proto job.proto grpc_controller.proto grpc_stdio.proto health.proto
 # grpc_tools writes top-level imports; the modules live inside flinkgo._proto.
 sed -i -E "s/^import ([a-z_]+_pb2) as /from . import \\1 as /" "$out"/py/*.py
 touch "$out/py/__init__.py"
 
 # One Go package per proto file.
-mkdir -p "$out/gopkg/workerpb" "$out/gopkg/planpb"
+mkdir -p "$out/gopkg/workerpb" "$out/gopkg/planpb" "$out/gopkg/jobpb"
 mv "$out"/go/worker*.go "$out/gopkg/workerpb/"
 mv "$out"/go/plan*.go "$out/gopkg/planpb/"
+mv "$out"/go/job*.go "$out/gopkg/jobpb/"
 
 py_dir=python/flinkgo/_proto
 if [ "${1:-}" = "--check" ]; then
   stale=0
-  for pkg in workerpb planpb; do
+  for pkg in workerpb planpb jobpb; do
     diff -r "$out/gopkg/$pkg" "udf/proto/$pkg" >&2 || stale=1
   done
   diff -r "$out/py" "$py_dir" >&2 || stale=1
@@ -57,11 +62,11 @@ if [ "${1:-}" = "--check" ]; then
   echo "protocol code is up to date"
   exit 0
 fi
-for pkg in workerpb planpb; do
+for pkg in workerpb planpb jobpb; do
   rm -rf "udf/proto/$pkg"
   cp -r "$out/gopkg/$pkg" "udf/proto/$pkg"
 done
 rm -rf "$py_dir"
 mkdir -p "$py_dir"
 cp "$out"/py/* "$py_dir"/
-echo "wrote udf/proto/workerpb, udf/proto/planpb and $py_dir"
+echo "wrote udf/proto/{workerpb,planpb,jobpb} and $py_dir"
