@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -71,7 +72,12 @@ func NoLeakedWorkers(t testing.TB) {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Errorf("leaked worker processes: %v", pids)
+				var desc []string
+				for _, pid := range pids {
+					cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+					desc = append(desc, fmt.Sprintf("%d (%s)", pid, strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")))
+				}
+				t.Errorf("leaked child processes: %s", strings.Join(desc, ", "))
 				return
 			}
 			time.Sleep(20 * time.Millisecond)

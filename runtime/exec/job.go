@@ -63,6 +63,7 @@ type Metrics struct {
 // OperatorMetrics are one operator's totals over its subtasks.
 type OperatorMetrics struct {
 	Name, UID   string
+	Kind        string
 	Parallelism int
 	RowsIn      int64
 	RowsOut     int64
@@ -76,6 +77,28 @@ type counters struct{ in, out atomic.Int64 }
 // names the operator, and for a UDF the Python traceback); of a canceled
 // run, ctx's cause.
 func Run(ctx context.Context, g *plan.Graph, opts Options) (*Metrics, error) {
+	j, err := Start(ctx, g, opts)
+	if err != nil {
+		return nil, err
+	}
+	return j.Wait()
+}
+
+// Job is a started run.
+type Job struct {
+	g       *plan.Graph
+	grp     *errgroup.Group
+	inboxes [][]*inbox
+	count   []counters
+	done    chan struct{}
+	metrics *Metrics
+	err     error
+}
+
+// Start builds every task of g and starts them; see Run. Errors in
+// building (an expression that does not compile, a worker that cannot be
+// configured) are returned before anything runs.
+func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	opts = opts.withDefaults()
 	sch, err := schemas(g)
 	if err != nil {
@@ -108,21 +131,43 @@ func Run(ctx context.Context, g *plan.Graph, opts Options) (*Metrics, error) {
 	for _, t := range tasks {
 		grp.Go(func() error { return t.run(gctx) })
 	}
-	err = grp.Wait()
+	j := &Job{g: g, grp: grp, inboxes: inboxes, count: count, done: make(chan struct{})}
+	go j.wait()
+	return j, nil
+}
+
+func (j *Job) wait() {
+	err := j.grp.Wait()
 	// Every task has ended: free what is still queued between them.
-	for _, subtasks := range inboxes {
+	for _, subtasks := range j.inboxes {
 		for _, in := range subtasks {
 			drain(in)
 		}
 	}
+	j.metrics, j.err = j.Snapshot(), err
+	close(j.done)
+}
+
+// Wait blocks until every task and worker is gone and returns the final
+// metrics and the run's error. Safe to call from several goroutines.
+func (j *Job) Wait() (*Metrics, error) {
+	<-j.done
+	return j.metrics, j.err
+}
+
+// Done is closed when the job has ended.
+func (j *Job) Done() <-chan struct{} { return j.done }
+
+// Snapshot returns the rows counted so far. Safe at any time.
+func (j *Job) Snapshot() *Metrics {
 	m := &Metrics{}
-	for _, op := range g.Operators {
+	for _, op := range j.g.Operators {
 		m.Operators = append(m.Operators, OperatorMetrics{
-			Name: op.Name, UID: op.UID, Parallelism: op.Parallelism,
-			RowsIn: count[op.ID].in.Load(), RowsOut: count[op.ID].out.Load(),
+			Name: op.Name, UID: op.UID, Parallelism: op.Parallelism, Kind: op.Kind.String(),
+			RowsIn: j.count[op.ID].in.Load(), RowsOut: j.count[op.ID].out.Load(),
 		})
 	}
-	return m, err
+	return m
 }
 
 // task is one operator subtask and its goroutine.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
 
 	"github.com/flinkgo/flinkgo/udf/bridge"
@@ -59,6 +61,9 @@ var _ Process = (*pluginProcess)(nil)
 // pluginProcess is a worker started with go-plugin from an exec.Cmd.
 type pluginProcess struct {
 	client *plugin.Client
+	// wc is the worker's command, set by go-plugin's RunnerFunc; read it
+	// only after startProcess returned.
+	wc     *workerCmd
 	cmd    *exec.Cmd
 	stderr *lineTail
 	conn   workerpb.UdfWorkerClient
@@ -70,14 +75,17 @@ type pluginProcess struct {
 // startProcess starts the worker and connects to it. It blocks until the
 // handshake is done, opts.StartTimeout passes, or ctx ends.
 func startProcess(ctx context.Context, opts Options, logger hclog.Logger) (*pluginProcess, error) {
-	args := []string{"-m", "flinkgo.worker"}
-	cmd := exec.Command(opts.Python, args...)
-	cmd.Env = append([]string{maxMessageEnv + "=" + strconv.Itoa(opts.MaxMessageBytes)}, opts.Env...)
 	stderr := newLineTail(20)
+	guard := &startGuard{}
+	extraEnv := append([]string{maxMessageEnv + "=" + strconv.Itoa(opts.MaxMessageBytes)}, opts.Env...)
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  handshake,
-		Plugins:          plugin.PluginSet{"udf": udfPlugin{}},
-		Cmd:              cmd,
+		HandshakeConfig: handshake,
+		Plugins:         plugin.PluginSet{"udf": udfPlugin{}},
+		// Our own runner, so that a start canceled half-way leaves no
+		// process (go-plugin's Kill does nothing before its Start began).
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+			return guard.newCmd(opts.Python, append(spec.Env, extraEnv...))
+		},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     opts.StartTimeout,
 		Logger:           logger,
@@ -89,7 +97,7 @@ func startProcess(ctx context.Context, opts Options, logger hclog.Logger) (*plug
 			grpc.MaxCallSendMsgSize(opts.MaxMessageBytes),
 		)},
 	})
-	p := &pluginProcess{client: client, cmd: cmd, stderr: stderr}
+	p := &pluginProcess{client: client, stderr: stderr}
 
 	type dispensed struct {
 		conn workerpb.UdfWorkerClient
@@ -113,10 +121,17 @@ func startProcess(ctx context.Context, opts Options, logger hclog.Logger) (*plug
 	select {
 	case d = <-done:
 	case <-ctx.Done():
-		client.Kill()
+		guard.abort()
 		<-done
+		client.Kill()
 		return nil, fmt.Errorf("%w: %w", bridge.ErrWorkerStart, context.Cause(ctx))
 	}
+	p.wc = guard.cmd()
+	if p.wc == nil {
+		client.Kill()
+		return nil, p.startError(d.err)
+	}
+	p.cmd = p.wc.cmd
 	if d.err != nil {
 		client.Kill()
 		return nil, p.startError(d.err)
@@ -129,11 +144,14 @@ func startProcess(ctx context.Context, opts Options, logger hclog.Logger) (*plug
 }
 
 func (p *pluginProcess) startError(err error) error {
-	status := ""
-	if p.client.Exited() && p.cmd.ProcessState != nil {
-		status = " (" + p.cmd.ProcessState.String() + ")"
+	status, path := "", "python"
+	if p.cmd != nil {
+		path = p.cmd.Path
+		if p.client.Exited() && p.cmd.ProcessState != nil {
+			status = " (" + p.cmd.ProcessState.String() + ")"
+		}
 	}
-	msg := fmt.Sprintf("%v: python %q%s: %v", bridge.ErrWorkerStart, p.cmd.Path, status, err)
+	msg := fmt.Sprintf("%v: python %q%s: %v", bridge.ErrWorkerStart, path, status, err)
 	if tail := p.stderr.Lines(); len(tail) > 0 {
 		msg += "; last stderr lines:\n  " + strings.Join(tail, "\n  ")
 	}
@@ -215,6 +233,113 @@ func (udfPlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
 
 func (udfPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
 	return workerpb.NewUdfWorkerClient(conn), nil
+}
+
+// startGuard lets startProcess abort a start that go-plugin has not
+// finished: before the process exists, its start is refused; after, it is
+// killed.
+type startGuard struct {
+	mu      sync.Mutex
+	aborted bool
+	wc      *workerCmd
+}
+
+var errStartAborted = errors.New("start canceled")
+
+func (g *startGuard) newCmd(python string, env []string) (*workerCmd, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.aborted {
+		return nil, errStartAborted
+	}
+	wc, err := newWorkerCmd(python, env, g)
+	g.wc = wc
+	return wc, err
+}
+
+func (g *startGuard) cmd() *workerCmd {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.wc
+}
+
+func (g *startGuard) abort() {
+	g.mu.Lock()
+	g.aborted = true
+	wc := g.wc
+	g.mu.Unlock()
+	if wc != nil {
+		_ = wc.Kill(context.Background())
+	}
+}
+
+// workerCmd is go-plugin's view of the worker process (runner.Runner):
+// `python -m flinkgo.worker` with go-plugin's environment.
+type workerCmd struct {
+	cmd            *exec.Cmd
+	stdout, stderr io.ReadCloser
+	guard          *startGuard
+}
+
+var _ runner.Runner = (*workerCmd)(nil)
+
+func newWorkerCmd(python string, env []string, guard *startGuard) (*workerCmd, error) {
+	cmd := exec.Command(python, "-m", "flinkgo.worker")
+	cmd.Env = env
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	return &workerCmd{cmd: cmd, stdout: stdout, stderr: stderr, guard: guard}, nil
+}
+
+// Start starts the process unless the start was aborted; the guard's lock
+// orders it with abort.
+func (w *workerCmd) Start(context.Context) error {
+	w.guard.mu.Lock()
+	defer w.guard.mu.Unlock()
+	if w.guard.aborted {
+		return errStartAborted
+	}
+	return w.cmd.Start()
+}
+
+func (w *workerCmd) Wait(context.Context) error { return w.cmd.Wait() }
+
+func (w *workerCmd) Kill(context.Context) error {
+	if p := w.cmd.Process; p != nil {
+		if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *workerCmd) Stdout() io.ReadCloser { return w.stdout }
+func (w *workerCmd) Stderr() io.ReadCloser { return w.stderr }
+func (w *workerCmd) Name() string          { return w.cmd.Path }
+
+func (w *workerCmd) ID() string {
+	if p := w.cmd.Process; p != nil {
+		return strconv.Itoa(p.Pid)
+	}
+	return ""
+}
+
+func (w *workerCmd) Diagnose(context.Context) string {
+	return fmt.Sprintf("the worker did not complete the go-plugin handshake: check that %s can `import flinkgo` (pip install flinkgo in that environment)", w.cmd.Path)
+}
+
+func (w *workerCmd) PluginToHost(network, addr string) (string, string, error) {
+	return network, addr, nil
+}
+
+func (w *workerCmd) HostToPlugin(network, addr string) (string, string, error) {
+	return network, addr, nil
 }
 
 // lineTail keeps the last n lines written to it. go-plugin writes the

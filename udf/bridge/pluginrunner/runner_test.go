@@ -585,3 +585,29 @@ def twice_big(df):
 		t.Errorf("map_batches result %s", got)
 	}
 }
+
+func TestCancelDuringStartLeavesNoProcess(t *testing.T) {
+	f := newFixture(t)
+	for _, after := range []time.Duration{0, time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond} {
+		r, err := pluginrunner.NewRunner(pluginrunner.Options{
+			Calls:       []*workerpb.UdfCall{testkit.Call(f.specs["plus_one"], "y", "x")},
+			InputSchema: int64Schema,
+			Python:      testkit.Python(t),
+			Logger:      hclog.NewNullLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(after, cancel)
+		// Whichever wins the race, nothing may be left running (the
+		// fixture checks for leaked processes).
+		if err := r.Open(ctx); err == nil {
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Cancel()
+		cancel()
+	}
+}

@@ -1,0 +1,215 @@
+// Package server serves the job service (udf/proto/job.proto): clients
+// submit plans, the server plans and runs them with package exec and
+// streams progress, collected rows and the outcome back.
+//
+// A job lives as long as its Execute call: a client that cancels the call
+// or disconnects cancels the job (through the UDF operators' cancel path,
+// never waiting on a hung worker). Cancel cancels a job by id.
+//
+// The server binds nothing itself: the caller (cmd/flinkgo) listens and
+// hands it a grpc.Server.
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/proto/jobpb"
+)
+
+// ErrJobCanceled is the cause of a job canceled through Cancel.
+var ErrJobCanceled = errors.New("server: job canceled by request")
+
+// errClientGone is the cause of a job whose client went away.
+var errClientGone = errors.New("server: the client canceled the job or disconnected")
+
+// Server implements jobpb.JobServiceServer.
+type Server struct {
+	jobpb.UnimplementedJobServiceServer
+	exec runexec.Options
+
+	mu struct {
+		sync.Mutex
+		jobs map[string]context.CancelCauseFunc
+	}
+	// running counts Execute calls, so a stopping server can wait for its
+	// jobs (and their workers) to be gone.
+	running sync.WaitGroup
+}
+
+// Wait blocks until no job runs. Call it after the gRPC server stopped
+// taking calls.
+func (s *Server) Wait() { s.running.Wait() }
+
+// New returns a server running jobs with opts (its Collect is the
+// server's own).
+func New(opts runexec.Options) *Server {
+	s := &Server{exec: opts}
+	s.mu.jobs = map[string]context.CancelCauseFunc{}
+	return s
+}
+
+// Explain plans a job without running it.
+func (s *Server) Explain(_ context.Context, req *jobpb.ExplainRequest) (*jobpb.ExplainResponse, error) {
+	g, err := plan.Plan(req.GetPlan(), plan.Options{})
+	if err != nil {
+		return &jobpb.ExplainResponse{Error: err.Error()}, nil
+	}
+	return &jobpb.ExplainResponse{Explain: g.Explain()}, nil
+}
+
+// Cancel cancels a running job; it does not wait for it to stop.
+func (s *Server) Cancel(_ context.Context, req *jobpb.CancelRequest) (*jobpb.CancelResponse, error) {
+	s.mu.Lock()
+	cancel, ok := s.mu.jobs[req.GetJobId()]
+	s.mu.Unlock()
+	if ok {
+		cancel(ErrJobCanceled)
+	}
+	return &jobpb.CancelResponse{Found: ok}, nil
+}
+
+// Execute plans and runs a job, streaming its events.
+func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_ExecuteServer) error {
+	s.running.Add(1)
+	defer s.running.Done()
+	var sendMu sync.Mutex
+	send := func(ev *jobpb.JobEvent) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(ev)
+	}
+	g, err := plan.Plan(req.GetPlan(), plan.Options{})
+	if err != nil {
+		return send(finished(jobpb.JobFinished_FAILED, &jobpb.JobError{Message: err.Error(), Kind: "PLAN"}, nil))
+	}
+	id := newJobID()
+	ctx, cancel := context.WithCancelCause(stream.Context())
+	defer cancel(nil)
+	stop := context.AfterFunc(stream.Context(), func() { cancel(errClientGone) })
+	defer stop()
+	s.mu.Lock()
+	s.mu.jobs[id] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.mu.jobs, id)
+		s.mu.Unlock()
+	}()
+	if err := send(&jobpb.JobEvent{Kind: &jobpb.JobEvent_Started{Started: &jobpb.JobStarted{JobId: id, Explain: g.Explain()}}}); err != nil {
+		return err
+	}
+
+	opts := s.exec
+	opts.Collect = func(op *plan.Operator, subtask int, b arrow.RecordBatch) error {
+		defer b.Release()
+		data, err := encode(b)
+		if err != nil {
+			return err
+		}
+		return send(&jobpb.JobEvent{Kind: &jobpb.JobEvent_Collected{Collected: &jobpb.CollectedBatch{
+			Node: int32(op.NodeID), Subtask: int32(subtask), ArrowIpc: data,
+		}}})
+	}
+	start := time.Now()
+	job, err := runexec.Start(ctx, g, opts)
+	if err != nil {
+		return send(finished(jobpb.JobFinished_FAILED, jobError(err), nil))
+	}
+	var reporter sync.WaitGroup
+	if every := time.Duration(req.GetProgressIntervalMs()) * time.Millisecond; every > 0 {
+		reporter.Go(func() { reportProgress(job, every, start, send) })
+	}
+	m, err := job.Wait()
+	reporter.Wait() // no send may follow Execute's return
+	metrics := progress(m, start)
+	switch {
+	case err == nil:
+		return send(finished(jobpb.JobFinished_FINISHED, nil, metrics))
+	case errors.Is(err, ErrJobCanceled) || errors.Is(err, errClientGone):
+		// The client may be gone; the send is best effort.
+		_ = send(finished(jobpb.JobFinished_CANCELED, &jobpb.JobError{Message: err.Error(), Kind: "CANCELED"}, metrics))
+		return nil
+	default:
+		return send(finished(jobpb.JobFinished_FAILED, jobError(err), metrics))
+	}
+}
+
+func reportProgress(job *runexec.Job, every time.Duration, start time.Time, send func(*jobpb.JobEvent) error) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-job.Done():
+			return
+		case <-t.C:
+			if send(&jobpb.JobEvent{Kind: &jobpb.JobEvent_Progress{Progress: progress(job.Snapshot(), start)}}) != nil {
+				return
+			}
+		}
+	}
+}
+
+func progress(m *runexec.Metrics, start time.Time) *jobpb.Progress {
+	p := &jobpb.Progress{ElapsedSeconds: time.Since(start).Seconds()}
+	if m == nil {
+		return p
+	}
+	for _, op := range m.Operators {
+		p.Operators = append(p.Operators, &jobpb.OperatorProgress{
+			Name: op.Name, Uid: op.UID, Parallelism: int32(op.Parallelism), RowsIn: op.RowsIn, RowsOut: op.RowsOut,
+		})
+	}
+	return p
+}
+
+func finished(state jobpb.JobFinished_State, e *jobpb.JobError, m *jobpb.Progress) *jobpb.JobEvent {
+	return &jobpb.JobEvent{Kind: &jobpb.JobEvent_Finished{Finished: &jobpb.JobFinished{State: state, Error: e, Metrics: m}}}
+}
+
+// jobError sorts a run's failure for the client.
+func jobError(err error) *jobpb.JobError {
+	e := &jobpb.JobError{Message: err.Error(), Kind: "RUNTIME"}
+	var udfErr *bridge.UDFError
+	var taskErr *runexec.TaskError
+	switch {
+	case errors.As(err, &udfErr):
+		e.Kind, e.Udf, e.Operator, e.Traceback = "UDF", udfErr.UDF, udfErr.Operator, udfErr.Traceback
+	case errors.Is(err, bridge.ErrWorkerLost), errors.Is(err, bridge.ErrWorkerStart):
+		e.Kind = "WORKER"
+	}
+	if errors.As(err, &taskErr) && e.Operator == "" {
+		e.Operator = taskErr.Operator
+	}
+	return e
+}
+
+func encode(b arrow.RecordBatch) ([]byte, error) {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(b.Schema()))
+	if err := w.Write(b); err != nil {
+		return nil, fmt.Errorf("server: encoding collected rows: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func newJobID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
