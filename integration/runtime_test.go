@@ -216,3 +216,50 @@ plan = env.plan("cancel")
 		t.Errorf("canceled job returned %v, want the cause", err)
 	}
 }
+
+func TestSlowSinkBoundsTheMemoryOfAFastSource(t *testing.T) {
+	testkit.NoLeakedWorkers(t)
+	dir := t.TempDir()
+	job := testkit.JobPlan(t, pipelinePrelude+`
+import time
+
+@udf("float64", func_type="pandas")
+def slow(v):
+    time.sleep(0.05)
+    return v
+
+# An unbounded generator, as fast as Go can make rows, into a slow UDF.
+env.datagen(schema={"id": "int64", "v": "float64"}).with_column("w", slow(fg.col("v"))).write_csv(OUT)
+plan = env.plan("backpressure")
+`, dir)
+	g, err := plan.Plan(job, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	j, err := runexec.Start(ctx, g, runOptions(t, mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peak int
+	var generated int64
+	for range 60 { // three seconds of samples
+		time.Sleep(50 * time.Millisecond)
+		peak = max(peak, mem.CurrentAlloc())
+	}
+	generated = j.Snapshot().Operators[0].RowsOut
+	cancel()
+	if _, err := j.Wait(); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled job returned %v", err)
+	}
+	// Unthrottled, the source makes millions of rows a second (16 bytes
+	// each); blocked by the slow UDF it may run ahead only by what the
+	// bounded inboxes and one bundle hold.
+	const bound = 64 << 20
+	if peak > bound {
+		t.Errorf("peak Arrow memory %d bytes (%d rows generated): the source was not held back", peak, generated)
+	}
+	t.Logf("peak Arrow memory %d KiB with %d rows generated", peak>>10, generated)
+}
