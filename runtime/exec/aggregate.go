@@ -2,10 +2,10 @@ package exec
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -22,8 +22,11 @@ type aggProc struct {
 	aggs   []aggSpec
 	schema *arrow.Schema
 	mem    memory.Allocator
-	groups map[string]*group
-	order  []string // groups in order of first appearance
+	// index maps an encoded key to its group in list (order of first
+	// appearance).
+	index  map[string]int
+	list   []*group
+	keyBuf []byte
 }
 
 type aggSpec struct {
@@ -40,16 +43,18 @@ type group struct {
 }
 
 type accumulator struct {
-	count int64
-	isum  int64
-	fsum  float64
-	min   any
-	max   any
+	count      int64
+	isum       int64
+	fsum       float64
+	seen       bool // a numeric value came
+	imin, imax int64
+	fmin, fmax float64
+	min, max   any // strings
 }
 
 func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator) (*aggProc, error) {
 	spec := node.GetKeyedAggregate()
-	p := &aggProc{schema: out, mem: mem, groups: map[string]*group{}}
+	p := &aggProc{schema: out, mem: mem, index: map[string]int{}}
 	for _, k := range spec.GetKeys() {
 		idx := in.FieldIndices(k)
 		if len(idx) == 0 {
@@ -88,76 +93,122 @@ func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator) 
 }
 
 func (p *aggProc) process(_ context.Context, _ int, b arrow.RecordBatch, _ emitFunc) error {
-	var sb strings.Builder
-	for row := range int(b.NumRows()) {
-		sb.Reset()
-		for _, k := range p.keys {
-			col := b.Column(k)
-			if col.IsNull(row) {
-				sb.WriteString("N;")
-			} else {
-				v := col.ValueStr(row)
-				fmt.Fprintf(&sb, "%d:%s;", len(v), v)
-			}
+	n := int(b.NumRows())
+	gids := make([]int, n)
+	keyCols := make([]arrow.Array, len(p.keys))
+	for i, k := range p.keys {
+		keyCols[i] = b.Column(k)
+	}
+	for row := range n {
+		p.keyBuf = p.keyBuf[:0]
+		for _, col := range keyCols {
+			p.keyBuf = appendKey(p.keyBuf, col, row)
 		}
-		g, ok := p.groups[sb.String()]
+		gid, ok := p.index[string(p.keyBuf)]
 		if !ok {
-			g = &group{acc: make([]accumulator, len(p.aggs))}
-			for _, k := range p.keys {
-				col := b.Column(k)
+			gid = len(p.list)
+			g := &group{acc: make([]accumulator, len(p.aggs))}
+			for _, col := range keyCols {
 				g.null = append(g.null, col.IsNull(row))
-				if !col.IsNull(row) {
-					g.key = append(g.key, col.ValueStr(row))
-				} else {
+				if col.IsNull(row) {
 					g.key = append(g.key, "")
+				} else {
+					g.key = append(g.key, col.ValueStr(row))
 				}
 			}
-			p.groups[sb.String()] = g
-			p.order = append(p.order, sb.String())
+			p.index[string(p.keyBuf)] = gid
+			p.list = append(p.list, g)
 		}
-		for i, a := range p.aggs {
-			acc := &g.acc[i]
-			if a.column < 0 {
-				acc.count++
-				continue
-			}
-			col := b.Column(a.column)
-			if col.IsNull(row) {
-				continue // SQL: aggregates skip nulls
-			}
-			acc.count++
-			switch {
-			case a.isStr:
-				v := col.ValueStr(row)
-				if acc.min == nil || v < acc.min.(string) {
-					acc.min = v
-				}
-				if acc.max == nil || v > acc.max.(string) {
-					acc.max = v
-				}
-			case a.isInt:
-				v := intValue(col, row)
-				acc.isum += v
-				acc.fsum += float64(v)
-				if acc.min == nil || v < acc.min.(int64) {
-					acc.min = v
-				}
-				if acc.max == nil || v > acc.max.(int64) {
-					acc.max = v
-				}
-			default:
-				v := floatValue(col, row)
-				acc.fsum += v
-				if acc.min == nil || v < acc.min.(float64) {
-					acc.min = v
-				}
-				if acc.max == nil || v > acc.max.(float64) {
-					acc.max = v
-				}
-			}
-		}
+		gids[row] = gid
+	}
+	for i, a := range p.aggs {
+		p.accumulate(i, a, b, gids)
 	}
 	return nil
+}
+
+// appendKey encodes one key value so that equal values, and only they,
+// encode equally: a type tag, then the value's bytes.
+func appendKey(buf []byte, col arrow.Array, row int) []byte {
+	if col.IsNull(row) {
+		return append(buf, 'N')
+	}
+	switch c := col.(type) {
+	case *array.Int64:
+		return binary.LittleEndian.AppendUint64(append(buf, 'i'), uint64(c.Value(row)))
+	case *array.Int32:
+		return binary.LittleEndian.AppendUint32(append(buf, 'i'), uint32(c.Value(row)))
+	case *array.Float64:
+		return binary.LittleEndian.AppendUint64(append(buf, 'f'), math.Float64bits(c.Value(row)))
+	case *array.String:
+		v := c.Value(row)
+		buf = binary.LittleEndian.AppendUint32(append(buf, 's'), uint32(len(v)))
+		return append(buf, v...)
+	case *array.Boolean:
+		if c.Value(row) {
+			return append(buf, 't')
+		}
+		return append(buf, 'F')
+	}
+	v := col.ValueStr(row)
+	buf = binary.LittleEndian.AppendUint32(append(buf, 'v'), uint32(len(v)))
+	return append(buf, v...)
+}
+
+// accumulate folds one aggregate's column into the groups, column-wise.
+func (p *aggProc) accumulate(i int, a aggSpec, b arrow.RecordBatch, gids []int) {
+	if a.column < 0 {
+		for _, g := range gids {
+			p.list[g].acc[i].count++
+		}
+		return
+	}
+	col := b.Column(a.column)
+	for row, gid := range gids {
+		if col.IsNull(row) {
+			continue // SQL: aggregates skip nulls
+		}
+		acc := &p.list[gid].acc[i]
+		acc.count++
+		switch {
+		case a.isStr:
+			v := col.ValueStr(row)
+			if acc.min == nil || v < acc.min.(string) {
+				acc.min = v
+			}
+			if acc.max == nil || v > acc.max.(string) {
+				acc.max = v
+			}
+		case a.isInt:
+			v := intValue(col, row)
+			acc.isum += v
+			acc.fsum += float64(v)
+			if !acc.seen || v < acc.imin {
+				acc.imin = v
+			}
+			if !acc.seen || v > acc.imax {
+				acc.imax = v
+			}
+			acc.seen = true
+		default:
+			v := floatValue(col, row)
+			acc.fsum += v
+			if !acc.seen || v < acc.fmin {
+				acc.fmin = v
+			}
+			if !acc.seen || v > acc.fmax {
+				acc.fmax = v
+			}
+			acc.seen = true
+		}
+	}
+}
+
+func pick(isInt bool, i int64, f float64) any {
+	if isInt {
+		return i
+	}
+	return f
 }
 
 func intValue(col arrow.Array, row int) int64 {
@@ -199,13 +250,12 @@ func floatValue(col arrow.Array, row int) float64 {
 
 // finish emits every group, in order of first appearance.
 func (p *aggProc) finish(ctx context.Context, emit emitFunc) error {
-	if len(p.order) == 0 {
+	if len(p.list) == 0 {
 		return nil
 	}
 	b := array.NewRecordBuilder(p.mem, p.schema)
 	defer b.Release()
-	for _, key := range p.order {
-		g := p.groups[key]
+	for _, g := range p.list {
 		for i := range p.keys {
 			if g.null[i] {
 				b.Field(i).AppendNull()
@@ -239,8 +289,14 @@ func appendAggregate(b array.Builder, a aggSpec, acc accumulator) error {
 		}
 	case "min":
 		v = acc.min
+		if acc.seen {
+			v = pick(a.isInt, acc.imin, acc.fmin)
+		}
 	case "max":
 		v = acc.max
+		if acc.seen {
+			v = pick(a.isInt, acc.imax, acc.fmax)
+		}
 	}
 	if v == nil {
 		b.AppendNull()

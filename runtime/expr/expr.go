@@ -171,7 +171,11 @@ func (e *Expr) call(ctx context.Context, args []compute.Datum) (compute.Datum, e
 			// checked allocator); Go's allocator lets the GC take them back.
 			ctx = compute.WithAllocator(ctx, memory.NewGoAllocator())
 		}
-		return compute.CastDatum(ctx, args[0], compute.SafeCastOptions(e.castTo))
+		// Checked like Arrow's safe casts, except that floats truncate
+		// towards zero when cast to integers, as pandas, polars and SQL do.
+		opts := compute.SafeCastOptions(e.castTo)
+		opts.AllowFloatTruncate = true
+		return compute.CastDatum(ctx, args[0], opts)
 	}
 	return compute.CallFunction(ctx, e.fn, nil, args...)
 }

@@ -208,3 +208,22 @@ func TestParseType(t *testing.T) {
 		}
 	}
 }
+
+func TestFloatToIntCastTruncates(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	batch := testBatch(mem)
+	defer batch.Release()
+	e, err := Compile(cast(call("multiply", col("y"), floatLit(-1)), "int64"), testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Eval(compute.WithAllocator(context.Background(), mem), batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	if got.String() != "[0 -1 -2 -3]" {
+		t.Errorf("cast = %s", got)
+	}
+}

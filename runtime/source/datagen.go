@@ -93,10 +93,13 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 	b := array.NewRecordBuilder(g.cfg.Allocator, g.cfg.Schema)
 	defer b.Release()
-	for r := range n {
-		row := g.next + r*g.stride
-		for c, f := range g.cfg.Schema.Fields() {
-			appendValue(b.Field(c), f, row, mix(g.seed, row, c))
+	fields := g.cfg.Schema.Fields() // a copy: once per batch, not per row
+	builders := b.Fields()
+	for c, f := range fields {
+		builders[c].Reserve(int(n))
+		for r := range n {
+			row := g.next + r*g.stride
+			appendValue(builders[c], f, row, mix(g.seed, row, c))
 		}
 	}
 	g.next += n * g.stride

@@ -94,5 +94,8 @@ class DataSocket:
             try:
                 for response in serve(read_frames(conn, self._max_bytes)):
                     write_frame(conn, response)
-            except (ConnectionError, BrokenPipeError, FrameTooLarge) as e:
+            except (ConnectionError, BrokenPipeError) as e:
+                # The host aborted the stream: it is canceling this worker.
+                self._log.debug("data socket closed by the host: %s", e)
+            except FrameTooLarge as e:
                 self._log.warning("data socket closed: %s", e)

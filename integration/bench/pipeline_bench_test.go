@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/flinkgo/flinkgo/integration/testkit"
+	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
+	"github.com/flinkgo/flinkgo/udf/chainrun"
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+)
+
+const pipelineRows = 5_000_000
+
+// BenchmarkPipeline runs datagen → pandas UDF → keyed sum → collect on the
+// runtime, and the same UDF over the same rows through the bridge alone
+// (chainrun), both timed from start to last row (worker start included),
+// and reports the runtime's overhead over the bridge.
+func BenchmarkPipeline(b *testing.B) {
+	for _, p := range []int{1, 2} {
+		b.Run(fmt.Sprintf("parallelism=%d", p), func(b *testing.B) {
+			dir := b.TempDir()
+			b.Setenv("BENCH_PARALLELISM", fmt.Sprint(p))
+			job := testkit.JobPlan(b, fmt.Sprintf(`
+import os
+import flinkgo as fg
+from flinkgo import udf
+
+@udf("float64", func_type="pandas")
+def affine(x):
+    return x * 2 + 1
+
+env = fg.Environment(parallelism=int(os.environ["BENCH_PARALLELISM"]))
+df = env.datagen(rows=%d, schema={"x": "float64"})
+df = df.with_column("y", affine(fg.col("x"))).with_column("k", (fg.col("x") * 100).cast("int64"))
+df.key_by("k").agg(fg.sum("y").alias("total")).write_csv(os.path.join(os.environ["FLINKGO_TEST_DIR"], "out"))
+plan = env.plan("pipeline-bench")
+`, pipelineRows), dir)
+			for _, n := range job.GetNodes() {
+				if n.GetSink() != nil {
+					n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
+				}
+			}
+			g, err := plan.Plan(job, plan.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			specs := testkit.UDFSpecs(b, udfSource)
+			logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
+			var pipeline, bridge time.Duration
+			for b.Loop() {
+				start := time.Now()
+				groups := 0
+				_, err := runexec.Run(context.Background(), g, runexec.Options{
+					Runner: pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
+					Collect: func(_ *plan.Operator, _ int, r arrow.RecordBatch) error {
+						groups += int(r.NumRows())
+						r.Release()
+						return nil
+					},
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if groups != 100 {
+					b.Fatalf("%d groups, want 100", groups)
+				}
+				pipeline += time.Since(start)
+
+				start = time.Now()
+				bridgeOnly(b, specs, p, logger)
+				bridge += time.Since(start)
+			}
+			rows := float64(pipelineRows) * float64(b.N)
+			b.ReportMetric(rows/pipeline.Seconds(), "pipeline-rows/s")
+			b.ReportMetric(rows/bridge.Seconds(), "bridge-rows/s")
+			b.ReportMetric(100*(pipeline.Seconds()-bridge.Seconds())/bridge.Seconds(), "overhead-%")
+		})
+	}
+}
+
+// bridgeOnly sends pipelineRows float64 rows in batches of 10 000 (the
+// pipeline's batch size) through the pandas UDF on p workers.
+func bridgeOnly(b *testing.B, specs map[string]*workerpb.UdfSpec, p int, logger hclog.Logger) {
+	mem := memory.NewGoAllocator()
+	batch := float64Batch(mem, 10_000)
+	defer batch.Release()
+	chain := chainrun.Chain{Calls: []*workerpb.UdfCall{testkit.Call(specs["affine"], "y", "x")}, InputSchema: batch.Schema()}
+	in := make(chan arrow.RecordBatch, 4)
+	go func() {
+		defer close(in)
+		for range pipelineRows / 10_000 {
+			batch.Retain()
+			in <- batch
+		}
+	}()
+	err := chainrun.Run(context.Background(), chain, chainrun.Options{
+		Parallelism: p, Allocator: mem,
+		Runner: pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
+	}, in, func(r arrow.RecordBatch) error { r.Release(); return nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+}
