@@ -30,11 +30,11 @@ var kernels = map[string]struct {
 	"greater": {"greater", 2}, "greater_equal": {"greater_equal", 2},
 	"and": {"and_kleene", 2}, "or": {"or_kleene", 2}, "not": {"not", 1},
 	"is_null": {"is_null", 1}, "is_not_null": {"is_not_null", 1},
-	"cast": {"cast", 1},
+	"cast": {"cast", 1}, "modulo": {"modulo", 2},
 }
 
 var symbols = map[string]string{
-	"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
+	"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%",
 	"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
 	"greater": ">", "greater_equal": ">=", "and": "&", "or": "|",
 }
@@ -148,6 +148,14 @@ func render(fn string, e *Expr) string {
 }
 
 func (e *Expr) resultType() (arrow.DataType, error) {
+	if e.fn == "modulo" {
+		for _, a := range e.args {
+			if !arrow.IsInteger(a.typ.ID()) && !arrow.IsFloating(a.typ.ID()) {
+				return nil, fmt.Errorf("modulo needs numbers, got %s", a.typ)
+			}
+		}
+		return moduloType(e.args[0].typ, e.args[1].typ), nil
+	}
 	args := make([]compute.Datum, len(e.args))
 	for i, a := range e.args {
 		empty := array.MakeArrayOfNull(memory.DefaultAllocator, a.typ, 0)
@@ -213,6 +221,9 @@ func (e *Expr) eval(ctx context.Context, batch arrow.RecordBatch) (compute.Datum
 			return nil, err
 		}
 		args = append(args, d)
+	}
+	if e.fn == "modulo" {
+		return modulo(ctx, e.typ, args, int(batch.NumRows()))
 	}
 	return e.call(ctx, args)
 }

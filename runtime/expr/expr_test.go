@@ -74,6 +74,8 @@ func TestEval(t *testing.T) {
 		{"is_not_null", call("is_not_null", col("x")), "bool", "[true true true false]"},
 		{"cast to string", cast(col("x"), "string"), "utf8", `["1" "2" "3" (null)]`},
 		{"string equality", call("equal", col("s"), strLit("bb")), "bool", "[false true false false]"},
+		{"python modulo", call("modulo", call("negate", col("x")), intLit(2)), "int64", "[1 0 1 (null)]"},
+		{"float modulo has the divisor's sign", call("modulo", col("y"), floatLit(-1)), "float64", "[-0.5 -0.5 -0.5 -0.5]"},
 		{"literal only broadcasts", call("add", intLit(1), intLit(2)), "int64", "[3 3 3 3]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,7 +111,8 @@ func TestCompileErrors(t *testing.T) {
 	}{
 		{"unknown column", call("add", col("temprature"), intLit(1)), `unknown column "temprature"; columns are [x y s b]`},
 		{"bad types", call("add", col("s"), intLit(1)), "expr: (s + 1):"},
-		{"unknown function", call("modulo", col("x"), intLit(2)), `function "modulo"`},
+		{"unknown function", call("power", col("x"), intLit(2)), `function "power"`},
+		{"modulo of strings", call("modulo", col("s"), intLit(2)), "modulo needs numbers"},
 		{"arity", call("negate", col("x"), col("y")), "negate takes 1 argument(s), got 2"},
 		{"unknown cast type", cast(col("x"), "decimal[9]"), `unknown Arrow type "decimal[9]"`},
 		{"udf", udf, `udf "score" must be planned into a UDF operator`},
