@@ -37,6 +37,7 @@ import numbers
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -502,13 +503,45 @@ class _Call(Expr):
             values = [
                 pc.cast(v, pa.float64()) if pa.types.is_integer(v.type) else v for v in values
             ]
-        value = ctx.call(self, lambda: pc.call_function(_FUNCTIONS[self._function][0], values))
+        if self._function == "modulo":
+            value = ctx.call(self, lambda: _python_modulo(values))
+        else:
+            value = ctx.call(self, lambda: pc.call_function(_FUNCTIONS[self._function][0], values))
         proto = None
         if ctx.pb is not None:
             proto = ctx.pb.Expr(
                 call=ctx.pb.Call(function=self._function, args=[p for _, p in built])
             )
         return value, proto
+
+
+def _python_modulo(values: list[Any]) -> pa.Array | pa.Scalar:
+    """Python's ``%`` (the divisor's sign), as the runtime computes it.
+
+    Arrow has no modulo kernel before pyarrow 15 and its Go port has none, so
+    both sides implement it: int64 for integers (modulo by zero is an
+    error), float64 otherwise (``x % 0.0`` is NaN).
+    """
+    is_int = all(pa.types.is_integer(v.type) for v in values)
+    for v in values:
+        if not (pa.types.is_integer(v.type) or pa.types.is_floating(v.type)):
+            raise pa.ArrowNotImplementedError(f"modulo needs numbers, got {v.type}")
+    typ = pa.int64() if is_int else pa.float64()
+
+    def mod(x: Any, y: Any) -> Any:
+        if x is None or y is None:
+            return None
+        if is_int:
+            return x % y
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.mod(float(x), float(y)))
+
+    arrays = [v for v in values if isinstance(v, pa.Array)]
+    if not arrays:
+        return pa.scalar(mod(values[0].as_py(), values[1].as_py()), typ)
+    n = len(arrays[0])
+    lists = [v.to_pylist() if isinstance(v, pa.Array) else [v.as_py()] * n for v in values]
+    return pa.array([mod(x, y) for x, y in zip(*lists, strict=True)], typ)
 
 
 class _Cast(Expr):

@@ -172,8 +172,9 @@ def test_from_arrow_accepts_tables_batches_and_readers(env):
 def test_from_arrow_errors(env):
     with pytest.raises(ValueError, match="from_arrow: no record batches given"):
         env.from_arrow([])
-    a = pa.record_batch({"x": [1]})
-    b = pa.record_batch({"x": ["s"]})
+    # (a dict argument to record_batch needs pyarrow 15; we support 14)
+    a = pa.record_batch([pa.array([1])], names=["x"])
+    b = pa.record_batch([pa.array(["s"])], names=["x"])
     with pytest.raises(
         ValueError, match="from_arrow: record batch 1 has another schema than batch 0"
     ):
