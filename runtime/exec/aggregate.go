@@ -27,6 +27,11 @@ type aggProc struct {
 	index  map[string]int
 	list   []*group
 	keyBuf []byte
+	// intKey: a single int64 key, looked up without encoding; nullGroup is
+	// the group of its null key, -1 until one comes.
+	intKey    bool
+	intIndex  map[int64]int
+	nullGroup int
 }
 
 type aggSpec struct {
@@ -86,6 +91,8 @@ func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator) 
 		}
 		p.aggs = append(p.aggs, s)
 	}
+	p.intKey = len(p.keys) == 1 && in.Field(p.keys[0]).Type.ID() == arrow.INT64
+	p.intIndex, p.nullGroup = map[int64]int{}, -1
 	if out.NumFields() != len(p.keys)+len(p.aggs) {
 		return nil, fmt.Errorf("declared schema %s does not have %d keys and %d aggregates", out, len(p.keys), len(p.aggs))
 	}
@@ -98,6 +105,13 @@ func (p *aggProc) process(_ context.Context, _ int, b arrow.RecordBatch, _ emitF
 	keyCols := make([]arrow.Array, len(p.keys))
 	for i, k := range p.keys {
 		keyCols[i] = b.Column(k)
+	}
+	if p.intKey {
+		p.intGroups(keyCols[0].(*array.Int64), gids)
+		for i, a := range p.aggs {
+			p.accumulate(i, a, b, gids)
+		}
+		return nil
 	}
 	for row := range n {
 		p.keyBuf = p.keyBuf[:0]
@@ -125,6 +139,31 @@ func (p *aggProc) process(_ context.Context, _ int, b arrow.RecordBatch, _ emitF
 		p.accumulate(i, a, b, gids)
 	}
 	return nil
+}
+
+// intGroups assigns the group of each row of a single int64 key.
+func (p *aggProc) intGroups(keys *array.Int64, gids []int) {
+	for row := range gids {
+		if keys.IsNull(row) {
+			if p.nullGroup < 0 {
+				p.nullGroup = p.newGroup([]string{""}, []bool{true})
+			}
+			gids[row] = p.nullGroup
+			continue
+		}
+		k := keys.Value(row)
+		gid, ok := p.intIndex[k]
+		if !ok {
+			gid = p.newGroup([]string{strconv.FormatInt(k, 10)}, []bool{false})
+			p.intIndex[k] = gid
+		}
+		gids[row] = gid
+	}
+}
+
+func (p *aggProc) newGroup(key []string, null []bool) int {
+	p.list = append(p.list, &group{key: key, null: null, acc: make([]accumulator, len(p.aggs))})
+	return len(p.list) - 1
 }
 
 // appendKey encodes one key value so that equal values, and only they,
@@ -164,6 +203,22 @@ func (p *aggProc) accumulate(i int, a aggSpec, b arrow.RecordBatch, gids []int) 
 		return
 	}
 	col := b.Column(a.column)
+	if f, ok := col.(*array.Float64); ok && col.NullN() == 0 {
+		// The common case, without per-row checks and type switches.
+		for row, v := range f.Float64Values() {
+			acc := &p.list[gids[row]].acc[i]
+			acc.count++
+			acc.fsum += v
+			if !acc.seen || v < acc.fmin {
+				acc.fmin = v
+			}
+			if !acc.seen || v > acc.fmax {
+				acc.fmax = v
+			}
+			acc.seen = true
+		}
+		return
+	}
 	for row, gid := range gids {
 		if col.IsNull(row) {
 			continue // SQL: aggregates skip nulls
