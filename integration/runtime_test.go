@@ -263,3 +263,33 @@ plan = env.plan("backpressure")
 	}
 	t.Logf("peak Arrow memory %d KiB with %d rows generated", peak>>10, generated)
 }
+
+func TestModuleMissingInTheWorkerIsNamed(t *testing.T) {
+	testkit.NoLeakedWorkers(t)
+	dir := t.TempDir()
+	// The UDF lives in a module the declaring Python can import (so
+	// cloudpickle ships it by reference) but the worker cannot.
+	if err := os.WriteFile(filepath.Join(dir, "sensorlib.py"), []byte("def calibrate(t):\n    return t + 0.5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PYTHONPATH", dir)
+	job := testkit.JobPlan(t, pipelinePrelude+`
+import sensorlib
+calibrated = udf(sensorlib.calibrate, "float64", name="calibrate")
+env.from_pandas(readings).with_column("c", calibrated(fg.col("temp"))).write_csv(OUT)
+plan = env.plan("missing-module")
+`, dir)
+	os.Unsetenv("PYTHONPATH")
+	g, err := plan.Plan(job, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	_, err = runexec.Run(context.Background(), g, runOptions(t, mem))
+	var udfErr *bridge.UDFError
+	if !errors.As(err, &udfErr) || udfErr.UDF != "calibrate" || udfErr.Type != "ModuleNotFoundError" ||
+		!strings.Contains(err.Error(), "'sensorlib'") || !strings.Contains(err.Error(), "install it") {
+		t.Fatalf("want the missing module named, got %v", err)
+	}
+}

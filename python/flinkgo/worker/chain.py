@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import linecache
+import sys
 import threading
 import types
 from collections.abc import Callable, Sequence
@@ -136,6 +137,14 @@ class Chain:
         spec = call.udf
         try:
             func = cloudpickle.loads(spec.payload)
+        except ModuleNotFoundError as e:
+            hint = ModuleNotFoundError(
+                f"{e}: the udf needs module {e.name!r}, which the worker's Python "
+                f"({sys.executable}) cannot import; install it in that environment "
+                "(or set the runtime's FLINKGO_PYTHON to a Python that has it)"
+            )
+            hint.name = e.name
+            raise UdfCallError(spec.name, hint) from e
         except Exception as e:
             raise UdfCallError(spec.name, e) from e
         if spec.source_file:
