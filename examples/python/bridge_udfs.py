@@ -18,4 +18,6 @@ def to_fahrenheit(celsius: pd.Series) -> pd.Series:
 @udf("string", func_type="pandas", batch_size=65_536)
 def classify(fahrenheit: pd.Series) -> pd.Series:
     """Label each reading cold, mild or hot."""
-    return pd.cut(fahrenheit, [-1e9, 50, 80, 1e9], labels=["cold", "mild", "hot"]).astype(str)
+    return pd.cut(
+        fahrenheit, [-1e9, 50, 80, 1e9], labels=["cold", "mild", "hot"]
+    ).astype(str)
