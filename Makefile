@@ -16,7 +16,9 @@ CHAOS_ROUNDS ?= 3
 setup: $(VENV)/.installed
 	go mod download
 
-$(VENV)/.installed: python/pyproject.toml udf/proto/requirements.txt
+# The editable install skips the Go build of setup.py: in this checkout flinkgo builds
+# the runtime binary on first use (into ~/.cache/flinkgo), rebuilding it when Go sources change.
+$(VENV)/.installed: python/pyproject.toml python/setup.py udf/proto/requirements.txt
 	$(PYTHON_BOOTSTRAP) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e "./python[test]" -r udf/proto/requirements.txt "tox>=4.20" "ruff==0.17.5"

@@ -2,11 +2,13 @@
 
 Declare UDFs with :func:`udf`; build a pipeline from an :class:`Environment`'s sources
 with DataFrame methods and expressions (:func:`col`, :func:`lit`, aggregates such as
-:func:`mean`); :meth:`Environment.plan` turns it into the job plan the runtime runs.
-The runtime runs the UDFs in Python worker processes.
+:func:`mean`); :meth:`Environment.execute` runs it (``DataFrame.collect`` and
+``DataFrame.to_pandas`` return rows) on the embedded local runtime, a child process
+started on first use, or on a runtime server (``Environment(endpoint=...)``). The
+runtime runs the UDFs in Python worker processes.
 
 Importing this package stays light: it loads pyarrow but not grpc, the generated
-protocol code or the worker (``python -m flinkgo.worker``). Note that :func:`sum`,
+protocol code, the client or the worker (``python -m flinkgo.worker``). Note that :func:`sum`,
 :func:`min` and :func:`max` are aggregates here, as in polars.
 
 Examples
@@ -32,6 +34,15 @@ from flinkgo.aggregates import Aggregate, count, max, mean, min, sum
 from flinkgo.dataframe import DataFrame, KeyedDataFrame, Sink
 from flinkgo.environment import Environment
 from flinkgo.expr import ColumnNotFoundError, Expr, col, lit
+from flinkgo.job import (
+    InvalidPlanError,
+    JobCanceledError,
+    JobFailedError,
+    JobResult,
+    OperatorMetrics,
+    RuntimeConnectionError,
+    RuntimeStartError,
+)
 from flinkgo.udf import UserDefinedFunction, udf
 
 __version__ = "0.1.0"
@@ -42,7 +53,14 @@ __all__ = [
     "DataFrame",
     "Environment",
     "Expr",
+    "InvalidPlanError",
+    "JobCanceledError",
+    "JobFailedError",
+    "JobResult",
     "KeyedDataFrame",
+    "OperatorMetrics",
+    "RuntimeConnectionError",
+    "RuntimeStartError",
     "Sink",
     "UserDefinedFunction",
     "__version__",

@@ -6,7 +6,8 @@ schema at once, so a mistake is reported at the line that makes it, and returns 
 DataFrame with the output schema (:attr:`DataFrame.schema`). Sinks (``print``,
 ``write_csv``, ...) register themselves on the :class:`~flinkgo.Environment`, whose
 :meth:`~flinkgo.Environment.plan` turns everything that leads to a sink into a
-``JobPlan``.
+``JobPlan`` and :meth:`~flinkgo.Environment.execute` runs it. :meth:`DataFrame.collect`
+and :meth:`DataFrame.to_pandas` run a job of their own, ending in a collect sink.
 
 Decisions, following Flink and polars:
 
@@ -755,6 +756,75 @@ class DataFrame:
         <Sink write_parquet(out/numbers)>
         """
         return self._file_sink("write_parquet", path, "PARQUET")
+
+    def collect(self) -> pa.Table:
+        """Run the steps this DataFrame needs and return its rows as a pyarrow Table.
+
+        A job of its own runs: the steps that lead to this DataFrame and a collect sink,
+        not the other sinks of the Environment (which stay registered). It runs where
+        :meth:`~flinkgo.Environment.execute` runs and shows the same progress line. The
+        rows of several subtasks arrive in no guaranteed order (sort them to compare);
+        with parallelism 1 and forward edges they keep the source's order.
+
+        Returns
+        -------
+        pyarrow.Table
+            The rows, with :attr:`schema` (empty when no row came).
+
+        Raises
+        ------
+        JobFailedError, JobCanceledError, RuntimeStartError, RuntimeConnectionError
+            As for :meth:`~flinkgo.Environment.execute`; Ctrl-C raises KeyboardInterrupt
+            once the job is canceled.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1, 2, 3]}))
+        >>> df.filter(fg.col("x") > 1).collect()
+        pyarrow.Table
+        x: int64
+        ----
+        x: [[2,3]]
+        """
+        env = self._step.env
+        pb = plan_pb2_module()
+        sink = _Step(
+            env,
+            "sink",
+            pb.Sink(collect=pb.CollectSink()),
+            "collect",
+            self.schema,
+            ((self._step, self._partitioning),),
+        )
+        plan = env._plan_of([sink], f"collect {self._step.name}")
+        node = plan.nodes[-1].id  # the sink comes last: after everything it reads
+        result = env._execute(plan, progress=True)
+        return result.collected[node]
+
+    def to_pandas(self) -> pd.DataFrame:
+        """Run the steps this DataFrame needs and return its rows as a pandas DataFrame.
+
+        As :meth:`collect`, then :meth:`pyarrow.Table.to_pandas`; the row order across
+        subtasks is not guaranteed.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The rows, with a default index.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1, 2]}))
+        >>> df.with_column("y", fg.col("x") * 10).to_pandas()
+           x   y
+        0  1  10
+        1  2  20
+        """
+        return self.collect().to_pandas()
 
     # --- internals ------------------------------------------------------------------------
 

@@ -11,8 +11,15 @@ Sources read their schema when they are made: files by a path or a glob expanded
 sorted list of matching files (see :mod:`flinkgo._sources`), in-memory data by
 converting it to Arrow, which the plan then carries.
 
+Running: :meth:`Environment.execute` submits the plan of every sink added so far and
+then forgets those sinks, as Flink's ``execute`` does (a second ``execute`` runs only
+sinks added since); :meth:`Environment.explain` shows the physical plan without running
+anything; ``DataFrame.collect`` runs a plan of its own. Jobs run on the server of
+``endpoint`` (the argument, else ``$FLINKGO_ENDPOINT``, which ``flinkgo run`` sets), else
+on the embedded local runtime of this process (:mod:`flinkgo._runtime`).
+
 This module must not import grpc or the worker; the generated plan module is imported
-when a DataFrame is first made.
+when a DataFrame is first made, and the client (grpc) when a job is first run.
 """
 
 from __future__ import annotations
@@ -24,8 +31,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from flinkgo import _sources
+from flinkgo._endpoint import check_endpoint
 from flinkgo.dataframe import MAX_PARALLELISM, DataFrame, _Step
 from flinkgo.expr import plan_pb2_module
+from flinkgo.job import JobResult, RuntimeConnectionError
 from flinkgo.types import schema_ipc_bytes
 
 if TYPE_CHECKING:
@@ -34,6 +43,9 @@ if TYPE_CHECKING:
     from flinkgo._proto import plan_pb2
 
 __all__ = ["Environment"]
+
+ENDPOINT_ENV = "FLINKGO_ENDPOINT"
+"""The environment variable naming the default runtime server (``flinkgo run`` sets it)."""
 
 # An in-memory source travels inside the plan, a protobuf message, which cannot exceed 2 GiB.
 _MAX_INLINE_BYTES = 1 << 30
@@ -54,7 +66,9 @@ class Environment:
         ``{"pipeline.forward-mismatch": "rescale", "python.fn-execution.bundle.size":
         "50000"}``. Copied.
     endpoint
-        The address of a runtime server to run on; None for the embedded local runtime.
+        The address of a runtime server to run on, ``"host:port"`` or
+        ``"unix:///path/to.sock"``; None for ``$FLINKGO_ENDPOINT`` when it is set, else
+        the embedded local runtime (started on first use, one per process).
 
     Raises
     ------
@@ -112,11 +126,22 @@ class Environment:
                     )
                 else:
                     self._config[key] = value
-        if endpoint is not None and (not isinstance(endpoint, str) or not endpoint.strip()):
-            type_errors.append(
-                f"Environment: endpoint must be a non-empty string such as "
-                f"'localhost:8081' or None, got {endpoint!r}"
-            )
+        if endpoint is None:
+            endpoint = os.environ.get(ENDPOINT_ENV) or None
+            source = f"${ENDPOINT_ENV}"
+        else:
+            source = "endpoint"
+        if endpoint is not None:
+            if not isinstance(endpoint, str) or not endpoint.strip():
+                type_errors.append(
+                    f"Environment: endpoint must be a non-empty string such as "
+                    f"'localhost:8081' or None, got {endpoint!r}"
+                )
+            else:
+                try:
+                    endpoint = check_endpoint(endpoint)
+                except ValueError as e:
+                    value_errors.append(f"Environment: {source}: {e}")
         if type_errors or value_errors:
             problems = "\n".join(type_errors + value_errors)
             raise (TypeError if type_errors else ValueError)(problems)
@@ -135,7 +160,7 @@ class Environment:
 
     @property
     def endpoint(self) -> str | None:
-        """The runtime server's address, or None for the embedded runtime."""
+        """The runtime server's address, or None for the embedded local runtime."""
         return self._endpoint
 
     def __repr__(self) -> str:
@@ -235,7 +260,7 @@ class Environment:
         --------
         >>> import pyarrow as pa
         >>> import flinkgo as fg
-        >>> batch = pa.record_batch({"x": pa.array([1, 2], pa.int32())})
+        >>> batch = pa.record_batch([pa.array([1, 2], pa.int32())], names=["x"])
         >>> fg.Environment().from_arrow([batch, batch])
         <DataFrame from_arrow(4 rows) [x: int32]>
         """
@@ -502,15 +527,113 @@ class Environment:
         keys: "k"
         <BLANKLINE>
         """
+        return self._plan_of(self._sinks, name)
+
+    # --- running ----------------------------------------------------------------------------
+
+    def execute(self, name: str = "flinkgo job", *, progress: bool = True) -> JobResult:
+        """Run the job of every sink added so far and wait until it ends.
+
+        The sinks are then forgotten, as in Flink: a second call runs only the sinks added
+        after this one (and fails if there are none). The job runs on the server of
+        :attr:`endpoint`, else on the embedded local runtime, whose standard output (the
+        rows of ``print`` sinks) is forwarded to :data:`sys.stdout`.
+
+        Parameters
+        ----------
+        name
+            The job's name.
+        progress
+            Show a live status line and a summary on standard error when it is a
+            terminal (never otherwise).
+
+        Returns
+        -------
+        JobResult
+            The job's id, state, elapsed seconds and metrics per operator.
+
+        Raises
+        ------
+        ValueError
+            If no sink was added (see :meth:`plan`).
+        JobFailedError
+            If the job failed: the runtime's message, and for a UDF its name and the
+            Python traceback (``.udf``, ``.traceback``, ``.operator``, ``.kind``).
+        JobCanceledError
+            If the job was canceled from elsewhere (``flinkgo cancel``).
+        KeyboardInterrupt
+            On Ctrl-C, once the runtime canceled the job.
+        RuntimeStartError
+            If the embedded runtime cannot be found, built or started.
+        RuntimeConnectionError
+            If the runtime cannot be reached or the connection breaks.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> df = env.from_pandas(pd.DataFrame({"x": [1, 2, 3]}))
+        >>> _ = df.filter(fg.col("x") > 1).print()
+        >>> result = env.execute("filter demo")
+        +I[2]
+        +I[3]
+        >>> result.state, result.operator("sink-3").rows_in
+        ('FINISHED', 2)
+        """
+        plan = self.plan(name)
+        self._sinks = []
+        return self._execute(plan, progress=progress)
+
+    def explain(self, name: str = "flinkgo job") -> str:
+        """Return the physical plan of the sinks added so far, as the runtime plans it.
+
+        Nothing runs and the sinks stay. The text shows operators with their uids and
+        parallelism, chaining, partitioners, and the edges the forward-mismatch policy
+        changed; print it with ``print(env.explain())``.
+
+        Parameters
+        ----------
+        name
+            The job's name.
+
+        Returns
+        -------
+        str
+            The explanation.
+
+        Raises
+        ------
+        ValueError
+            If no sink was added (see :meth:`plan`).
+        InvalidPlanError
+            If the runtime's planner refuses the plan; the message is the planner's.
+        RuntimeStartError, RuntimeConnectionError
+            As for :meth:`execute`.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment(parallelism=2)
+        >>> _ = env.from_pandas(pd.DataFrame({"x": [1]})).print()
+        >>> print(env.explain())  # doctest: +SKIP
+        """
+        plan = self.plan(name)
+        return self._with_client(lambda client: client.explain(plan))
+
+    # --- the plan of some sinks --------------------------------------------------------------
+
+    def _plan_of(self, sinks: list[_Step], name: str) -> plan_pb2.JobPlan:
         if not isinstance(name, str) or not name.strip():
             raise TypeError(f"plan: the job name must be a non-empty string, got {name!r}")
-        if not self._sinks:
+        if not sinks:
             raise ValueError(
                 "plan: the job has no sink; end each pipeline with df.print(), "
                 "df.write_csv(path), df.write_jsonl(path) or df.write_parquet(path)"
             )
         pb = plan_pb2_module()
-        order = _topological(self._sinks)
+        order = _topological(sinks)
         ids = {id(step): i for i, step in enumerate(order, start=1)}
         owners: dict[str, _Step] = {}
         for step in order:
@@ -549,6 +672,29 @@ class Environment:
             config=self._config,
             nodes=nodes,
         )
+
+    def _execute(self, plan: plan_pb2.JobPlan, *, progress: bool) -> JobResult:
+        return self._with_client(lambda client: client.execute(plan, progress=progress))
+
+    def _with_client(self, use: Any) -> Any:
+        from flinkgo.client import Client
+
+        if self._endpoint is not None:
+            with Client(self._endpoint) as client:
+                return use(client)
+        from flinkgo import _runtime
+
+        runtime = _runtime.local_runtime()
+        try:
+            with Client(runtime.endpoint) as client:
+                return use(client)
+        except RuntimeConnectionError as e:
+            # Most likely the runtime died: let it finish exiting, so that its exit
+            # status is known and the next job starts a new one.
+            runtime.wait_exit(1.0)
+            raise RuntimeConnectionError(f"{e}\n{runtime.describe()}") from None
+        finally:
+            runtime.drain_output()
 
     # --- internals --------------------------------------------------------------------------
 

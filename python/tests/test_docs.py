@@ -17,6 +17,8 @@ import pytest
         "flinkgo.aggregates",
         "flinkgo.dataframe",
         "flinkgo.environment",
+        "flinkgo.job",
+        "flinkgo.client",
     ],
 )
 def test_docstring_examples(name):

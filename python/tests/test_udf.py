@@ -534,6 +534,14 @@ def test_package_exports():
         "min",
         "max",
         "mean",
+        # running jobs (test_execute.py, test_client.py)
+        "JobResult",
+        "OperatorMetrics",
+        "JobFailedError",
+        "JobCanceledError",
+        "InvalidPlanError",
+        "RuntimeStartError",
+        "RuntimeConnectionError",
     }
     assert all(hasattr(flinkgo, name) for name in flinkgo.__all__)
 

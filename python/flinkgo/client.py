@@ -1,0 +1,357 @@
+"""A client of a flinkgo runtime's job service (``udf/proto/job.proto``) over gRPC.
+
+:class:`Client` talks to one endpoint, the embedded runtime's Unix socket or a
+``flinkgo serve`` server, and runs plans built by :meth:`flinkgo.Environment.plan`:
+:meth:`Client.execute` streams the job's events until it ends and returns a
+:class:`~flinkgo.JobResult`, :meth:`Client.explain` returns the physical plan, and
+:meth:`Client.cancel` cancels a job by id. Most code calls
+:meth:`flinkgo.Environment.execute` instead, which picks the endpoint.
+
+Decisions:
+
+- Events are read by a helper thread into a queue; the calling thread waits on the
+  queue in short steps, so Ctrl-C is seen promptly and the progress line keeps ticking.
+- Ctrl-C during :meth:`Client.execute` asks the runtime to cancel the job (the
+  ``Cancel`` RPC, or cancelling the call before the job has an id), waits up to
+  ``cancel_wait`` seconds for the job's ``finished`` event, so workers are gone when it
+  returns, then cancels the call and raises :exc:`KeyboardInterrupt`. A second Ctrl-C
+  stops waiting at once. Cancelling the call also cancels the job on the server.
+- gRPC message sizes are unlimited on this side: plans carry in-memory sources of up to
+  1 GiB, and collected batches can be large.
+
+This module imports grpc; ``import flinkgo`` does not import it.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import pyarrow as pa
+
+from flinkgo._endpoint import check_endpoint
+from flinkgo._progress import ProgressLine, is_terminal
+from flinkgo._proto import job_pb2, job_pb2_grpc
+from flinkgo.job import (
+    InvalidPlanError,
+    JobCanceledError,
+    JobFailedError,
+    JobResult,
+    OperatorMetrics,
+    RuntimeConnectionError,
+)
+from flinkgo.types import schema_from_ipc_bytes
+
+if TYPE_CHECKING:
+    from flinkgo._proto import plan_pb2
+
+__all__ = ["Client"]
+
+PROGRESS_INTERVAL_MS = 250
+"""How often the runtime sends progress events while a progress line is shown."""
+
+_END = object()  # the event stream ended
+_STEP = 0.1  # seconds between checks for Ctrl-C and progress redraws
+
+
+class Client:
+    """A connection to a flinkgo runtime.
+
+    Parameters
+    ----------
+    endpoint
+        ``"unix:///path/to.sock"`` or ``"host:port"``.
+    cancel_wait
+        Seconds that :meth:`execute` waits, after Ctrl-C, for the canceled job to end.
+
+    Raises
+    ------
+    ValueError
+        If `endpoint` is not of either form.
+
+    Examples
+    --------
+    >>> from flinkgo.client import Client
+    >>> with Client("localhost:8081") as client:  # connects lazily
+    ...     client.endpoint
+    'localhost:8081'
+    """
+
+    def __init__(self, endpoint: str, *, cancel_wait: float = 5.0) -> None:
+        self.endpoint = check_endpoint(endpoint)
+        self.cancel_wait = cancel_wait
+        self._channel = grpc.insecure_channel(
+            self.endpoint,
+            options=[
+                ("grpc.max_send_message_length", -1),
+                ("grpc.max_receive_message_length", -1),
+            ],
+        )
+        self._stub = job_pb2_grpc.JobServiceStub(self._channel)
+
+    def close(self) -> None:
+        """Close the connection. Does not block; safe to call twice."""
+        self._channel.close()
+
+    def __enter__(self) -> Client:
+        """Return the client."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close the client."""
+        self.close()
+
+    def __repr__(self) -> str:
+        """Show the endpoint."""
+        return f"Client({self.endpoint!r})"
+
+    # --- the job service -------------------------------------------------------------------
+
+    def explain(self, plan: plan_pb2.JobPlan) -> str:
+        """Plan a job without running it and return the physical plan as text.
+
+        Raises
+        ------
+        InvalidPlanError
+            If the runtime's planner refuses the plan (its message).
+        RuntimeConnectionError
+            If the runtime cannot be reached.
+        """
+        try:
+            response = self._stub.Explain(job_pb2.ExplainRequest(plan=plan))
+        except grpc.RpcError as e:
+            raise self._rpc_error(e, "explain") from None
+        if response.error:
+            raise InvalidPlanError(response.error)
+        return response.explain
+
+    def cancel(self, job_id: str) -> bool:
+        """Cancel the running job `job_id`; return whether the runtime had it.
+
+        Returns at once; the job's ``execute`` ends when the job has stopped.
+
+        Raises
+        ------
+        RuntimeConnectionError
+            If the runtime cannot be reached.
+        """
+        try:
+            return self._stub.Cancel(job_pb2.CancelRequest(job_id=job_id), timeout=10).found
+        except grpc.RpcError as e:
+            raise self._rpc_error(e, "cancel") from None
+
+    def execute(self, plan: plan_pb2.JobPlan, *, progress: bool = True) -> JobResult:
+        """Run the job `plan` and wait until it ends.
+
+        Parameters
+        ----------
+        plan
+            The plan, from :meth:`flinkgo.Environment.plan`.
+        progress
+            Show a live status line and a summary on standard error when it is a
+            terminal. Never shown when it is not one.
+
+        Returns
+        -------
+        JobResult
+            Metrics per operator and the rows of every collect sink.
+
+        Raises
+        ------
+        JobFailedError
+            If the job failed; it carries the runtime's message and Python traceback.
+        JobCanceledError
+            If someone else canceled the job.
+        KeyboardInterrupt
+            On Ctrl-C, once the job is canceled (see the module doc).
+        RuntimeConnectionError
+            If the runtime cannot be reached, or the connection broke during the job.
+        """
+        name = plan.name
+        display = ProgressLine(name, plan, sys.stderr, enabled=progress and is_terminal(sys.stderr))
+        request = job_pb2.ExecuteRequest(
+            plan=plan, progress_interval_ms=PROGRESS_INTERVAL_MS if display.enabled else 0
+        )
+        started_at = time.monotonic()
+        call = self._stub.Execute(request)
+        events: queue.Queue[Any] = queue.Queue()
+        threading.Thread(
+            target=_pump, args=(call, events), name="flinkgo-job-events", daemon=True
+        ).start()
+        job_id, explain = "", ""
+        batches: dict[int, list[pa.RecordBatch]] = {}
+        finished = None
+        failure: BaseException | None = None
+        interrupted = False
+        give_up_at = float("inf")
+        try:
+            while finished is None and failure is None:
+                try:
+                    try:
+                        item = events.get(timeout=_STEP)
+                    except queue.Empty:
+                        if time.monotonic() > give_up_at:
+                            break
+                        display.tick()
+                        continue
+                    if item is _END:
+                        failure = RuntimeConnectionError(
+                            f"flinkgo: the runtime at {self.endpoint} ended the job's event "
+                            "stream before the job finished"
+                        )
+                    elif isinstance(item, grpc.RpcError):
+                        if not interrupted:
+                            failure = self._rpc_error(item, f"job {name!r}", job_name=name)
+                        break
+                    else:
+                        kind = item.WhichOneof("kind")
+                        if kind == "started":
+                            job_id, explain = item.started.job_id, item.started.explain
+                            if interrupted:  # Ctrl-C came before the id
+                                self._request_cancel(call, job_id)
+                        elif kind == "progress":
+                            display.update(item.progress)
+                        elif kind == "collected":
+                            c = item.collected
+                            batches.setdefault(c.node, []).extend(_read_batches(c.arrow_ipc))
+                        elif kind == "finished":
+                            finished = item.finished
+                except KeyboardInterrupt:
+                    if interrupted:  # a second Ctrl-C: stop waiting
+                        break
+                    interrupted = True
+                    give_up_at = time.monotonic() + self.cancel_wait
+                    display.note("canceling; Ctrl-C again to stop waiting")
+                    self._request_cancel(call, job_id)
+        finally:
+            call.cancel()
+            if finished is None:
+                display.close()
+        if interrupted:
+            if finished is not None:
+                display.finish("CANCELED", finished.metrics, time.monotonic() - started_at)
+            raise KeyboardInterrupt
+        if failure is not None:
+            raise failure
+        assert finished is not None
+        elapsed = finished.metrics.elapsed_seconds or (time.monotonic() - started_at)
+        state = job_pb2.JobFinished.State.Name(finished.state)
+        display.finish(state, finished.metrics, elapsed)
+        return _outcome(plan, finished, job_id, explain, batches, elapsed)
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _request_cancel(self, call: Any, job_id: str) -> None:
+        if not job_id:
+            call.cancel()  # not started yet: the server cancels the job with the call
+            return
+        try:
+            self._stub.Cancel(job_pb2.CancelRequest(job_id=job_id), timeout=2)
+        except grpc.RpcError:
+            call.cancel()
+
+    def _rpc_error(self, e: grpc.RpcError, what: str, *, job_name: str = "") -> Exception:
+        code = e.code() if hasattr(e, "code") else None
+        details = e.details() if hasattr(e, "details") else str(e)
+        if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION):
+            return JobFailedError(details or str(code), job_name=job_name, kind="PLAN")
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return RuntimeConnectionError(
+                f"flinkgo: {what}: the runtime at {self.endpoint} is unavailable: {details}"
+            )
+        status = code.name if code is not None else "unknown status"
+        return RuntimeConnectionError(
+            f"flinkgo: {what}: the runtime at {self.endpoint} answered {status}: {details}"
+        )
+
+
+def _outcome(
+    plan: plan_pb2.JobPlan,
+    finished: Any,
+    job_id: str,
+    explain: str,
+    batches: dict[int, list[pa.RecordBatch]],
+    elapsed: float,
+) -> JobResult:
+    # The result of a finished job, or the error of a failed or canceled one.
+    name = plan.name
+    state = job_pb2.JobFinished.State.Name(finished.state)
+    err = finished.error
+    if finished.state == job_pb2.JobFinished.FINISHED:
+        return JobResult(
+            name=name,
+            job_id=job_id,
+            state=state,
+            elapsed=elapsed,
+            metrics=tuple(
+                OperatorMetrics(
+                    name=op.name,
+                    uid=op.uid,
+                    parallelism=op.parallelism,
+                    rows_in=op.rows_in,
+                    rows_out=op.rows_out,
+                )
+                for op in finished.metrics.operators
+            ),
+            collected=_tables(plan, batches),
+            explain=explain,
+        )
+    if finished.state == job_pb2.JobFinished.CANCELED:
+        raise JobCanceledError(err.message, job_name=name, job_id=job_id)
+    message = err.message
+    if finished.state != job_pb2.JobFinished.FAILED:
+        message = f"the runtime ended the job in the state {state}: {message}"
+    raise JobFailedError(
+        message,
+        job_name=name,
+        job_id=job_id,
+        operator=err.operator,
+        udf=err.udf,
+        traceback=err.traceback,
+        kind=err.kind,
+    )
+
+
+def _pump(call: Any, events: queue.Queue[Any]) -> None:
+    try:
+        for event in call:
+            events.put(event)
+    except grpc.RpcError as e:
+        events.put(e)
+    else:
+        events.put(_END)
+
+
+def _read_batches(ipc: bytes) -> list[pa.RecordBatch]:
+    with pa.ipc.open_stream(ipc) as reader:
+        return list(reader)
+
+
+def _tables(
+    plan: plan_pb2.JobPlan, batches: dict[int, list[pa.RecordBatch]]
+) -> dict[int, pa.Table]:
+    # Every collect sink gets a table, empty when no row reached it, with the sink's
+    # schema from the plan when the runtime's batches fit it.
+    tables = {}
+    for node in plan.nodes:
+        if node.WhichOneof("kind") != "sink" or node.sink.WhichOneof("kind") != "collect":
+            continue
+        schema = schema_from_ipc_bytes(node.output_schema)
+        got = batches.get(node.id, [])
+        tables[node.id] = _conform(got, schema)
+    return tables
+
+
+def _conform(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    if not batches:
+        return schema.empty_table()
+    tables = [pa.Table.from_batches([b]) for b in batches]
+    try:
+        return pa.concat_tables([t if t.schema.equals(schema) else t.cast(schema) for t in tables])
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
+        # Keep the runtime's types rather than fail after the job ran.
+        return pa.concat_tables(tables)

@@ -1,0 +1,244 @@
+"""What running a job gives back: its result, and the errors that end it.
+
+:meth:`~flinkgo.Environment.execute` returns a :class:`JobResult` when the job finishes,
+and raises :class:`JobFailedError` when it fails, :class:`JobCanceledError` when it is
+canceled from elsewhere (``flinkgo cancel``, another client), and
+:exc:`KeyboardInterrupt` when Ctrl-C canceled it. :class:`RuntimeStartError` and
+:class:`RuntimeConnectionError` say that no job ran because no runtime could be started
+or reached; :class:`InvalidPlanError` that the runtime's planner refused the plan.
+
+How a caller should react:
+
+- :class:`JobFailedError`: fix the code or data it names (``kind`` ``"UDF"``: the
+  traceback shows the user's line), or the environment (``"WORKER"``: a Python worker
+  died or did not start).
+- :class:`JobCanceledError`: someone stopped the job on purpose; do not retry blindly.
+- :class:`RuntimeConnectionError`: the runtime server is down or went away; retrying
+  may help.
+
+This module depends on pyarrow only: ``import flinkgo`` loads it, never grpc.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "InvalidPlanError",
+    "JobCanceledError",
+    "JobFailedError",
+    "JobResult",
+    "OperatorMetrics",
+    "RuntimeConnectionError",
+    "RuntimeStartError",
+]
+
+ErrorKind = Literal["PLAN", "UDF", "WORKER", "RUNTIME", ""]
+"""Where a job's failure comes from, as the runtime classifies it.
+
+``"PLAN"`` the plan is invalid; ``"UDF"`` user code raised; ``"WORKER"`` a Python worker
+died or did not start; ``"RUNTIME"`` anything else; ``""`` unknown.
+"""
+
+
+class JobFailedError(RuntimeError):
+    r"""A job failed; the message is the runtime's, with the Python traceback intact.
+
+    Parameters
+    ----------
+    message
+        The runtime's whole message.
+    job_name, job_id
+        Which job failed (the id is empty when it failed before it started).
+    operator, udf
+        Where it failed, when known: the physical operator's name, and the UDF's name.
+    traceback
+        The Python traceback of a UDF's exception (empty for other failures). It is also
+        part of ``str(error)``.
+    kind
+        See :data:`ErrorKind`.
+
+    Examples
+    --------
+    >>> import flinkgo
+    >>> e = flinkgo.JobFailedError(
+    ...     'udf "parse" raised ValueError: bad row',
+    ...     job_name="etl",
+    ...     udf="parse",
+    ...     traceback='Traceback (most recent call last):\n  ...\nValueError: bad row',
+    ...     kind="UDF",
+    ... )
+    >>> print(e)
+    job 'etl' failed: udf "parse" raised ValueError: bad row
+    Traceback (most recent call last):
+      ...
+    ValueError: bad row
+    >>> e.udf, e.kind
+    ('parse', 'UDF')
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        job_name: str = "",
+        job_id: str = "",
+        operator: str = "",
+        udf: str = "",
+        traceback: str = "",
+        kind: ErrorKind | str = "",
+    ) -> None:
+        self.message = message
+        self.job_name = job_name
+        self.job_id = job_id
+        self.operator = operator
+        self.udf = udf
+        self.traceback = traceback
+        self.kind = kind
+        text = message.rstrip("\n") or "(the runtime gave no message)"
+        tb = traceback.strip("\n")
+        if tb and tb not in text:
+            text = f"{text}\n{tb}"
+        prefix = f"job {job_name!r} failed: " if job_name else "job failed: "
+        super().__init__(prefix + text)
+
+
+class JobCanceledError(RuntimeError):
+    """A job was canceled by someone else than this client (``flinkgo cancel``, say).
+
+    A Ctrl-C in this client raises :exc:`KeyboardInterrupt` instead.
+
+    Attributes
+    ----------
+    job_name, job_id
+        Which job.
+    message
+        The runtime's reason, when it gave one.
+    """
+
+    def __init__(self, message: str = "", *, job_name: str = "", job_id: str = "") -> None:
+        self.message = message
+        self.job_name = job_name
+        self.job_id = job_id
+        text = f"job {job_name!r} ({job_id or 'no id'}) was canceled"
+        super().__init__(f"{text}: {message}" if message else text)
+
+
+class InvalidPlanError(ValueError):
+    """The runtime's planner refused the plan; the message is the planner's.
+
+    The DataFrame API checks most mistakes where they are made; this reports the rest
+    (a forward edge between steps of different parallelism under
+    ``pipeline.forward-mismatch=fail``, say).
+    """
+
+
+class RuntimeStartError(RuntimeError):
+    """The embedded runtime could not be found, built or started.
+
+    The message says what was tried and, when the runtime process started, what it
+    printed on stderr.
+    """
+
+
+class RuntimeConnectionError(ConnectionError):
+    """The runtime could not be reached, or the connection to it broke during a job.
+
+    The message names the endpoint and gRPC's status.
+    """
+
+
+@dataclass(frozen=True)
+class OperatorMetrics:
+    """Rows one physical operator took in and gave out, summed over its subtasks.
+
+    Attributes
+    ----------
+    name
+        The operator's name in the explanation (UDF operators are named after their UDFs).
+    uid
+        Its stable uid: the step's ``uid()``, else ``"<kind>-<node id>"``.
+    parallelism
+        Its number of subtasks.
+    rows_in, rows_out
+        Rows received and emitted (a source counts the rows it read as both).
+    """
+
+    name: str
+    uid: str
+    parallelism: int
+    rows_in: int
+    rows_out: int
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """A finished job.
+
+    Attributes
+    ----------
+    name
+        The job's name.
+    job_id
+        The runtime's id of the job.
+    state
+        ``"FINISHED"`` (a failed or canceled job raises instead).
+    elapsed
+        Seconds from the job's start to its end, as the runtime measured them.
+    metrics
+        Per physical operator, in the runtime's order.
+    collected
+        The rows of each collect sink, by the sink's node id in the plan; rows from
+        different subtasks come in no particular order.
+    explain
+        The physical plan, as :meth:`~flinkgo.Environment.explain` shows it.
+
+    Examples
+    --------
+    >>> import flinkgo
+    >>> r = flinkgo.JobResult(
+    ...     name="demo",
+    ...     job_id="j1",
+    ...     state="FINISHED",
+    ...     elapsed=0.25,
+    ...     metrics=(flinkgo.OperatorMetrics("print", "sink-2", 1, 3, 0),),
+    ... )
+    >>> r
+    JobResult(name='demo', job_id='j1', state='FINISHED', elapsed=0.25, operators=1, collected=[])
+    >>> r.operator("sink-2").rows_in
+    3
+    """
+
+    name: str
+    job_id: str
+    state: str
+    elapsed: float
+    metrics: tuple[OperatorMetrics, ...] = ()
+    collected: Mapping[int, pa.Table] = field(default_factory=dict)
+    explain: str = ""
+
+    def operator(self, uid: str) -> OperatorMetrics:
+        """Return the metrics of the operator with this uid.
+
+        Raises
+        ------
+        KeyError
+            If no operator has it; the message lists the uids there are.
+        """
+        for m in self.metrics:
+            if m.uid == uid:
+                return m
+        raise KeyError(f"no operator has the uid {uid!r}; uids are {[m.uid for m in self.metrics]}")
+
+    def __repr__(self) -> str:
+        """Show the job and how many operators and collect sinks it had."""
+        return (
+            f"JobResult(name={self.name!r}, job_id={self.job_id!r}, state={self.state!r}, "
+            f"elapsed={self.elapsed:.3g}, operators={len(self.metrics)}, "
+            f"collected={sorted(self.collected)})"
+        )

@@ -1,0 +1,378 @@
+"""The job-service client against an in-process fake runtime (grpc on a Unix socket).
+
+The fake answers what a test scripts, so outcomes the real runtime rarely produces
+(a canceled job, a stream that ends early, Ctrl-C before the job has an id) are
+checked exactly. test_execute.py runs the real runtime.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import threading
+import time
+from concurrent import futures
+
+import grpc
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import flinkgo as fg
+from flinkgo._endpoint import check_endpoint
+from flinkgo._proto import job_pb2, job_pb2_grpc
+from flinkgo.client import Client
+
+State = job_pb2.JobFinished
+
+
+class FakeRuntime(job_pb2_grpc.JobServiceServicer):
+    """Streams `events` for every Execute; `script` may replace that behavior."""
+
+    def __init__(self):
+        self.events: list[job_pb2.JobEvent] = []
+        self.script = None
+        self.canceled: list[str] = []
+        self.cancel_called = threading.Event()
+        self.call_ended = threading.Event()
+        self.requests: list[job_pb2.ExecuteRequest] = []
+        self.explain_response = job_pb2.ExplainResponse(explain="the plan")
+
+    def Execute(self, request, context):  # noqa: N802 - the RPC's name
+        self.requests.append(request)
+        context.add_callback(self.call_ended.set)
+        if self.script is not None:
+            yield from self.script(request, context)
+            return
+        yield from self.events
+
+    def Explain(self, request, context):  # noqa: N802
+        return self.explain_response
+
+    def Cancel(self, request, context):  # noqa: N802
+        self.canceled.append(request.job_id)
+        self.cancel_called.set()
+        return job_pb2.CancelResponse(found=True)
+
+
+@pytest.fixture
+def fake(tmp_path):
+    servicer = FakeRuntime()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    job_pb2_grpc.add_JobServiceServicer_to_server(servicer, server)
+    endpoint = f"unix://{tmp_path}/fake.sock"
+    server.add_insecure_port(endpoint)
+    server.start()
+    servicer.endpoint = endpoint
+    yield servicer
+    server.stop(grace=None)
+
+
+def collect_plan():
+    env = fg.Environment(parallelism=2)
+    env.from_pandas(pd.DataFrame({"x": [1, 2, 3]})).print()
+    plan = env.plan("fake job")
+    plan.nodes[-1].sink.collect.SetInParent()  # a collect sink, as DataFrame.collect makes
+    return plan
+
+
+def started(job_id="j-1"):
+    return job_pb2.JobEvent(started=job_pb2.JobStarted(job_id=job_id, explain="explained"))
+
+
+def progress(rows_in, rows_out, elapsed):
+    return job_pb2.Progress(
+        operators=[
+            job_pb2.OperatorProgress(
+                name="from_pandas", uid="source-1", parallelism=2, rows_in=rows_in, rows_out=rows_in
+            ),
+            job_pb2.OperatorProgress(name="collect", uid="sink-2", parallelism=2, rows_in=rows_out),
+        ],
+        elapsed_seconds=elapsed,
+    )
+
+
+def finished(state, error=None, metrics=None):
+    return job_pb2.JobEvent(
+        finished=job_pb2.JobFinished(
+            state=state, error=error, metrics=metrics or progress(3, 3, 0.5)
+        )
+    )
+
+
+def collected(node, subtask, values):
+    batch = pa.RecordBatch.from_arrays([pa.array(values, pa.int64())], names=["x"])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return job_pb2.JobEvent(
+        collected=job_pb2.CollectedBatch(
+            node=node, subtask=subtask, arrow_ipc=sink.getvalue().to_pybytes()
+        )
+    )
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+# --- outcomes ------------------------------------------------------------------------------------
+
+
+def test_finished_job_gives_metrics_and_collected_rows(fake):
+    fake.events = [
+        started(),
+        collected(2, 1, [3]),
+        collected(2, 0, [1, 2]),
+        finished(State.FINISHED, metrics=progress(3, 3, 0.25)),
+    ]
+    with Client(fake.endpoint) as client:
+        result = client.execute(collect_plan())
+    assert result.job_id == "j-1"
+    assert result.name == "fake job"
+    assert result.state == "FINISHED"
+    assert result.elapsed == 0.25
+    assert result.explain == "explained"
+    assert [m.uid for m in result.metrics] == ["source-1", "sink-2"]
+    assert result.operator("sink-2").rows_in == 3
+    assert sorted(result.collected[2].column("x").to_pylist()) == [1, 2, 3]
+    assert result.collected[2].schema.names == ["x"]
+    # Not a terminal: no progress events are asked for.
+    assert fake.requests[0].progress_interval_ms == 0
+
+
+def test_collect_sink_without_rows_gives_an_empty_table(fake):
+    fake.events = [started(), finished(State.FINISHED)]
+    with Client(fake.endpoint) as client:
+        table = client.execute(collect_plan()).collected[2]
+    assert table.num_rows == 0
+    assert table.schema.names == ["x"]
+    assert table.schema.field("x").type == pa.int64()
+
+
+def test_failed_job_raises_with_the_traceback(fake):
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "pipeline.py", line 7, in parse\n'
+        "    int(s)\n"
+        "ValueError: invalid literal for int() with base 10: 'x'"
+    )
+    error = job_pb2.JobError(
+        message='udf "parse" (operator parse, subtask 1) raised ValueError: invalid literal',
+        operator="parse",
+        udf="parse",
+        traceback=traceback,
+        kind="UDF",
+    )
+    fake.events = [started("j-2"), finished(State.FAILED, error)]
+    with Client(fake.endpoint) as client, pytest.raises(fg.JobFailedError) as info:
+        client.execute(collect_plan())
+    e = info.value
+    assert (e.udf, e.operator, e.kind, e.job_id, e.job_name) == (
+        "parse",
+        "parse",
+        "UDF",
+        "j-2",
+        "fake job",
+    )
+    assert e.traceback == traceback
+    assert str(e) == f"job 'fake job' failed: {error.message}\n{traceback}"
+
+
+def test_a_traceback_already_in_the_message_is_not_repeated():
+    tb = "Traceback (most recent call last):\nKeyError: 1"
+    e = fg.JobFailedError(f"udf 'f' raised KeyError: 1\n{tb}", traceback=tb)
+    assert str(e).count("Traceback") == 1
+
+
+def test_canceled_job_raises_job_canceled(fake):
+    error = job_pb2.JobError(message="server: job canceled by request", kind="CANCELED")
+    fake.events = [started("j-3"), finished(State.CANCELED, error)]
+    with Client(fake.endpoint) as client, pytest.raises(fg.JobCanceledError, match="j-3") as info:
+        client.execute(collect_plan())
+    assert "canceled by request" in str(info.value)
+
+
+def test_stream_ending_before_finished(fake):
+    fake.events = [started()]
+    with Client(fake.endpoint) as client, pytest.raises(fg.RuntimeConnectionError, match="before"):
+        client.execute(collect_plan())
+
+
+def test_server_error_status(fake):
+    def fail(request, context):
+        context.abort(grpc.StatusCode.INTERNAL, "something broke")
+        yield  # pragma: no cover
+
+    fake.script = fail
+    with Client(fake.endpoint) as client, pytest.raises(fg.RuntimeConnectionError, match="broke"):
+        client.execute(collect_plan())
+
+
+def test_unreachable_endpoint(tmp_path):
+    with Client(f"unix://{tmp_path}/none.sock") as client:
+        with pytest.raises(fg.RuntimeConnectionError, match="unavailable"):
+            client.execute(collect_plan())
+        with pytest.raises(fg.RuntimeConnectionError):
+            client.explain(collect_plan())
+
+
+# --- explain and cancel --------------------------------------------------------------------------
+
+
+def test_explain(fake):
+    with Client(fake.endpoint) as client:
+        assert client.explain(collect_plan()) == "the plan"
+        fake.explain_response = job_pb2.ExplainResponse(error="plan: node 2: forward mismatch")
+        with pytest.raises(fg.InvalidPlanError, match="forward mismatch"):
+            client.explain(collect_plan())
+
+
+def test_cancel(fake):
+    with Client(fake.endpoint) as client:
+        assert client.cancel("j-9") is True
+    assert fake.canceled == ["j-9"]
+
+
+# --- Ctrl-C --------------------------------------------------------------------------------------
+
+
+def interrupt_when(event: threading.Event) -> threading.Thread:
+    def run():
+        if event.wait(10):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_ctrl_c_cancels_the_job_and_waits_for_its_end(fake):
+    running = threading.Event()
+
+    def job(request, context):
+        yield started("j-4")
+        running.set()
+        # The client asks to cancel; the job then ends as CANCELED.
+        fake.cancel_called.wait(10)
+        yield finished(State.CANCELED, job_pb2.JobError(message="canceled", kind="CANCELED"))
+
+    fake.script = job
+    interrupt_when(running)
+    with Client(fake.endpoint) as client, pytest.raises(KeyboardInterrupt):
+        client.execute(collect_plan())
+    # The interrupt can land before the client has read the started event;
+    # then it cancels the call instead of the job by id. Either way the job
+    # ends: the call is over.
+    assert fake.canceled in (["j-4"], [])
+    assert fake.call_ended.wait(5)
+
+
+def test_ctrl_c_before_the_job_started_cancels_the_call(fake):
+    entered = threading.Event()
+
+    def job(request, context):
+        entered.set()
+        while context.is_active():
+            time.sleep(0.01)
+        yield started("never-seen")  # pragma: no cover
+
+    fake.script = job
+    interrupt_when(entered)
+    with Client(fake.endpoint) as client, pytest.raises(KeyboardInterrupt):
+        client.execute(collect_plan())
+    assert fake.call_ended.wait(5)
+    assert fake.canceled == []
+
+
+def test_ctrl_c_gives_up_waiting_after_cancel_wait(fake):
+    running = threading.Event()
+
+    def job(request, context):
+        yield started("j-5")
+        running.set()
+        while context.is_active():  # a job that never ends
+            time.sleep(0.01)
+
+    fake.script = job
+    interrupt_when(running)
+    with Client(fake.endpoint, cancel_wait=0.3) as client, pytest.raises(KeyboardInterrupt):
+        client.execute(collect_plan())
+    assert fake.call_ended.wait(5)  # the call is canceled, so the server cancels the job
+
+
+# --- the progress line ---------------------------------------------------------------------------
+
+
+def test_progress_line_on_a_terminal(fake, monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    fake.events = [
+        started(),
+        job_pb2.JobEvent(progress=progress(1000, 400, 1.0)),
+        job_pb2.JobEvent(progress=progress(3000, 2500, 2.0)),
+        finished(State.FINISHED, metrics=progress(5000, 5000, 2.5)),
+    ]
+    with Client(fake.endpoint) as client:
+        client.execute(collect_plan())
+    out = terminal.getvalue()
+    assert fake.requests[0].progress_interval_ms > 0
+    assert "\rflinkgo: fake job" in out
+    assert "read 3,000 rows  wrote 2,500 rows  2,000 rows/s" in out
+    assert out.endswith(
+        "\rflinkgo: fake job finished in 2.50 s: read 5,000 rows, wrote 5,000 rows "
+        "(2,000 rows/s)\x1b[K\n"
+    )
+
+
+def test_no_progress_line_when_disabled_or_not_a_terminal(fake, monkeypatch):
+    fake.events = [started(), finished(State.FINISHED)]
+    for stream, show in ((io.StringIO(), True), (Terminal(), False)):
+        monkeypatch.setattr("sys.stderr", stream)
+        with Client(fake.endpoint) as client:
+            client.execute(collect_plan(), progress=show)
+        assert stream.getvalue() == ""
+
+
+# --- endpoints -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["localhost:8081", "127.0.0.1:7781", "[::1]:7781", "unix:///tmp/x.sock"]
+)
+def test_valid_endpoints(endpoint):
+    assert check_endpoint(endpoint) == endpoint
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["localhost", "http://localhost:8081", "unix://", ":8081", "host:port"]
+)
+def test_invalid_endpoints(endpoint):
+    with pytest.raises(ValueError, match="endpoint"):
+        check_endpoint(endpoint)
+    with pytest.raises(ValueError, match="Environment: endpoint"):
+        fg.Environment(endpoint=endpoint)
+
+
+def test_endpoint_from_the_environment_variable(monkeypatch):
+    monkeypatch.setenv("FLINKGO_ENDPOINT", "localhost:9999")
+    assert fg.Environment().endpoint == "localhost:9999"
+    assert fg.Environment(endpoint="localhost:1").endpoint == "localhost:1"
+    monkeypatch.setenv("FLINKGO_ENDPOINT", "nope")
+    with pytest.raises(ValueError, match=r"\$FLINKGO_ENDPOINT"):
+        fg.Environment()
+
+
+def test_import_flinkgo_stays_light():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, flinkgo; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('grpc', 'google') "
+        "or m in ('flinkgo.client', 'flinkgo._runtime', 'flinkgo.worker')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

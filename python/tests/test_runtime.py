@@ -1,0 +1,255 @@
+"""The embedded runtime: finding or building the binary, starting it, never leaving it behind.
+
+Fake binaries and a fake ``go`` (shell scripts) check the contract with the binary and
+the build on demand; the real runtime checks that it is gone after the Python process
+that started it exits or is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+import flinkgo as fg
+from flinkgo import _runtime
+
+
+def script(path, body):
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def gone(pid, timeout):
+    try:
+        psutil.Process(pid).wait(timeout)
+    except psutil.NoSuchProcess:
+        pass
+    except psutil.TimeoutExpired:
+        return False
+    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+# --- the contract with the binary ---------------------------------------------------------------
+
+
+def test_start_passes_the_contract_and_forwards_stdout(tmp_path, capfd):
+    record = tmp_path / "record"
+    binary = script(
+        tmp_path / "flinkgo",
+        f"""\
+        echo "$@" > {record}
+        echo "FLINKGO_PYTHON=$FLINKGO_PYTHON" >> {record}
+        echo "PYTHONPATH=$PYTHONPATH" >> {record}
+        echo "before ready"
+        echo "flinkgo: serving on {tmp_path}/rt.sock"
+        echo "a printed row"
+        echo "some log" >&2
+        exec sleep 60
+        """,
+    )
+    rt = _runtime.LocalRuntime(binary)
+    try:
+        assert rt.endpoint == f"unix://{tmp_path}/rt.sock"
+        assert rt.alive()
+        args, python, pythonpath = record.read_text().splitlines()
+        serve, listen_flag, listen, parent_flag, parent = args.split()
+        assert (serve, listen_flag, parent_flag) == ("serve", "--listen", "--parent-pid")
+        assert listen.startswith("unix:///") and listen.endswith("/runtime.sock")
+        assert parent == str(os.getpid())
+        assert python == f"FLINKGO_PYTHON={sys.executable}"
+        assert os.path.dirname(__file__) in pythonpath.split("=", 1)[1].split(os.pathsep)
+        rt.drain_output()
+        deadline = time.monotonic() + 5
+        out = err = ""
+        while time.monotonic() < deadline and ("a printed row" not in out or not err):
+            captured = capfd.readouterr()
+            out, err = out + captured.out, err + captured.err
+            time.sleep(0.05)
+        assert "before ready\n" in out and "a printed row\n" in out
+        assert "serving on" not in out
+        assert "some log" in err
+        socket_dir = os.path.dirname(listen[len("unix://") :])
+        assert os.path.isdir(socket_dir)
+        assert stat.S_IMODE(os.stat(socket_dir).st_mode) == 0o700
+    finally:
+        rt.stop()
+    assert not rt.alive()
+    assert not os.path.exists(socket_dir)
+    rt.stop()  # twice is fine
+
+
+def test_start_fails_with_the_exit_status_and_stderr(tmp_path):
+    binary = script(tmp_path / "flinkgo", "echo 'bad flag --parent-pid' >&2\nexit 3\n")
+    with pytest.raises(fg.RuntimeStartError, match="status 3") as info:
+        _runtime.LocalRuntime(binary)
+    assert "bad flag --parent-pid" in str(info.value)
+    assert "serve --listen unix://" in str(info.value)
+
+
+def test_start_times_out_and_kills_the_process(tmp_path):
+    pidfile = tmp_path / "pid"
+    binary = script(
+        tmp_path / "flinkgo", f"echo $$ > {pidfile}\necho starting >&2\nexec sleep 60\n"
+    )
+    with pytest.raises(fg.RuntimeStartError, match="within 0.5 s") as info:
+        _runtime.LocalRuntime(binary, start_timeout=0.5)
+    assert "starting" in str(info.value)
+    assert gone(int(pidfile.read_text()), 5)
+
+
+def test_flinkgo_binary_variable(tmp_path, monkeypatch):
+    binary = script(tmp_path / "flinkgo", "exit 0\n")
+    monkeypatch.setenv("FLINKGO_BINARY", binary)
+    assert _runtime.find_binary() == binary
+    monkeypatch.setenv("FLINKGO_BINARY", str(tmp_path / "missing"))
+    with pytest.raises(fg.RuntimeStartError, match="FLINKGO_BINARY"):
+        _runtime.find_binary()
+
+
+# --- building from a source checkout --------------------------------------------------------------
+
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / "cmd" / "flinkgo").mkdir(parents=True)
+    (repo / "go.mod").write_text("module example.com/flinkgo\n")
+    (repo / "cmd" / "flinkgo" / "main.go").write_text("package main\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    count = tmp_path / "builds"
+    # A fake go: counts builds and writes an executable at -o.
+    script(
+        bin_dir / "go",
+        f"""\
+        echo build >> {count}
+        [ -n "$FAIL" ] && {{ echo "cmd/flinkgo/main.go:1: syntax error" >&2; exit 1; }}
+        printf '#!/bin/sh\\n' > "$3"
+        chmod +x "$3"
+        """,
+    )
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.setenv("FLINKGO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("FAIL", raising=False)
+    return repo, count
+
+
+def builds(count):
+    return len(count.read_text().splitlines()) if count.exists() else 0
+
+
+def test_build_on_demand_and_reuse(checkout, capsys):
+    repo, count = checkout
+    binary = _runtime.build_from_source(repo)
+    assert os.access(binary, os.X_OK)
+    assert binary.startswith(str(_runtime.cache_dir(repo)))
+    assert "building the runtime" in capsys.readouterr().err
+    assert _runtime.build_from_source(repo) == binary
+    assert builds(count) == 1
+    # A newer test file does not change the binary; a newer source file does.
+    future = time.time() + 100
+    test_file = repo / "cmd" / "flinkgo" / "main_test.go"
+    test_file.write_text("package main\n")
+    os.utime(test_file, (future, future))
+    _runtime.build_from_source(repo)
+    assert builds(count) == 1
+    os.utime(repo / "cmd" / "flinkgo" / "main.go", (future, future))
+    _runtime.build_from_source(repo)
+    assert builds(count) == 2
+
+
+def test_build_failure_shows_go_output(checkout, monkeypatch):
+    repo, _ = checkout
+    monkeypatch.setenv("FAIL", "1")
+    with pytest.raises(fg.RuntimeStartError, match="syntax error") as info:
+        _runtime.build_from_source(repo)
+    assert "Go 1.26" in str(info.value)
+
+
+def test_build_without_go(checkout, monkeypatch, tmp_path):
+    repo, _ = checkout
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(fg.RuntimeStartError, match=r"needs Go 1\.26.*not on PATH"):
+        _runtime.build_from_source(repo)
+
+
+# --- the real runtime is never left behind -------------------------------------------------------
+
+CHILD = """
+import sys, time
+import pandas as pd
+import flinkgo as fg
+from flinkgo import _runtime
+
+rt = _runtime.local_runtime()
+print(rt.pid, rt.endpoint, flush=True)
+if sys.argv[1] == "job-then-exit":
+    env = fg.Environment()
+    assert env.from_pandas(pd.DataFrame({"x": [1, 2]})).to_pandas()["x"].sum() == 3
+    print("ok", flush=True)
+else:  # run an endless job with Python workers until killed
+    @fg.udf("int64", func_type="pandas")
+    def inc(s):
+        return s + 1
+
+    env = fg.Environment(parallelism=2)
+    src = env.datagen(schema={"i": "int64"}, rows_per_second=1000)
+    src.with_column("j", inc(fg.col("i"))).filter(fg.col("j") < 0).print()
+    env.execute("endless")
+"""
+
+
+@pytest.fixture(scope="module")
+def built():
+    # Build (or find) the binary once, outside the children's timing.
+    try:
+        return _runtime.find_binary()
+    except fg.RuntimeStartError as e:
+        pytest.fail(f"the flinkgo runtime cannot be built:\n{e}", pytrace=False)
+
+
+def start_child(tmp_path, mode):
+    code = tmp_path / "child.py"
+    code.write_text(CHILD)
+    proc = subprocess.Popen(
+        [sys.executable, str(code), mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    line = proc.stdout.readline()
+    assert line, proc.stderr.read()
+    pid, endpoint = line.split()
+    return proc, int(pid), endpoint
+
+
+def test_runtime_stops_when_python_exits(built, tmp_path):
+    proc, pid, endpoint = start_child(tmp_path, "job-then-exit")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert out.strip() == "ok"
+    assert gone(pid, 5)
+    assert not os.path.exists(os.path.dirname(endpoint[len("unix://") :]))
+
+
+def test_runtime_and_workers_exit_when_python_is_killed(built, tmp_path):
+    proc, pid, _ = start_child(tmp_path, "endless")
+    try:
+        runtime = psutil.Process(pid)
+        deadline = time.monotonic() + 60
+        workers = []
+        while time.monotonic() < deadline and len(workers) < 2:
+            workers = runtime.children(recursive=True)
+            time.sleep(0.1)
+        assert len(workers) >= 2, "the job's Python workers did not start"
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
+    assert gone(pid, 15), "the runtime outlived the Python process that started it"
+    for w in workers:
+        assert gone(w.pid, 15), f"worker {w.pid} outlived the runtime"
