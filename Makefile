@@ -11,7 +11,7 @@ export FLINKGO_PYTHON := $(abspath $(PY))
 # Rounds of the chaos tests; CI runs a short round, `make chaos` a long one.
 CHAOS_ROUNDS ?= 3
 
-.PHONY: example test setup go-test py-test tox lint proto proto-check chaos bench
+.PHONY: example example-bridge test setup go-test py-test tox lint proto proto-check chaos bench
 
 setup: $(VENV)/.installed
 	go mod download
@@ -25,6 +25,10 @@ $(VENV)/.installed: python/pyproject.toml python/setup.py udf/proto/requirements
 	touch $@
 
 example: setup
+	$(PY) examples/python/sensors.py
+
+# The Go-only demo of the UDF bridge (no runtime): pandas UDFs over generated rows.
+example-bridge: setup
 	go run ./examples/go/bridge
 
 test: setup lint proto-check go-test py-test tox
