@@ -378,15 +378,6 @@ def test_map_batches(env):
     assert_same(df.to_pandas(), double_evens(BASE))
 
 
-@pytest.mark.xfail(
-    PANDAS_3,
-    strict=True,
-    raises=fg.JobFailedError,
-    reason="worker bug (flinkgo/worker/chain.py _map_batch): with pandas 3, a DataFrame built "
-    "by pd.concat holds string columns backed by a pyarrow ChunkedArray, and "
-    "pa.RecordBatch.from_pandas(result, schema=...) raises 'Cannot convert "
-    "pyarrow.lib.ChunkedArray to pyarrow.lib.Array'",
-)
 def test_map_batches_returning_concatenated_frames(env):
     def twice(batch: pd.DataFrame) -> pd.DataFrame:
         return pd.concat([batch, batch])[["x", "s"]]
@@ -455,12 +446,12 @@ def test_keyed_aggregate_on_a_dictionary_key(env):
 
 @pytest.mark.xfail(
     strict=True,
-    raises=fg.RuntimeConnectionError,
-    reason="Go runtime bug (runtime/exec/aggregate.go:311, aggProc.finish): key_by on a "
+    raises=fg.JobFailedError,
+    reason="Go runtime bug (runtime/exec/aggregate.go, aggProc.finish): key_by on a "
     "dictionary<large_string> column (what from_pandas makes of a Categorical with pandas 3) "
-    "panics in array.NewRecordBuilder ('arrow/array: unsupported builder for value type of "
-    "*arrow.DictionaryType') and the panic kills the whole runtime process "
-    "(dictionary<string> works)",
+    "fails the job: arrow-go has no builder for that dictionary ('arrow/array: unsupported "
+    "builder for value type of *arrow.DictionaryType'); the panic no longer kills the "
+    "runtime (dictionary<string> works)",
 )
 def test_keyed_aggregate_on_a_large_string_dictionary_key(env):
     table = pa.Table.from_pandas(BASE, preserve_index=False)
@@ -572,15 +563,6 @@ def test_file_sinks(env, tmp_path):
     assert_same(pq.read_table(tmp_path / "parquet").to_pandas(), expected)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=fg.RuntimeConnectionError,
-    reason="Go runtime bug (runtime/sink/sink.go:213, csvEncoder.write): write_csv of a "
-    "dictionary column (from_arrow of dictionary_encode(), or a pandas Categorical) panics "
-    "in arrow/csv's Writer ('field has unsupported data type dictionary<values=utf8, "
-    "indices=int32, ordered=false>') and the panic kills the whole runtime process; "
-    "write_jsonl, write_parquet and print handle the same column",
-)
 def test_write_csv_of_a_dictionary_column(env, tmp_path):
     keys = pa.array(BASE["k"], pa.string()).dictionary_encode()
     env.from_arrow(pa.table({"k": keys, "x": BASE["x"]})).write_csv(tmp_path / "out")
@@ -697,13 +679,6 @@ def test_worker_death_fails_the_job(env):
     assert 'udf "exits"' in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Go runtime bug (runtime/server/server.go jobError): when a Python worker dies, "
-    "JobError.udf and JobError.operator stay empty although the error names both "
-    '(\'udf "exits" (operator exits, subtask 0): python worker (pid N) lost: exit status '
-    "3'); only UDFError and TaskError fill them",
-)
 def test_worker_death_names_the_udf_and_operator(env):
     with pytest.raises(fg.JobFailedError) as info:
         env.from_pandas(BASE).select(exits(fg.col("x"))).collect()

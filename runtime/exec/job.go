@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -253,6 +254,11 @@ func (t *task) releaseAll() {
 // stays blocked.
 func (t *task) run(ctx context.Context) (err error) {
 	defer func() {
+		// A bug in an operator fails its job, never the whole runtime
+		// process (a server runs other jobs).
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v\n%s", r, debug.Stack())
+		}
 		if err != nil {
 			if t.proc != nil {
 				t.proc.cancel(err)

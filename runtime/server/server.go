@@ -183,10 +183,13 @@ func finished(state jobpb.JobFinished_State, e *jobpb.JobError, m *jobpb.Progres
 func jobError(err error) *jobpb.JobError {
 	e := &jobpb.JobError{Message: err.Error(), Kind: "RUNTIME"}
 	var udfErr *bridge.UDFError
+	var exitErr *bridge.WorkerExitError
 	var taskErr *runexec.TaskError
 	switch {
 	case errors.As(err, &udfErr):
 		e.Kind, e.Udf, e.Operator, e.Traceback = "UDF", udfErr.UDF, udfErr.Operator, udfErr.Traceback
+	case errors.As(err, &exitErr):
+		e.Kind, e.Udf, e.Operator = "WORKER", exitErr.UDF, exitErr.Operator
 	case errors.Is(err, bridge.ErrWorkerLost), errors.Is(err, bridge.ErrWorkerStart):
 		e.Kind = "WORKER"
 	}

@@ -12,6 +12,7 @@ package sink
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	arrowcsv "github.com/apache/arrow-go/v18/arrow/csv"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -156,7 +158,8 @@ func openFile(s *planpb.FileSink, cfg Config) (Writer, error) {
 	w.f, w.buf = f, bufio.NewWriterSize(f, 1<<20)
 	switch s.GetFormat() {
 	case planpb.FileSource_CSV:
-		w.enc = &csvEncoder{schema: cfg.Schema, w: arrowcsv.NewWriter(w.buf, cfg.Schema, arrowcsv.WithHeader(true), arrowcsv.WithNullWriter(""))}
+		plain := decodedSchema(cfg.Schema)
+		w.enc = &csvEncoder{schema: plain, w: arrowcsv.NewWriter(w.buf, plain, arrowcsv.WithHeader(true), arrowcsv.WithNullWriter(""))}
 	case planpb.FileSource_JSONL:
 		w.enc = &jsonEncoder{w: w.buf}
 	default:
@@ -210,7 +213,50 @@ type csvEncoder struct {
 
 func (e *csvEncoder) write(b arrow.RecordBatch) error {
 	e.wrote = true
-	return e.w.Write(b)
+	plain, err := decodeDictionaries(b, e.schema)
+	if err != nil {
+		return err
+	}
+	defer plain.Release()
+	return e.w.Write(plain)
+}
+
+// CSV has no dictionaries: dictionary columns are written as their values.
+func decodedSchema(s *arrow.Schema) *arrow.Schema {
+	fields := s.Fields()
+	for i, f := range fields {
+		if d, ok := f.Type.(*arrow.DictionaryType); ok {
+			fields[i].Type = d.ValueType
+		}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// decodeDictionaries returns b with every dictionary column replaced by
+// its values (a new reference either way).
+func decodeDictionaries(b arrow.RecordBatch, plain *arrow.Schema) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, b.NumCols())
+	for i, c := range b.Columns() {
+		d, ok := c.(*array.Dictionary)
+		if !ok {
+			c.Retain()
+			cols[i] = c
+			continue
+		}
+		values, err := compute.TakeArray(context.Background(), d.Dictionary(), d.Indices())
+		if err != nil {
+			for _, c := range cols[:i] {
+				c.Release()
+			}
+			return nil, err
+		}
+		cols[i] = values
+	}
+	out := array.NewRecordBatch(plain, cols, b.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
 }
 
 // finish writes the header even when no row came, so every part is a

@@ -72,7 +72,12 @@ func (e *UDFError) Error() string {
 // WorkerExitError describes how a worker process ended. It wraps
 // ErrWorkerLost.
 type WorkerExitError struct {
-	Pid int
+	// UDF (the chain's UDF names joined by "+"), Operator and Subtask say
+	// which worker it was; Operator is empty when unknown.
+	UDF      string
+	Operator string
+	Subtask  int
+	Pid      int
 	// How the process ended, e.g. "exit status 3" or "signal: killed";
 	// "still running" when the stream broke but the process had not exited.
 	Status string

@@ -195,9 +195,15 @@ class Chain:
                 f"missing {missing} of its declared schema {names}"
             )
         try:
-            return pa.RecordBatch.from_pandas(
+            # Through a Table: pandas 3 frames (a pd.concat, say) can convert to
+            # chunked columns, which a RecordBatch cannot hold.
+            table = pa.Table.from_pandas(
                 result[names], schema=self.output_schema, preserve_index=False
-            )
+            ).combine_chunks()
+            batches = table.to_batches()
+            if not batches:
+                return pa.RecordBatch.from_pylist([], schema=self.output_schema)
+            return batches[0]
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
             raise UdfResultError(
                 f"map_batches function {call.name!r} returned values that do not fit its "

@@ -245,7 +245,9 @@ def main() -> int:
     server.add_insecure_port("unix:" + socket_path)
     server.start()
 
-    parent = os.getppid()
+    # The host's pid, when it gave it: a host that died before this line
+    # left us reparented already, and the watcher must see that.
+    parent = int(os.environ.get("FLINKGO_HOST_PID") or os.getppid())
     threading.Thread(
         target=_watch_parent, args=(parent, shutdown), name="flinkgo-parent-watch", daemon=True
     ).start()

@@ -285,7 +285,9 @@ var _ runner.Runner = (*workerCmd)(nil)
 
 func newWorkerCmd(python string, env []string, guard *startGuard) (*workerCmd, error) {
 	cmd := exec.Command(python, "-m", "flinkgo.worker")
-	cmd.Env = env
+	// The worker compares its parent with this from its first moment, so a
+	// host that dies before the worker starts watching still frees it.
+	cmd.Env = append(env, "FLINKGO_HOST_PID="+strconv.Itoa(os.Getpid()))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

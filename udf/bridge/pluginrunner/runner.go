@@ -21,6 +21,7 @@ import (
 type Runner struct {
 	opts         Options
 	label        string
+	udfNames     string
 	logger       hclog.Logger
 	inputSchema  []byte
 	outputSchema *arrow.Schema
@@ -117,6 +118,7 @@ func NewRunner(opts Options) (*Runner, error) {
 	r := &Runner{
 		opts:         opts,
 		label:        label,
+		udfNames:     strings.Join(names, "+"),
 		logger:       opts.Logger.Named("udf").With("udf", strings.Join(names, "+"), "operator", opts.OperatorName, "subtask", opts.Subtask),
 		inputSchema:  in,
 		outputSchema: out,
@@ -578,6 +580,9 @@ func (r *Runner) lostError(cause error) error {
 	// The stream usually breaks a moment before the process is reaped.
 	r.proc.waitExited(time.Second)
 	return &bridge.WorkerExitError{
+		UDF:        r.udfNames,
+		Operator:   r.opts.OperatorName,
+		Subtask:    r.opts.Subtask,
 		Pid:        r.proc.Pid(),
 		Status:     r.proc.ExitStatus(),
 		StderrTail: r.proc.StderrTail(),
