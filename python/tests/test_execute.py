@@ -226,15 +226,6 @@ def test_datagen_every_documented_type(env):
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=fg.JobFailedError,
-    reason="Go runtime bug (runtime/source/files.go): read_csv with a header and a schema "
-    "that names some of the columns, or names them in another order, fails: the runtime "
-    "applies the schema by position ('line 2 has 4 fields, want 2 (s, x)'; reordered: "
-    "'schema ... differs from the source's schema') instead of matching columns by name "
-    "and skipping the others, as plan.proto's reader contract (read_csv's docstring) says",
-)
 def test_read_csv_schema_matches_header_by_name(env, tmp_path):
     BASE.to_csv(tmp_path / "a.csv", index=False)
     df = env.read_csv(tmp_path / "a.csv", schema={"s": "string", "x": "int64"})

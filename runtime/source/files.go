@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -115,7 +116,20 @@ func openCSV(path string, src *planpb.FileSource, cfg Config) (batchIter, error)
 	if err != nil {
 		return nil, err
 	}
-	r := arrowcsv.NewReader(f, cfg.Schema, csvOptions(src, cfg)...)
+	var r *arrowcsv.Reader
+	if src.GetCsvHasHeader() {
+		// Columns are matched by header name: the schema may name some of
+		// the file's columns, in any order; the others are skipped.
+		names := fieldNames(cfg.Schema)
+		types := make(map[string]arrow.DataType, len(names))
+		for _, f := range cfg.Schema.Fields() {
+			types[f.Name] = f.Type
+		}
+		opts := append(csvOptions(src, cfg), arrowcsv.WithIncludeColumns(names), arrowcsv.WithColumnTypes(types))
+		r = arrowcsv.NewInferringReader(f, opts...)
+	} else {
+		r = arrowcsv.NewReader(f, cfg.Schema, csvOptions(src, cfg)...)
+	}
 	return &csvIter{path: path, f: f, r: r, src: src, cfg: cfg}, nil
 }
 
@@ -165,9 +179,24 @@ func locateCSVError(path string, src *planpb.FileSource, schema *arrow.Schema) s
 	if d := src.GetCsvDelimiter(); d != "" {
 		r.Comma = []rune(d)[0]
 	}
+	// Where each schema column is in the file: by header name, else by
+	// position.
+	at := make([]int, schema.NumFields())
+	for i := range at {
+		at[i] = i
+	}
+	width := schema.NumFields()
 	if src.GetCsvHasHeader() {
-		if _, err := r.Read(); err != nil {
+		header, err := r.Read()
+		if err != nil {
 			return ""
+		}
+		width = len(header)
+		for i, f := range schema.Fields() {
+			at[i] = slices.Index(header, f.Name)
+			if at[i] < 0 {
+				return fmt.Sprintf("the header has no column %q (it has %s)", f.Name, strings.Join(header, ", "))
+			}
 		}
 	}
 	for {
@@ -180,12 +209,13 @@ func locateCSVError(path string, src *planpb.FileSource, schema *arrow.Schema) s
 			}
 			return ""
 		}
-		if len(rec) != schema.NumFields() {
-			return fmt.Sprintf("line %d has %d fields, want %d (%s)", line, len(rec), schema.NumFields(), strings.Join(fieldNames(schema), ", "))
+		if len(rec) != width {
+			return fmt.Sprintf("line %d has %d fields, want %d", line, len(rec), width)
 		}
-		for i, v := range rec {
-			if msg := checkCSVValue(v, schema.Field(i).Type); msg != "" {
-				return fmt.Sprintf("line %d, column %q: cannot parse %q as %s", line, schema.Field(i).Name, v, schema.Field(i).Type)
+		for i, f := range schema.Fields() {
+			v := rec[at[i]]
+			if msg := checkCSVValue(v, f.Type); msg != "" {
+				return fmt.Sprintf("line %d, column %q: cannot parse %q as %s", line, f.Name, v, f.Type)
 			}
 		}
 	}

@@ -230,3 +230,15 @@ func TestParquetFile(t *testing.T) {
 		t.Errorf("rows: %v", got[0])
 	}
 }
+
+func TestCSVHeaderColumnsMatchByName(t *testing.T) {
+	mem := checked(t)
+	path := filepath.Join(t.TempDir(), "wide.csv")
+	if err := os.WriteFile(path, []byte("site,unused,temp,sensor\na,x,1.5,1\nb,y,2.5,2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, mem, fileSource(planpb.FileSource_CSV, path), readings, 1, 10)
+	if strings.Join(got[0], ";") != "1,1.5,a;2,2.5,b" {
+		t.Errorf("rows %v", got[0])
+	}
+}
