@@ -206,16 +206,7 @@ func (p *aggProc) accumulate(i int, a aggSpec, b arrow.RecordBatch, gids []int) 
 	if f, ok := col.(*array.Float64); ok && col.NullN() == 0 {
 		// The common case, without per-row checks and type switches.
 		for row, v := range f.Float64Values() {
-			acc := &p.list[gids[row]].acc[i]
-			acc.count++
-			acc.fsum += v
-			if !acc.seen || v < acc.fmin {
-				acc.fmin = v
-			}
-			if !acc.seen || v > acc.fmax {
-				acc.fmax = v
-			}
-			acc.seen = true
+			p.list[gids[row]].acc[i].addFloat(v)
 		}
 		return
 	}
@@ -224,10 +215,10 @@ func (p *aggProc) accumulate(i int, a aggSpec, b arrow.RecordBatch, gids []int) 
 			continue // SQL: aggregates skip nulls
 		}
 		acc := &p.list[gid].acc[i]
-		acc.count++
 		switch {
 		case a.isStr:
 			v := col.ValueStr(row)
+			acc.count++
 			if acc.min == nil || v < acc.min.(string) {
 				acc.min = v
 			}
@@ -236,6 +227,7 @@ func (p *aggProc) accumulate(i int, a aggSpec, b arrow.RecordBatch, gids []int) 
 			}
 		case a.isInt:
 			v := intValue(col, row)
+			acc.count++
 			acc.isum += v
 			acc.fsum += float64(v)
 			if !acc.seen || v < acc.imin {
@@ -246,17 +238,21 @@ func (p *aggProc) accumulate(i int, a aggSpec, b arrow.RecordBatch, gids []int) 
 			}
 			acc.seen = true
 		default:
-			v := floatValue(col, row)
-			acc.fsum += v
-			if !acc.seen || v < acc.fmin {
-				acc.fmin = v
-			}
-			if !acc.seen || v > acc.fmax {
-				acc.fmax = v
-			}
-			acc.seen = true
+			acc.addFloat(floatValue(col, row))
 		}
 	}
+}
+
+func (acc *accumulator) addFloat(v float64) {
+	acc.count++
+	acc.fsum += v
+	if !acc.seen || v < acc.fmin {
+		acc.fmin = v
+	}
+	if !acc.seen || v > acc.fmax {
+		acc.fmax = v
+	}
+	acc.seen = true
 }
 
 func pick(isInt bool, i int64, f float64) any {
