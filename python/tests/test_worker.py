@@ -157,7 +157,12 @@ def test_exits_when_parent_dies(tmp_path):
     # A shell starts the worker in the background and is then killed: the
     # worker is reparented and must notice.
     pid_file = tmp_path / "pid"
-    script = f"{sys.executable} -m flinkgo.worker > /dev/null 2>&1 & echo $! > {pid_file}; sleep 60"
+    # As the host does, the shell tells the worker its pid: a worker still
+    # importing when its parent dies then notices as soon as it starts.
+    script = (
+        f"FLINKGO_HOST_PID=$$ {sys.executable} -m flinkgo.worker > /dev/null 2>&1 & "
+        f"echo $! > {pid_file}; sleep 60"
+    )
     env = dict(os.environ, **{COOKIE_KEY: COOKIE_VALUE})
     shell = subprocess.Popen(["sh", "-c", script], env=env)
     try:
