@@ -198,15 +198,6 @@ def test_datagen_bounded(env):
     assert_same(out, expected)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=fg.JobFailedError,
-    reason="Go runtime bug (runtime/source/datagen.go): datagen supports only integers, float32/"
-    "64, bool, string, timestamp and date, while the plan accepts (and Environment.datagen "
-    "documents) binary, float16, time32/64, duration and decimal too; the job fails with "
-    "'source: datagen cannot generate column ... (supported: integers, floats, bool, string, "
-    "timestamp, date)'",
-)
 def test_datagen_every_documented_type(env):
     schema = {
         "b": "binary",

@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 
 	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
@@ -19,9 +21,11 @@ import (
 //
 //	integers: the row index
 //	floats:   uniform in [0, 1): top 53 bits of mix(seed, row, column) / 2^53
+//	          (float16: that value rounded to half precision)
 //	bool:     lowest bit of mix(seed, row, column)
-//	strings:  "<column name>-<row index>"
-//	timestamps and dates: the row index in the type's unit
+//	strings and binary: "<column name>-<row index>"
+//	timestamps, dates, times and durations: the row index in the type's unit
+//	decimals: the row index (its unscaled value is row * 10^scale)
 //
 // mix is splitmix64 over seed ^ (row * 0x9E3779B97F4A7C15) ^ (column << 32).
 func mix(seed, row int64, column int) uint64 {
@@ -47,7 +51,7 @@ type datagen struct {
 func newDatagen(src *planpb.DatagenSource, cfg Config) (Reader, error) {
 	for _, f := range cfg.Schema.Fields() {
 		if !generatable(f.Type) {
-			return nil, fmt.Errorf("source: datagen cannot generate column %q of type %s (supported: integers, floats, bool, string, timestamp, date)", f.Name, f.Type)
+			return nil, fmt.Errorf("source: datagen cannot generate column %q of type %s (supported: integers, floats, bool, string, binary, timestamp, date, time, duration, decimal128)", f.Name, f.Type)
 		}
 	}
 	if src.GetRows() < 0 || src.GetRowsPerSecond() < 0 {
@@ -66,8 +70,9 @@ func newDatagen(src *planpb.DatagenSource, cfg Config) (Reader, error) {
 func generatable(t arrow.DataType) bool {
 	switch t.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
-		arrow.FLOAT32, arrow.FLOAT64, arrow.BOOL, arrow.STRING, arrow.LARGE_STRING,
-		arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64:
+		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.BOOL, arrow.STRING, arrow.LARGE_STRING,
+		arrow.BINARY, arrow.LARGE_BINARY, arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64,
+		arrow.TIME32, arrow.TIME64, arrow.DURATION, arrow.DECIMAL128:
 		return true
 	}
 	return false
@@ -159,6 +164,19 @@ func appendValue(b array.Builder, f arrow.Field, row int64, bits uint64) {
 		b.Append(arrow.Date32(row))
 	case *array.Date64Builder:
 		b.Append(arrow.Date64(row))
+	case *array.Float16Builder:
+		b.Append(float16.New(float32(float64(bits>>11) / (1 << 53))))
+	case *array.BinaryBuilder: // binary and large_binary
+		b.Append([]byte(fmt.Sprintf("%s-%d", f.Name, row)))
+	case *array.Time32Builder:
+		b.Append(arrow.Time32(row))
+	case *array.Time64Builder:
+		b.Append(arrow.Time64(row))
+	case *array.DurationBuilder:
+		b.Append(arrow.Duration(row))
+	case *array.Decimal128Builder:
+		scale := f.Type.(*arrow.Decimal128Type).Scale
+		b.Append(decimal128.FromI64(row).Mul(decimal128.GetScaleMultiplier(int(scale))))
 	}
 }
 

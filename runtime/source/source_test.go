@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"encoding/base64"
 	"context"
 	"errors"
 	"fmt"
@@ -239,6 +240,24 @@ func TestCSVHeaderColumnsMatchByName(t *testing.T) {
 	}
 	got := readAll(t, mem, fileSource(planpb.FileSource_CSV, path), readings, 1, 10)
 	if strings.Join(got[0], ";") != "1,1.5,a;2,2.5,b" {
+		t.Errorf("rows %v", got[0])
+	}
+}
+
+func TestDatagenMoreTypes(t *testing.T) {
+	mem := checked(t)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "b", Type: arrow.BinaryTypes.Binary},
+		{Name: "h", Type: arrow.FixedWidthTypes.Float16},
+		{Name: "t", Type: arrow.FixedWidthTypes.Time64us},
+		{Name: "d", Type: arrow.FixedWidthTypes.Duration_ms},
+		{Name: "dec", Type: &arrow.Decimal128Type{Precision: 10, Scale: 2}},
+	}, nil)
+	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 5, Seed: 1}}}
+	got := readAll(t, mem, src, schema, 1, 10)
+	// Binary prints as base64; row 3 is "b-3", 3 µs, 3 ms and 3.
+	want := base64.StdEncoding.EncodeToString([]byte("b-3"))
+	if len(got[0]) != 5 || !strings.HasPrefix(got[0][3], want+",") || !strings.HasSuffix(got[0][3], ",00:00:00.000003,3ms,3") {
 		t.Errorf("rows %v", got[0])
 	}
 }
