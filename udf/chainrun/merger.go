@@ -2,10 +2,14 @@ package chainrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
+
+// errSubtaskEnded means a subtask stopped before answering all its input.
+var errSubtaskEnded = errors.New("chainrun: subtask ended before answering")
 
 // inputSize tells the merger which subtask got the next input batch and how
 // many rows it had.
@@ -52,6 +56,12 @@ func (m *merger) run(ctx context.Context) error {
 			return context.Cause(ctx)
 		}
 		if err := m.take(ctx, size); err != nil {
+			if errors.Is(err, errSubtaskEnded) {
+				// Rows of later inputs must not be emitted before this
+				// input's: stop here. The subtask's own error, if any, is
+				// what Run reports.
+				return nil
+			}
 			return err
 		}
 	}
@@ -65,10 +75,8 @@ func (m *merger) take(ctx context.Context, size inputSize) error {
 			select {
 			case b, ok := <-m.subtasks[i].out:
 				if !ok {
-					// The subtask ended without answering: its error, if
-					// any, is reported by the errgroup.
 					m.unanswered += want
-					return nil
+					return errSubtaskEnded
 				}
 				m.current[i], m.offset[i] = b, 0
 			case <-ctx.Done():
