@@ -1,13 +1,12 @@
 package exec
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/expr"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
@@ -122,10 +121,9 @@ func decodeSchema(data []byte) (*arrow.Schema, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("no output schema in the plan")
 	}
-	r, err := ipc.NewReader(bytes.NewReader(data))
+	s, err := arrowipc.DecodeSchema(data)
 	if err != nil {
 		return nil, fmt.Errorf("output schema is not an Arrow IPC stream: %w", err)
 	}
-	defer r.Release()
-	return r.Schema(), nil
+	return s, nil
 }

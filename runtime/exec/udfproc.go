@@ -146,12 +146,15 @@ func (p *udfProc) onResult(res bridge.Result) error {
 		for i, src := range p.out {
 			if src < 0 {
 				cols[i] = results.Column(-1 - src)
+				cols[i].Retain()
 			} else {
 				cols[i] = array.NewSlice(head.Column(src), p.offset, p.offset+n)
-				defer cols[i].Release()
 			}
 		}
 		out := array.NewRecordBatch(p.schema, cols, n)
+		for _, c := range cols {
+			c.Release()
+		}
 		results.Release()
 		p.offset += n
 		rows -= n

@@ -21,8 +21,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/udf/bridge"
@@ -115,10 +116,11 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	opts := s.exec
 	opts.Collect = func(op *plan.Operator, subtask int, b arrow.RecordBatch) error {
 		defer b.Release()
-		data, err := encode(b)
-		if err != nil {
-			return err
+		var buf bytes.Buffer
+		if err := arrowipc.EncodeBatch(&buf, b, memory.DefaultAllocator); err != nil {
+			return fmt.Errorf("server: encoding collected rows: %w", err)
 		}
+		data := buf.Bytes()
 		return send(&jobpb.JobEvent{Kind: &jobpb.JobEvent_Collected{Collected: &jobpb.CollectedBatch{
 			Node: int32(op.NodeID), Subtask: int32(subtask), ArrowIpc: data,
 		}}})
@@ -197,18 +199,6 @@ func jobError(err error) *jobpb.JobError {
 		e.Operator = taskErr.Operator
 	}
 	return e
-}
-
-func encode(b arrow.RecordBatch) ([]byte, error) {
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(b.Schema()))
-	if err := w.Write(b); err != nil {
-		return nil, fmt.Errorf("server: encoding collected rows: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 func newJobID() string {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
 )
@@ -107,11 +108,11 @@ func NewRunner(opts Options) (*Runner, error) {
 			return nil, fmt.Errorf("%s: %w", label, err)
 		}
 	}
-	in, err := encodeSchema(opts.InputSchema)
+	in, err := arrowipc.EncodeSchema(opts.InputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("%s: input schema: %w", label, err)
 	}
-	outBytes, err := encodeSchema(out)
+	outBytes, err := arrowipc.EncodeSchema(out)
 	if err != nil {
 		return nil, fmt.Errorf("%s: output schema: %w", label, err)
 	}
@@ -154,7 +155,7 @@ func isBatchMap(calls []*workerpb.UdfCall) bool {
 // schema.
 func defaultOutputSchema(calls []*workerpb.UdfCall) (*arrow.Schema, error) {
 	if isBatchMap(calls) {
-		rs, err := decodeSchema(calls[0].GetUdf().GetReturnSchema())
+		rs, err := arrowipc.DecodeSchema(calls[0].GetUdf().GetReturnSchema())
 		if err != nil {
 			return nil, fmt.Errorf("map_batches %q: return_schema is not an Arrow schema", calls[0].GetUdf().GetName())
 		}
@@ -162,7 +163,7 @@ func defaultOutputSchema(calls []*workerpb.UdfCall) (*arrow.Schema, error) {
 	}
 	fields := make([]arrow.Field, len(calls))
 	for i, c := range calls {
-		rs, err := decodeSchema(c.GetUdf().GetReturnSchema())
+		rs, err := arrowipc.DecodeSchema(c.GetUdf().GetReturnSchema())
 		if err != nil || rs.NumFields() != 1 {
 			return nil, fmt.Errorf("udf %q: return_schema is not an Arrow schema with one field", c.GetUdf().GetName())
 		}
@@ -294,7 +295,7 @@ func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch
 	r.mu.Unlock()
 
 	r.sendMu.Lock()
-	err := encodeBatch(&r.sendBuf, batch, r.opts.Allocator)
+	err := arrowipc.EncodeBatch(&r.sendBuf, batch, r.opts.Allocator)
 	if err == nil && r.sendBuf.Len() > r.opts.MaxMessageBytes-4096 {
 		err = fmt.Errorf("batch %d is %d bytes as Arrow IPC, over the %d-byte message limit; cut batches below %d bytes",
 			seq, r.sendBuf.Len(), r.opts.MaxMessageBytes, r.opts.MaxBatchBytes())
@@ -514,7 +515,7 @@ func (r *Runner) receive() {
 
 // accept checks one result against the batch it answers and queues it.
 func (r *Runner) accept(res *workerpb.BatchResult) error {
-	batch, err := decodeBatch(res.GetArrowIpc(), r.opts.Allocator)
+	batch, err := arrowipc.DecodeBatch(res.GetArrowIpc(), r.opts.Allocator)
 	if err != nil {
 		return fmt.Errorf("%w: result of batch %d is not a valid Arrow IPC stream: %v", bridge.ErrResultMismatch, res.GetSeq(), err)
 	}

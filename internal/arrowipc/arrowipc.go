@@ -1,4 +1,4 @@
-package pluginrunner
+package arrowipc
 
 import (
 	"bytes"
@@ -9,12 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// Batches cross the wire as complete Arrow IPC streams (schema, one batch,
-// end marker): a few hundred bytes more than the bare batch, in exchange for
-// messages that pyarrow reads with no other context.
-
-// encodeBatch writes b as an IPC stream into buf (reset first).
-func encodeBatch(buf *bytes.Buffer, b arrow.RecordBatch, mem memory.Allocator) error {
+// EncodeBatch writes b as an IPC stream into buf (reset first).
+func EncodeBatch(buf *bytes.Buffer, b arrow.RecordBatch, mem memory.Allocator) error {
 	buf.Reset()
 	w := ipc.NewWriter(buf, ipc.WithSchema(b.Schema()), ipc.WithAllocator(mem))
 	if err := w.Write(b); err != nil {
@@ -24,8 +20,8 @@ func encodeBatch(buf *bytes.Buffer, b arrow.RecordBatch, mem memory.Allocator) e
 	return w.Close()
 }
 
-// encodeSchema writes an IPC stream holding only s.
-func encodeSchema(s *arrow.Schema) ([]byte, error) {
+// EncodeSchema writes an IPC stream holding only s.
+func EncodeSchema(s *arrow.Schema) ([]byte, error) {
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(s))
 	if err := w.Close(); err != nil {
@@ -34,8 +30,8 @@ func encodeSchema(s *arrow.Schema) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decodeSchema reads the schema of an IPC stream.
-func decodeSchema(data []byte) (*arrow.Schema, error) {
+// DecodeSchema reads the schema of an IPC stream.
+func DecodeSchema(data []byte) (*arrow.Schema, error) {
 	r, err := ipc.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
@@ -44,8 +40,8 @@ func decodeSchema(data []byte) (*arrow.Schema, error) {
 	return r.Schema(), nil
 }
 
-// decodeBatch reads the single batch of an IPC stream. The caller owns it.
-func decodeBatch(data []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
+// DecodeBatch reads the single batch of an IPC stream. The caller owns it.
+func DecodeBatch(data []byte, mem memory.Allocator) (arrow.RecordBatch, error) {
 	r, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, err
