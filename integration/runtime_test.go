@@ -86,6 +86,14 @@ func runPipeline(t *testing.T, body string, parallelism int) *runexec.Metrics {
 	return m
 }
 
+// runAtParallelism1And3 runs the pipeline, and checks it against pandas, at
+// parallelism 1 and 3.
+func runAtParallelism1And3(t *testing.T, body string) {
+	for _, p := range []int{1, 3} {
+		t.Run(fmt.Sprintf("parallelism=%d", p), func(t *testing.T) { runPipeline(t, body, p) })
+	}
+}
+
 func runOptions(t *testing.T, mem memory.Allocator) runexec.Options {
 	return runexec.Options{
 		Allocator: mem,
@@ -106,9 +114,7 @@ want = readings[(readings.temp > 20) & (readings.site != "east")].assign(f=lambd
 want[["id", "site", "f"]].to_csv(os.path.join(DIR, "expected.csv"), index=False)
 plan = env.plan("expressions")
 `
-	for _, p := range []int{1, 3} {
-		t.Run(fmt.Sprintf("parallelism=%d", p), func(t *testing.T) { runPipeline(t, body, p) })
-	}
+	runAtParallelism1And3(t, body)
 }
 
 func TestPipelineUDFs(t *testing.T) {
@@ -128,9 +134,7 @@ want = readings.assign(k=readings.temp + 273.15, loud=readings.site.str.upper() 
 want[["id", "k", "loud"]].to_csv(os.path.join(DIR, "expected.csv"), index=False)
 plan = env.plan("udfs")
 `
-	for _, p := range []int{1, 3} {
-		t.Run(fmt.Sprintf("parallelism=%d", p), func(t *testing.T) { runPipeline(t, body, p) })
-	}
+	runAtParallelism1And3(t, body)
 }
 
 func TestPipelineKeyedAggregate(t *testing.T) {
@@ -142,9 +146,7 @@ want = readings.groupby("site", as_index=False).agg(avg=("temp", "mean"), n=("id
 want.to_csv(os.path.join(DIR, "expected.csv"), index=False)
 plan = env.plan("aggregate")
 `
-	for _, p := range []int{1, 3} {
-		t.Run(fmt.Sprintf("parallelism=%d", p), func(t *testing.T) { runPipeline(t, body, p) })
-	}
+	runAtParallelism1And3(t, body)
 }
 
 func TestPipelineFailingUDFFailsTheJob(t *testing.T) {
