@@ -21,8 +21,10 @@ import (
 // input rows it answers (the columns passed through).
 type udfProc struct {
 	op *bundle.Operator
-	// argCols are the input columns the worker reads, in its input order.
-	argCols []int
+	// argCols are the input columns the worker reads, in its input order,
+	// and argSchema their schema (the worker's input schema).
+	argCols   []int
+	argSchema *arrow.Schema
 	// out says where each output column comes from: an input column index,
 	// or (-1 - i) for result column i.
 	out    []int
@@ -70,6 +72,7 @@ func newUDFProc(op *plan.Operator, in, out *arrow.Schema, subtask int, opts Opti
 			}
 		}
 	}
+	p.argSchema = workerIn
 	ropts := opts.Runner
 	ropts.Calls = calls
 	ropts.InputSchema = workerIn
@@ -115,11 +118,10 @@ func (p *udfProc) with(ctx context.Context, emit emitFunc, f func() error) error
 
 func (p *udfProc) process(ctx context.Context, _ int, b arrow.RecordBatch, emit emitFunc) error {
 	args := make([]arrow.Array, len(p.argCols))
-	fields := make([]arrow.Field, len(p.argCols))
 	for i, c := range p.argCols {
-		args[i], fields[i] = b.Column(c), b.Schema().Field(c)
+		args[i] = b.Column(c)
 	}
-	argBatch := array.NewRecordBatch(arrow.NewSchema(fields, nil), args, b.NumRows())
+	argBatch := array.NewRecordBatch(p.argSchema, args, b.NumRows())
 	defer argBatch.Release()
 	if !p.batchMap {
 		b.Retain()
