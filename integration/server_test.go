@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -113,6 +114,7 @@ plan = env.plan("server")
 	if last.GetState() != jobpb.JobFinished_FINISHED {
 		t.Fatalf("job ended %v: %v", last.GetState(), last.GetError())
 	}
+	wantStates(t, evs, jobpb.JobState_JOB_STATE_CREATED, jobpb.JobState_JOB_STATE_RUNNING, jobpb.JobState_JOB_STATE_FINISHED)
 	var labels []string
 	for _, ev := range evs {
 		c := ev.GetCollected()
@@ -173,6 +175,8 @@ plan = env.plan("failing")
 		!strings.Contains(fin.GetError().GetTraceback(), "return 1 / 0") {
 		t.Fatalf("want the UDF failure with its traceback, got %v", fin)
 	}
+	wantStates(t, evs, jobpb.JobState_JOB_STATE_CREATED, jobpb.JobState_JOB_STATE_RUNNING,
+		jobpb.JobState_JOB_STATE_FAILING, jobpb.JobState_JOB_STATE_FAILED)
 
 	hanging := testkit.JobPlan(t, pipelinePrelude+`
 import time
@@ -199,15 +203,19 @@ plan = env.plan("hanging")
 		t.Fatalf("cancel: %v %v", found, err)
 	}
 	deadline := time.After(60 * time.Second) // hang guard
+	evs = []*jobpb.JobEvent{started}
 	for {
 		ev, err := stream.Recv()
 		if err != nil {
 			t.Fatalf("stream ended without a finished event: %v", err)
 		}
+		evs = append(evs, ev)
 		if fin := ev.GetFinished(); fin != nil {
 			if fin.GetState() != jobpb.JobFinished_CANCELED {
 				t.Fatalf("canceled job ended %v", fin)
 			}
+			wantStates(t, evs, jobpb.JobState_JOB_STATE_CREATED, jobpb.JobState_JOB_STATE_RUNNING,
+				jobpb.JobState_JOB_STATE_CANCELING, jobpb.JobState_JOB_STATE_CANCELED)
 			break
 		}
 		select {
@@ -217,4 +225,18 @@ plan = env.plan("hanging")
 		}
 	}
 	cancel()
+}
+
+// wantStates checks the job's state changes among its events, in order.
+func wantStates(t *testing.T, evs []*jobpb.JobEvent, want ...jobpb.JobState) {
+	t.Helper()
+	var got []jobpb.JobState
+	for _, ev := range evs {
+		if c := ev.GetStateChanged(); c != nil {
+			got = append(got, c.GetState())
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("state changes %v, want %v", got, want)
+	}
 }

@@ -183,6 +183,7 @@ class Client:
             target=_pump, args=(call, events), name="flinkgo-job-events", daemon=True
         ).start()
         job_id, explain = "", ""
+        states: list[tuple[str, float]] = []
         batches: dict[int, list[pa.RecordBatch]] = {}
         finished = None
         failure: BaseException | None = None
@@ -215,6 +216,11 @@ class Client:
                                 self._request_cancel(call, job_id)
                         elif kind == "progress":
                             display.update(item.progress)
+                        elif kind == "state_changed":
+                            state = _state_name(item.state_changed.state)
+                            states.append((state, item.state_changed.elapsed_seconds))
+                            if state in ("CANCELING", "FAILING") and not interrupted:
+                                display.note(state.lower())
                         elif kind == "collected":
                             c = item.collected
                             batches.setdefault(c.node, []).extend(_read_batches(c.arrow_ipc))
@@ -241,7 +247,7 @@ class Client:
         elapsed = finished.metrics.elapsed_seconds or (time.monotonic() - started_at)
         state = job_pb2.JobFinished.State.Name(finished.state)
         display.finish(state, finished.metrics, elapsed)
-        return _outcome(plan, finished, job_id, explain, batches, elapsed)
+        return _outcome(plan, finished, job_id, explain, batches, elapsed, tuple(states))
 
     # --- internals ----------------------------------------------------------------------------
 
@@ -276,6 +282,7 @@ def _outcome(
     explain: str,
     batches: dict[int, list[pa.RecordBatch]],
     elapsed: float,
+    states: tuple[tuple[str, float], ...],
 ) -> JobResult:
     # The result of a finished job, or the error of a failed or canceled one.
     name = plan.name
@@ -299,6 +306,7 @@ def _outcome(
             ),
             collected=_tables(plan, batches),
             explain=explain,
+            states=states,
         )
     if finished.state == job_pb2.JobFinished.CANCELED:
         raise JobCanceledError(err.message, job_name=name, job_id=job_id)
@@ -314,6 +322,11 @@ def _outcome(
         traceback=err.traceback,
         kind=err.kind,
     )
+
+
+def _state_name(state: int) -> str:
+    # JOB_STATE_RUNNING -> RUNNING, as JobResult.state spells states.
+    return job_pb2.JobState.Name(state).removeprefix("JOB_STATE_")
 
 
 def _pump(call: Any, events: queue.Queue[Any]) -> None:

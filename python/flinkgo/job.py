@@ -197,6 +197,11 @@ class JobResult:
         different subtasks come in no particular order.
     explain
         The physical plan, as :meth:`~flinkgo.Environment.explain` shows it.
+    states
+        Every state the job went through, with the runtime's seconds since the start
+        at which it entered it, as Flink's job status: ``CREATED``, ``RUNNING``, then
+        ``FINISHED`` (a job that fails passes ``FAILING`` then ``FAILED``, a canceled
+        one ``CANCELING`` then ``CANCELED``, and raises).
 
     Examples
     --------
@@ -221,6 +226,7 @@ class JobResult:
     metrics: tuple[OperatorMetrics, ...] = ()
     collected: Mapping[int, pa.Table] = field(default_factory=dict)
     explain: str = ""
+    states: tuple[tuple[str, float], ...] = ()
 
     def operator(self, uid: str) -> OperatorMetrics:
         """Return the metrics of the operator with this uid.

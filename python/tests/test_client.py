@@ -93,6 +93,14 @@ def progress(rows_in, rows_out, elapsed):
     )
 
 
+def state_changed(name, at):
+    return job_pb2.JobEvent(
+        state_changed=job_pb2.StateChanged(
+            state=job_pb2.JobState.Value(f"JOB_STATE_{name}"), elapsed_seconds=at
+        )
+    )
+
+
 def finished(state, error=None, metrics=None):
     return job_pb2.JobEvent(
         finished=job_pb2.JobFinished(
@@ -124,8 +132,11 @@ class Terminal(io.StringIO):
 def test_finished_job_gives_metrics_and_collected_rows(fake):
     fake.events = [
         started(),
+        state_changed("CREATED", 0.0),
+        state_changed("RUNNING", 0.01),
         collected(2, 1, [3]),
         collected(2, 0, [1, 2]),
+        state_changed("FINISHED", 0.25),
         finished(State.FINISHED, metrics=progress(3, 3, 0.25)),
     ]
     with Client(fake.endpoint) as client:
@@ -133,6 +144,7 @@ def test_finished_job_gives_metrics_and_collected_rows(fake):
     assert result.job_id == "j-1"
     assert result.name == "fake job"
     assert result.state == "FINISHED"
+    assert result.states == (("CREATED", 0.0), ("RUNNING", 0.01), ("FINISHED", 0.25))
     assert result.elapsed == 0.25
     assert result.explain == "explained"
     assert [m.uid for m in result.metrics] == ["source-1", "sink-2"]

@@ -426,15 +426,6 @@ def test_keyed_aggregate_on_a_dictionary_key(env):
     assert_same(out.to_pandas(), BASE.groupby("k")["x"].sum().reset_index())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=fg.JobFailedError,
-    reason="Go runtime bug (runtime/exec/aggregate.go, aggProc.finish): key_by on a "
-    "dictionary<large_string> column (what from_pandas makes of a Categorical with pandas 3) "
-    "fails the job: arrow-go has no builder for that dictionary ('arrow/array: unsupported "
-    "builder for value type of *arrow.DictionaryType'); the panic no longer kills the "
-    "runtime (dictionary<string> works)",
-)
 def test_keyed_aggregate_on_a_large_string_dictionary_key(env):
     table = pa.Table.from_pandas(BASE, preserve_index=False)
     keys = pa.array(BASE["k"], pa.large_string()).dictionary_encode()
@@ -479,6 +470,8 @@ def test_uid_and_set_parallelism(env, p, tmp_path):
     out.write_parquet(tmp_path / "out").uid("out").set_parallelism(1)
     result = env.execute("uids")
     assert result.state == "FINISHED"
+    assert [state for state, _ in result.states] == ["CREATED", "RUNNING", "FINISHED"]
+    assert [at for _, at in result.states] == sorted(at for _, at in result.states)
     by_uid = {m.uid: m for m in result.metrics}
     assert by_uid["numbers"].parallelism == p
     assert by_uid["numbers"].rows_out == N
@@ -726,7 +719,12 @@ def test_cancel_by_job_id(runtime):
         job_id = first.started.job_id
         assert job_id
         assert client.cancel(job_id) is True
-        last = list(events)[-1]
+        rest = list(events)
+        last = rest[-1]
         assert client.cancel(job_id) is False  # no longer running
     assert last.finished.state == job_pb2.JobFinished.CANCELED
+    states = [
+        job_pb2.JobState.Name(e.state_changed.state) for e in rest if e.HasField("state_changed")
+    ]
+    assert states[-2:] == ["JOB_STATE_CANCELING", "JOB_STATE_CANCELED"]
     assert no_children_left(runtime.pid)

@@ -41,6 +41,10 @@ type Options struct {
 	Stdout io.Writer
 	// Collect receives collect sinks' batches (retained: it releases them).
 	Collect func(op *plan.Operator, subtask int, b arrow.RecordBatch) error
+	// OnStateChange, when set, is called on every change of the job's
+	// state (see JobState), in order, from the goroutine that made it. It
+	// must not block.
+	OnStateChange func(StateChange)
 }
 
 func (o Options) withDefaults() Options {
@@ -87,13 +91,18 @@ func Run(ctx context.Context, g *plan.Graph, opts Options) (*Metrics, error) {
 
 // Job is a started run.
 type Job struct {
-	g       *plan.Graph
-	grp     *errgroup.Group
-	inboxes [][]*inbox
-	count   []counters
-	done    chan struct{}
-	metrics *Metrics
-	err     error
+	g         *plan.Graph
+	grp       *errgroup.Group
+	inboxes   [][]*inbox
+	count     []counters
+	lifecycle *lifecycle
+	// stopWatch stops the watch of the caller's ctx; watchDone is closed
+	// when a watch that fired has moved the job to Canceling.
+	stopWatch func() bool
+	watchDone chan struct{}
+	done      chan struct{}
+	metrics   *Metrics
+	err       error
 }
 
 // Start builds every task of g and starts them; see Run. Errors in
@@ -111,6 +120,7 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	}
 	ctx = compute.WithAllocator(ctx, opts.Allocator)
 	count := make([]counters, len(g.Operators))
+	life := newLifecycle(opts.OnStateChange)
 	grp, gctx := errgroup.WithContext(ctx)
 	var tasks []*task
 	for _, op := range g.Operators {
@@ -124,21 +134,39 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 				for _, t := range tasks {
 					t.releaseAll()
 				}
+				life.move(Failed, Created)
 				return nil, fmt.Errorf("exec: operator %q (uid %s, subtask %d): %w", op.Name, op.UID, i, err)
 			}
 			tasks = append(tasks, t)
 		}
 	}
+	j := &Job{g: g, grp: grp, inboxes: inboxes, count: count, lifecycle: life,
+		watchDone: make(chan struct{}), done: make(chan struct{})}
+	life.move(Running, Created)
+	j.stopWatch = context.AfterFunc(ctx, func() {
+		defer close(j.watchDone)
+		life.move(Canceling, Running)
+	})
 	for _, t := range tasks {
-		grp.Go(func() error { return t.run(gctx) })
+		grp.Go(func() error {
+			err := t.run(gctx)
+			if err != nil && ctx.Err() == nil {
+				// The first failure fails the job; the errgroup cancels
+				// the other tasks with gctx.
+				life.move(Failing, Running)
+			}
+			return err
+		})
 	}
-	j := &Job{g: g, grp: grp, inboxes: inboxes, count: count, done: make(chan struct{})}
 	go j.wait()
 	return j, nil
 }
 
 func (j *Job) wait() {
 	err := j.grp.Wait()
+	if !j.stopWatch() {
+		<-j.watchDone // Canceling is reported before the end
+	}
 	// Every task has ended: free what is still queued between them.
 	for _, subtasks := range j.inboxes {
 		for _, in := range subtasks {
@@ -146,8 +174,24 @@ func (j *Job) wait() {
 		}
 	}
 	j.metrics, j.err = j.Snapshot(), err
+	switch {
+	case err == nil:
+		// A cancel that came after every task had finished changes nothing.
+		j.lifecycle.move(Finished, Running, Canceling)
+	case j.lifecycle.state() == Canceling:
+		j.lifecycle.move(Canceled, Canceling)
+	default:
+		j.lifecycle.move(Failed, Running, Failing)
+	}
 	close(j.done)
 }
+
+// State returns the job's current state. Safe at any time.
+func (j *Job) State() JobState { return j.lifecycle.state() }
+
+// History returns every state the job has been in, with when it entered
+// it, starting with Created.
+func (j *Job) History() []StateChange { return j.lifecycle.history() }
 
 // Wait blocks until every task and worker is gone and returns the final
 // metrics and the run's error. Safe to call from several goroutines.

@@ -126,15 +126,29 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		}}})
 	}
 	start := time.Now()
+	// State changes are queued, never sent from the job's goroutines (a
+	// slow client must not hold up a cancel); a job changes state at most
+	// a handful of times, so the queue never fills.
+	states := make(chan runexec.StateChange, 16)
+	opts.OnStateChange = func(c runexec.StateChange) { states <- c }
+	var reporter sync.WaitGroup
+	reporter.Go(func() {
+		for c := range states {
+			_ = send(stateChanged(c.State, c.At.Sub(start)))
+		}
+	})
+	_ = send(stateChanged(runexec.Created, 0))
 	job, err := runexec.Start(ctx, g, opts)
 	if err != nil {
+		close(states)
+		reporter.Wait()
 		return send(finished(jobpb.JobFinished_FAILED, jobError(err), nil))
 	}
-	var reporter sync.WaitGroup
 	if every := time.Duration(req.GetProgressIntervalMs()) * time.Millisecond; every > 0 {
 		reporter.Go(func() { reportProgress(job, every, start, send) })
 	}
 	m, err := job.Wait()
+	close(states) // every change happens before Wait returns
 	reporter.Wait() // no send may follow Execute's return
 	metrics := progress(m, start)
 	switch {
@@ -175,6 +189,23 @@ func progress(m *runexec.Metrics, start time.Time) *jobpb.Progress {
 		})
 	}
 	return p
+}
+
+// jobStates maps the runtime's states onto the protocol's.
+var jobStates = map[runexec.JobState]jobpb.JobState{
+	runexec.Created:   jobpb.JobState_JOB_STATE_CREATED,
+	runexec.Running:   jobpb.JobState_JOB_STATE_RUNNING,
+	runexec.Canceling: jobpb.JobState_JOB_STATE_CANCELING,
+	runexec.Canceled:  jobpb.JobState_JOB_STATE_CANCELED,
+	runexec.Failing:   jobpb.JobState_JOB_STATE_FAILING,
+	runexec.Failed:    jobpb.JobState_JOB_STATE_FAILED,
+	runexec.Finished:  jobpb.JobState_JOB_STATE_FINISHED,
+}
+
+func stateChanged(s runexec.JobState, elapsed time.Duration) *jobpb.JobEvent {
+	return &jobpb.JobEvent{Kind: &jobpb.JobEvent_StateChanged{StateChanged: &jobpb.StateChanged{
+		State: jobStates[s], ElapsedSeconds: elapsed.Seconds(),
+	}}}
 }
 
 func finished(state jobpb.JobFinished_State, e *jobpb.JobError, m *jobpb.Progress) *jobpb.JobEvent {

@@ -25,6 +25,73 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// JobState is where a job is in its lifecycle, as Flink's JobStatus:
+// CREATED → RUNNING → FINISHED, or → CANCELING → CANCELED, or → FAILING →
+// FAILED. CANCELING and FAILING last while tasks and workers stop.
+type JobState int32
+
+const (
+	JobState_JOB_STATE_UNSPECIFIED JobState = 0
+	JobState_JOB_STATE_CREATED     JobState = 1
+	JobState_JOB_STATE_RUNNING     JobState = 2
+	JobState_JOB_STATE_CANCELING   JobState = 3
+	JobState_JOB_STATE_CANCELED    JobState = 4
+	JobState_JOB_STATE_FAILING     JobState = 5
+	JobState_JOB_STATE_FAILED      JobState = 6
+	JobState_JOB_STATE_FINISHED    JobState = 7
+)
+
+// Enum value maps for JobState.
+var (
+	JobState_name = map[int32]string{
+		0: "JOB_STATE_UNSPECIFIED",
+		1: "JOB_STATE_CREATED",
+		2: "JOB_STATE_RUNNING",
+		3: "JOB_STATE_CANCELING",
+		4: "JOB_STATE_CANCELED",
+		5: "JOB_STATE_FAILING",
+		6: "JOB_STATE_FAILED",
+		7: "JOB_STATE_FINISHED",
+	}
+	JobState_value = map[string]int32{
+		"JOB_STATE_UNSPECIFIED": 0,
+		"JOB_STATE_CREATED":     1,
+		"JOB_STATE_RUNNING":     2,
+		"JOB_STATE_CANCELING":   3,
+		"JOB_STATE_CANCELED":    4,
+		"JOB_STATE_FAILING":     5,
+		"JOB_STATE_FAILED":      6,
+		"JOB_STATE_FINISHED":    7,
+	}
+)
+
+func (x JobState) Enum() *JobState {
+	p := new(JobState)
+	*p = x
+	return p
+}
+
+func (x JobState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (JobState) Descriptor() protoreflect.EnumDescriptor {
+	return file_job_proto_enumTypes[0].Descriptor()
+}
+
+func (JobState) Type() protoreflect.EnumType {
+	return &file_job_proto_enumTypes[0]
+}
+
+func (x JobState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use JobState.Descriptor instead.
+func (JobState) EnumDescriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{0}
+}
+
 type JobFinished_State int32
 
 const (
@@ -61,11 +128,11 @@ func (x JobFinished_State) String() string {
 }
 
 func (JobFinished_State) Descriptor() protoreflect.EnumDescriptor {
-	return file_job_proto_enumTypes[0].Descriptor()
+	return file_job_proto_enumTypes[1].Descriptor()
 }
 
 func (JobFinished_State) Type() protoreflect.EnumType {
-	return &file_job_proto_enumTypes[0]
+	return &file_job_proto_enumTypes[1]
 }
 
 func (x JobFinished_State) Number() protoreflect.EnumNumber {
@@ -74,7 +141,7 @@ func (x JobFinished_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobFinished_State.Descriptor instead.
 func (JobFinished_State) EnumDescriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{6, 0}
+	return file_job_proto_rawDescGZIP(), []int{7, 0}
 }
 
 type ExecuteRequest struct {
@@ -138,6 +205,7 @@ type JobEvent struct {
 	//	*JobEvent_Progress
 	//	*JobEvent_Collected
 	//	*JobEvent_Finished
+	//	*JobEvent_StateChanged
 	Kind          isJobEvent_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -216,6 +284,15 @@ func (x *JobEvent) GetFinished() *JobFinished {
 	return nil
 }
 
+func (x *JobEvent) GetStateChanged() *StateChanged {
+	if x != nil {
+		if x, ok := x.Kind.(*JobEvent_StateChanged); ok {
+			return x.StateChanged
+		}
+	}
+	return nil
+}
+
 type isJobEvent_Kind interface {
 	isJobEvent_Kind()
 }
@@ -236,6 +313,10 @@ type JobEvent_Finished struct {
 	Finished *JobFinished `protobuf:"bytes,4,opt,name=finished,proto3,oneof"`
 }
 
+type JobEvent_StateChanged struct {
+	StateChanged *StateChanged `protobuf:"bytes,5,opt,name=state_changed,json=stateChanged,proto3,oneof"`
+}
+
 func (*JobEvent_Started) isJobEvent_Kind() {}
 
 func (*JobEvent_Progress) isJobEvent_Kind() {}
@@ -243,6 +324,63 @@ func (*JobEvent_Progress) isJobEvent_Kind() {}
 func (*JobEvent_Collected) isJobEvent_Kind() {}
 
 func (*JobEvent_Finished) isJobEvent_Kind() {}
+
+func (*JobEvent_StateChanged) isJobEvent_Kind() {}
+
+// StateChanged reports each change of the job's state, in order. The
+// terminal state is reported too, just before `finished`.
+type StateChanged struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	State JobState               `protobuf:"varint,1,opt,name=state,proto3,enum=flinkgo.job.v1.JobState" json:"state,omitempty"`
+	// Seconds since the job started.
+	ElapsedSeconds float64 `protobuf:"fixed64,2,opt,name=elapsed_seconds,json=elapsedSeconds,proto3" json:"elapsed_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *StateChanged) Reset() {
+	*x = StateChanged{}
+	mi := &file_job_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateChanged) ProtoMessage() {}
+
+func (x *StateChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateChanged.ProtoReflect.Descriptor instead.
+func (*StateChanged) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *StateChanged) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *StateChanged) GetElapsedSeconds() float64 {
+	if x != nil {
+		return x.ElapsedSeconds
+	}
+	return 0
+}
 
 type JobStarted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -255,7 +393,7 @@ type JobStarted struct {
 
 func (x *JobStarted) Reset() {
 	*x = JobStarted{}
-	mi := &file_job_proto_msgTypes[2]
+	mi := &file_job_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -267,7 +405,7 @@ func (x *JobStarted) String() string {
 func (*JobStarted) ProtoMessage() {}
 
 func (x *JobStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[2]
+	mi := &file_job_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -280,7 +418,7 @@ func (x *JobStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStarted.ProtoReflect.Descriptor instead.
 func (*JobStarted) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{2}
+	return file_job_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *JobStarted) GetJobId() string {
@@ -310,7 +448,7 @@ type OperatorProgress struct {
 
 func (x *OperatorProgress) Reset() {
 	*x = OperatorProgress{}
-	mi := &file_job_proto_msgTypes[3]
+	mi := &file_job_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -322,7 +460,7 @@ func (x *OperatorProgress) String() string {
 func (*OperatorProgress) ProtoMessage() {}
 
 func (x *OperatorProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[3]
+	mi := &file_job_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -335,7 +473,7 @@ func (x *OperatorProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorProgress.ProtoReflect.Descriptor instead.
 func (*OperatorProgress) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{3}
+	return file_job_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *OperatorProgress) GetName() string {
@@ -384,7 +522,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_job_proto_msgTypes[4]
+	mi := &file_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +534,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[4]
+	mi := &file_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +547,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{4}
+	return file_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Progress) GetOperators() []*OperatorProgress {
@@ -440,7 +578,7 @@ type CollectedBatch struct {
 
 func (x *CollectedBatch) Reset() {
 	*x = CollectedBatch{}
-	mi := &file_job_proto_msgTypes[5]
+	mi := &file_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -452,7 +590,7 @@ func (x *CollectedBatch) String() string {
 func (*CollectedBatch) ProtoMessage() {}
 
 func (x *CollectedBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[5]
+	mi := &file_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -465,7 +603,7 @@ func (x *CollectedBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectedBatch.ProtoReflect.Descriptor instead.
 func (*CollectedBatch) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{5}
+	return file_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CollectedBatch) GetNode() int32 {
@@ -501,7 +639,7 @@ type JobFinished struct {
 
 func (x *JobFinished) Reset() {
 	*x = JobFinished{}
-	mi := &file_job_proto_msgTypes[6]
+	mi := &file_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +651,7 @@ func (x *JobFinished) String() string {
 func (*JobFinished) ProtoMessage() {}
 
 func (x *JobFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[6]
+	mi := &file_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +664,7 @@ func (x *JobFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobFinished.ProtoReflect.Descriptor instead.
 func (*JobFinished) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{6}
+	return file_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JobFinished) GetState() JobFinished_State {
@@ -568,7 +706,7 @@ type JobError struct {
 
 func (x *JobError) Reset() {
 	*x = JobError{}
-	mi := &file_job_proto_msgTypes[7]
+	mi := &file_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +718,7 @@ func (x *JobError) String() string {
 func (*JobError) ProtoMessage() {}
 
 func (x *JobError) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[7]
+	mi := &file_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +731,7 @@ func (x *JobError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobError.ProtoReflect.Descriptor instead.
 func (*JobError) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{7}
+	return file_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobError) GetMessage() string {
@@ -640,7 +778,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_job_proto_msgTypes[8]
+	mi := &file_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +790,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[8]
+	mi := &file_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +803,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{8}
+	return file_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExplainRequest) GetPlan() *planpb.JobPlan {
@@ -686,7 +824,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_job_proto_msgTypes[9]
+	mi := &file_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +836,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[9]
+	mi := &file_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +849,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{9}
+	return file_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExplainResponse) GetExplain() string {
@@ -737,7 +875,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_job_proto_msgTypes[10]
+	mi := &file_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +887,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[10]
+	mi := &file_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +900,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{10}
+	return file_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelRequest) GetJobId() string {
@@ -782,7 +920,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_job_proto_msgTypes[11]
+	mi := &file_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +932,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[11]
+	mi := &file_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +945,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{11}
+	return file_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CancelResponse) GetFound() bool {
@@ -825,13 +963,17 @@ const file_job_proto_rawDesc = "" +
 	"plan.proto\"p\n" +
 	"\x0eExecuteRequest\x12,\n" +
 	"\x04plan\x18\x01 \x01(\v2\x18.flinkgo.plan.v1.JobPlanR\x04plan\x120\n" +
-	"\x14progress_interval_ms\x18\x02 \x01(\x05R\x12progressIntervalMs\"\xfd\x01\n" +
+	"\x14progress_interval_ms\x18\x02 \x01(\x05R\x12progressIntervalMs\"\xc2\x02\n" +
 	"\bJobEvent\x126\n" +
 	"\astarted\x18\x01 \x01(\v2\x1a.flinkgo.job.v1.JobStartedH\x00R\astarted\x126\n" +
 	"\bprogress\x18\x02 \x01(\v2\x18.flinkgo.job.v1.ProgressH\x00R\bprogress\x12>\n" +
 	"\tcollected\x18\x03 \x01(\v2\x1e.flinkgo.job.v1.CollectedBatchH\x00R\tcollected\x129\n" +
-	"\bfinished\x18\x04 \x01(\v2\x1b.flinkgo.job.v1.JobFinishedH\x00R\bfinishedB\x06\n" +
-	"\x04kind\"=\n" +
+	"\bfinished\x18\x04 \x01(\v2\x1b.flinkgo.job.v1.JobFinishedH\x00R\bfinished\x12C\n" +
+	"\rstate_changed\x18\x05 \x01(\v2\x1c.flinkgo.job.v1.StateChangedH\x00R\fstateChangedB\x06\n" +
+	"\x04kind\"g\n" +
+	"\fStateChanged\x12.\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x18.flinkgo.job.v1.JobStateR\x05state\x12'\n" +
+	"\x0felapsed_seconds\x18\x02 \x01(\x01R\x0eelapsedSeconds\"=\n" +
 	"\n" +
 	"JobStarted\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
@@ -873,7 +1015,16 @@ const file_job_proto_rawDesc = "" +
 	"\rCancelRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"&\n" +
 	"\x0eCancelResponse\x12\x14\n" +
-	"\x05found\x18\x01 \x01(\bR\x05found2\xe8\x01\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found*\xc9\x01\n" +
+	"\bJobState\x12\x19\n" +
+	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11JOB_STATE_CREATED\x10\x01\x12\x15\n" +
+	"\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n" +
+	"\x13JOB_STATE_CANCELING\x10\x03\x12\x16\n" +
+	"\x12JOB_STATE_CANCELED\x10\x04\x12\x15\n" +
+	"\x11JOB_STATE_FAILING\x10\x05\x12\x14\n" +
+	"\x10JOB_STATE_FAILED\x10\x06\x12\x16\n" +
+	"\x12JOB_STATE_FINISHED\x10\a2\xe8\x01\n" +
 	"\n" +
 	"JobService\x12E\n" +
 	"\aExecute\x12\x1e.flinkgo.job.v1.ExecuteRequest\x1a\x18.flinkgo.job.v1.JobEvent0\x01\x12J\n" +
@@ -892,46 +1043,50 @@ func file_job_proto_rawDescGZIP() []byte {
 	return file_job_proto_rawDescData
 }
 
-var file_job_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_job_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_job_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_job_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_job_proto_goTypes = []any{
-	(JobFinished_State)(0),   // 0: flinkgo.job.v1.JobFinished.State
-	(*ExecuteRequest)(nil),   // 1: flinkgo.job.v1.ExecuteRequest
-	(*JobEvent)(nil),         // 2: flinkgo.job.v1.JobEvent
-	(*JobStarted)(nil),       // 3: flinkgo.job.v1.JobStarted
-	(*OperatorProgress)(nil), // 4: flinkgo.job.v1.OperatorProgress
-	(*Progress)(nil),         // 5: flinkgo.job.v1.Progress
-	(*CollectedBatch)(nil),   // 6: flinkgo.job.v1.CollectedBatch
-	(*JobFinished)(nil),      // 7: flinkgo.job.v1.JobFinished
-	(*JobError)(nil),         // 8: flinkgo.job.v1.JobError
-	(*ExplainRequest)(nil),   // 9: flinkgo.job.v1.ExplainRequest
-	(*ExplainResponse)(nil),  // 10: flinkgo.job.v1.ExplainResponse
-	(*CancelRequest)(nil),    // 11: flinkgo.job.v1.CancelRequest
-	(*CancelResponse)(nil),   // 12: flinkgo.job.v1.CancelResponse
-	(*planpb.JobPlan)(nil),   // 13: flinkgo.plan.v1.JobPlan
+	(JobState)(0),            // 0: flinkgo.job.v1.JobState
+	(JobFinished_State)(0),   // 1: flinkgo.job.v1.JobFinished.State
+	(*ExecuteRequest)(nil),   // 2: flinkgo.job.v1.ExecuteRequest
+	(*JobEvent)(nil),         // 3: flinkgo.job.v1.JobEvent
+	(*StateChanged)(nil),     // 4: flinkgo.job.v1.StateChanged
+	(*JobStarted)(nil),       // 5: flinkgo.job.v1.JobStarted
+	(*OperatorProgress)(nil), // 6: flinkgo.job.v1.OperatorProgress
+	(*Progress)(nil),         // 7: flinkgo.job.v1.Progress
+	(*CollectedBatch)(nil),   // 8: flinkgo.job.v1.CollectedBatch
+	(*JobFinished)(nil),      // 9: flinkgo.job.v1.JobFinished
+	(*JobError)(nil),         // 10: flinkgo.job.v1.JobError
+	(*ExplainRequest)(nil),   // 11: flinkgo.job.v1.ExplainRequest
+	(*ExplainResponse)(nil),  // 12: flinkgo.job.v1.ExplainResponse
+	(*CancelRequest)(nil),    // 13: flinkgo.job.v1.CancelRequest
+	(*CancelResponse)(nil),   // 14: flinkgo.job.v1.CancelResponse
+	(*planpb.JobPlan)(nil),   // 15: flinkgo.plan.v1.JobPlan
 }
 var file_job_proto_depIdxs = []int32{
-	13, // 0: flinkgo.job.v1.ExecuteRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
-	3,  // 1: flinkgo.job.v1.JobEvent.started:type_name -> flinkgo.job.v1.JobStarted
-	5,  // 2: flinkgo.job.v1.JobEvent.progress:type_name -> flinkgo.job.v1.Progress
-	6,  // 3: flinkgo.job.v1.JobEvent.collected:type_name -> flinkgo.job.v1.CollectedBatch
-	7,  // 4: flinkgo.job.v1.JobEvent.finished:type_name -> flinkgo.job.v1.JobFinished
-	4,  // 5: flinkgo.job.v1.Progress.operators:type_name -> flinkgo.job.v1.OperatorProgress
-	0,  // 6: flinkgo.job.v1.JobFinished.state:type_name -> flinkgo.job.v1.JobFinished.State
-	8,  // 7: flinkgo.job.v1.JobFinished.error:type_name -> flinkgo.job.v1.JobError
-	5,  // 8: flinkgo.job.v1.JobFinished.metrics:type_name -> flinkgo.job.v1.Progress
-	13, // 9: flinkgo.job.v1.ExplainRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
-	1,  // 10: flinkgo.job.v1.JobService.Execute:input_type -> flinkgo.job.v1.ExecuteRequest
-	9,  // 11: flinkgo.job.v1.JobService.Explain:input_type -> flinkgo.job.v1.ExplainRequest
-	11, // 12: flinkgo.job.v1.JobService.Cancel:input_type -> flinkgo.job.v1.CancelRequest
-	2,  // 13: flinkgo.job.v1.JobService.Execute:output_type -> flinkgo.job.v1.JobEvent
-	10, // 14: flinkgo.job.v1.JobService.Explain:output_type -> flinkgo.job.v1.ExplainResponse
-	12, // 15: flinkgo.job.v1.JobService.Cancel:output_type -> flinkgo.job.v1.CancelResponse
-	13, // [13:16] is the sub-list for method output_type
-	10, // [10:13] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	15, // 0: flinkgo.job.v1.ExecuteRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
+	5,  // 1: flinkgo.job.v1.JobEvent.started:type_name -> flinkgo.job.v1.JobStarted
+	7,  // 2: flinkgo.job.v1.JobEvent.progress:type_name -> flinkgo.job.v1.Progress
+	8,  // 3: flinkgo.job.v1.JobEvent.collected:type_name -> flinkgo.job.v1.CollectedBatch
+	9,  // 4: flinkgo.job.v1.JobEvent.finished:type_name -> flinkgo.job.v1.JobFinished
+	4,  // 5: flinkgo.job.v1.JobEvent.state_changed:type_name -> flinkgo.job.v1.StateChanged
+	0,  // 6: flinkgo.job.v1.StateChanged.state:type_name -> flinkgo.job.v1.JobState
+	6,  // 7: flinkgo.job.v1.Progress.operators:type_name -> flinkgo.job.v1.OperatorProgress
+	1,  // 8: flinkgo.job.v1.JobFinished.state:type_name -> flinkgo.job.v1.JobFinished.State
+	10, // 9: flinkgo.job.v1.JobFinished.error:type_name -> flinkgo.job.v1.JobError
+	7,  // 10: flinkgo.job.v1.JobFinished.metrics:type_name -> flinkgo.job.v1.Progress
+	15, // 11: flinkgo.job.v1.ExplainRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
+	2,  // 12: flinkgo.job.v1.JobService.Execute:input_type -> flinkgo.job.v1.ExecuteRequest
+	11, // 13: flinkgo.job.v1.JobService.Explain:input_type -> flinkgo.job.v1.ExplainRequest
+	13, // 14: flinkgo.job.v1.JobService.Cancel:input_type -> flinkgo.job.v1.CancelRequest
+	3,  // 15: flinkgo.job.v1.JobService.Execute:output_type -> flinkgo.job.v1.JobEvent
+	12, // 16: flinkgo.job.v1.JobService.Explain:output_type -> flinkgo.job.v1.ExplainResponse
+	14, // 17: flinkgo.job.v1.JobService.Cancel:output_type -> flinkgo.job.v1.CancelResponse
+	15, // [15:18] is the sub-list for method output_type
+	12, // [12:15] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_job_proto_init() }
@@ -944,14 +1099,15 @@ func file_job_proto_init() {
 		(*JobEvent_Progress)(nil),
 		(*JobEvent_Collected)(nil),
 		(*JobEvent_Finished)(nil),
+		(*JobEvent_StateChanged)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_job_proto_rawDesc), len(file_job_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   12,
+			NumEnums:      2,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
