@@ -304,23 +304,70 @@ func (p *aggProc) finish(ctx context.Context, emit emitFunc) error {
 	if len(p.list) == 0 {
 		return nil
 	}
-	b := array.NewRecordBuilder(p.mem, p.schema)
+	cols := make([]arrow.Array, 0, p.schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for i := range p.keys {
+		c, err := p.keyColumn(i)
+		if err != nil {
+			return fmt.Errorf("key %s: %w", p.schema.Field(i).Name, err)
+		}
+		cols = append(cols, c)
+	}
+	for i, a := range p.aggs {
+		f := p.schema.Field(len(p.keys) + i)
+		b := array.NewBuilder(p.mem, f.Type)
+		for _, g := range p.list {
+			if err := appendAggregate(b, a, g.acc[i]); err != nil {
+				b.Release()
+				return fmt.Errorf("aggregate %s: %w", f.Name, err)
+			}
+		}
+		cols = append(cols, b.NewArray())
+		b.Release()
+	}
+	return emit(ctx, array.NewRecordBatch(p.schema, cols, int64(len(p.list))))
+}
+
+// keyColumn builds the output column of key i. A dictionary-encoded key
+// (a pandas Categorical) is built as its values, each group's value once,
+// and given identity indices: arrow-go has no builder for every dictionary
+// value type (large_string, say).
+func (p *aggProc) keyColumn(i int) (arrow.Array, error) {
+	typ := p.schema.Field(i).Type
+	dict, isDict := typ.(*arrow.DictionaryType)
+	if isDict {
+		typ = dict.ValueType
+	}
+	b := array.NewBuilder(p.mem, typ)
 	defer b.Release()
 	for _, g := range p.list {
-		for i := range p.keys {
-			if g.null[i] {
-				b.Field(i).AppendNull()
-			} else if err := b.Field(i).AppendValueFromString(g.key[i]); err != nil {
-				return fmt.Errorf("key %s: %w", p.schema.Field(i).Name, err)
-			}
-		}
-		for i, a := range p.aggs {
-			if err := appendAggregate(b.Field(len(p.keys)+i), a, g.acc[i]); err != nil {
-				return fmt.Errorf("aggregate %s: %w", p.schema.Field(len(p.keys)+i).Name, err)
-			}
+		if g.null[i] {
+			b.AppendNull()
+		} else if err := b.AppendValueFromString(g.key[i]); err != nil {
+			return nil, err
 		}
 	}
-	return emit(ctx, b.NewRecordBatch())
+	values := b.NewArray()
+	if !isDict {
+		return values, nil
+	}
+	defer values.Release()
+	ib := array.NewBuilder(p.mem, dict.IndexType)
+	defer ib.Release()
+	for row := range values.Len() {
+		if values.IsNull(row) {
+			ib.AppendNull()
+		} else if err := ib.AppendValueFromString(strconv.Itoa(row)); err != nil {
+			return nil, fmt.Errorf("%d groups do not fit the dictionary's %s indices: %w", values.Len(), dict.IndexType, err)
+		}
+	}
+	indices := ib.NewArray()
+	defer indices.Release()
+	return array.NewDictionaryArray(dict, indices, values), nil
 }
 
 func appendAggregate(b array.Builder, a aggSpec, acc accumulator) error {
