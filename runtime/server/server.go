@@ -148,7 +148,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		reporter.Go(func() { reportProgress(job, every, start, send) })
 	}
 	m, err := job.Wait()
-	close(states) // every change happens before Wait returns
+	close(states)   // every change happens before Wait returns
 	reporter.Wait() // no send may follow Execute's return
 	metrics := progress(m, start)
 	switch {
