@@ -93,7 +93,8 @@ func partitionKind(k planpb.Partitioning_Kind) (partition.Kind, error) {
 	return 0, fmt.Errorf("exec: unknown partitioning %s", k)
 }
 
-// wire builds every subtask's inbox and outputs.
+// wire builds every subtask's inbox and the outputs of every edge between
+// chains (an operator chained to its input has an inbox that stays empty).
 func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Allocator) ([][]*inbox, [][]outputs, error) {
 	inboxes := make([][]*inbox, len(g.Operators))
 	outs := make([][]outputs, len(g.Operators))
@@ -105,6 +106,9 @@ func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Alloc
 		outs[op.ID] = make([]outputs, op.Parallelism)
 	}
 	for _, to := range g.Operators {
+		if isChained(g, to.ID) {
+			continue // batches reach it by function call, not on an edge
+		}
 		for input, e := range g.Inputs(to.ID) {
 			from := g.Operators[e.From]
 			kind, err := partitionKind(e.Partitioning)

@@ -96,6 +96,7 @@ type Job struct {
 	inboxes   [][]*inbox
 	count     []counters
 	lifecycle *lifecycle
+	tasks     int // goroutines running operators: one per chain subtask
 	// stopWatch stops the watch of the caller's ctx; watchDone is closed
 	// when a watch that fired has moved the job to Canceling.
 	stopWatch func() bool
@@ -123,24 +124,23 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	life := newLifecycle(opts.OnStateChange)
 	grp, gctx := errgroup.WithContext(ctx)
 	var tasks []*task
-	for _, op := range g.Operators {
-		for i := range op.Parallelism {
-			t := &task{op: op, subtask: i, in: inboxes[op.ID][i], outs: outs[op.ID][i], count: &count[op.ID]}
-			var in *arrow.Schema
-			if edges := g.Inputs(op.ID); len(edges) > 0 {
-				in = sch[edges[0].From]
-			}
-			if err := t.build(in, sch[op.ID], opts); err != nil {
+	for _, head := range g.Operators {
+		if isChained(g, head.ID) {
+			continue // runs inside its chain head's task
+		}
+		for i := range head.Parallelism {
+			t, err := buildTask(g, head, i, sch, inboxes, outs, count, opts)
+			if err != nil {
 				for _, t := range tasks {
 					t.releaseAll()
 				}
 				life.move(Failed, Created)
-				return nil, fmt.Errorf("exec: operator %q (uid %s, subtask %d): %w", op.Name, op.UID, i, err)
+				return nil, err
 			}
 			tasks = append(tasks, t)
 		}
 	}
-	j := &Job{g: g, grp: grp, inboxes: inboxes, count: count, lifecycle: life,
+	j := &Job{g: g, grp: grp, inboxes: inboxes, count: count, lifecycle: life, tasks: len(tasks),
 		watchDone: make(chan struct{}), done: make(chan struct{})}
 	life.move(Running, Created)
 	j.stopWatch = context.AfterFunc(ctx, func() {
@@ -215,125 +215,220 @@ func (j *Job) Snapshot() *Metrics {
 	return m
 }
 
-// task is one operator subtask and its goroutine.
+// task is one subtask of a chain of operators and its goroutine: the
+// chain's head reads its inbox (or its source) and hands its batches to the
+// operators chained to it by function call.
 type task struct {
-	op      *plan.Operator
 	subtask int
+	head    *link
+	links   []*link // the chain, head first, in topological order
 	in      *inbox
-	outs    outputs
-	count   *counters
-	reader  source.Reader // sources
-	proc    processor     // everything else
-	opener  interface{ open(context.Context) error }
+	reader  source.Reader // a source head's
 }
 
-func (t *task) build(in, out *arrow.Schema, opts Options) error {
-	switch t.op.Kind {
+// link is one operator of a task's chain.
+type link struct {
+	op       *plan.Operator
+	proc     processor // nil for a source
+	opener   interface{ open(context.Context) error }
+	count    *counters
+	children []*link // operators chained to this one
+	outs     outputs // edges leaving the chain
+}
+
+// isChained reports whether op runs in the task of an upstream operator.
+func isChained(g *plan.Graph, op int) bool {
+	in := g.Inputs(op)
+	return len(in) == 1 && g.Operators[in[0].From].ChainID == g.Operators[op].ChainID
+}
+
+// buildTask builds subtask i of the chain that starts at head.
+func buildTask(g *plan.Graph, head *plan.Operator, i int, sch []*arrow.Schema, inboxes [][]*inbox, outs [][]outputs, count []counters, opts Options) (*task, error) {
+	t := &task{subtask: i, in: inboxes[head.ID][i]}
+	var add func(op *plan.Operator) (*link, error)
+	add = func(op *plan.Operator) (*link, error) {
+		l := &link{op: op, count: &count[op.ID], outs: outs[op.ID][i]}
+		t.links = append(t.links, l)
+		var in *arrow.Schema
+		if edges := g.Inputs(op.ID); len(edges) > 0 {
+			in = sch[edges[0].From]
+		}
+		if err := t.build(l, in, sch[op.ID], opts); err != nil {
+			return nil, fmt.Errorf("exec: operator %q (uid %s, subtask %d): %w", op.Name, op.UID, i, err)
+		}
+		for _, e := range g.Outputs(op.ID) {
+			if isChained(g, e.To) {
+				child, err := add(g.Operators[e.To])
+				if err != nil {
+					return nil, err
+				}
+				l.children = append(l.children, child)
+			}
+		}
+		return l, nil
+	}
+	var err error
+	t.head, err = add(head)
+	if err != nil {
+		t.releaseAll()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *task) build(l *link, in, out *arrow.Schema, opts Options) error {
+	switch l.op.Kind {
 	case plan.KindSource:
-		r, err := source.Open(t.op.Node.GetSource(), source.Config{
-			Schema: out, Subtask: t.subtask, Parallelism: t.op.Parallelism,
+		r, err := source.Open(l.op.Node.GetSource(), source.Config{
+			Schema: out, Subtask: t.subtask, Parallelism: l.op.Parallelism,
 			BatchRows: opts.SourceBatchRows, Allocator: opts.Allocator,
 		})
 		t.reader = r
 		return err
 	case plan.KindSelect:
-		exprs, _, err := compileSelect(t.op, in)
+		exprs, _, err := compileSelect(l.op, in)
 		if err != nil {
 			return err
 		}
-		t.proc, err = newSelect(exprs, out)
+		l.proc, err = newSelect(exprs, out)
 		return err
 	case plan.KindFilter:
-		pred, err := expr.Compile(t.op.Node.GetFilter().GetPredicate(), in)
+		pred, err := expr.Compile(l.op.Node.GetFilter().GetPredicate(), in)
 		if err != nil {
 			return err
 		}
 		f, err := expr.NewFilter(pred)
-		t.proc = &filterProc{f: f}
+		l.proc = &filterProc{f: f}
 		return err
 	case plan.KindUnion:
-		t.proc = &unionProc{schema: out}
+		l.proc = &unionProc{schema: out}
 		return nil
 	case plan.KindKeyedAggregate:
-		p, err := newAggProc(t.op.Node, in, out, opts.Allocator)
-		t.proc = p
+		p, err := newAggProc(l.op.Node, in, out, opts.Allocator)
+		l.proc = p
 		return err
 	case plan.KindUDF, plan.KindMapBatches:
-		p, err := newUDFProc(t.op, in, out, t.subtask, opts)
+		p, err := newUDFProc(l.op, in, out, t.subtask, opts)
 		if err != nil {
 			return err
 		}
-		t.proc, t.opener = p, p
+		l.proc, l.opener = p, p
 		return nil
 	case plan.KindSink:
 		var collect func(int, arrow.RecordBatch) error
 		if opts.Collect != nil {
-			op := t.op
+			op := l.op
 			collect = func(subtask int, b arrow.RecordBatch) error { return opts.Collect(op, subtask, b) }
 		}
-		w, err := sink.Open(t.op.Node.GetSink(), sink.Config{
-			Schema: out, Subtask: t.subtask, Parallelism: t.op.Parallelism,
+		w, err := sink.Open(l.op.Node.GetSink(), sink.Config{
+			Schema: out, Subtask: t.subtask, Parallelism: l.op.Parallelism,
 			Stdout: opts.Stdout, Collect: collect,
 		})
 		if err != nil {
 			return err
 		}
-		t.proc = &sinkProc{w: w}
+		l.proc = &sinkProc{w: w}
 		return nil
 	}
-	return fmt.Errorf("unknown operator kind %s", t.op.Kind)
+	return fmt.Errorf("unknown operator kind %s", l.op.Kind)
 }
 
 func (t *task) releaseAll() {
 	if t.reader != nil {
 		_ = t.reader.Close()
 	}
-	if t.proc != nil {
-		t.proc.release()
+	for _, l := range t.links {
+		if l.proc != nil {
+			l.proc.release()
+		}
 	}
 }
 
-// run is the task goroutine. On failure or cancel it takes the processor's
-// cancel path, frees what it holds and drains its inbox so no producer
-// stays blocked.
+// cancel takes every chained processor's cancel path.
+func (t *task) cancel(cause error) {
+	for _, l := range t.links {
+		if l.proc != nil {
+			l.proc.cancel(cause)
+		}
+	}
+}
+
+// emit hands b, which l produced, to the operators chained to l (by
+// function call; they do not take b) and to the edges leaving the chain
+// (which do). It takes ownership of b.
+func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
+	l.count.out.Add(b.NumRows())
+	for _, c := range l.children {
+		if err := c.process(ctx, 0, b); err != nil {
+			b.Release()
+			return err
+		}
+	}
+	if len(l.outs) == 0 {
+		b.Release()
+		return nil
+	}
+	return l.outs.emit(ctx, b)
+}
+
+// process runs l's processor on b, of its input `input`; the caller keeps b.
+func (l *link) process(ctx context.Context, input int, b arrow.RecordBatch) error {
+	l.count.in.Add(b.NumRows())
+	return l.named(l.proc.process(ctx, input, b, l.emit))
+}
+
+// named makes err name l's operator unless an operator further down the
+// chain, or a Python worker, is named in it already.
+func (l *link) named(err error) error {
+	var taskErr *TaskError
+	var udfErr *bridge.UDFError
+	if err == nil || errors.As(err, &taskErr) || errors.As(err, &udfErr) ||
+		errors.Is(err, bridge.ErrWorkerLost) || errors.Is(err, bridge.ErrWorkerStart) {
+		return err
+	}
+	return &TaskError{Operator: l.op.Name, UID: l.op.UID, Err: err}
+}
+
+// run is the task goroutine. On failure or cancel it takes every
+// processor's cancel path, frees what it holds and drains its inbox so no
+// producer stays blocked.
 func (t *task) run(ctx context.Context) (err error) {
 	defer func() {
 		// A bug in an operator fails its job, never the whole runtime
 		// process (a server runs other jobs).
 		if r := recover(); r != nil {
-			err = fmt.Errorf("internal error: %v\n%s", r, debug.Stack())
+			err = t.head.named(fmt.Errorf("internal error: %v\n%s", r, debug.Stack()))
 		}
 		if err != nil {
-			if t.proc != nil {
-				t.proc.cancel(err)
+			t.cancel(err)
+			var taskErr *TaskError
+			if errors.As(err, &taskErr) {
+				taskErr.Subtask = t.subtask
 			}
-			err = t.wrap(err)
 		}
 		t.releaseAll()
 	}()
-	emit := func(ctx context.Context, b arrow.RecordBatch) error {
-		t.count.out.Add(b.NumRows())
-		return t.outs.emit(ctx, b)
+	// Cancel comes from outside the task goroutine, which may be blocked
+	// inside a processor (a send to a hung worker): as Flink's task
+	// canceler, it takes the processors' cancel path at once.
+	stop := context.AfterFunc(ctx, func() { t.cancel(context.Cause(ctx)) })
+	defer stop()
+	for _, l := range t.links {
+		if l.opener != nil {
+			if err := l.opener.open(ctx); err != nil {
+				return l.named(err)
+			}
+		}
 	}
 	if t.reader != nil {
-		return t.runSource(ctx, emit)
-	}
-	// Cancel comes from outside the task goroutine, which may be blocked
-	// inside the processor (a send to a hung worker): as Flink's task
-	// canceler, it takes the processor's cancel path at once.
-	stop := context.AfterFunc(ctx, func() { t.proc.cancel(context.Cause(ctx)) })
-	defer stop()
-	if t.opener != nil {
-		if err := t.opener.open(ctx); err != nil {
-			return err
-		}
+		return t.runSource(ctx)
 	}
 	ended := 0
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for ended < t.in.producers {
 		var deadline <-chan time.Time
-		if at, ok := t.proc.deadline(); ok {
+		if at, ok := t.deadline(); ok {
 			timer.Reset(time.Until(at))
 			deadline = timer.C
 		}
@@ -343,37 +438,83 @@ func (t *task) run(ctx context.Context) (err error) {
 				ended++
 				continue
 			}
-			t.count.in.Add(m.batch.NumRows())
-			err := t.proc.process(ctx, m.input, m.batch, emit)
+			err := t.head.process(ctx, m.input, m.batch)
 			m.batch.Release()
 			if err != nil {
 				return err
 			}
 		case <-deadline:
-			if err := t.proc.onTimer(ctx, emit); err != nil {
+			if err := t.onTimer(ctx); err != nil {
 				return err
 			}
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
 	}
-	if err := t.proc.finish(ctx, emit); err != nil {
-		return err
-	}
-	return t.outs.end(ctx)
+	return t.finish(ctx)
 }
 
-func (t *task) runSource(ctx context.Context, emit emitFunc) error {
+// finish ends the chain's operators upstream first, so that what one emits
+// as it finishes reaches the next before that one finishes, then tells the
+// consumers of every edge leaving the chain that this subtask is done.
+func (t *task) finish(ctx context.Context) error {
+	for _, l := range t.links {
+		if l.proc != nil {
+			if err := l.named(l.proc.finish(ctx, l.emit)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, l := range t.links {
+		if err := l.outs.end(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deadline is the earliest time trigger of the chain's processors.
+func (t *task) deadline() (time.Time, bool) {
+	var first time.Time
+	found := false
+	for _, l := range t.links {
+		if l.proc == nil {
+			continue
+		}
+		if at, ok := l.proc.deadline(); ok && (!found || at.Before(first)) {
+			first, found = at, true
+		}
+	}
+	return first, found
+}
+
+// onTimer runs the time triggers that are due.
+func (t *task) onTimer(ctx context.Context) error {
+	now := time.Now()
+	for _, l := range t.links {
+		if l.proc == nil {
+			continue
+		}
+		if at, ok := l.proc.deadline(); ok && !at.After(now) {
+			if err := l.named(l.proc.onTimer(ctx, l.emit)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t *task) runSource(ctx context.Context) error {
 	for {
 		b, err := t.reader.Next(ctx)
 		if errors.Is(err, io.EOF) {
-			return t.outs.end(ctx)
+			return t.finish(ctx)
 		}
 		if err != nil {
-			return err
+			return t.head.named(err)
 		}
-		t.count.in.Add(b.NumRows())
-		if err := emit(ctx, b); err != nil {
+		t.head.count.in.Add(b.NumRows())
+		if err := t.head.emit(ctx, b); err != nil {
 			return err
 		}
 	}
@@ -391,16 +532,6 @@ func drain(in *inbox) {
 			return
 		}
 	}
-}
-
-// wrap names the operator, except on errors of a Python worker, which name
-// their UDF, operator and subtask already, and on the job's cancel cause.
-func (t *task) wrap(err error) error {
-	var udfErr *bridge.UDFError
-	if errors.As(err, &udfErr) || errors.Is(err, bridge.ErrWorkerLost) || errors.Is(err, bridge.ErrWorkerStart) {
-		return err
-	}
-	return &TaskError{Operator: t.op.Name, UID: t.op.UID, Subtask: t.subtask, Err: err}
 }
 
 // TaskError is the failure of one operator subtask.
