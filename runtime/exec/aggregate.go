@@ -27,6 +27,7 @@ type aggProc struct {
 	index  map[string]int
 	list   []*group
 	keyBuf []byte
+	gids   []int // per batch: each row's group, reused
 	// intKey: a single int64 key, looked up without encoding; nullGroup is
 	// the group of its null key, -1 until one comes.
 	intKey    bool
@@ -101,7 +102,10 @@ func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator) 
 
 func (p *aggProc) process(_ context.Context, _ int, b arrow.RecordBatch, _ emitFunc) error {
 	n := int(b.NumRows())
-	gids := make([]int, n)
+	if cap(p.gids) < n {
+		p.gids = make([]int, n)
+	}
+	gids := p.gids[:n]
 	keyCols := make([]arrow.Array, len(p.keys))
 	for i, k := range p.keys {
 		keyCols[i] = b.Column(k)

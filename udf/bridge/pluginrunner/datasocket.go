@@ -55,6 +55,9 @@ type socketStream struct {
 	reader   *bufio.Reader
 	maxBytes int
 	sendBuf  []byte
+	// recvBuf is reused by Recv (one receiver goroutine): Unmarshal copies
+	// what it keeps.
+	recvBuf []byte
 	// closeOnce ends the stream for both directions (abort).
 	closeOnce sync.Once
 }
@@ -89,7 +92,10 @@ func (s *socketStream) Recv() (*workerpb.ProcessResponse, error) {
 	if int64(n) > int64(s.maxBytes) {
 		return nil, fmt.Errorf("worker sent a frame of %d bytes, over the %d-byte limit", n, s.maxBytes)
 	}
-	body := make([]byte, n)
+	if cap(s.recvBuf) < int(n) {
+		s.recvBuf = make([]byte, n)
+	}
+	body := s.recvBuf[:n]
 	if _, err := io.ReadFull(s.reader, body); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
