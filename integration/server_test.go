@@ -43,7 +43,7 @@ func startServer(t *testing.T, mem memory.Allocator) jobpb.JobServiceClient {
 			Python: testkit.Python(t),
 			Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
 		},
-	})
+	}, nil)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	go func() { _ = srv.Serve(lis) }()
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -1,7 +1,13 @@
 // Command flinkgo is the flinkgo runtime:
 //
 //	flinkgo serve [--listen ADDR] [--parent-pid N]   run a runtime server
-//	flinkgo run PIPELINE.py [ARGS...]                 run a pipeline file on a runtime started for it
+//	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] PIPELINE.py [ARGS...]
+//	                                                  run a pipeline file on a runtime started for it
+//	flinkgo list [--endpoint ADDR]                    list the running jobs of a server
+//	flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]  take a savepoint of a running job
+//	flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
+//	                                                  stop a job with a savepoint
+//	flinkgo cancel [--endpoint ADDR] JOB_ID           cancel a job
 //	flinkgo version
 //
 // ADDR is unix:///path/to.sock or host:port (default 127.0.0.1:7781,
@@ -50,6 +56,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "run":
 		err = run(os.Args[2:])
+	case "list", "savepoint", "stop", "cancel":
+		err = control(os.Args[1], os.Args[2:])
 	case "version":
 		fmt.Println("flinkgo", version)
 	default:
@@ -69,7 +77,11 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
   flinkgo serve [--listen ADDR] [--parent-pid N]
-  flinkgo run PIPELINE.py [ARGS...]
+  flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] PIPELINE.py [ARGS...]
+  flinkgo list [--endpoint ADDR]
+  flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]
+  flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
+  flinkgo cancel [--endpoint ADDR] JOB_ID
   flinkgo version`)
 }
 
@@ -88,7 +100,7 @@ func serve(args []string) error {
 		ctx = watchParent(ctx, *parent)
 	}
 	fmt.Printf("flinkgo: serving on %s\n", *listen)
-	return serveOn(ctx, lis)
+	return serveOn(ctx, lis, nil)
 }
 
 func listenOn(addr string) (net.Listener, error) {
@@ -101,10 +113,10 @@ func listenOn(addr string) (net.Listener, error) {
 
 // serveOn serves the job service on lis until ctx ends; running jobs are
 // canceled then.
-func serveOn(ctx context.Context, lis net.Listener) error {
+func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string) error {
 	logger := hclog.New(&hclog.LoggerOptions{Name: "flinkgo", Level: hclog.Warn, Output: os.Stderr})
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))
-	jobs := server.New(runexec.Options{Runner: pluginrunner.Options{Logger: logger}})
+	jobs := server.New(runexec.Options{Runner: pluginrunner.Options{Logger: logger}}, defaults)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
@@ -145,11 +157,24 @@ func watchParent(ctx context.Context, pid int) context.Context {
 }
 
 // run starts a server on a private socket and runs the pipeline file with
-// $FLINKGO_ENDPOINT pointing at it.
+// $FLINKGO_ENDPOINT pointing at it. --from-savepoint makes every job of the
+// file start from that savepoint (or retained checkpoint).
 func run(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	from := fs.String("from-savepoint", "", "start the jobs from this savepoint or retained checkpoint directory")
+	allow := fs.Bool("allow-non-restored-state", false, "start even when the savepoint holds state of an operator the job no longer has")
+	_ = fs.Parse(args)
+	args = fs.Args()
 	if len(args) == 0 {
 		usage()
 		return errors.New("run needs a pipeline file")
+	}
+	defaults := map[string]string{}
+	if *from != "" {
+		defaults[runexec.ConfigRestorePath] = *from
+	}
+	if *allow {
+		defaults[runexec.ConfigIgnoreUnclaimedState] = "true"
 	}
 	dir, err := os.MkdirTemp("", "flinkgo-run-")
 	if err != nil {
@@ -164,7 +189,7 @@ func run(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- serveOn(ctx, lis) }()
+	go func() { served <- serveOn(ctx, lis, defaults) }()
 
 	python := os.Getenv(pluginrunner.PythonEnv)
 	if python == "" {

@@ -43,6 +43,7 @@ from flinkgo.job import (
     RuntimeConnectionError,
     RuntimeStartError,
 )
+from flinkgo.job_client import JobClient
 from flinkgo.udf import UserDefinedFunction, udf
 
 __version__ = "0.1.0"
@@ -55,6 +56,7 @@ __all__ = [
     "Expr",
     "InvalidPlanError",
     "JobCanceledError",
+    "JobClient",
     "JobFailedError",
     "JobResult",
     "KeyedDataFrame",

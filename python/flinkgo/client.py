@@ -28,6 +28,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -144,7 +145,48 @@ class Client:
         except grpc.RpcError as e:
             raise self._rpc_error(e, "cancel") from None
 
-    def execute(self, plan: plan_pb2.JobPlan, *, progress: bool = True) -> JobResult:
+    def trigger_savepoint(self, job_id: str, directory: str = "", *, stop: bool = False) -> str:
+        """Take a savepoint of the running job `job_id` and return its directory.
+
+        With `stop`, the job then stops and ends ``FINISHED`` (Flink's stop with
+        savepoint). `directory` empty means the job's
+        ``execution.checkpointing.savepoint-dir``.
+
+        Raises
+        ------
+        LookupError
+            If no running job has that id.
+        RuntimeError
+            If the savepoint failed; the message says why.
+        RuntimeConnectionError
+            If the runtime cannot be reached.
+        """
+        request = job_pb2.SavepointRequest(job_id=job_id, directory=directory, stop=stop)
+        try:
+            return self._stub.TriggerSavepoint(request).path
+        except grpc.RpcError as e:
+            code = e.code() if hasattr(e, "code") else None
+            if code == grpc.StatusCode.NOT_FOUND:
+                raise LookupError(e.details()) from None
+            if code == grpc.StatusCode.FAILED_PRECONDITION:
+                raise RuntimeError(e.details()) from None
+            raise self._rpc_error(e, "savepoint") from None
+
+    def list_jobs(self) -> list[tuple[str, str, str]]:
+        """Return ``(job_id, name, state)`` of every job running on the runtime."""
+        try:
+            response = self._stub.ListJobs(job_pb2.ListJobsRequest(), timeout=10)
+        except grpc.RpcError as e:
+            raise self._rpc_error(e, "list jobs") from None
+        return [(j.job_id, j.name, _state_name(j.state)) for j in response.jobs]
+
+    def execute(
+        self,
+        plan: plan_pb2.JobPlan,
+        *,
+        progress: bool = True,
+        on_event: Callable[[str, str], None] | None = None,
+    ) -> JobResult:
         """Run the job `plan` and wait until it ends.
 
         Parameters
@@ -154,6 +196,9 @@ class Client:
         progress
             Show a live status line and a summary on standard error when it is a
             terminal. Never shown when it is not one.
+        on_event
+            Called from this thread with ``("started", job_id)`` and with
+            ``("state", state)`` on every change of the job's state.
 
         Returns
         -------
@@ -212,6 +257,8 @@ class Client:
                         kind = item.WhichOneof("kind")
                         if kind == "started":
                             job_id, explain = item.started.job_id, item.started.explain
+                            if on_event is not None:
+                                on_event("started", job_id)
                             if interrupted:  # Ctrl-C came before the id
                                 self._request_cancel(call, job_id)
                         elif kind == "progress":
@@ -219,6 +266,8 @@ class Client:
                         elif kind == "state_changed":
                             state = _state_name(item.state_changed.state)
                             states.append((state, item.state_changed.elapsed_seconds))
+                            if on_event is not None:
+                                on_event("state", state)
                             if state in ("CANCELING", "FAILING") and not interrupted:
                                 display.note(state.lower())
                         elif kind == "collected":

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from flinkgo._proto import plan_pb2
+    from flinkgo.job_client import JobClient
 
 __all__ = ["Environment"]
 
@@ -584,6 +585,50 @@ class Environment:
         plan = self.plan(name)
         self._sinks = []
         return self._execute(plan, progress=progress)
+
+    def execute_async(self, name: str = "flinkgo job") -> JobClient:
+        """Start the job of every sink added so far and return at once.
+
+        As :meth:`execute`, but the job runs in the background: the returned
+        :class:`~flinkgo.JobClient` gives its id and state, takes savepoints, cancels
+        it, and waits for its :class:`~flinkgo.JobResult`. No progress line is shown.
+
+        Parameters
+        ----------
+        name
+            The job's name.
+
+        Returns
+        -------
+        JobClient
+            The running job.
+
+        Raises
+        ------
+        ValueError
+            If no sink was added (see :meth:`plan`).
+
+        Examples
+        --------
+        >>> import flinkgo as fg
+        >>> env = fg.Environment(config={"execution.checkpointing.savepoint-dir": "/tmp/sp"})
+        >>> _ = env.datagen(schema={"id": "int64"}, rows_per_second=100).print()
+        >>> job = env.execute_async("endless")  # doctest: +SKIP
+        >>> path = job.stop_with_savepoint()  # doctest: +SKIP
+        >>> job.result().state  # doctest: +SKIP
+        'FINISHED'
+        """
+        from flinkgo.job_client import JobClient
+
+        plan = self.plan(name)
+        self._sinks = []
+        return JobClient(
+            name,
+            lambda on_event: self._with_client(
+                lambda client: client.execute(plan, progress=False, on_event=on_event)
+            ),
+            self._with_client,
+        )
 
     def explain(self, name: str = "flinkgo job") -> str:
         """Return the physical plan of the sinks added so far, as the runtime plans it.

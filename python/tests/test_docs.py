@@ -19,6 +19,7 @@ import pytest
         "flinkgo.environment",
         "flinkgo.job",
         "flinkgo.client",
+        "flinkgo.job_client",
     ],
 )
 def test_docstring_examples(name):

@@ -536,6 +536,7 @@ def test_package_exports():
         "mean",
         # running jobs (test_execute.py, test_client.py)
         "JobResult",
+        "JobClient",
         "OperatorMetrics",
         "JobFailedError",
         "JobCanceledError",

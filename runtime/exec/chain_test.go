@@ -58,8 +58,11 @@ func TestChainedOperatorsRunInOneTask(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if j.tasks != tc.wantTasks {
-				t.Errorf("%d tasks, want %d\n%s", j.tasks, tc.wantTasks, g.Explain())
+			j.mu.Lock()
+			tasks := j.mu.tasks
+			j.mu.Unlock()
+			if tasks != tc.wantTasks {
+				t.Errorf("%d tasks, want %d\n%s", tasks, tc.wantTasks, g.Explain())
 			}
 			seen := map[int64]bool{}
 			for _, id := range ids {

@@ -13,17 +13,22 @@ import (
 	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
-// message is what travels on an inbox: a batch of input `input`, or the end
-// of one producer's stream on that input.
+// message is what travels on an inbox from one of its producers: a batch
+// of input `input`, a checkpoint barrier, or the end of the producer's
+// stream.
 type message struct {
-	input int
-	batch arrow.RecordBatch // nil for end of stream
+	input    int
+	producer int               // the producer's index among the inbox's
+	batch    arrow.RecordBatch // nil for a barrier or the end of stream
+	barrier  int64             // > 0: the barrier of this checkpoint
 }
+
+func (m message) isEnd() bool { return m.batch == nil && m.barrier == 0 }
 
 // inbox is one subtask's input channel, shared by all its producers.
 type inbox struct {
 	ch chan message
-	// producers counts the end-of-stream messages to wait for.
+	// producers counts the producers, each of which ends its stream once.
 	producers int
 }
 
@@ -32,7 +37,9 @@ type inbox struct {
 type output struct {
 	part    partition.Partitioner
 	targets []*inbox
-	input   int // the edge's index among the consumer's inputs
+	// producer is this subtask's index among each target's producers.
+	producer []int
+	input    int // the edge's index among the consumer's inputs
 }
 
 // outputs is a subtask's fan-out over all its out edges.
@@ -48,7 +55,7 @@ func (outs outputs) emit(ctx context.Context, b arrow.RecordBatch) error {
 		}
 		for i, p := range parts {
 			select {
-			case o.targets[p.Channel].ch <- message{input: o.input, batch: p.Batch}:
+			case o.targets[p.Channel].ch <- message{input: o.input, producer: o.producer[p.Channel], batch: p.Batch}:
 			case <-ctx.Done():
 				partition.ReleaseParts(parts[i:])
 				return context.Cause(ctx)
@@ -59,11 +66,17 @@ func (outs outputs) emit(ctx context.Context, b arrow.RecordBatch) error {
 }
 
 // end tells every connected consumer that this producer is done.
-func (outs outputs) end(ctx context.Context) error {
+func (outs outputs) end(ctx context.Context) error { return outs.broadcast(ctx, 0) }
+
+// barrier sends the barrier of checkpoint id to every connected consumer,
+// after every batch sent before it.
+func (outs outputs) barrier(ctx context.Context, id int64) error { return outs.broadcast(ctx, id) }
+
+func (outs outputs) broadcast(ctx context.Context, barrier int64) error {
 	for _, o := range outs {
-		for _, t := range o.targets {
+		for i, t := range o.targets {
 			select {
-			case t.ch <- message{input: o.input}:
+			case t.ch <- message{input: o.input, producer: o.producer[i], barrier: barrier}:
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
@@ -116,9 +129,6 @@ func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Alloc
 				return nil, nil, err
 			}
 			p, q := from.Parallelism, to.Parallelism
-			for i := range q {
-				inboxes[to.ID][i].producers += len(partition.Inputs(kind, p, q, i))
-			}
 			var keys []int
 			for _, k := range e.Keys {
 				idx := schemas[from.ID].FieldIndices(k)
@@ -141,7 +151,10 @@ func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Alloc
 				}
 				o := &output{part: part, input: input}
 				for _, c := range channels {
-					o.targets = append(o.targets, inboxes[to.ID][c])
+					target := inboxes[to.ID][c]
+					o.targets = append(o.targets, target)
+					o.producer = append(o.producer, target.producers)
+					target.producers++
 				}
 				outs[from.ID][j] = append(outs[from.ID][j], o)
 			}

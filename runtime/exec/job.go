@@ -5,20 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
+	"path/filepath"
+	"sync"
+
 	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/flinkgo/flinkgo/runtime/expr"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/sink"
-	"github.com/flinkgo/flinkgo/runtime/source"
-	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 )
 
@@ -41,6 +38,9 @@ type Options struct {
 	Stdout io.Writer
 	// Collect receives collect sinks' batches (retained: it releases them).
 	Collect func(op *plan.Operator, subtask int, b arrow.RecordBatch) error
+	// JobID names the job (its checkpoints go under <dir>/<JobID>).
+	// Default: a random id.
+	JobID string
 	// OnStateChange, when set, is called on every change of the job's
 	// state (see JobState), in order, from the goroutine that made it. It
 	// must not block.
@@ -89,14 +89,21 @@ func Run(ctx context.Context, g *plan.Graph, opts Options) (*Metrics, error) {
 	return j.Wait()
 }
 
-// Job is a started run.
+// Job is a started run: one attempt after another (a failure restarts the
+// job from its latest completed checkpoint when the restart strategy
+// allows), until it finishes, is canceled, or fails for good.
 type Job struct {
 	g         *plan.Graph
-	grp       *errgroup.Group
-	inboxes   [][]*inbox
+	opts      Options
+	config    runtimeConfig
+	id        string
 	count     []counters
 	lifecycle *lifecycle
-	tasks     int // goroutines running operators: one per chain subtask
+	store     *checkpointStore
+	restarts  *restarter
+	// savepoints carries savepoint requests to the running attempt's
+	// coordinator.
+	savepoints chan *savepointRequest
 	// stopWatch stops the watch of the caller's ctx; watchDone is closed
 	// when a watch that fired has moved the job to Canceling.
 	stopWatch func() bool
@@ -104,84 +111,185 @@ type Job struct {
 	done      chan struct{}
 	metrics   *Metrics
 	err       error
+
+	mu struct {
+		sync.Mutex
+		tasks       int // goroutines running operators: one per chain subtask
+		attempts    int
+		checkpoints []CheckpointStats
+	}
 }
 
 // Start builds every task of g and starts them; see Run. Errors in
 // building (an expression that does not compile, a worker that cannot be
-// configured) are returned before anything runs.
+// configured, a snapshot to restore that does not fit) are returned before
+// anything runs.
 func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	opts = opts.withDefaults()
-	sch, err := schemas(g)
+	cfg, err := parseConfig(g.Config)
 	if err != nil {
 		return nil, err
 	}
-	inboxes, outs, err := wire(g, sch, opts.ChannelCapacity, opts.Allocator)
-	if err != nil {
-		return nil, err
+	j := &Job{
+		g: g, opts: opts, config: cfg, id: opts.JobID, count: make([]counters, len(g.Operators)),
+		lifecycle: newLifecycle(opts.OnStateChange), restarts: newRestarter(cfg.restart),
+		savepoints: make(chan *savepointRequest), watchDone: make(chan struct{}), done: make(chan struct{}),
+	}
+	if j.id == "" {
+		j.id = newJobID()
+	}
+	j.store = newCheckpointStore(cfg.checkpoint, j.id)
+	if cfg.checkpoint.Interval > 0 || cfg.restore.Path != "" {
+		for _, op := range g.Operators {
+			if op.Kind == plan.KindKeyedAggregate {
+				return nil, fmt.Errorf("exec: operator %q (uid %s): keyed aggregation keeps its state in memory and cannot be checkpointed or restored yet; run the job without %s and %s",
+					op.Name, op.UID, ConfigCheckpointInterval, ConfigRestorePath)
+			}
+		}
 	}
 	ctx = compute.WithAllocator(ctx, opts.Allocator)
-	count := make([]counters, len(g.Operators))
-	life := newLifecycle(opts.OnStateChange)
-	grp, gctx := errgroup.WithContext(ctx)
-	var tasks []*task
-	for _, head := range g.Operators {
-		if isChained(g, head.ID) {
-			continue // runs inside its chain head's task
-		}
-		for i := range head.Parallelism {
-			t, err := buildTask(g, head, i, sch, inboxes, outs, count, opts)
-			if err != nil {
-				for _, t := range tasks {
-					t.releaseAll()
-				}
-				life.move(Failed, Created)
-				return nil, err
-			}
-			tasks = append(tasks, t)
-		}
+	a, err := j.firstAttempt(ctx)
+	if err != nil {
+		j.lifecycle.move(Failed, Created)
+		return nil, err
 	}
-	j := &Job{g: g, grp: grp, inboxes: inboxes, count: count, lifecycle: life, tasks: len(tasks),
-		watchDone: make(chan struct{}), done: make(chan struct{})}
-	life.move(Running, Created)
+	j.lifecycle.move(Running, Created)
 	j.stopWatch = context.AfterFunc(ctx, func() {
 		defer close(j.watchDone)
-		life.move(Canceling, Running)
+		j.lifecycle.move(Canceling, Running, Restarting)
 	})
-	for _, t := range tasks {
-		grp.Go(func() error {
-			err := t.run(gctx)
-			if err != nil && ctx.Err() == nil {
-				// The first failure fails the job; the errgroup cancels
-				// the other tasks with gctx.
-				life.move(Failing, Running)
-			}
-			return err
-		})
-	}
-	go j.wait()
+	a.start()
+	go j.run(ctx, a)
 	return j, nil
 }
 
-func (j *Job) wait() {
-	err := j.grp.Wait()
+// firstAttempt prepares the checkpoint storage and the snapshot to start
+// from, and builds the first attempt.
+func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
+	cp := j.config.checkpoint
+	if cp.Interval > 0 && !cp.CreateDirsOnFirstCheckpoint {
+		if err := j.store.ensureStorage(); err != nil {
+			return nil, fmt.Errorf("exec: %w", err)
+		}
+	}
+	var from *restorePoint
+	if path := j.config.restore.Path; path != "" {
+		m, base, err := LoadMetadata(path)
+		if err != nil {
+			return nil, err
+		}
+		from = &restorePoint{meta: m, base: base}
+		if !m.Savepoint {
+			from.base = filepath.Dir(base) // a checkpoint's paths are relative to its storage root
+		}
+		if err := checkRestore(j.g, m, j.config.restore); err != nil {
+			return nil, err
+		}
+		j.store.continueAfter(m.CheckpointID)
+	}
+	return j.newAttempt(ctx, from)
+}
+
+// run drives attempts until the job ends.
+func (j *Job) run(ctx context.Context, a *attempt) {
+	for {
+		err := a.wait()
+		if err == nil || errors.Is(err, errStoppedWithSavepoint) {
+			j.end(nil, Finished, Running, Canceling)
+			return
+		}
+		if ctx.Err() != nil {
+			j.end(err, Canceled, Canceling)
+			return
+		}
+		if j.lifecycle.state() != Restarting {
+			j.end(err, Failed, Running, Failing)
+			return
+		}
+		var next *attempt
+		next, err = j.restart(ctx, err)
+		if next == nil {
+			if ctx.Err() != nil {
+				j.end(context.Cause(ctx), Canceled, Canceling)
+			} else {
+				j.end(err, Failed, Restarting)
+			}
+			return
+		}
+		a = next
+	}
+}
+
+// restart waits the restart strategy's delay and starts a new attempt from
+// the latest completed checkpoint (or the snapshot the job started from).
+// It returns nil when the job must stop instead, with the reason.
+func (j *Job) restart(ctx context.Context, cause error) (*attempt, error) {
+	for {
+		select {
+		case <-time.After(j.restarts.nextDelay()):
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		from := j.latestRestorePoint()
+		a, err := j.newAttempt(ctx, from)
+		if err == nil {
+			if !j.lifecycle.move(Running, Restarting) { // canceled meanwhile
+				a.release()
+				return nil, context.Cause(ctx)
+			}
+			a.start()
+			return a, nil
+		}
+		err = fmt.Errorf("exec: restarting after %v: %w", cause, err)
+		if !j.restarts.allow() {
+			return nil, err
+		}
+		cause = err
+	}
+}
+
+// latestRestorePoint is where a restart resumes from.
+func (j *Job) latestRestorePoint() *restorePoint {
+	if m, dir, ok := j.store.latest(); ok {
+		return &restorePoint{meta: m, base: filepath.Dir(dir)}
+	}
+	if path := j.config.restore.Path; path != "" {
+		if m, base, err := LoadMetadata(path); err == nil {
+			if !m.Savepoint {
+				base = filepath.Dir(base)
+			}
+			return &restorePoint{meta: m, base: base}
+		}
+	}
+	return nil
+}
+
+// onFailure decides, on an attempt's first failure, whether the job
+// restarts or fails.
+func (j *Job) onFailure() {
+	if j.restarts.allow() {
+		j.lifecycle.move(Restarting, Running)
+	} else {
+		j.lifecycle.move(Failing, Running)
+	}
+}
+
+// end records the job's outcome, and keeps or deletes its checkpoints as
+// Flink does: deleted when it finishes, kept when it fails, and when it is
+// canceled only with RETAIN_ON_CANCELLATION.
+func (j *Job) end(err error, to JobState, from ...JobState) {
 	if !j.stopWatch() {
 		<-j.watchDone // Canceling is reported before the end
 	}
-	// Every task has ended: free what is still queued between them.
-	for _, subtasks := range j.inboxes {
-		for _, in := range subtasks {
-			drain(in)
-		}
+	switch {
+	case to == Finished, to == Canceled && !j.config.checkpoint.RetainOnCancel:
+		j.store.discardAll()
 	}
 	j.metrics, j.err = j.Snapshot(), err
-	switch {
-	case err == nil:
-		// A cancel that came after every task had finished changes nothing.
-		j.lifecycle.move(Finished, Running, Canceling)
-	case j.lifecycle.state() == Canceling:
-		j.lifecycle.move(Canceled, Canceling)
-	default:
-		j.lifecycle.move(Failed, Running, Failing)
+	if !j.lifecycle.move(to, from...) && to == Finished {
+		// Canceled or stopped while the last tasks were finishing: the
+		// job's work is complete all the same.
+		j.lifecycle.move(Finished, Restarting, Failing)
 	}
 	close(j.done)
 }
@@ -189,9 +297,34 @@ func (j *Job) wait() {
 // State returns the job's current state. Safe at any time.
 func (j *Job) State() JobState { return j.lifecycle.state() }
 
+// ID returns the job's id (Options.JobID, else a random one); checkpoints
+// go under <checkpoint dir>/<id>.
+func (j *Job) ID() string { return j.id }
+
 // History returns every state the job has been in, with when it entered
 // it, starting with Created.
 func (j *Job) History() []StateChange { return j.lifecycle.history() }
+
+// Checkpoints returns the job's checkpoints and savepoints so far, oldest
+// first. Safe at any time.
+func (j *Job) Checkpoints() []CheckpointStats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]CheckpointStats(nil), j.mu.checkpoints...)
+}
+
+// Attempts returns how many attempts the job has started (1 + restarts).
+func (j *Job) Attempts() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.mu.attempts
+}
+
+func (j *Job) record(s CheckpointStats) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.mu.checkpoints = append(j.mu.checkpoints, s)
+}
 
 // Wait blocks until every task and worker is gone and returns the final
 // metrics and the run's error. Safe to call from several goroutines.
@@ -215,325 +348,6 @@ func (j *Job) Snapshot() *Metrics {
 	return m
 }
 
-// task is one subtask of a chain of operators and its goroutine: the
-// chain's head reads its inbox (or its source) and hands its batches to the
-// operators chained to it by function call.
-type task struct {
-	subtask int
-	head    *link
-	links   []*link // the chain, head first, in topological order
-	in      *inbox
-	reader  source.Reader // a source head's
-}
-
-// link is one operator of a task's chain.
-type link struct {
-	op       *plan.Operator
-	proc     processor // nil for a source
-	opener   interface{ open(context.Context) error }
-	count    *counters
-	children []*link // operators chained to this one
-	outs     outputs // edges leaving the chain
-}
-
-// isChained reports whether op runs in the task of an upstream operator.
-func isChained(g *plan.Graph, op int) bool {
-	in := g.Inputs(op)
-	return len(in) == 1 && g.Operators[in[0].From].ChainID == g.Operators[op].ChainID
-}
-
-// buildTask builds subtask i of the chain that starts at head.
-func buildTask(g *plan.Graph, head *plan.Operator, i int, sch []*arrow.Schema, inboxes [][]*inbox, outs [][]outputs, count []counters, opts Options) (*task, error) {
-	t := &task{subtask: i, in: inboxes[head.ID][i]}
-	var add func(op *plan.Operator) (*link, error)
-	add = func(op *plan.Operator) (*link, error) {
-		l := &link{op: op, count: &count[op.ID], outs: outs[op.ID][i]}
-		t.links = append(t.links, l)
-		var in *arrow.Schema
-		if edges := g.Inputs(op.ID); len(edges) > 0 {
-			in = sch[edges[0].From]
-		}
-		if err := t.build(l, in, sch[op.ID], opts); err != nil {
-			return nil, fmt.Errorf("exec: operator %q (uid %s, subtask %d): %w", op.Name, op.UID, i, err)
-		}
-		for _, e := range g.Outputs(op.ID) {
-			if isChained(g, e.To) {
-				child, err := add(g.Operators[e.To])
-				if err != nil {
-					return nil, err
-				}
-				l.children = append(l.children, child)
-			}
-		}
-		return l, nil
-	}
-	var err error
-	t.head, err = add(head)
-	if err != nil {
-		t.releaseAll()
-		return nil, err
-	}
-	return t, nil
-}
-
-func (t *task) build(l *link, in, out *arrow.Schema, opts Options) error {
-	switch l.op.Kind {
-	case plan.KindSource:
-		r, err := source.Open(l.op.Node.GetSource(), source.Config{
-			Schema: out, Subtask: t.subtask, Parallelism: l.op.Parallelism,
-			BatchRows: opts.SourceBatchRows, Allocator: opts.Allocator,
-		})
-		t.reader = r
-		return err
-	case plan.KindSelect:
-		exprs, _, err := compileSelect(l.op, in)
-		if err != nil {
-			return err
-		}
-		l.proc, err = newSelect(exprs, out)
-		return err
-	case plan.KindFilter:
-		pred, err := expr.Compile(l.op.Node.GetFilter().GetPredicate(), in)
-		if err != nil {
-			return err
-		}
-		f, err := expr.NewFilter(pred)
-		l.proc = &filterProc{f: f}
-		return err
-	case plan.KindUnion:
-		l.proc = &unionProc{schema: out}
-		return nil
-	case plan.KindKeyedAggregate:
-		p, err := newAggProc(l.op.Node, in, out, opts.Allocator)
-		l.proc = p
-		return err
-	case plan.KindUDF, plan.KindMapBatches:
-		p, err := newUDFProc(l.op, in, out, t.subtask, opts)
-		if err != nil {
-			return err
-		}
-		l.proc, l.opener = p, p
-		return nil
-	case plan.KindSink:
-		var collect func(int, arrow.RecordBatch) error
-		if opts.Collect != nil {
-			op := l.op
-			collect = func(subtask int, b arrow.RecordBatch) error { return opts.Collect(op, subtask, b) }
-		}
-		w, err := sink.Open(l.op.Node.GetSink(), sink.Config{
-			Schema: out, Subtask: t.subtask, Parallelism: l.op.Parallelism,
-			Stdout: opts.Stdout, Collect: collect,
-		})
-		if err != nil {
-			return err
-		}
-		l.proc = &sinkProc{w: w}
-		return nil
-	}
-	return fmt.Errorf("unknown operator kind %s", l.op.Kind)
-}
-
-func (t *task) releaseAll() {
-	if t.reader != nil {
-		_ = t.reader.Close()
-	}
-	for _, l := range t.links {
-		if l.proc != nil {
-			l.proc.release()
-		}
-	}
-}
-
-// cancel takes every chained processor's cancel path.
-func (t *task) cancel(cause error) {
-	for _, l := range t.links {
-		if l.proc != nil {
-			l.proc.cancel(cause)
-		}
-	}
-}
-
-// emit hands b, which l produced, to the operators chained to l (by
-// function call; they do not take b) and to the edges leaving the chain
-// (which do). It takes ownership of b.
-func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
-	l.count.out.Add(b.NumRows())
-	for _, c := range l.children {
-		if err := c.process(ctx, 0, b); err != nil {
-			b.Release()
-			return err
-		}
-	}
-	if len(l.outs) == 0 {
-		b.Release()
-		return nil
-	}
-	return l.outs.emit(ctx, b)
-}
-
-// process runs l's processor on b, of its input `input`; the caller keeps b.
-func (l *link) process(ctx context.Context, input int, b arrow.RecordBatch) error {
-	l.count.in.Add(b.NumRows())
-	return l.named(l.proc.process(ctx, input, b, l.emit))
-}
-
-// named makes err name l's operator unless an operator further down the
-// chain, or a Python worker, is named in it already.
-func (l *link) named(err error) error {
-	var taskErr *TaskError
-	var udfErr *bridge.UDFError
-	if err == nil || errors.As(err, &taskErr) || errors.As(err, &udfErr) ||
-		errors.Is(err, bridge.ErrWorkerLost) || errors.Is(err, bridge.ErrWorkerStart) {
-		return err
-	}
-	return &TaskError{Operator: l.op.Name, UID: l.op.UID, Err: err}
-}
-
-// run is the task goroutine. On failure or cancel it takes every
-// processor's cancel path, frees what it holds and drains its inbox so no
-// producer stays blocked.
-func (t *task) run(ctx context.Context) (err error) {
-	defer func() {
-		// A bug in an operator fails its job, never the whole runtime
-		// process (a server runs other jobs).
-		if r := recover(); r != nil {
-			err = t.head.named(fmt.Errorf("internal error: %v\n%s", r, debug.Stack()))
-		}
-		if err != nil {
-			t.cancel(err)
-			var taskErr *TaskError
-			if errors.As(err, &taskErr) {
-				taskErr.Subtask = t.subtask
-			}
-		}
-		t.releaseAll()
-	}()
-	// Cancel comes from outside the task goroutine, which may be blocked
-	// inside a processor (a send to a hung worker): as Flink's task
-	// canceler, it takes the processors' cancel path at once.
-	stop := context.AfterFunc(ctx, func() { t.cancel(context.Cause(ctx)) })
-	defer stop()
-	for _, l := range t.links {
-		if l.opener != nil {
-			if err := l.opener.open(ctx); err != nil {
-				return l.named(err)
-			}
-		}
-	}
-	if t.reader != nil {
-		return t.runSource(ctx)
-	}
-	ended := 0
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for ended < t.in.producers {
-		var deadline <-chan time.Time
-		if at, ok := t.deadline(); ok {
-			timer.Reset(time.Until(at))
-			deadline = timer.C
-		}
-		select {
-		case m := <-t.in.ch:
-			if m.batch == nil {
-				ended++
-				continue
-			}
-			err := t.head.process(ctx, m.input, m.batch)
-			m.batch.Release()
-			if err != nil {
-				return err
-			}
-		case <-deadline:
-			if err := t.onTimer(ctx); err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-	return t.finish(ctx)
-}
-
-// finish ends the chain's operators upstream first, so that what one emits
-// as it finishes reaches the next before that one finishes, then tells the
-// consumers of every edge leaving the chain that this subtask is done.
-func (t *task) finish(ctx context.Context) error {
-	for _, l := range t.links {
-		if l.proc != nil {
-			if err := l.named(l.proc.finish(ctx, l.emit)); err != nil {
-				return err
-			}
-		}
-	}
-	for _, l := range t.links {
-		if err := l.outs.end(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// deadline is the earliest time trigger of the chain's processors.
-func (t *task) deadline() (time.Time, bool) {
-	var first time.Time
-	found := false
-	for _, l := range t.links {
-		if l.proc == nil {
-			continue
-		}
-		if at, ok := l.proc.deadline(); ok && (!found || at.Before(first)) {
-			first, found = at, true
-		}
-	}
-	return first, found
-}
-
-// onTimer runs the time triggers that are due.
-func (t *task) onTimer(ctx context.Context) error {
-	now := time.Now()
-	for _, l := range t.links {
-		if l.proc == nil {
-			continue
-		}
-		if at, ok := l.proc.deadline(); ok && !at.After(now) {
-			if err := l.named(l.proc.onTimer(ctx, l.emit)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (t *task) runSource(ctx context.Context) error {
-	for {
-		b, err := t.reader.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return t.finish(ctx)
-		}
-		if err != nil {
-			return t.head.named(err)
-		}
-		t.head.count.in.Add(b.NumRows())
-		if err := t.head.emit(ctx, b); err != nil {
-			return err
-		}
-	}
-}
-
-// drain frees the batches left in an inbox once no task runs.
-func drain(in *inbox) {
-	for {
-		select {
-		case m := <-in.ch:
-			if m.batch != nil {
-				m.batch.Release()
-			}
-		default:
-			return
-		}
-	}
-}
-
 // TaskError is the failure of one operator subtask.
 type TaskError struct {
 	Operator, UID string
@@ -546,3 +360,35 @@ func (e *TaskError) Error() string {
 }
 
 func (e *TaskError) Unwrap() error { return e.Err }
+
+// TriggerSavepoint takes a savepoint into dir (or the configured savepoint
+// directory when dir is "") and returns its path; the job keeps running.
+// It blocks until the savepoint completed or failed, or ctx ends.
+func (j *Job) TriggerSavepoint(ctx context.Context, dir string) (string, error) {
+	return j.savepoint(ctx, dir, false)
+}
+
+// StopWithSavepoint takes a savepoint, lets every sink commit up to it,
+// and stops the job, which then ends FINISHED (as Flink's stop with
+// savepoint). It returns the savepoint's path once the savepoint
+// completed; Wait for the job's end.
+func (j *Job) StopWithSavepoint(ctx context.Context, dir string) (string, error) {
+	return j.savepoint(ctx, dir, true)
+}
+
+func (j *Job) savepoint(ctx context.Context, dir string, stop bool) (string, error) {
+	r := &savepointRequest{dir: dir, stop: stop, answer: make(chan savepointAnswer, 1)}
+	select {
+	case j.savepoints <- r:
+	case <-j.done:
+		return "", errors.New("exec: no savepoint: the job has ended")
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	}
+	select {
+	case a := <-r.answer:
+		return a.path, a.err
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	}
+}

@@ -9,7 +9,9 @@ import (
 //
 //	Created → Running → Finished
 //	                  ↘ Canceling → Canceled   (ctx canceled)
-//	                  ↘ Failing   → Failed     (a task failed)
+//	                  ↘ Failing   → Failed     (a task failed, no restart left)
+//	                  ↘ Restarting → Running   (a task failed, restarted from
+//	                                            the latest checkpoint)
 //
 // Canceling and Failing last while the tasks stop: every UDF operator takes
 // its cancel path and every worker process goes. The first of cancel and
@@ -25,9 +27,10 @@ const (
 	Failing
 	Failed
 	Finished
+	Restarting
 )
 
-var jobStateNames = [...]string{"CREATED", "RUNNING", "CANCELING", "CANCELED", "FAILING", "FAILED", "FINISHED"}
+var jobStateNames = [...]string{"CREATED", "RUNNING", "CANCELING", "CANCELED", "FAILING", "FAILED", "FINISHED", "RESTARTING"}
 
 func (s JobState) String() string {
 	if s < 0 || int(s) >= len(jobStateNames) {

@@ -105,6 +105,7 @@ func (u *unionProc) process(ctx context.Context, _ int, b arrow.RecordBatch, emi
 type sinkProc struct {
 	noTimer
 	w       sink.Writer
+	file    bool // a file sink (exactly-once), not print or collect
 	written bool
 }
 

@@ -190,3 +190,12 @@ func (p *udfProc) release() {
 	}
 	p.pending = nil
 }
+
+// snapshotState finishes the bundle in flight before the barrier moves on
+// (DESIGN.md §4.1): every result of a row before the barrier is emitted
+// before it. A UDF operator keeps no other state.
+func (p *udfProc) snapshotState(ctx context.Context, _ checkpointTarget, emit emitFunc, _ *SubtaskState) error {
+	return p.with(ctx, emit, func() error { return p.op.FinishBundle(ctx) })
+}
+
+func (p *udfProc) notifyComplete(int64) error { return nil }

@@ -69,6 +69,9 @@ type Graph struct {
 	ForwardMismatch string
 	// Changes lists, in edge order, every forward edge the policy changed.
 	Changes []Change
+	// Config is the plan's configuration, for the runtime's options
+	// (checkpointing, restarts). Read-only.
+	Config map[string]string
 }
 
 // Operator is one physical operator; it runs as Parallelism subtasks.

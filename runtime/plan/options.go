@@ -46,6 +46,11 @@ type Options struct {
 	// pipeline.max-parallelism, else DefaultMaxParallelism of the largest
 	// operator parallelism.
 	MaxParallelism int
+	// RestoredMaxParallelism is the max parallelism of the snapshot the job
+	// restores (0: none). It is the job's max parallelism unless
+	// MaxParallelism or the plan sets one, and an operator above it is
+	// refused with a message saying the state fixes it.
+	RestoredMaxParallelism int
 	// ForwardMismatch is the policy for forward edges between operators of
 	// different parallelism: "rebalance", "rescale" or "fail". "" reads the
 	// plan's pipeline.forward-mismatch, else "rebalance".
@@ -104,6 +109,8 @@ func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
 		problems = append(problems, fmt.Sprintf("Options.MaxParallelism is %d, must be between 1 and %d (0 means the default)", opts.MaxParallelism, UpperMaxParallelism))
 	case opts.MaxParallelism > 0:
 		s.maxParallelism, s.maxParallelFrom = opts.MaxParallelism, "Options.MaxParallelism"
+	case cfg[ConfigMaxParallelism] == "" && opts.RestoredMaxParallelism > 0:
+		s.maxParallelism, s.maxParallelFrom = opts.RestoredMaxParallelism, restoredFrom
 	default:
 		if v, ok := cfg[ConfigMaxParallelism]; ok {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
@@ -142,6 +149,9 @@ func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
 	}
 	return s, problems
 }
+
+// restoredFrom says that the max parallelism comes from restored state.
+const restoredFrom = "the state the job restores"
 
 // forwardMismatch parses a policy name, ignoring case and surrounding space
 // as Flink does for enum options.

@@ -43,6 +43,7 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 			Name:               job.GetName(),
 			DefaultParallelism: s.defaultParallelism,
 			ForwardMismatch:    s.forwardMismatch,
+			Config:             job.GetConfig(),
 		},
 	}
 	for _, n := range job.GetNodes() {
@@ -204,7 +205,11 @@ func (b *builder) setMaxParallelism() {
 		from = "the default"
 	}
 	for _, op := range b.g.Operators {
-		if op.Parallelism > b.g.MaxParallelism {
+		if op.Parallelism > b.g.MaxParallelism && from == restoredFrom {
+			b.problem("%s has parallelism %d (%s), above the max parallelism %d of %s (its number of key groups, fixed when the state was first saved): "+
+				"lower the parallelism to at most %d",
+				opLabel(op), op.Parallelism, op.ParallelismFrom, b.g.MaxParallelism, from, b.g.MaxParallelism)
+		} else if op.Parallelism > b.g.MaxParallelism {
 			b.problem("%s has parallelism %d (%s), above the max parallelism %d (%s): lower the parallelism, or raise %s up to %d",
 				opLabel(op), op.Parallelism, op.ParallelismFrom, b.g.MaxParallelism, from, ConfigMaxParallelism, UpperMaxParallelism)
 		}

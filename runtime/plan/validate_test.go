@@ -92,3 +92,16 @@ func TestValidationErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestRestoredMaxParallelism(t *testing.T) {
+	j := job(source(1, "src", par(4)), sink(2, "out", from(1), par(4)))
+	if g := mustPlan(t, j, Options{RestoredMaxParallelism: 256}); g.MaxParallelism != 256 {
+		t.Errorf("max parallelism %d, want the restored 256", g.MaxParallelism)
+	}
+	msg := planError(t, j, Options{RestoredMaxParallelism: 2})
+	wantContains(t, msg, "src", "parallelism 4", "max parallelism 2 of the state the job restores", "at most 2")
+	// An explicit setting wins (exec then refuses a different one).
+	if g := mustPlan(t, jobWith(map[string]string{ConfigMaxParallelism: "64"}, source(1, "src"), sink(2, "out", from(1))), Options{RestoredMaxParallelism: 256}); g.MaxParallelism != 64 {
+		t.Errorf("max parallelism %d, want the configured 64", g.MaxParallelism)
+	}
+}

@@ -12,6 +12,9 @@ package server
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,6 +22,10 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -28,6 +35,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/proto/jobpb"
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
 // ErrJobCanceled is the cause of a job canceled through Cancel.
@@ -41,9 +49,13 @@ type Server struct {
 	jobpb.UnimplementedJobServiceServer
 	exec runexec.Options
 
+	// defaults are config entries added to every plan that lacks them
+	// (`flinkgo run --from-savepoint` sets the restore path).
+	defaults map[string]string
+
 	mu struct {
 		sync.Mutex
-		jobs map[string]context.CancelCauseFunc
+		jobs map[string]*runningJob
 	}
 	// running counts Execute calls, so a stopping server can wait for its
 	// jobs (and their workers) to be gone.
@@ -54,17 +66,92 @@ type Server struct {
 // taking calls.
 func (s *Server) Wait() { s.running.Wait() }
 
+// runningJob is a job between its Execute call's start and end.
+type runningJob struct {
+	name    string
+	started time.Time
+	cancel  context.CancelCauseFunc
+	job     *runexec.Job // nil until it started
+}
+
 // New returns a server running jobs with opts (its Collect is the
-// server's own).
-func New(opts runexec.Options) *Server {
-	s := &Server{exec: opts}
-	s.mu.jobs = map[string]context.CancelCauseFunc{}
+// server's own). Config entries in defaults are added to every plan that
+// does not set them.
+func New(opts runexec.Options, defaults map[string]string) *Server {
+	s := &Server{exec: opts, defaults: defaults}
+	s.mu.jobs = map[string]*runningJob{}
 	return s
+}
+
+// plan plans a job, restoring its snapshot's max parallelism when it
+// restores one.
+func (s *Server) plan(job *planpb.JobPlan) (*plan.Graph, error) {
+	if len(s.defaults) > 0 {
+		job = proto.CloneOf(job)
+		if job.Config == nil {
+			job.Config = map[string]string{}
+		}
+		for k, v := range s.defaults {
+			if _, ok := job.Config[k]; !ok {
+				job.Config[k] = v
+			}
+		}
+	}
+	opts, err := runexec.PlanOptions(job)
+	if err != nil {
+		return nil, err
+	}
+	return plan.Plan(job, opts)
+}
+
+// job returns the running job with id, or a NOT_FOUND status.
+func (s *Server) job(id string) (*runexec.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.mu.jobs[id]
+	if !ok || r.job == nil {
+		return nil, status.Errorf(codes.NotFound, "no running job has the id %q", id)
+	}
+	return r.job, nil
+}
+
+// TriggerSavepoint takes a savepoint of a running job, and stops it after
+// when asked.
+func (s *Server) TriggerSavepoint(ctx context.Context, req *jobpb.SavepointRequest) (*jobpb.SavepointResponse, error) {
+	job, err := s.job(req.GetJobId())
+	if err != nil {
+		return nil, err
+	}
+	take := job.TriggerSavepoint
+	if req.GetStop() {
+		take = job.StopWithSavepoint
+	}
+	path, err := take(ctx, req.GetDirectory())
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return &jobpb.SavepointResponse{Path: path}, nil
+}
+
+// ListJobs lists the running jobs.
+func (s *Server) ListJobs(context.Context, *jobpb.ListJobsRequest) (*jobpb.ListJobsResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := &jobpb.ListJobsResponse{}
+	for id, r := range s.mu.jobs {
+		state := jobpb.JobState_JOB_STATE_CREATED
+		if r.job != nil {
+			state = jobStates[r.job.State()]
+		}
+		resp.Jobs = append(resp.Jobs, &jobpb.JobSummary{JobId: id, Name: r.name, State: state, ElapsedSeconds: time.Since(r.started).Seconds()})
+	}
+	slices.SortFunc(resp.Jobs, func(a, b *jobpb.JobSummary) int { return cmp.Compare(b.ElapsedSeconds, a.ElapsedSeconds) })
+	return resp, nil
 }
 
 // Explain plans a job without running it.
 func (s *Server) Explain(_ context.Context, req *jobpb.ExplainRequest) (*jobpb.ExplainResponse, error) {
-	g, err := plan.Plan(req.GetPlan(), plan.Options{})
+	g, err := s.plan(req.GetPlan())
 	if err != nil {
 		return &jobpb.ExplainResponse{Error: err.Error()}, nil
 	}
@@ -74,10 +161,10 @@ func (s *Server) Explain(_ context.Context, req *jobpb.ExplainRequest) (*jobpb.E
 // Cancel cancels a running job; it does not wait for it to stop.
 func (s *Server) Cancel(_ context.Context, req *jobpb.CancelRequest) (*jobpb.CancelResponse, error) {
 	s.mu.Lock()
-	cancel, ok := s.mu.jobs[req.GetJobId()]
+	r, ok := s.mu.jobs[req.GetJobId()]
 	s.mu.Unlock()
 	if ok {
-		cancel(ErrJobCanceled)
+		r.cancel(ErrJobCanceled)
 	}
 	return &jobpb.CancelResponse{Found: ok}, nil
 }
@@ -92,17 +179,19 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		defer sendMu.Unlock()
 		return stream.Send(ev)
 	}
-	g, err := plan.Plan(req.GetPlan(), plan.Options{})
+	g, err := s.plan(req.GetPlan())
 	if err != nil {
 		return send(finished(jobpb.JobFinished_FAILED, &jobpb.JobError{Message: err.Error(), Kind: "PLAN"}, nil))
 	}
 	id := newJobID()
+	running := &runningJob{name: g.Name, started: time.Now()}
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
 	stop := context.AfterFunc(stream.Context(), func() { cancel(errClientGone) })
 	defer stop()
+	running.cancel = cancel
 	s.mu.Lock()
-	s.mu.jobs[id] = cancel
+	s.mu.jobs[id] = running
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -114,6 +203,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	}
 
 	opts := s.exec
+	opts.JobID = id
 	opts.Collect = func(op *plan.Operator, subtask int, b arrow.RecordBatch) error {
 		defer b.Release()
 		var buf bytes.Buffer
@@ -144,6 +234,9 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		reporter.Wait()
 		return send(finished(jobpb.JobFinished_FAILED, jobError(err), nil))
 	}
+	s.mu.Lock()
+	running.job = job
+	s.mu.Unlock()
 	if every := time.Duration(req.GetProgressIntervalMs()) * time.Millisecond; every > 0 {
 		reporter.Go(func() { reportProgress(job, every, start, send) })
 	}
@@ -193,13 +286,14 @@ func progress(m *runexec.Metrics, start time.Time) *jobpb.Progress {
 
 // jobStates maps the runtime's states onto the protocol's.
 var jobStates = map[runexec.JobState]jobpb.JobState{
-	runexec.Created:   jobpb.JobState_JOB_STATE_CREATED,
-	runexec.Running:   jobpb.JobState_JOB_STATE_RUNNING,
-	runexec.Canceling: jobpb.JobState_JOB_STATE_CANCELING,
-	runexec.Canceled:  jobpb.JobState_JOB_STATE_CANCELED,
-	runexec.Failing:   jobpb.JobState_JOB_STATE_FAILING,
-	runexec.Failed:    jobpb.JobState_JOB_STATE_FAILED,
-	runexec.Finished:  jobpb.JobState_JOB_STATE_FINISHED,
+	runexec.Created:    jobpb.JobState_JOB_STATE_CREATED,
+	runexec.Running:    jobpb.JobState_JOB_STATE_RUNNING,
+	runexec.Canceling:  jobpb.JobState_JOB_STATE_CANCELING,
+	runexec.Canceled:   jobpb.JobState_JOB_STATE_CANCELED,
+	runexec.Failing:    jobpb.JobState_JOB_STATE_FAILING,
+	runexec.Failed:     jobpb.JobState_JOB_STATE_FAILED,
+	runexec.Finished:   jobpb.JobState_JOB_STATE_FINISHED,
+	runexec.Restarting: jobpb.JobState_JOB_STATE_RESTARTING,
 }
 
 func stateChanged(s runexec.JobState, elapsed time.Duration) *jobpb.JobEvent {
@@ -233,7 +327,7 @@ func jobError(err error) *jobpb.JobError {
 }
 
 func newJobID() string {
-	var b [8]byte
+	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }

@@ -1,48 +1,121 @@
 // Package sink writes a plan's sink batches: printed rows, part files (CSV,
 // JSON lines, Parquet) and batches collected for the client.
 //
-// A file sink subtask writes one part file, `part-<subtask>.<ext>`, under
-// the sink's directory. It writes to `.part-<subtask>.<ext>.inprogress` and
-// renames on Close, so a reader never sees a half-written part; a canceled
-// or failed sink removes its in-progress file (Abort). Exactly-once commits
-// tied to checkpoints build on this later.
+// # File sinks: exactly-once by two-phase commit, as Flink's FileSink
 //
-// This package does not know operators or exchanges.
+// A file sink subtask writes its rows into part files under the sink's
+// directory. Every part is a whole file of its format (CSV with its header,
+// Parquet with its footer), readable on its own. A part has three names in
+// its life:
+//
+//	.part-<id>-<subtask>-<n>.<ext>.inprogress   being written
+//	.part-<id>-<subtask>-<n>.<ext>.pending      finished and fsynced, owned by a checkpoint
+//	part-<id>-<subtask>-<n>.<ext>               published
+//
+// <id> is Config.AttemptID, or a random id drawn by each writer when it is
+// empty; <subtask> is the index of the subtask that wrote the part and <n>
+// the subtask's part counter, carried in SinkState. Hidden names start with
+// "." so readers globbing part-* see published files only. A writer never
+// opens a part whose name exists in any of the three forms (it skips to the
+// next counter), so names do not collide across subtasks, attempts and
+// parallelisms, even if an attempt id is reused.
+//
+// The task drives the protocol (see Writer):
+//   - PreCommit(n), when barrier n passes the sink: the in-progress part is
+//     finished, fsynced and renamed to its pending name; the SinkState
+//     returned (every pending part not committed yet, and the counter) goes
+//     into checkpoint n. The next row opens a new part.
+//   - Commit(n), when checkpoint n completed: the pending parts of
+//     checkpoints <= n are renamed to their final names and the directory
+//     fsynced.
+//   - Close, at the end of input: the current part and every pending part
+//     are published.
+//   - Abort, on cancel or failure: the in-progress part is removed; pending
+//     parts stay, since a checkpoint that may be restored owns them.
+//
+// Recovery: before any subtask of the restored job writes, the caller runs
+// Recover once per file sink with the SinkStates of every old subtask. The
+// restored checkpoint completed, so Recover publishes its committables (one
+// already published counts as done), then removes every hidden in-progress
+// or pending part no state names: what the failed attempt wrote after the
+// checkpoint, which the replay writes again. Readers then see exactly the
+// rows up to the checkpoint's barriers. Recover is idempotent: a failure
+// during recovery is repaired by running it again. It does not care how
+// the caller redistributes the states when rescaling; a restored writer
+// takes only the Counter of the state it is given.
+//
+// A writer that takes no part in checkpoints (no AttemptID, no Restore, and
+// never precommitted) publishes one file at Close, part-<subtask>.<ext>,
+// even when empty, as before checkpoints existed: jobs without checkpoints
+// keep their output names (and, as before, overwrite a previous run's).
+//
+// Limits: Close publishes at once, outside any checkpoint; if the job fails
+// after some subtasks closed and restores an earlier checkpoint, their
+// replayed rows are published twice. A caller that needs exactly-once up to
+// the end takes a final checkpoint (PreCommit, then Commit when it
+// completes) before Close, as Flink does since FLIP-147. Recover owns the
+// sink's directory: it removes hidden parts of any writer, so two jobs must
+// not share a directory, and the failed attempt's tasks must have stopped.
+// Restoring a checkpoint older than the last one committed (an old
+// savepoint) leaves the parts committed since then published, as in Flink.
+//
+// Print and collect sinks are at-least-once: rows leave at Write, and after a
+// restore the replayed rows are printed or collected again. Their PreCommit
+// returns an empty state and their Commit does nothing.
+//
+// This package does not know operators, exchanges, or where checkpoints are
+// stored: the caller keeps SinkState (JSON) in the checkpoint.
 package sink
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
-	arrowcsv "github.com/apache/arrow-go/v18/arrow/csv"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
-// Writer consumes one sink subtask's batches.
+// ErrClosed is returned by Write and PreCommit after Close or Abort: a
+// caller bug, the sink's rows are no longer accepted.
+var ErrClosed = errors.New("sink: closed")
+
+// Writer consumes one sink subtask's batches and takes part in its
+// checkpoints. Its methods may be called from different goroutines (Commit
+// from a checkpoint notification, say): a writer serializes them, so each
+// blocks while another runs.
 type Writer interface {
-	// Write consumes b; the caller keeps ownership.
+	// Write consumes b; the caller keeps ownership. It blocks on file I/O.
+	// After Close or Abort it returns ErrClosed.
 	Write(b arrow.RecordBatch) error
-	// Close finishes and publishes what was written. Call once.
+	// PreCommit is phase one of checkpoint checkpointID, called when the
+	// barrier passes the sink, after every row before it was written. It
+	// blocks on fsyncs, and returns the state to store in the checkpoint:
+	// every part precommitted but not committed yet (of this and earlier
+	// checkpoints) and the part counter. An error fails the checkpoint and
+	// the writer (Write, PreCommit and Close then return it): the caller
+	// fails the task and restores.
+	PreCommit(checkpointID int64) (SinkState, error)
+	// Commit is phase two: checkpoint checkpointID completed, so the parts
+	// precommitted for it and for earlier checkpoints are published. It
+	// blocks on renames and a directory fsync. Idempotent; it may be called
+	// after Close or Abort (the parts of a completed checkpoint are
+	// published all the same). A part it fails to publish stays pending for
+	// the next Commit, or for Recover.
+	Commit(checkpointID int64) error
+	// Close ends the input: it finishes the current part and publishes it
+	// with every pending part, whether or not their checkpoints completed.
+	// It blocks on fsyncs. Call once; a second call returns nil.
 	Close() error
-	// Abort drops what was written; after Close it does nothing. Safe to
-	// call twice.
+	// Abort drops the part being written; precommitted parts stay for
+	// Commit or Recover. After Close it does nothing. Safe to call twice.
 	Abort()
 }
 
-// Config says which sink subtask a writer is.
+// Config says which sink subtask a writer is. Open does not modify it.
 type Config struct {
 	Schema      *arrow.Schema
 	Subtask     int
@@ -53,12 +126,43 @@ type Config struct {
 	// Collect receives the batches of a collect sink (retained: it must
 	// release them). Required for collect sinks.
 	Collect func(subtask int, b arrow.RecordBatch) error
+	// Restore is the state this subtask restores from (nil: a fresh
+	// start). A file writer takes its Counter only: Recover, run before,
+	// published its Pending.
+	Restore *SinkState
+	// AttemptID identifies this attempt of the job in part names: letters,
+	// digits, '-' and '_', at most 64. It should differ between attempts
+	// (a uuid); empty means a random id per writer.
+	AttemptID string
 }
 
-// Open returns the writer of one subtask of sink.
+func (c Config) validate() error {
+	var errs []error
+	if c.Schema == nil {
+		errs = append(errs, errors.New("schema is nil"))
+	}
+	if c.Subtask < 0 {
+		errs = append(errs, fmt.Errorf("subtask %d is below 0", c.Subtask))
+	}
+	if c.Restore != nil && c.Restore.Counter < 0 {
+		errs = append(errs, fmt.Errorf("restored counter %d is below 0", c.Restore.Counter))
+	}
+	if len(c.AttemptID) > 64 || strings.IndexFunc(c.AttemptID, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) >= 0 {
+		errs = append(errs, fmt.Errorf("attempt id %q is not at most 64 letters, digits, '-' or '_'", c.AttemptID))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("sink: invalid config: %w", errors.Join(errs...))
+}
+
+// Open returns the writer of one subtask of sink. A file writer creates the
+// sink's directory; its first part is opened by the first row.
 func Open(s *planpb.Sink, cfg Config) (Writer, error) {
-	if cfg.Schema == nil {
-		return nil, errors.New("sink: Schema is nil")
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	switch k := s.GetKind().(type) {
 	case *planpb.Sink_Print:
@@ -86,10 +190,17 @@ func printPrefix(cfg Config) string {
 	return ""
 }
 
+// printWriter is at-least-once: rows are printed at Write.
 type printWriter struct {
 	out    io.Writer
 	prefix string
 }
+
+var (
+	_ Writer = (*printWriter)(nil)
+	_ Writer = (*collectWriter)(nil)
+	_ Writer = (*fileWriter)(nil)
+)
 
 func (w *printWriter) Write(b arrow.RecordBatch) error {
 	var sb strings.Builder
@@ -109,9 +220,12 @@ func (w *printWriter) Write(b arrow.RecordBatch) error {
 	return err
 }
 
-func (w *printWriter) Close() error { return nil }
-func (w *printWriter) Abort()       {}
+func (w *printWriter) PreCommit(int64) (SinkState, error) { return SinkState{}, nil }
+func (w *printWriter) Commit(int64) error                 { return nil }
+func (w *printWriter) Close() error                       { return nil }
+func (w *printWriter) Abort()                             {}
 
+// collectWriter is at-least-once: batches are handed over at Write.
 type collectWriter struct{ cfg Config }
 
 func (w *collectWriter) Write(b arrow.RecordBatch) error {
@@ -119,193 +233,7 @@ func (w *collectWriter) Write(b arrow.RecordBatch) error {
 	return w.cfg.Collect(w.cfg.Subtask, b)
 }
 
-func (w *collectWriter) Close() error { return nil }
-func (w *collectWriter) Abort()       {}
-
-// fileWriter writes one part file through an encoder.
-type fileWriter struct {
-	tmp, final string
-	f          *os.File
-	buf        *bufio.Writer
-	enc        encoder
-	done       bool
-}
-
-type encoder interface {
-	write(b arrow.RecordBatch) error
-	finish() error
-}
-
-func openFile(s *planpb.FileSink, cfg Config) (Writer, error) {
-	ext := map[planpb.FileSource_Format]string{
-		planpb.FileSource_CSV: "csv", planpb.FileSource_JSONL: "jsonl", planpb.FileSource_PARQUET: "parquet",
-	}[s.GetFormat()]
-	if ext == "" {
-		return nil, fmt.Errorf("sink: unknown file format %s", s.GetFormat())
-	}
-	if err := os.MkdirAll(s.GetPath(), 0o755); err != nil {
-		return nil, fmt.Errorf("sink: %w", err)
-	}
-	name := fmt.Sprintf("part-%d.%s", cfg.Subtask, ext)
-	w := &fileWriter{
-		tmp:   filepath.Join(s.GetPath(), "."+name+".inprogress"),
-		final: filepath.Join(s.GetPath(), name),
-	}
-	f, err := os.Create(w.tmp)
-	if err != nil {
-		return nil, fmt.Errorf("sink: %w", err)
-	}
-	w.f, w.buf = f, bufio.NewWriterSize(f, 1<<20)
-	switch s.GetFormat() {
-	case planpb.FileSource_CSV:
-		plain := decodedSchema(cfg.Schema)
-		w.enc = &csvEncoder{schema: plain, w: arrowcsv.NewWriter(w.buf, plain, arrowcsv.WithHeader(true), arrowcsv.WithNullWriter(""))}
-	case planpb.FileSource_JSONL:
-		w.enc = &jsonEncoder{w: w.buf}
-	default:
-		pw, err := pqarrow.NewFileWriter(cfg.Schema, w.buf, nil, pqarrow.DefaultWriterProps())
-		if err != nil {
-			w.Abort()
-			return nil, fmt.Errorf("sink: %s: %w", w.final, err)
-		}
-		w.enc = &parquetEncoder{w: pw}
-	}
-	return w, nil
-}
-
-func (w *fileWriter) Write(b arrow.RecordBatch) error {
-	if err := w.enc.write(b); err != nil {
-		return fmt.Errorf("sink: %s: %w", w.final, err)
-	}
-	return nil
-}
-
-func (w *fileWriter) Close() error {
-	if w.done {
-		return nil
-	}
-	w.done = true
-	err := errors.Join(w.enc.finish(), w.buf.Flush(), w.f.Close())
-	if err == nil {
-		err = os.Rename(w.tmp, w.final)
-	}
-	if err != nil {
-		_ = os.Remove(w.tmp)
-		return fmt.Errorf("sink: %s: %w", w.final, err)
-	}
-	return nil
-}
-
-func (w *fileWriter) Abort() {
-	if w.done {
-		return
-	}
-	w.done = true
-	_ = w.f.Close()
-	_ = os.Remove(w.tmp)
-}
-
-type csvEncoder struct {
-	schema *arrow.Schema
-	w      *arrowcsv.Writer
-	wrote  bool
-}
-
-func (e *csvEncoder) write(b arrow.RecordBatch) error {
-	e.wrote = true
-	plain, err := decodeDictionaries(b, e.schema)
-	if err != nil {
-		return err
-	}
-	defer plain.Release()
-	return e.w.Write(plain)
-}
-
-// CSV has no dictionaries: dictionary columns are written as their values.
-func decodedSchema(s *arrow.Schema) *arrow.Schema {
-	fields := s.Fields()
-	for i, f := range fields {
-		if d, ok := f.Type.(*arrow.DictionaryType); ok {
-			fields[i].Type = d.ValueType
-		}
-	}
-	return arrow.NewSchema(fields, nil)
-}
-
-// decodeDictionaries returns b with every dictionary column replaced by
-// its values (a new reference either way).
-func decodeDictionaries(b arrow.RecordBatch, plain *arrow.Schema) (arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, b.NumCols())
-	for i, c := range b.Columns() {
-		d, ok := c.(*array.Dictionary)
-		if !ok {
-			c.Retain()
-			cols[i] = c
-			continue
-		}
-		values, err := compute.TakeArray(context.Background(), d.Dictionary(), d.Indices())
-		if err != nil {
-			for _, c := range cols[:i] {
-				c.Release()
-			}
-			return nil, err
-		}
-		cols[i] = values
-	}
-	out := array.NewRecordBatch(plain, cols, b.NumRows())
-	for _, c := range cols {
-		c.Release()
-	}
-	return out, nil
-}
-
-// finish writes the header even when no row came, so every part is a
-// valid CSV file of the sink's columns.
-func (e *csvEncoder) finish() error {
-	if !e.wrote {
-		empty := array.NewRecordBuilder(memory.DefaultAllocator, e.schema)
-		b := empty.NewRecordBatch()
-		empty.Release()
-		defer b.Release()
-		if err := e.w.Write(b); err != nil {
-			return err
-		}
-	}
-	return e.w.Flush()
-}
-
-type parquetEncoder struct{ w *pqarrow.FileWriter }
-
-func (e *parquetEncoder) write(b arrow.RecordBatch) error { return e.w.WriteBuffered(b) }
-func (e *parquetEncoder) finish() error                   { return e.w.Close() }
-
-// jsonEncoder writes one JSON object per row, keys in column order.
-type jsonEncoder struct{ w io.Writer }
-
-func (e *jsonEncoder) write(b arrow.RecordBatch) error {
-	var sb strings.Builder
-	names := make([][]byte, b.NumCols())
-	for c, f := range b.Schema().Fields() {
-		names[c], _ = json.Marshal(f.Name)
-	}
-	for r := range int(b.NumRows()) {
-		sb.WriteByte('{')
-		for c := range int(b.NumCols()) {
-			if c > 0 {
-				sb.WriteString(", ")
-			}
-			sb.Write(names[c])
-			sb.WriteString(": ")
-			v, err := json.Marshal(b.Column(c).GetOneForMarshal(r))
-			if err != nil {
-				return err
-			}
-			sb.Write(v)
-		}
-		sb.WriteString("}\n")
-	}
-	_, err := io.WriteString(e.w, sb.String())
-	return err
-}
-
-func (e *jsonEncoder) finish() error { return nil }
+func (w *collectWriter) PreCommit(int64) (SinkState, error) { return SinkState{}, nil }
+func (w *collectWriter) Commit(int64) error                 { return nil }
+func (w *collectWriter) Close() error                       { return nil }
+func (w *collectWriter) Abort()                             {}

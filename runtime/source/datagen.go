@@ -1,10 +1,12 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -36,19 +38,31 @@ func mix(seed, row int64, column int) uint64 {
 	return z ^ (z >> 31)
 }
 
+// datagen generates the rows of its ranges (bounded) or lanes (unbounded).
 type datagen struct {
 	cfg    Config
 	seed   int64
-	next   int64 // next row index
-	end    int64 // exclusive; -1 when unbounded
-	stride int64 // 1 for a contiguous range, p when unbounded
+	ranges *rowRanges // bounded
+	lanes  []lane     // unbounded: a min-heap on the next row
+	rows   []int64    // the rows of the batch being built
 	// rate limiting: rows per second of this subtask, and when it started
 	rate  float64
 	start time.Time
 	sent  int64
 }
 
-func newDatagen(src *planpb.DatagenSource, cfg Config) (Reader, error) {
+// lane k generates the rows k, k+splitCount, k+2*splitCount, …; seq rows of
+// it were returned.
+type lane struct {
+	k   int64
+	seq int64
+}
+
+func (l lane) row() int64 { return l.k + l.seq*splitCount }
+
+func (l lane) id() string { return fmt.Sprintf("lane-%d-of-%d", l.k, splitCount) }
+
+func newDatagen(src *planpb.DatagenSource, cfg Config, restore map[string]SplitState) (Reader, error) {
 	for _, f := range cfg.Schema.Fields() {
 		if !generatable(f.Type) {
 			return nil, fmt.Errorf("source: datagen cannot generate column %q of type %s (supported: integers, floats, bool, string, binary, timestamp, date, time, duration, decimal128)", f.Name, f.Type)
@@ -57,13 +71,40 @@ func newDatagen(src *planpb.DatagenSource, cfg Config) (Reader, error) {
 	if src.GetRows() < 0 || src.GetRowsPerSecond() < 0 {
 		return nil, fmt.Errorf("source: datagen rows (%d) and rows_per_second (%g) must not be negative", src.GetRows(), src.GetRowsPerSecond())
 	}
-	p, i := int64(cfg.Parallelism), int64(cfg.Subtask)
-	g := &datagen{cfg: cfg, seed: src.GetSeed(), rate: src.GetRowsPerSecond() / float64(p)}
+	g := &datagen{cfg: cfg, seed: src.GetSeed()}
+	// Each subtask keeps to its share of the rate: that of its rows or lanes.
+	var share float64
 	if n := src.GetRows(); n > 0 {
-		g.next, g.end, g.stride = i*n/p, (i+1)*n/p, 1
+		rs, err := splitRows(n, cfg, restore)
+		if err != nil {
+			return nil, err
+		}
+		g.ranges, share = rs, float64(rs.owned)/float64(n)
 	} else {
-		g.next, g.end, g.stride = i, -1, p
+		for k := int64(cfg.Subtask); k < splitCount; k += int64(cfg.Parallelism) {
+			l := lane{k: k}
+			st, ok := restore[l.id()]
+			if ok && st.Done {
+				return nil, badOffset(l.id(), "it is marked done, but lanes of unbounded rows never end")
+			}
+			if ok && len(st.Offset) > 0 {
+				var off seqOffset
+				if err := decodeOffset(l.id(), st.Offset, &off); err != nil {
+					return nil, err
+				}
+				if off.Next < 0 {
+					return nil, badOffset(l.id(), "row %d is negative", off.Next)
+				}
+				l.seq = off.Next
+			}
+			g.lanes = append(g.lanes, l)
+		}
+		for i := len(g.lanes)/2 - 1; i >= 0; i-- {
+			g.siftDown(i)
+		}
+		share = float64(len(g.lanes)) / splitCount
 	}
+	g.rate = src.GetRowsPerSecond() * share
 	return g, nil
 }
 
@@ -82,18 +123,36 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
-	if g.end >= 0 && g.next >= g.end {
-		return nil, io.EOF
-	}
 	n := int64(g.cfg.BatchRows)
-	if g.end >= 0 {
-		n = min(n, g.end-g.next)
-	}
 	if g.rate > 0 {
 		// Keep to the rate: batches of about a tenth of a second.
 		n = max(1, min(n, int64(math.Ceil(g.rate/10))))
+	}
+	g.rows = g.rows[:0]
+	if g.ranges != nil {
+		a, b, last, ok := g.ranges.peek(func(int64) int64 { return n })
+		if !ok {
+			return nil, io.EOF
+		}
+		if err := g.wait(ctx, b-a); err != nil {
+			return nil, err
+		}
+		g.ranges.commit(b, last)
+		for r := a; r < b; r++ {
+			g.rows = append(g.rows, r)
+		}
+	} else {
+		if len(g.lanes) == 0 {
+			return nil, io.EOF // more subtasks than lanes
+		}
 		if err := g.wait(ctx, n); err != nil {
 			return nil, err
+		}
+		// Merge the lanes: rows in increasing order.
+		for range n {
+			g.rows = append(g.rows, g.lanes[0].row())
+			g.lanes[0].seq++
+			g.siftDown(0)
 		}
 	}
 	b := array.NewRecordBuilder(g.cfg.Allocator, g.cfg.Schema)
@@ -101,15 +160,49 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	fields := g.cfg.Schema.Fields() // a copy: once per batch, not per row
 	builders := b.Fields()
 	for c, f := range fields {
-		builders[c].Reserve(int(n))
-		for r := range n {
-			row := g.next + r*g.stride
+		builders[c].Reserve(len(g.rows))
+		for _, row := range g.rows {
 			appendValue(builders[c], f, row, mix(g.seed, row, c))
 		}
 	}
-	g.next += n * g.stride
-	g.sent += n
+	g.sent += int64(len(g.rows))
 	return b.NewRecordBatch(), nil
+}
+
+// siftDown restores the heap order of g.lanes below i.
+func (g *datagen) siftDown(i int) {
+	h := g.lanes
+	for {
+		least := i
+		if c := 2*i + 1; c < len(h) && h[c].row() < h[least].row() {
+			least = c
+		}
+		if c := 2*i + 2; c < len(h) && h[c].row() < h[least].row() {
+			least = c
+		}
+		if least == i {
+			return
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+}
+
+// Snapshot returns the position of the reader's ranges or lanes.
+func (g *datagen) Snapshot() ([]SplitState, error) {
+	if g.ranges != nil {
+		return g.ranges.snapshot(), nil
+	}
+	lanes := slices.SortedFunc(slices.Values(g.lanes), func(a, b lane) int { return cmp.Compare(a.k, b.k) })
+	out := make([]SplitState, 0, len(lanes))
+	for _, l := range lanes {
+		s := SplitState{Split: l.id()}
+		if l.seq > 0 {
+			s.Offset = encodeOffset(seqOffset{Next: l.seq})
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // wait sleeps until sending n more rows keeps to the rate.

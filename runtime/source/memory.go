@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -12,12 +13,17 @@ import (
 	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
-// arrowReader serves this subtask's chunks of a table shipped in the plan.
+// arrowReader serves this subtask's ranges of a table shipped in the plan.
 type arrowReader struct {
-	chunks []arrow.RecordBatch
+	cfg    Config
+	ranges *rowRanges
+	// The table's record batches that hold rows left to read (others are
+	// released), and the table row each starts at.
+	batches []arrow.RecordBatch
+	starts  []int64
 }
 
-func openArrow(src *planpb.ArrowSource, cfg Config) (Reader, error) {
+func openArrow(src *planpb.ArrowSource, cfg Config, restore map[string]SplitState) (Reader, error) {
 	r, err := ipc.NewReader(bytes.NewReader(src.GetIpc()), ipc.WithAllocator(cfg.Allocator))
 	if err != nil {
 		return nil, fmt.Errorf("source: the in-memory table is not an Arrow IPC stream: %w", err)
@@ -26,21 +32,43 @@ func openArrow(src *planpb.ArrowSource, cfg Config) (Reader, error) {
 	if !r.Schema().Equal(cfg.Schema) {
 		return nil, fmt.Errorf("source: the in-memory table's schema %s differs from the node's %s", r.Schema(), cfg.Schema)
 	}
-	out := &arrowReader{}
-	chunk := 0
+	out := &arrowReader{cfg: cfg}
+	var n int64
 	for r.Next() {
 		b := r.RecordBatch()
-		for off := int64(0); off < b.NumRows(); off += int64(cfg.BatchRows) {
-			if chunk%cfg.Parallelism == cfg.Subtask {
-				out.chunks = append(out.chunks, b.NewSlice(off, min(off+int64(cfg.BatchRows), b.NumRows())))
-			}
-			chunk++
+		if b.NumRows() == 0 {
+			continue
 		}
+		b.Retain()
+		out.batches = append(out.batches, b)
+		out.starts = append(out.starts, n)
+		n += b.NumRows()
 	}
 	if err := r.Err(); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("source: reading the in-memory table: %w", err)
 	}
+	if out.ranges, err = splitRows(n, cfg, restore); err != nil {
+		out.Close()
+		return nil, err
+	}
+	// Keep only the batches with rows left to read.
+	kept := 0
+	for i, b := range out.batches {
+		start, end := out.starts[i], out.starts[i]+b.NumRows()
+		left := false
+		for _, rr := range out.ranges.r {
+			left = left || (rr.pos < end && start < rr.end)
+		}
+		if !left {
+			b.Release()
+			continue
+		}
+		out.batches[kept], out.starts[kept] = b, start
+		kept++
+	}
+	clear(out.batches[kept:])
+	out.batches, out.starts = out.batches[:kept], out.starts[:kept]
 	return out, nil
 }
 
@@ -48,18 +76,28 @@ func (r *arrowReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
-	if len(r.chunks) == 0 {
+	if len(r.batches) == 0 { // read, or closed
 		return nil, io.EOF
 	}
-	b := r.chunks[0]
-	r.chunks = r.chunks[1:]
-	return b, nil
+	var at int // the batch holding the rows
+	a, b, last, ok := r.ranges.peek(func(a int64) int64 {
+		at = sort.Search(len(r.starts), func(i int) bool { return r.starts[i] > a }) - 1
+		return min(int64(r.cfg.BatchRows), r.starts[at]+r.batches[at].NumRows()-a)
+	})
+	if !ok {
+		return nil, io.EOF
+	}
+	r.ranges.commit(b, last)
+	return r.batches[at].NewSlice(a-r.starts[at], b-r.starts[at]), nil
 }
 
+// Snapshot returns the position of the reader's ranges.
+func (r *arrowReader) Snapshot() ([]SplitState, error) { return r.ranges.snapshot(), nil }
+
 func (r *arrowReader) Close() error {
-	for _, b := range r.chunks {
+	for _, b := range r.batches {
 		b.Release()
 	}
-	r.chunks = nil
+	r.batches, r.starts = nil, nil
 	return nil
 }

@@ -1,15 +1,62 @@
 // Package source reads a plan's sources as Arrow record batches, one reader
 // per source subtask: in-memory tables shipped in the plan, CSV, JSON lines
-// and Parquet files, and the data generator.
+// and Parquet files, and the data generator. Errors name the file and, for a
+// CSV value or JSON record that does not parse, its line.
 //
-// Work is split between subtasks as Flink splits it: files by index (file i
-// goes to subtask i mod p, read whole, in order), in-memory tables by chunk
-// (chunk j of BatchRows rows to subtask j mod p), and bounded generated rows
-// by contiguous range ([i*n/p, (i+1)*n/p)). Errors name the file and, for a
-// CSV value that does not parse, its line and column.
+// # Splits
 //
-// This package does not know operators or exchanges: it only produces
-// batches.
+// Every source is cut into splits that do not depend on the parallelism, and
+// each split goes to one subtask by a pure function of the split and the
+// parallelism p, so that all subtasks agree without talking:
+//
+//   - files: one split per path, id the path (the k-th repeat of a path,
+//     k ≥ 2, is "<path>#<k>"); the file at index i of the plan's paths goes to
+//     subtask i mod p. A subtask reads its files one after another, in order.
+//   - in-memory tables and bounded generated rows: the n rows are cut into
+//     128 ranges, range k = [k*n/128, (k+1)*n/128) with id
+//     "range-<start>-<end>" (empty ranges are dropped); range k goes to
+//     subtask k*p/128, as key groups do (so each subtask reads one contiguous
+//     run of rows, in order, and parallelism 1 reads the rows in order).
+//     Batches run across the ranges of a subtask; an in-memory batch also
+//     never spans two record batches of the shipped table.
+//   - unbounded generated rows: 128 lanes, lane k generating the rows k,
+//     k+128, k+256, … with id "lane-<k>-of-128"; lane k goes to subtask
+//     k mod p, which emits the rows of its lanes in increasing row order (so
+//     when p divides 128 subtask i emits i, i+p, i+2p, …).
+//
+// With more than 128 subtasks, the subtasks that own no range or lane read
+// nothing. Generated rows are limited to rows_per_second in total: each
+// subtask gets the share of the rate of its rows (bounded) or lanes.
+//
+// # Positions
+//
+// Reader.Snapshot returns the position of every split the reader owns, as a
+// SplitState, just after the last batch Next returned. Restoring
+// (Config.Restore) follows Flink's union-list redistribution: every subtask
+// gets the union of the snapshots of all subtasks, keeps the splits it owns
+// at its own parallelism and resumes each from its state there: Done splits
+// are skipped, splits with an Offset resume there, splits absent from the
+// union start from the beginning (a file added to the paths), and states of
+// splits the source no longer has are ignored. The Offset is a small JSON
+// object whose fields depend on the kind of split:
+//
+//   - CSV: {"row": r}, the data rows of the file already returned. Resuming
+//     re-parses the first r records with encoding/csv to find where they end
+//     (arrow-go's reader reads ahead, so byte offsets of batch ends are not
+//     known): a cost linear in the bytes already read, paid once per file per
+//     restore.
+//   - JSON lines: {"byte": b, "line": l}, the byte offset just after the last
+//     record returned, and the line it is on. Resuming seeks there.
+//   - Parquet: {"row_group": g, "row": r}, the next row to read. Resuming
+//     skips to row group g and seeks to row r within it.
+//   - ranges and lanes: {"next": j}, the rows of the range (or lane) already
+//     returned.
+//
+// An Offset that does not decode, or points past its split's data, fails
+// Open or Next with ErrBadOffset.
+//
+// This package does not know operators, exchanges or the checkpoint storage:
+// it only produces batches and positions.
 package source
 
 import (
@@ -30,9 +77,33 @@ type Reader interface {
 	// the end of a bounded source. It blocks only for rate limiting and
 	// I/O, and returns ctx's cause when ctx ends.
 	Next(ctx context.Context) (arrow.RecordBatch, error)
+	// Snapshot returns the position of every split the reader owns, just
+	// after the last batch Next returned: restoring from the union of the
+	// snapshots of all subtasks re-reads nothing already returned and skips
+	// nothing. It does no I/O and does not block; call it between Next
+	// calls, from the goroutine that calls Next, as often as needed. The
+	// result is the caller's. After Close it returns the positions at Close.
+	Snapshot() ([]SplitState, error)
 	// Close frees the reader's files and buffers. Safe to call twice.
 	Close() error
 }
+
+// SplitState is the position of one split of a source: which split (a stable
+// id: the file path, "range-<start>-<end>", "lane-<k>-of-128") and how far it
+// was read. It is JSON-serializable; the package doc describes the splits and
+// offsets of each kind of source.
+type SplitState struct {
+	Split  string `json:"split"`
+	Offset []byte `json:"offset,omitempty"` // opaque to callers; encoding is per source kind
+	Done   bool   `json:"done,omitempty"`   // read to the end
+}
+
+// ErrBadOffset is wrapped by the error of Open or Next when a restored
+// split's Offset does not decode or points past the split's data: the
+// checkpoint is of another source, or a file shrank or was replaced since.
+// The source cannot resume from that checkpoint; restore from another one,
+// or without the source's state to read it from the start.
+var ErrBadOffset = errors.New("source: bad split offset")
 
 // Config says which share of the source a reader reads.
 type Config struct {
@@ -44,6 +115,11 @@ type Config struct {
 	BatchRows int
 	// Allocator holds the batches. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Restore, when non-nil, is the union of the snapshots of all subtasks
+	// of the source at a checkpoint, possibly taken at another parallelism.
+	// The reader resumes the splits it owns from there (see the package
+	// doc). Open does not modify it.
+	Restore []SplitState
 }
 
 func (c Config) withDefaults() Config {
@@ -67,25 +143,30 @@ func (c Config) validate() error {
 	if c.BatchRows < 1 {
 		errs = append(errs, fmt.Errorf("BatchRows is %d; it must be positive", c.BatchRows))
 	}
+	if _, err := restoreMap(c.Restore); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("source: invalid config: %w", errors.Join(errs...))
 	}
 	return nil
 }
 
-// Open returns the reader of cfg's share of src.
+// Open returns the reader of cfg's share of src, resumed from cfg.Restore
+// when it is set.
 func Open(src *planpb.Source, cfg Config) (Reader, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	restore, _ := restoreMap(cfg.Restore) // validated
 	switch k := src.GetKind().(type) {
 	case *planpb.Source_Arrow:
-		return openArrow(k.Arrow, cfg)
+		return openArrow(k.Arrow, cfg, restore)
 	case *planpb.Source_File:
-		return openFiles(k.File, cfg)
+		return openFiles(k.File, cfg, restore)
 	case *planpb.Source_Datagen:
-		return newDatagen(k.Datagen, cfg)
+		return newDatagen(k.Datagen, cfg, restore)
 	}
 	return nil, errors.New("source: the source node has no kind")
 }

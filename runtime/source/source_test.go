@@ -67,7 +67,7 @@ func checked(t *testing.T) *memory.CheckedAllocator {
 	return mem
 }
 
-func TestArrowSourceSplitsChunksRoundRobin(t *testing.T) {
+func TestArrowSourceSplitsRowRanges(t *testing.T) {
 	mem := checked(t)
 	b := array.NewRecordBuilder(mem, readings)
 	for i := range 10 {
@@ -86,8 +86,10 @@ func TestArrowSourceSplitsChunksRoundRobin(t *testing.T) {
 	batch.Release()
 	src := &planpb.Source{Kind: &planpb.Source_Arrow{Arrow: &planpb.ArrowSource{Ipc: buf.Bytes()}}}
 	got := readAll(t, mem, src, readings, 2, 3)
-	// Chunks of 3 rows: [0-2] [3-5] [6-8] [9]; even chunks to subtask 0.
-	if first := got[0][0]; first != "0,0,s" || len(got[0]) != 6 || len(got[1]) != 4 || got[1][0] != "3,1.5,s" {
+	// 10 rows in 128 ranges: ten ranges of one row; ranges 0-63 (rows 0-4)
+	// to subtask 0, ranges 64-127 (rows 5-9) to subtask 1, in batches of at
+	// most 3 rows.
+	if strings.Join(got[0], ";") != "0,0,s;1,0.5,s;2,1,s;3,1.5,s;4,2,s" || len(got[1]) != 5 || got[1][0] != "5,2.5,s" {
 		t.Errorf("split: %v", got)
 	}
 }

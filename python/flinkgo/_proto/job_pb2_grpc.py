@@ -49,6 +49,16 @@ class JobServiceStub:
                 request_serializer=job__pb2.CancelRequest.SerializeToString,
                 response_deserializer=job__pb2.CancelResponse.FromString,
                 _registered_method=True)
+        self.TriggerSavepoint = channel.unary_unary(
+                '/flinkgo.job.v1.JobService/TriggerSavepoint',
+                request_serializer=job__pb2.SavepointRequest.SerializeToString,
+                response_deserializer=job__pb2.SavepointResponse.FromString,
+                _registered_method=True)
+        self.ListJobs = channel.unary_unary(
+                '/flinkgo.job.v1.JobService/ListJobs',
+                request_serializer=job__pb2.ListJobsRequest.SerializeToString,
+                response_deserializer=job__pb2.ListJobsResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -77,6 +87,24 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TriggerSavepoint(self, request, context):
+        """TriggerSavepoint takes a savepoint of a running job and returns its
+        path once it completed. With stop, the job then stops and ends
+        FINISHED (Flink's stop with savepoint). NOT_FOUND: no running job has
+        that id; FAILED_PRECONDITION: the savepoint failed (the message says
+        why).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListJobs(self, request, context):
+        """ListJobs lists the jobs running on this runtime.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -94,6 +122,16 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.Cancel,
                     request_deserializer=job__pb2.CancelRequest.FromString,
                     response_serializer=job__pb2.CancelResponse.SerializeToString,
+            ),
+            'TriggerSavepoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.TriggerSavepoint,
+                    request_deserializer=job__pb2.SavepointRequest.FromString,
+                    response_serializer=job__pb2.SavepointResponse.SerializeToString,
+            ),
+            'ListJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListJobs,
+                    request_deserializer=job__pb2.ListJobsRequest.FromString,
+                    response_serializer=job__pb2.ListJobsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -177,6 +215,60 @@ class JobService:
             '/flinkgo.job.v1.JobService/Cancel',
             job__pb2.CancelRequest.SerializeToString,
             job__pb2.CancelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TriggerSavepoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flinkgo.job.v1.JobService/TriggerSavepoint',
+            job__pb2.SavepointRequest.SerializeToString,
+            job__pb2.SavepointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flinkgo.job.v1.JobService/ListJobs',
+            job__pb2.ListJobsRequest.SerializeToString,
+            job__pb2.ListJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -27,7 +27,8 @@ const (
 
 // JobState is where a job is in its lifecycle, as Flink's JobStatus:
 // CREATED → RUNNING → FINISHED, or → CANCELING → CANCELED, or → FAILING →
-// FAILED. CANCELING and FAILING last while tasks and workers stop.
+// FAILED, or → RESTARTING → RUNNING. CANCELING and FAILING last while
+// tasks and workers stop.
 type JobState int32
 
 const (
@@ -39,6 +40,8 @@ const (
 	JobState_JOB_STATE_FAILING     JobState = 5
 	JobState_JOB_STATE_FAILED      JobState = 6
 	JobState_JOB_STATE_FINISHED    JobState = 7
+	// A task failed and the job restarts from its latest checkpoint.
+	JobState_JOB_STATE_RESTARTING JobState = 8
 )
 
 // Enum value maps for JobState.
@@ -52,6 +55,7 @@ var (
 		5: "JOB_STATE_FAILING",
 		6: "JOB_STATE_FAILED",
 		7: "JOB_STATE_FINISHED",
+		8: "JOB_STATE_RESTARTING",
 	}
 	JobState_value = map[string]int32{
 		"JOB_STATE_UNSPECIFIED": 0,
@@ -62,6 +66,7 @@ var (
 		"JOB_STATE_FAILING":     5,
 		"JOB_STATE_FAILED":      6,
 		"JOB_STATE_FINISHED":    7,
+		"JOB_STATE_RESTARTING":  8,
 	}
 )
 
@@ -141,7 +146,264 @@ func (x JobFinished_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobFinished_State.Descriptor instead.
 func (JobFinished_State) EnumDescriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{7, 0}
+	return file_job_proto_rawDescGZIP(), []int{12, 0}
+}
+
+type SavepointRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Where the savepoint directory goes; empty for the job's
+	// execution.checkpointing.savepoint-dir.
+	Directory     string `protobuf:"bytes,2,opt,name=directory,proto3" json:"directory,omitempty"`
+	Stop          bool   `protobuf:"varint,3,opt,name=stop,proto3" json:"stop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SavepointRequest) Reset() {
+	*x = SavepointRequest{}
+	mi := &file_job_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SavepointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SavepointRequest) ProtoMessage() {}
+
+func (x *SavepointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SavepointRequest.ProtoReflect.Descriptor instead.
+func (*SavepointRequest) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SavepointRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *SavepointRequest) GetDirectory() string {
+	if x != nil {
+		return x.Directory
+	}
+	return ""
+}
+
+func (x *SavepointRequest) GetStop() bool {
+	if x != nil {
+		return x.Stop
+	}
+	return false
+}
+
+type SavepointResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The savepoint's directory, to restore with
+	// execution.state-recovery.path or `flinkgo run --from-savepoint`.
+	Path          string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SavepointResponse) Reset() {
+	*x = SavepointResponse{}
+	mi := &file_job_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SavepointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SavepointResponse) ProtoMessage() {}
+
+func (x *SavepointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SavepointResponse.ProtoReflect.Descriptor instead.
+func (*SavepointResponse) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SavepointResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type ListJobsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJobsRequest) Reset() {
+	*x = ListJobsRequest{}
+	mi := &file_job_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJobsRequest) ProtoMessage() {}
+
+func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
+func (*ListJobsRequest) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{2}
+}
+
+type ListJobsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []*JobSummary          `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJobsResponse) Reset() {
+	*x = ListJobsResponse{}
+	mi := &file_job_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJobsResponse) ProtoMessage() {}
+
+func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
+func (*ListJobsResponse) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ListJobsResponse) GetJobs() []*JobSummary {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
+type JobSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	State JobState               `protobuf:"varint,3,opt,name=state,proto3,enum=flinkgo.job.v1.JobState" json:"state,omitempty"`
+	// Seconds since the job started.
+	ElapsedSeconds float64 `protobuf:"fixed64,4,opt,name=elapsed_seconds,json=elapsedSeconds,proto3" json:"elapsed_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *JobSummary) Reset() {
+	*x = JobSummary{}
+	mi := &file_job_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobSummary) ProtoMessage() {}
+
+func (x *JobSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobSummary.ProtoReflect.Descriptor instead.
+func (*JobSummary) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *JobSummary) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobSummary) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *JobSummary) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *JobSummary) GetElapsedSeconds() float64 {
+	if x != nil {
+		return x.ElapsedSeconds
+	}
+	return 0
 }
 
 type ExecuteRequest struct {
@@ -155,7 +417,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_job_proto_msgTypes[0]
+	mi := &file_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -167,7 +429,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[0]
+	mi := &file_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -180,7 +442,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{0}
+	return file_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExecuteRequest) GetPlan() *planpb.JobPlan {
@@ -213,7 +475,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_job_proto_msgTypes[1]
+	mi := &file_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -225,7 +487,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[1]
+	mi := &file_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -238,7 +500,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{1}
+	return file_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *JobEvent) GetKind() isJobEvent_Kind {
@@ -340,7 +602,7 @@ type StateChanged struct {
 
 func (x *StateChanged) Reset() {
 	*x = StateChanged{}
-	mi := &file_job_proto_msgTypes[2]
+	mi := &file_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +614,7 @@ func (x *StateChanged) String() string {
 func (*StateChanged) ProtoMessage() {}
 
 func (x *StateChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[2]
+	mi := &file_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -365,7 +627,7 @@ func (x *StateChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateChanged.ProtoReflect.Descriptor instead.
 func (*StateChanged) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{2}
+	return file_job_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StateChanged) GetState() JobState {
@@ -393,7 +655,7 @@ type JobStarted struct {
 
 func (x *JobStarted) Reset() {
 	*x = JobStarted{}
-	mi := &file_job_proto_msgTypes[3]
+	mi := &file_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -405,7 +667,7 @@ func (x *JobStarted) String() string {
 func (*JobStarted) ProtoMessage() {}
 
 func (x *JobStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[3]
+	mi := &file_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -418,7 +680,7 @@ func (x *JobStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStarted.ProtoReflect.Descriptor instead.
 func (*JobStarted) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{3}
+	return file_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *JobStarted) GetJobId() string {
@@ -448,7 +710,7 @@ type OperatorProgress struct {
 
 func (x *OperatorProgress) Reset() {
 	*x = OperatorProgress{}
-	mi := &file_job_proto_msgTypes[4]
+	mi := &file_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -460,7 +722,7 @@ func (x *OperatorProgress) String() string {
 func (*OperatorProgress) ProtoMessage() {}
 
 func (x *OperatorProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[4]
+	mi := &file_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -473,7 +735,7 @@ func (x *OperatorProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorProgress.ProtoReflect.Descriptor instead.
 func (*OperatorProgress) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{4}
+	return file_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OperatorProgress) GetName() string {
@@ -522,7 +784,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_job_proto_msgTypes[5]
+	mi := &file_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +796,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[5]
+	mi := &file_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +809,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{5}
+	return file_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Progress) GetOperators() []*OperatorProgress {
@@ -578,7 +840,7 @@ type CollectedBatch struct {
 
 func (x *CollectedBatch) Reset() {
 	*x = CollectedBatch{}
-	mi := &file_job_proto_msgTypes[6]
+	mi := &file_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +852,7 @@ func (x *CollectedBatch) String() string {
 func (*CollectedBatch) ProtoMessage() {}
 
 func (x *CollectedBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[6]
+	mi := &file_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +865,7 @@ func (x *CollectedBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectedBatch.ProtoReflect.Descriptor instead.
 func (*CollectedBatch) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{6}
+	return file_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CollectedBatch) GetNode() int32 {
@@ -639,7 +901,7 @@ type JobFinished struct {
 
 func (x *JobFinished) Reset() {
 	*x = JobFinished{}
-	mi := &file_job_proto_msgTypes[7]
+	mi := &file_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +913,7 @@ func (x *JobFinished) String() string {
 func (*JobFinished) ProtoMessage() {}
 
 func (x *JobFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[7]
+	mi := &file_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +926,7 @@ func (x *JobFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobFinished.ProtoReflect.Descriptor instead.
 func (*JobFinished) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{7}
+	return file_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *JobFinished) GetState() JobFinished_State {
@@ -706,7 +968,7 @@ type JobError struct {
 
 func (x *JobError) Reset() {
 	*x = JobError{}
-	mi := &file_job_proto_msgTypes[8]
+	mi := &file_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +980,7 @@ func (x *JobError) String() string {
 func (*JobError) ProtoMessage() {}
 
 func (x *JobError) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[8]
+	mi := &file_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +993,7 @@ func (x *JobError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobError.ProtoReflect.Descriptor instead.
 func (*JobError) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{8}
+	return file_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JobError) GetMessage() string {
@@ -778,7 +1040,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_job_proto_msgTypes[9]
+	mi := &file_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +1052,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[9]
+	mi := &file_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +1065,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{9}
+	return file_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExplainRequest) GetPlan() *planpb.JobPlan {
@@ -824,7 +1086,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_job_proto_msgTypes[10]
+	mi := &file_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +1098,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[10]
+	mi := &file_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +1111,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{10}
+	return file_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExplainResponse) GetExplain() string {
@@ -875,7 +1137,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_job_proto_msgTypes[11]
+	mi := &file_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +1149,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[11]
+	mi := &file_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1162,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{11}
+	return file_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CancelRequest) GetJobId() string {
@@ -920,7 +1182,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_job_proto_msgTypes[12]
+	mi := &file_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -932,7 +1194,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[12]
+	mi := &file_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -945,7 +1207,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{12}
+	return file_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CancelResponse) GetFound() bool {
@@ -960,7 +1222,22 @@ var File_job_proto protoreflect.FileDescriptor
 const file_job_proto_rawDesc = "" +
 	"\n" +
 	"\tjob.proto\x12\x0eflinkgo.job.v1\x1a\n" +
-	"plan.proto\"p\n" +
+	"plan.proto\"[\n" +
+	"\x10SavepointRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
+	"\tdirectory\x18\x02 \x01(\tR\tdirectory\x12\x12\n" +
+	"\x04stop\x18\x03 \x01(\bR\x04stop\"'\n" +
+	"\x11SavepointResponse\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"\x11\n" +
+	"\x0fListJobsRequest\"B\n" +
+	"\x10ListJobsResponse\x12.\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x1a.flinkgo.job.v1.JobSummaryR\x04jobs\"\x90\x01\n" +
+	"\n" +
+	"JobSummary\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12.\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x18.flinkgo.job.v1.JobStateR\x05state\x12'\n" +
+	"\x0felapsed_seconds\x18\x04 \x01(\x01R\x0eelapsedSeconds\"p\n" +
 	"\x0eExecuteRequest\x12,\n" +
 	"\x04plan\x18\x01 \x01(\v2\x18.flinkgo.plan.v1.JobPlanR\x04plan\x120\n" +
 	"\x14progress_interval_ms\x18\x02 \x01(\x05R\x12progressIntervalMs\"\xc2\x02\n" +
@@ -1015,7 +1292,7 @@ const file_job_proto_rawDesc = "" +
 	"\rCancelRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"&\n" +
 	"\x0eCancelResponse\x12\x14\n" +
-	"\x05found\x18\x01 \x01(\bR\x05found*\xc9\x01\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found*\xe3\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11JOB_STATE_CREATED\x10\x01\x12\x15\n" +
@@ -1024,12 +1301,15 @@ const file_job_proto_rawDesc = "" +
 	"\x12JOB_STATE_CANCELED\x10\x04\x12\x15\n" +
 	"\x11JOB_STATE_FAILING\x10\x05\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x06\x12\x16\n" +
-	"\x12JOB_STATE_FINISHED\x10\a2\xe8\x01\n" +
+	"\x12JOB_STATE_FINISHED\x10\a\x12\x18\n" +
+	"\x14JOB_STATE_RESTARTING\x10\b2\x90\x03\n" +
 	"\n" +
 	"JobService\x12E\n" +
 	"\aExecute\x12\x1e.flinkgo.job.v1.ExecuteRequest\x1a\x18.flinkgo.job.v1.JobEvent0\x01\x12J\n" +
 	"\aExplain\x12\x1e.flinkgo.job.v1.ExplainRequest\x1a\x1f.flinkgo.job.v1.ExplainResponse\x12G\n" +
-	"\x06Cancel\x12\x1d.flinkgo.job.v1.CancelRequest\x1a\x1e.flinkgo.job.v1.CancelResponseB,Z*github.com/flinkgo/flinkgo/udf/proto/jobpbb\x06proto3"
+	"\x06Cancel\x12\x1d.flinkgo.job.v1.CancelRequest\x1a\x1e.flinkgo.job.v1.CancelResponse\x12W\n" +
+	"\x10TriggerSavepoint\x12 .flinkgo.job.v1.SavepointRequest\x1a!.flinkgo.job.v1.SavepointResponse\x12M\n" +
+	"\bListJobs\x12\x1f.flinkgo.job.v1.ListJobsRequest\x1a .flinkgo.job.v1.ListJobsResponseB,Z*github.com/flinkgo/flinkgo/udf/proto/jobpbb\x06proto3"
 
 var (
 	file_job_proto_rawDescOnce sync.Once
@@ -1044,49 +1324,60 @@ func file_job_proto_rawDescGZIP() []byte {
 }
 
 var file_job_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_job_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_job_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_job_proto_goTypes = []any{
-	(JobState)(0),            // 0: flinkgo.job.v1.JobState
-	(JobFinished_State)(0),   // 1: flinkgo.job.v1.JobFinished.State
-	(*ExecuteRequest)(nil),   // 2: flinkgo.job.v1.ExecuteRequest
-	(*JobEvent)(nil),         // 3: flinkgo.job.v1.JobEvent
-	(*StateChanged)(nil),     // 4: flinkgo.job.v1.StateChanged
-	(*JobStarted)(nil),       // 5: flinkgo.job.v1.JobStarted
-	(*OperatorProgress)(nil), // 6: flinkgo.job.v1.OperatorProgress
-	(*Progress)(nil),         // 7: flinkgo.job.v1.Progress
-	(*CollectedBatch)(nil),   // 8: flinkgo.job.v1.CollectedBatch
-	(*JobFinished)(nil),      // 9: flinkgo.job.v1.JobFinished
-	(*JobError)(nil),         // 10: flinkgo.job.v1.JobError
-	(*ExplainRequest)(nil),   // 11: flinkgo.job.v1.ExplainRequest
-	(*ExplainResponse)(nil),  // 12: flinkgo.job.v1.ExplainResponse
-	(*CancelRequest)(nil),    // 13: flinkgo.job.v1.CancelRequest
-	(*CancelResponse)(nil),   // 14: flinkgo.job.v1.CancelResponse
-	(*planpb.JobPlan)(nil),   // 15: flinkgo.plan.v1.JobPlan
+	(JobState)(0),             // 0: flinkgo.job.v1.JobState
+	(JobFinished_State)(0),    // 1: flinkgo.job.v1.JobFinished.State
+	(*SavepointRequest)(nil),  // 2: flinkgo.job.v1.SavepointRequest
+	(*SavepointResponse)(nil), // 3: flinkgo.job.v1.SavepointResponse
+	(*ListJobsRequest)(nil),   // 4: flinkgo.job.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),  // 5: flinkgo.job.v1.ListJobsResponse
+	(*JobSummary)(nil),        // 6: flinkgo.job.v1.JobSummary
+	(*ExecuteRequest)(nil),    // 7: flinkgo.job.v1.ExecuteRequest
+	(*JobEvent)(nil),          // 8: flinkgo.job.v1.JobEvent
+	(*StateChanged)(nil),      // 9: flinkgo.job.v1.StateChanged
+	(*JobStarted)(nil),        // 10: flinkgo.job.v1.JobStarted
+	(*OperatorProgress)(nil),  // 11: flinkgo.job.v1.OperatorProgress
+	(*Progress)(nil),          // 12: flinkgo.job.v1.Progress
+	(*CollectedBatch)(nil),    // 13: flinkgo.job.v1.CollectedBatch
+	(*JobFinished)(nil),       // 14: flinkgo.job.v1.JobFinished
+	(*JobError)(nil),          // 15: flinkgo.job.v1.JobError
+	(*ExplainRequest)(nil),    // 16: flinkgo.job.v1.ExplainRequest
+	(*ExplainResponse)(nil),   // 17: flinkgo.job.v1.ExplainResponse
+	(*CancelRequest)(nil),     // 18: flinkgo.job.v1.CancelRequest
+	(*CancelResponse)(nil),    // 19: flinkgo.job.v1.CancelResponse
+	(*planpb.JobPlan)(nil),    // 20: flinkgo.plan.v1.JobPlan
 }
 var file_job_proto_depIdxs = []int32{
-	15, // 0: flinkgo.job.v1.ExecuteRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
-	5,  // 1: flinkgo.job.v1.JobEvent.started:type_name -> flinkgo.job.v1.JobStarted
-	7,  // 2: flinkgo.job.v1.JobEvent.progress:type_name -> flinkgo.job.v1.Progress
-	8,  // 3: flinkgo.job.v1.JobEvent.collected:type_name -> flinkgo.job.v1.CollectedBatch
-	9,  // 4: flinkgo.job.v1.JobEvent.finished:type_name -> flinkgo.job.v1.JobFinished
-	4,  // 5: flinkgo.job.v1.JobEvent.state_changed:type_name -> flinkgo.job.v1.StateChanged
-	0,  // 6: flinkgo.job.v1.StateChanged.state:type_name -> flinkgo.job.v1.JobState
-	6,  // 7: flinkgo.job.v1.Progress.operators:type_name -> flinkgo.job.v1.OperatorProgress
-	1,  // 8: flinkgo.job.v1.JobFinished.state:type_name -> flinkgo.job.v1.JobFinished.State
-	10, // 9: flinkgo.job.v1.JobFinished.error:type_name -> flinkgo.job.v1.JobError
-	7,  // 10: flinkgo.job.v1.JobFinished.metrics:type_name -> flinkgo.job.v1.Progress
-	15, // 11: flinkgo.job.v1.ExplainRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
-	2,  // 12: flinkgo.job.v1.JobService.Execute:input_type -> flinkgo.job.v1.ExecuteRequest
-	11, // 13: flinkgo.job.v1.JobService.Explain:input_type -> flinkgo.job.v1.ExplainRequest
-	13, // 14: flinkgo.job.v1.JobService.Cancel:input_type -> flinkgo.job.v1.CancelRequest
-	3,  // 15: flinkgo.job.v1.JobService.Execute:output_type -> flinkgo.job.v1.JobEvent
-	12, // 16: flinkgo.job.v1.JobService.Explain:output_type -> flinkgo.job.v1.ExplainResponse
-	14, // 17: flinkgo.job.v1.JobService.Cancel:output_type -> flinkgo.job.v1.CancelResponse
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	6,  // 0: flinkgo.job.v1.ListJobsResponse.jobs:type_name -> flinkgo.job.v1.JobSummary
+	0,  // 1: flinkgo.job.v1.JobSummary.state:type_name -> flinkgo.job.v1.JobState
+	20, // 2: flinkgo.job.v1.ExecuteRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
+	10, // 3: flinkgo.job.v1.JobEvent.started:type_name -> flinkgo.job.v1.JobStarted
+	12, // 4: flinkgo.job.v1.JobEvent.progress:type_name -> flinkgo.job.v1.Progress
+	13, // 5: flinkgo.job.v1.JobEvent.collected:type_name -> flinkgo.job.v1.CollectedBatch
+	14, // 6: flinkgo.job.v1.JobEvent.finished:type_name -> flinkgo.job.v1.JobFinished
+	9,  // 7: flinkgo.job.v1.JobEvent.state_changed:type_name -> flinkgo.job.v1.StateChanged
+	0,  // 8: flinkgo.job.v1.StateChanged.state:type_name -> flinkgo.job.v1.JobState
+	11, // 9: flinkgo.job.v1.Progress.operators:type_name -> flinkgo.job.v1.OperatorProgress
+	1,  // 10: flinkgo.job.v1.JobFinished.state:type_name -> flinkgo.job.v1.JobFinished.State
+	15, // 11: flinkgo.job.v1.JobFinished.error:type_name -> flinkgo.job.v1.JobError
+	12, // 12: flinkgo.job.v1.JobFinished.metrics:type_name -> flinkgo.job.v1.Progress
+	20, // 13: flinkgo.job.v1.ExplainRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
+	7,  // 14: flinkgo.job.v1.JobService.Execute:input_type -> flinkgo.job.v1.ExecuteRequest
+	16, // 15: flinkgo.job.v1.JobService.Explain:input_type -> flinkgo.job.v1.ExplainRequest
+	18, // 16: flinkgo.job.v1.JobService.Cancel:input_type -> flinkgo.job.v1.CancelRequest
+	2,  // 17: flinkgo.job.v1.JobService.TriggerSavepoint:input_type -> flinkgo.job.v1.SavepointRequest
+	4,  // 18: flinkgo.job.v1.JobService.ListJobs:input_type -> flinkgo.job.v1.ListJobsRequest
+	8,  // 19: flinkgo.job.v1.JobService.Execute:output_type -> flinkgo.job.v1.JobEvent
+	17, // 20: flinkgo.job.v1.JobService.Explain:output_type -> flinkgo.job.v1.ExplainResponse
+	19, // 21: flinkgo.job.v1.JobService.Cancel:output_type -> flinkgo.job.v1.CancelResponse
+	3,  // 22: flinkgo.job.v1.JobService.TriggerSavepoint:output_type -> flinkgo.job.v1.SavepointResponse
+	5,  // 23: flinkgo.job.v1.JobService.ListJobs:output_type -> flinkgo.job.v1.ListJobsResponse
+	19, // [19:24] is the sub-list for method output_type
+	14, // [14:19] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_job_proto_init() }
@@ -1094,7 +1385,7 @@ func file_job_proto_init() {
 	if File_job_proto != nil {
 		return
 	}
-	file_job_proto_msgTypes[1].OneofWrappers = []any{
+	file_job_proto_msgTypes[6].OneofWrappers = []any{
 		(*JobEvent_Started)(nil),
 		(*JobEvent_Progress)(nil),
 		(*JobEvent_Collected)(nil),
@@ -1107,7 +1398,7 @@ func file_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_job_proto_rawDesc), len(file_job_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   13,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

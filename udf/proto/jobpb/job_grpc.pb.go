@@ -22,9 +22,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	JobService_Execute_FullMethodName = "/flinkgo.job.v1.JobService/Execute"
-	JobService_Explain_FullMethodName = "/flinkgo.job.v1.JobService/Explain"
-	JobService_Cancel_FullMethodName  = "/flinkgo.job.v1.JobService/Cancel"
+	JobService_Execute_FullMethodName          = "/flinkgo.job.v1.JobService/Execute"
+	JobService_Explain_FullMethodName          = "/flinkgo.job.v1.JobService/Explain"
+	JobService_Cancel_FullMethodName           = "/flinkgo.job.v1.JobService/Cancel"
+	JobService_TriggerSavepoint_FullMethodName = "/flinkgo.job.v1.JobService/TriggerSavepoint"
+	JobService_ListJobs_FullMethodName         = "/flinkgo.job.v1.JobService/ListJobs"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -39,6 +41,14 @@ type JobServiceClient interface {
 	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
 	// Cancel cancels a running job by id; it returns at once.
 	Cancel(ctx context.Context, in *CancelRequest, opts ...grpc.CallOption) (*CancelResponse, error)
+	// TriggerSavepoint takes a savepoint of a running job and returns its
+	// path once it completed. With stop, the job then stops and ends
+	// FINISHED (Flink's stop with savepoint). NOT_FOUND: no running job has
+	// that id; FAILED_PRECONDITION: the savepoint failed (the message says
+	// why).
+	TriggerSavepoint(ctx context.Context, in *SavepointRequest, opts ...grpc.CallOption) (*SavepointResponse, error)
+	// ListJobs lists the jobs running on this runtime.
+	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 }
 
 type jobServiceClient struct {
@@ -88,6 +98,26 @@ func (c *jobServiceClient) Cancel(ctx context.Context, in *CancelRequest, opts .
 	return out, nil
 }
 
+func (c *jobServiceClient) TriggerSavepoint(ctx context.Context, in *SavepointRequest, opts ...grpc.CallOption) (*SavepointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SavepointResponse)
+	err := c.cc.Invoke(ctx, JobService_TriggerSavepoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListJobsResponse)
+	err := c.cc.Invoke(ctx, JobService_ListJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobServiceServer is the server API for JobService service.
 // All implementations must embed UnimplementedJobServiceServer
 // for forward compatibility.
@@ -100,6 +130,14 @@ type JobServiceServer interface {
 	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
 	// Cancel cancels a running job by id; it returns at once.
 	Cancel(context.Context, *CancelRequest) (*CancelResponse, error)
+	// TriggerSavepoint takes a savepoint of a running job and returns its
+	// path once it completed. With stop, the job then stops and ends
+	// FINISHED (Flink's stop with savepoint). NOT_FOUND: no running job has
+	// that id; FAILED_PRECONDITION: the savepoint failed (the message says
+	// why).
+	TriggerSavepoint(context.Context, *SavepointRequest) (*SavepointResponse, error)
+	// ListJobs lists the jobs running on this runtime.
+	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
 	mustEmbedUnimplementedJobServiceServer()
 }
 
@@ -118,6 +156,12 @@ func (UnimplementedJobServiceServer) Explain(context.Context, *ExplainRequest) (
 }
 func (UnimplementedJobServiceServer) Cancel(context.Context, *CancelRequest) (*CancelResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Cancel not implemented")
+}
+func (UnimplementedJobServiceServer) TriggerSavepoint(context.Context, *SavepointRequest) (*SavepointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TriggerSavepoint not implemented")
+}
+func (UnimplementedJobServiceServer) ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListJobs not implemented")
 }
 func (UnimplementedJobServiceServer) mustEmbedUnimplementedJobServiceServer() {}
 func (UnimplementedJobServiceServer) testEmbeddedByValue()                    {}
@@ -187,6 +231,42 @@ func _JobService_Cancel_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_TriggerSavepoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SavepointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).TriggerSavepoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_TriggerSavepoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).TriggerSavepoint(ctx, req.(*SavepointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_ListJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).ListJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_ListJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).ListJobs(ctx, req.(*ListJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobService_ServiceDesc is the grpc.ServiceDesc for JobService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -201,6 +281,14 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Cancel",
 			Handler:    _JobService_Cancel_Handler,
+		},
+		{
+			MethodName: "TriggerSavepoint",
+			Handler:    _JobService_TriggerSavepoint_Handler,
+		},
+		{
+			MethodName: "ListJobs",
+			Handler:    _JobService_ListJobs_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,158 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/csv"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/integration/testkit"
+	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+)
+
+// failoverRows rows go through the job; the faults come while they flow.
+const failoverRows = 60000
+
+// A checkpointed job with a Python UDF and an exactly-once file sink
+// survives worker processes killed with SIGKILL and tasks failing, at
+// random moments, restarting from its latest checkpoint each time: the
+// committed output is exactly that of a run without failures.
+func TestFailoverKeepsFileSinkExactlyOnce(t *testing.T) {
+	testkit.NoLeakedWorkers(t)
+	dir := t.TempDir()
+	job := testkit.JobPlan(t, `
+import os
+import flinkgo as fg
+from flinkgo import udf
+
+DIR = os.environ["FLINKGO_TEST_DIR"]
+FAULT = os.path.join(DIR, "fault")
+env = fg.Environment(parallelism=2, config={
+    "execution.checkpointing.interval": "200 ms",
+    "execution.checkpointing.dir": os.path.join(DIR, "checkpoints"),
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": "100",
+    "restart-strategy.fixed-delay.delay": "50 ms",
+})
+
+@udf("int64", func_type="pandas")
+def double(x):
+    # The test creates FAULT to make one task fail.
+    try:
+        os.remove(FAULT)
+    except FileNotFoundError:
+        return x * 2
+    raise RuntimeError("injected task failure")
+
+rows = env.datagen(rows=`+strconv.Itoa(failoverRows)+`, rows_per_second=8000, schema={"id": "int64"})
+rows.with_column("y", double(fg.col("id"))).write_csv(os.path.join(DIR, "out"))
+plan = env.plan("failover")
+`, dir)
+	g, err := plan.Plan(job, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	j, err := runexec.Start(context.Background(), g, runOptions(t, mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	kills, failures := 0, 0
+	for fault := 0; fault < 6; fault++ {
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		select {
+		case <-j.Done():
+			t.Fatalf("the job ended after %d faults; it must outlive 6 (slow it down)", fault)
+		default:
+		}
+		if fault%2 == 0 {
+			if pid := workerPid(rng); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				kills++
+				continue
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "fault"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		failures++
+	}
+	done := make(chan struct{})
+	go func() {
+		_, err = j.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute): // hang guard
+		t.Fatal("the job did not end")
+	}
+	if err != nil {
+		t.Fatalf("job failed: %v", err)
+	}
+	if j.Attempts() < 2 || kills == 0 {
+		t.Fatalf("%d attempts after %d kills and %d injected failures: the faults did not hit", j.Attempts(), kills, failures)
+	}
+	t.Logf("%d attempts after %d worker kills and %d task failures; %d checkpoints", j.Attempts(), kills, failures, len(j.Checkpoints()))
+
+	// Exactly the rows of a run without failures: every id once, y = 2 id.
+	parts, _ := filepath.Glob(filepath.Join(dir, "out", "part-*"))
+	var ids []int64
+	for _, p := range parts {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, r := range records[1:] {
+			id, _ := strconv.ParseInt(r[0], 10, 64)
+			y, _ := strconv.ParseInt(r[1], 10, 64)
+			if y != 2*id {
+				t.Fatalf("%s: row %v: y != 2 id", p, r)
+			}
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for i, id := range ids {
+		if id != int64(i) {
+			t.Fatalf("committed rows are not every id once: at %d found %d (%d rows, want %d)", i, id, len(ids), failoverRows)
+		}
+	}
+	if len(ids) != failoverRows {
+		t.Fatalf("%d rows committed, want %d", len(ids), failoverRows)
+	}
+	if hidden, _ := filepath.Glob(filepath.Join(dir, "out", ".*")); len(hidden) > 0 {
+		t.Errorf("hidden files left: %v", hidden)
+	}
+}
+
+// workerPid picks a running Python worker of this test process, or 0.
+func workerPid(rng *rand.Rand) int {
+	var workers []int
+	for _, pid := range testkit.ChildPids() {
+		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if strings.Contains(string(cmdline), "flinkgo.worker") {
+			workers = append(workers, pid)
+		}
+	}
+	if len(workers) == 0 {
+		return 0
+	}
+	return workers[rng.IntN(len(workers))]
+}

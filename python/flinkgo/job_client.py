@@ -1,0 +1,179 @@
+"""A job running in the background: :meth:`~flinkgo.Environment.execute_async`.
+
+:class:`JobClient` is PyFlink's ``JobClient`` for flinkgo: the running job's id and
+state, savepoints (:meth:`JobClient.trigger_savepoint`,
+:meth:`JobClient.stop_with_savepoint`), :meth:`JobClient.cancel`, and
+:meth:`JobClient.result`, which waits for the end and returns the
+:class:`~flinkgo.JobResult` or raises the job's error.
+
+The job's events are read by one background thread; a savepoint or a cancel is a call
+of its own to the same runtime. This module imports neither grpc nor the client until
+a method needs them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from flinkgo.job import JobResult
+
+__all__ = ["JobClient"]
+
+# How long job_id and the control methods wait for the runtime to start the job.
+_START_TIMEOUT = 120.0
+
+
+class JobClient:
+    """A job started by :meth:`flinkgo.Environment.execute_async`.
+
+    Methods may be called from any thread.
+
+    Examples
+    --------
+    >>> import flinkgo as fg
+    >>> env = fg.Environment()
+    >>> _ = env.datagen(rows=10, schema={"id": "int64"}).print()
+    >>> job = env.execute_async("demo")  # doctest: +SKIP
+    >>> job.status()  # doctest: +SKIP
+    'RUNNING'
+    >>> job.result().state  # doctest: +SKIP
+    'FINISHED'
+    """
+
+    def __init__(
+        self,
+        name: str,
+        run: Callable[[Callable[[str, str], None]], JobResult],
+        control: Callable[[Callable[[Any], Any]], Any],
+    ) -> None:
+        # run(on_event) runs the job to its end; control(use) calls use(client) with a
+        # client of the job's runtime.
+        self.name = name
+        self._control = control
+        self._lock = threading.Lock()
+        self._started = threading.Event()
+        self._done = threading.Event()
+        self._job_id = ""
+        self._state = "CREATED"
+        self._result: JobResult | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(run,), name=f"flinkgo-job-{name}", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, run: Callable[[Callable[[str, str], None]], JobResult]) -> None:
+        try:
+            self._result = run(self._on_event)
+        except BaseException as e:  # noqa: BLE001 - handed to result()
+            self._error = e
+        finally:
+            self._started.set()
+            self._done.set()
+
+    def _on_event(self, kind: str, value: str) -> None:
+        with self._lock:
+            if kind == "started":
+                self._job_id = value
+                self._started.set()
+            elif kind == "state":
+                self._state = value
+
+    @property
+    def job_id(self) -> str:
+        """The runtime's id of the job; waits until the runtime has started it.
+
+        Raises
+        ------
+        Exception
+            The job's error, if it ended before it got an id (an invalid plan, say).
+        TimeoutError
+            If the runtime did not start the job within two minutes.
+        """
+        if not self._started.wait(_START_TIMEOUT):
+            raise TimeoutError(f"job {self.name!r}: the runtime did not start it")
+        with self._lock:
+            if self._job_id:
+                return self._job_id
+        if self._error is not None:
+            raise self._error
+        raise RuntimeError(f"job {self.name!r} ended before the runtime gave it an id")
+
+    def status(self) -> str:
+        """Return the job's latest state: ``CREATED``, ``RUNNING``, ``RESTARTING``, ``FINISHED``...
+
+        As Flink's job status; see :attr:`flinkgo.JobResult.states`.
+        """
+        with self._lock:
+            return self._state
+
+    def done(self) -> bool:
+        """Whether the job has ended."""
+        return self._done.is_set()
+
+    def trigger_savepoint(self, directory: str | None = None) -> str:
+        """Take a savepoint of the running job and return its directory.
+
+        The job keeps running. Start a job from it with the config entry
+        ``execution.state-recovery.path`` (or ``flinkgo run --from-savepoint``).
+
+        Parameters
+        ----------
+        directory
+            Where the savepoint directory goes; ``None`` for the job's
+            ``execution.checkpointing.savepoint-dir``.
+
+        Raises
+        ------
+        RuntimeError
+            If the savepoint failed; the message says why.
+        LookupError
+            If the job is no longer running.
+        """
+        return self._savepoint(directory, stop=False)
+
+    def stop_with_savepoint(self, directory: str | None = None) -> str:
+        """Take a savepoint, let every sink commit up to it, and stop the job.
+
+        The job ends ``FINISHED``; :meth:`result` returns once it has stopped.
+        Parameters and errors as :meth:`trigger_savepoint`.
+        """
+        return self._savepoint(directory, stop=True)
+
+    def _savepoint(self, directory: str | None, *, stop: bool) -> str:
+        job_id = self.job_id
+        return self._control(
+            lambda client: client.trigger_savepoint(job_id, directory or "", stop=stop)
+        )
+
+    def cancel(self) -> None:
+        """Ask the runtime to cancel the job; returns at once.
+
+        :meth:`result` then raises :class:`~flinkgo.JobCanceledError`.
+        """
+        job_id = self.job_id
+        self._control(lambda client: client.cancel(job_id))
+
+    def result(self, timeout: float | None = None) -> JobResult:
+        """Wait for the job's end and return its result.
+
+        Raises
+        ------
+        TimeoutError
+            If it has not ended within `timeout` seconds.
+        JobFailedError, JobCanceledError, RuntimeConnectionError
+            As :meth:`flinkgo.Environment.execute`.
+        """
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"job {self.name!r} has not ended within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def __repr__(self) -> str:
+        """Show the job's name, id and state."""
+        with self._lock:
+            return f"JobClient(name={self.name!r}, job_id={self._job_id!r}, state={self._state!r})"

@@ -1,0 +1,113 @@
+"""Checkpoints and savepoints from the Python API, on the embedded runtime.
+
+A job started with ``execute_async`` is stopped with a savepoint part way, then run
+again from it: the committed CSV output of both runs is every row exactly once.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+
+import pandas as pd
+import pytest
+
+import flinkgo as fg
+from flinkgo import _runtime, udf
+
+ROWS = 20000
+
+
+@pytest.fixture(autouse=True)
+def runtime():
+    try:
+        return _runtime.local_runtime()
+    except fg.RuntimeStartError as e:
+        pytest.fail(f"the flinkgo runtime cannot be built or started:\n{e}", pytrace=False)
+
+
+@udf("int64", func_type="pandas")
+def double(x: pd.Series) -> pd.Series:
+    return x * 2
+
+
+def pipeline(tmp_path, parallelism, **config):
+    env = fg.Environment(
+        parallelism=parallelism,
+        config={
+            "execution.checkpointing.interval": "200 ms",
+            "execution.checkpointing.dir": str(tmp_path / "checkpoints"),
+            "execution.checkpointing.savepoint-dir": str(tmp_path / "savepoints"),
+            **config,
+        },
+    )
+    rows = env.datagen(rows=ROWS, rows_per_second=4000, schema={"id": "int64"}).uid("numbers")
+    rows.with_column("y", double(fg.col("id"))).write_csv(tmp_path / "out").uid("files")
+    return env
+
+
+def committed(tmp_path) -> pd.DataFrame:
+    parts = sorted(glob.glob(str(tmp_path / "out" / "part-*")))
+    if not parts:
+        return pd.DataFrame({"id": [], "y": []})
+    return pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
+
+
+def wait_running(job, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while job.status() != "RUNNING":
+        assert time.monotonic() < deadline, f"job not running: {job}"
+        time.sleep(0.05)
+
+
+def test_stop_with_savepoint_and_restore_at_another_parallelism(tmp_path):
+    job = pipeline(tmp_path, 2).execute_async("first")
+    assert len(job.job_id) == 32
+    wait_running(job)
+    time.sleep(1.0)
+    running = job.trigger_savepoint()
+    assert os.path.exists(os.path.join(running, "_metadata"))
+    stopped = job.stop_with_savepoint()
+    result = job.result(timeout=60)
+    assert result.state == "FINISHED"
+    assert [s for s, _ in result.states][-1] == "FINISHED"
+    before = committed(tmp_path)
+    assert 0 < len(before) < ROWS
+
+    env = pipeline(tmp_path, 3, **{"execution.state-recovery.path": stopped})
+    assert env.execute("second", progress=False).state == "FINISHED"
+    out = committed(tmp_path).sort_values("id", ignore_index=True)
+    assert out["id"].tolist() == list(range(ROWS))
+    assert (out["y"] == 2 * out["id"]).all()
+
+
+def test_cancel_through_the_job_client(tmp_path):
+    job = pipeline(tmp_path, 1).execute_async("to cancel")
+    wait_running(job)
+    job.cancel()
+    with pytest.raises(fg.JobCanceledError):
+        job.result(timeout=60)
+    assert job.done()
+    with pytest.raises(LookupError):
+        job.trigger_savepoint()
+
+
+def test_restore_refuses_state_of_a_removed_operator(tmp_path):
+    job = pipeline(tmp_path, 1).execute_async("first")
+    wait_running(job)
+    path = job.stop_with_savepoint()
+    job.result(timeout=60)
+
+    env = fg.Environment(config={"execution.state-recovery.path": path})
+    env.datagen(rows=10, schema={"id": "int64"}).uid("numbers").write_csv(tmp_path / "other")
+    with pytest.raises(fg.JobFailedError, match=r'operator uid "files"'):
+        env.execute("without the sink", progress=False)
+    env = fg.Environment(
+        config={
+            "execution.state-recovery.path": path,
+            "execution.state-recovery.ignore-unclaimed-state": "true",
+        }
+    )
+    env.datagen(rows=10, schema={"id": "int64"}).uid("numbers").write_csv(tmp_path / "other")
+    assert env.execute("without the sink", progress=False).state == "FINISHED"

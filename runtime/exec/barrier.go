@@ -1,0 +1,176 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+)
+
+// Checkpoint barriers travel in-band, after the batches before them, as
+// Flink's aligned checkpoints: a source task sends the barrier of
+// checkpoint n when the coordinator asks (between two batches, after
+// recording its position); a task with several producers waits for the
+// barrier of n from every producer still running, holding back what a
+// producer sends after its barrier (alignment), then snapshots its
+// operators in chain order (a UDF finishes its bundle first, emitting its
+// results before the barrier, as DESIGN.md §4.1), forwards the barrier on
+// every edge leaving its chain, and acknowledges to the coordinator.
+
+// stateful is a processor whose state a checkpoint holds.
+type stateful interface {
+	// snapshotState runs when checkpoint target.id's barrier reaches the
+	// operator, after every batch before it; it may emit (a UDF finishing
+	// its bundle) and fills its part of st.
+	snapshotState(ctx context.Context, target checkpointTarget, emit emitFunc, st *SubtaskState) error
+	// notifyComplete runs when checkpoint id completed (a sink commits).
+	notifyComplete(id int64) error
+}
+
+// alignment is a task's progress towards a barrier from every producer.
+type alignment struct {
+	id      int64 // 0: not aligning
+	arrived []bool
+	blocked []message // sent after their producer's barrier, held back
+}
+
+// requestBarrier asks a source task to send checkpoint id's barrier.
+// Safe from any goroutine; a newer request replaces an older one.
+func (t *task) requestBarrier(id int64) {
+	t.barrierRequest.Store(id)
+	t.wake()
+}
+
+// notifyComplete tells the task checkpoint id completed. Safe from any
+// goroutine.
+func (t *task) notifyComplete(id int64) {
+	t.completed.Store(id)
+	t.wake()
+}
+
+func (t *task) wake() {
+	select {
+	case t.signal <- struct{}{}:
+	default:
+	}
+}
+
+// onSignal acts on barrier requests and completions that came since the
+// last call. Task goroutine only.
+func (t *task) onSignal(ctx context.Context) error {
+	if id := t.barrierRequest.Load(); t.reader != nil && id > t.lastBarrier {
+		t.lastBarrier = id
+		if err := t.checkpoint(ctx, id); err != nil {
+			return err
+		}
+	}
+	if id := t.completed.Load(); id > t.committed {
+		t.committed = id
+		for _, l := range t.links {
+			if s, ok := l.proc.(stateful); ok {
+				if err := l.named(s.notifyComplete(id)); err != nil {
+					return err
+				}
+			}
+		}
+		t.committedUpTo.Store(id)
+	}
+	if t.reader != nil && t.stopping.Load() {
+		// Stopped with a savepoint: read nothing more, and wait for the
+		// coordinator to end the attempt.
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// handle takes one message from the inbox (or the replay of held-back
+// ones).
+func (t *task) handle(ctx context.Context, m message) error {
+	if t.align.id > 0 && t.align.arrived[m.producer] {
+		t.align.blocked = append(t.align.blocked, m)
+		return nil
+	}
+	switch {
+	case m.isEnd():
+		t.ended[m.producer] = true
+		t.endedCount++
+		return t.checkAligned(ctx)
+	case m.barrier > 0:
+		return t.onBarrier(ctx, m)
+	}
+	err := t.head.process(ctx, m.input, m.batch)
+	m.batch.Release()
+	return err
+}
+
+func (t *task) onBarrier(ctx context.Context, m message) error {
+	if m.barrier <= t.lastBarrier || (t.align.id > 0 && m.barrier < t.align.id) {
+		return nil // the barrier of a checkpoint this task gave up
+	}
+	if t.align.id > 0 && m.barrier > t.align.id {
+		// A newer checkpoint started: the older one cannot complete
+		// any more (the coordinator aborted it); stop aligning for it.
+		t.replay = append(t.align.blocked, t.replay...)
+		t.align = alignment{}
+	}
+	if t.align.id == 0 {
+		t.align = alignment{id: m.barrier, arrived: make([]bool, t.in.producers)}
+	}
+	t.align.arrived[m.producer] = true
+	return t.checkAligned(ctx)
+}
+
+// checkAligned snapshots when every producer still running has sent the
+// barrier being aligned.
+func (t *task) checkAligned(ctx context.Context) error {
+	if t.align.id == 0 {
+		return nil
+	}
+	for p, arrived := range t.align.arrived {
+		if !arrived && !t.ended[p] {
+			return nil
+		}
+	}
+	id := t.align.id
+	// Held-back messages come before anything still in the inbox.
+	t.replay = append(t.align.blocked, t.replay...)
+	t.align = alignment{}
+	t.lastBarrier = id
+	return t.checkpoint(ctx, id)
+}
+
+// checkpoint snapshots the chain's operators for checkpoint id, forwards
+// the barrier and acknowledges.
+func (t *task) checkpoint(ctx context.Context, id int64) error {
+	target, ok := t.coord.target(id)
+	if !ok {
+		return fmt.Errorf("exec: barrier of unknown checkpoint %d", id)
+	}
+	states := map[string]SubtaskState{}
+	for _, l := range t.links {
+		st := SubtaskState{Subtask: t.subtask}
+		if l.op == t.head.op && t.reader != nil {
+			if err := t.snapshotSource(&st); err != nil {
+				return l.named(err)
+			}
+		}
+		if s, ok := l.proc.(stateful); ok {
+			if err := l.named(s.snapshotState(ctx, target, l.emit, &st)); err != nil {
+				return err
+			}
+		}
+		if !st.empty() {
+			states[l.op.UID] = st
+		}
+	}
+	for _, l := range t.links {
+		if err := l.outs.barrier(ctx, id); err != nil {
+			return err
+		}
+	}
+	select {
+	case t.coord.acks <- ack{id: id, task: t, states: states}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

@@ -1,0 +1,199 @@
+package exec
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+)
+
+// MetadataVersion is the version of the _metadata format written here.
+const MetadataVersion = 1
+
+// Metadata is a completed checkpoint's or savepoint's _metadata file: the
+// state of every operator subtask, matched to operators by uid on restore
+// (DESIGN.md §4.9). Paths inside are relative to the checkpoint storage
+// root (<dir>/<job-id>) for checkpoints, and to the savepoint's own
+// directory for savepoints, so a savepoint can be moved.
+type Metadata struct {
+	Version        int             `json:"version"`
+	JobID          string          `json:"job_id"`
+	JobName        string          `json:"job_name"`
+	CheckpointID   int64           `json:"checkpoint_id"`
+	Savepoint      bool            `json:"savepoint"`
+	Timestamp      time.Time       `json:"timestamp"`
+	MaxParallelism int             `json:"max_parallelism"`
+	Operators      []OperatorState `json:"operators"`
+}
+
+// OperatorState is one operator's state in a snapshot.
+type OperatorState struct {
+	UID         string         `json:"uid"`
+	Name        string         `json:"name"`
+	Kind        string         `json:"kind"`
+	Parallelism int            `json:"parallelism"`
+	Subtasks    []SubtaskState `json:"subtasks"`
+}
+
+// SubtaskState is one operator subtask's state. Each kind of operator
+// fills its own field; the encodings belong to the source, sink and state
+// packages.
+type SubtaskState struct {
+	Subtask int             `json:"subtask"`
+	Source  json.RawMessage `json:"source,omitempty"`
+	Sink    json.RawMessage `json:"sink,omitempty"`
+	Keyed   json.RawMessage `json:"keyed,omitempty"`
+}
+
+// empty reports whether the subtask has no state at all.
+func (s SubtaskState) empty() bool { return s.Source == nil && s.Sink == nil && s.Keyed == nil }
+
+// checkpointStorage is a job's checkpoint directory, <dir>/<job-id>, laid
+// out as Flink's: shared/ (files several checkpoints reference),
+// taskowned/, chk-<n>/ (one per retained checkpoint, with its _metadata).
+type checkpointStorage struct{ root string }
+
+func (s checkpointStorage) shared() string    { return filepath.Join(s.root, "shared") }
+func (s checkpointStorage) taskOwned() string { return filepath.Join(s.root, "taskowned") }
+func (s checkpointStorage) checkpoint(id int64) string {
+	return filepath.Join(s.root, fmt.Sprintf("chk-%d", id))
+}
+
+// init creates the directories; the error says which path failed and why.
+func (s checkpointStorage) init() error {
+	for _, dir := range []string{s.root, s.shared(), s.taskOwned()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("checkpoint storage: cannot create %s: %w (check that the parent exists, is a directory and is writable)", dir, unwrapPath(err))
+		}
+	}
+	return nil
+}
+
+// unwrapPath drops the path of an *os.PathError, which the message
+// already names.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// writeMetadata writes dir/_metadata atomically: a reader sees the whole
+// file or none (a checkpoint without _metadata never completed).
+func writeMetadata(dir string, m *Metadata) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create %s: %w", dir, unwrapPath(err))
+	}
+	tmp := filepath.Join(dir, "._metadata.inprogress")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, "_metadata"))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", filepath.Join(dir, "_metadata"), err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// LoadMetadata reads the _metadata of a savepoint or checkpoint: path is
+// its directory or the _metadata file itself. It returns the metadata and
+// the directory that relative paths in a savepoint resolve against.
+func LoadMetadata(path string) (*Metadata, string, error) {
+	file := path
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		file = filepath.Join(path, "_metadata")
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, "", fmt.Errorf("exec: cannot read the snapshot to restore at %s: %w (give a savepoint directory, a retained chk-<n> directory or its _metadata file)", path, unwrapPath(err))
+	}
+	m := &Metadata{}
+	if err := json.Unmarshal(data, m); err != nil {
+		return nil, "", fmt.Errorf("exec: %s is not a flinkgo snapshot's _metadata: %w", file, err)
+	}
+	if m.Version != MetadataVersion {
+		return nil, "", fmt.Errorf("exec: %s has metadata version %d; this runtime reads version %d", file, m.Version, MetadataVersion)
+	}
+	return m, filepath.Dir(file), nil
+}
+
+// newSavepointDir returns a fresh savepoint directory under dir, named as
+// Flink's: savepoint-<first 6 characters of the job id>-<random>.
+func newSavepointDir(dir, jobID string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := jobID
+	if len(prefix) > 6 {
+		prefix = prefix[:6]
+	}
+	return filepath.Join(dir, fmt.Sprintf("savepoint-%s-%s", prefix, hex.EncodeToString(b[:])))
+}
+
+// newJobID returns a random job id (32 hex digits, as Flink's JobID).
+func newJobID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// isCheckpointDir reports whether name is a chk-<n> directory name.
+func isCheckpointDir(name string) bool {
+	n, ok := strings.CutPrefix(name, "chk-")
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// PlanOptions returns the planner options a job plan needs: when its
+// config restores a snapshot (ConfigRestorePath), the snapshot's max
+// parallelism, which the job must keep.
+func PlanOptions(job *planpb.JobPlan) (plan.Options, error) {
+	path := strings.TrimSpace(job.GetConfig()[ConfigRestorePath])
+	if path == "" {
+		return plan.Options{}, nil
+	}
+	m, _, err := LoadMetadata(path)
+	if err != nil {
+		return plan.Options{}, err
+	}
+	return plan.Options{RestoredMaxParallelism: m.MaxParallelism}, nil
+}

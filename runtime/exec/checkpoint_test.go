@@ -1,0 +1,313 @@
+package exec
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+)
+
+// datagenToCSV plans datagen(rows, rowsPerSecond) → CSV files in out, the
+// source at parallelism p and the sink at q, with the given config.
+func datagenToCSV(t *testing.T, rows int64, rowsPerSecond float64, p, q int, out string, config map[string]string) *plan.Graph {
+	t.Helper()
+	schema, err := arrowipc.EncodeSchema(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &planpb.Node{Id: 1, Uid: "numbers", Name: "datagen", OutputSchema: schema, Parallelism: int32(p),
+		Kind: &planpb.Node_Source{Source: &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{
+			Rows: rows, RowsPerSecond: rowsPerSecond,
+		}}}}}
+	sink := &planpb.Node{Id: 2, Uid: "files", Name: "write_csv", OutputSchema: schema, Parallelism: int32(q),
+		Inputs: []*planpb.Input{{Node: 1, Partitioning: &planpb.Partitioning{Kind: planpb.Partitioning_REBALANCE}}},
+		Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{
+			Format: planpb.FileSource_CSV, Path: out,
+		}}}}}
+	g, err := plan.Plan(&planpb.JobPlan{Name: "checkpointed", Config: config, Nodes: []*planpb.Node{src, sink}}, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// committedIDs reads the ids of every published part file in dir.
+func committedIDs(t *testing.T, dir string) []int64 {
+	t.Helper()
+	parts, err := filepath.Glob(filepath.Join(dir, "part-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, p := range parts {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, r := range records[1:] { // after the header
+			id, err := strconv.ParseInt(r[0], 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// wantExactly checks that ids are 0..n-1, each once.
+func wantExactly(t *testing.T, ids []int64, n int64) {
+	t.Helper()
+	for i, id := range ids {
+		if id != int64(i) {
+			t.Fatalf("committed rows are not 0..%d once each: at %d found %d (%d rows)", n-1, i, id, len(ids))
+		}
+	}
+	if int64(len(ids)) != n {
+		t.Fatalf("%d rows committed, want %d", len(ids), n)
+	}
+}
+
+// waitForCheckpoints waits until j completed n checkpoints.
+func waitForCheckpoints(t *testing.T, j *Job, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // hang guard
+	for time.Now().Before(deadline) {
+		done := 0
+		for _, c := range j.Checkpoints() {
+			if c.Status == "completed" && !c.Savepoint {
+				done++
+			} else if c.Status == "failed" {
+				t.Fatalf("checkpoint %d failed: %v", c.ID, c.Err)
+			}
+		}
+		if done >= n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %d checkpoints completed: %+v", n, j.Checkpoints())
+}
+
+func checkpointConfig(dir string, extra ...string) map[string]string {
+	c := map[string]string{
+		ConfigCheckpointInterval:  "100 ms",
+		ConfigCheckpointDir:       dir,
+		ConfigCheckpointsRetained: "2",
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		c[extra[i]] = extra[i+1]
+	}
+	return c
+}
+
+func TestCheckpointedJobCommitsEveryRowOnceAndCleansUp(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	const rows = 20000
+	g := datagenToCSV(t, rows, 10000, 2, 2, out, checkpointConfig(dir))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	j, err := Start(context.Background(), g, Options{Allocator: mem, SourceBatchRows: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForCheckpoints(t, j, 2)
+	if _, err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	wantExactly(t, committedIDs(t, out), rows)
+	if _, err := os.Stat(filepath.Join(dir, j.ID())); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a finished job's checkpoints are deleted; stat: %v", err)
+	}
+	if hidden, _ := filepath.Glob(filepath.Join(out, ".*")); len(hidden) > 0 {
+		t.Errorf("left hidden files %v", hidden)
+	}
+}
+
+// Cancel with retained checkpoints, then restore the latest at other
+// parallelisms: the committed rows of both runs are every row exactly once.
+func TestRestoreFromRetainedCheckpointAtAnotherParallelism(t *testing.T) {
+	for _, tc := range []struct{ p, q int }{{3, 1}, {1, 3}} {
+		t.Run(fmt.Sprintf("source %d sink %d", tc.p, tc.q), func(t *testing.T) {
+			dir, out := t.TempDir(), t.TempDir()
+			const rows = 30000
+			cfg := checkpointConfig(dir, ConfigCheckpointRetention, RetainOnCancellation)
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			j, err := Start(ctx, datagenToCSV(t, rows, 10000, 2, 2, out, cfg), Options{Allocator: mem, SourceBatchRows: 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitForCheckpoints(t, j, 3)
+			cancel(errors.New("test cancels"))
+			if _, err := j.Wait(); err == nil {
+				t.Fatal("canceled job returned no error")
+			}
+			if j.State() != Canceled {
+				t.Fatalf("state %s", j.State())
+			}
+			chks, _ := filepath.Glob(filepath.Join(dir, j.ID(), "chk-*", "_metadata"))
+			if len(chks) != 2 {
+				t.Fatalf("retained %v, want 2 checkpoints", chks)
+			}
+			slices.Sort(chks)
+			latest := filepath.Dir(chks[len(chks)-1])
+			before := committedIDs(t, out)
+			if len(before) == 0 || len(before) >= rows {
+				t.Fatalf("%d rows committed before the cancel; the test needs some, not all", len(before))
+			}
+
+			cfg[ConfigRestorePath] = latest
+			j2, err := Start(context.Background(), datagenToCSV(t, rows, 10000, tc.p, tc.q, out, cfg), Options{Allocator: mem, SourceBatchRows: 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j2.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			wantExactly(t, committedIDs(t, out), rows)
+		})
+	}
+}
+
+func TestStopWithSavepointThenRestoreFromIt(t *testing.T) {
+	dir, out, savepoints := t.TempDir(), t.TempDir(), t.TempDir()
+	const rows = 30000
+	cfg := checkpointConfig(dir, ConfigSavepointDir, savepoints)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	j, err := Start(context.Background(), datagenToCSV(t, rows, 10000, 2, 2, out, cfg), Options{Allocator: mem, SourceBatchRows: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForCheckpoints(t, j, 1)
+	running, err := j.TriggerSavepoint(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(running, "_metadata")); err != nil || filepath.Dir(running) != savepoints {
+		t.Fatalf("savepoint at %s: %v", running, err)
+	}
+	stopped, err := j.StopWithSavepoint(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Wait(); err != nil || j.State() != Finished {
+		t.Fatalf("a job stopped with a savepoint ends FINISHED, got %s: %v", j.State(), err)
+	}
+	before := committedIDs(t, out)
+	if len(before) == 0 || len(before) >= rows {
+		t.Fatalf("%d rows committed at the stop; the test needs some, not all", len(before))
+	}
+	// A savepoint is self-contained: move it, then restore at parallelism 1.
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(stopped, moved); err != nil {
+		t.Fatal(err)
+	}
+	cfg[ConfigRestorePath] = moved
+	j2, err := Start(context.Background(), datagenToCSV(t, rows, 0, 1, 1, out, cfg), Options{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j2.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	wantExactly(t, committedIDs(t, out), rows)
+}
+
+func TestRestoreWithAnOperatorRemoved(t *testing.T) {
+	dir, out, savepoints := t.TempDir(), t.TempDir(), t.TempDir()
+	cfg := checkpointConfig(dir, ConfigSavepointDir, savepoints)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	j, err := Start(context.Background(), datagenToCSV(t, 0, 10000, 1, 1, out, cfg), Options{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := j.StopWithSavepoint(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// The same job with the sink's uid changed: the savepoint's state of
+	// uid "files" has no operator any more.
+	g := datagenToCSV(t, 1000, 0, 1, 1, t.TempDir(), map[string]string{ConfigRestorePath: sp})
+	g.Operators[1].UID = "other-files"
+	_, err = Start(context.Background(), g, Options{Allocator: mem})
+	if err == nil || !strings.Contains(err.Error(), `operator uid "files"`) || !strings.Contains(err.Error(), ConfigIgnoreUnclaimedState) {
+		t.Fatalf("want an error naming the unclaimed uid and the option, got %v", err)
+	}
+	g.Config[ConfigIgnoreUnclaimedState] = "true"
+	j2, err := Start(context.Background(), g, Options{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j2.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckpointStorageProblems(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(file, "checkpoints")
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+
+	// Created at job start: the job does not start.
+	_, err := Start(context.Background(), datagenToCSV(t, 0, 1000, 1, 1, t.TempDir(), checkpointConfig(bad)), Options{Allocator: mem})
+	if err == nil || !strings.Contains(err.Error(), file) {
+		t.Fatalf("want a start error naming %s, got %v", file, err)
+	}
+
+	// Created on the first checkpoint: the job starts, that checkpoint
+	// fails naming the path, and with no tolerable failure the job fails.
+	cfg := checkpointConfig(bad, ConfigCreateDirsOnCheckpoint, "true", ConfigRestartStrategy, "none")
+	j, err := Start(context.Background(), datagenToCSV(t, 0, 1000, 1, 1, t.TempDir(), cfg), Options{Allocator: mem})
+	if err != nil {
+		t.Fatalf("the job must start: %v", err)
+	}
+	_, err = j.Wait()
+	if err == nil || !strings.Contains(err.Error(), file) || !errors.Is(err, ErrCheckpointDeclined) {
+		t.Fatalf("want the job to fail with the storage error, got %v", err)
+	}
+	stats := j.Checkpoints()
+	if len(stats) != 1 || stats[0].Status != "failed" || !strings.Contains(stats[0].Err.Error(), "not a directory") {
+		t.Fatalf("want one failed checkpoint with the cause, got %+v", stats)
+	}
+
+	// Tolerated failures: the job keeps running and fails only after more.
+	cfg[ConfigTolerableFailures] = "2"
+	j, err = Start(context.Background(), datagenToCSV(t, 0, 1000, 1, 1, t.TempDir(), cfg), Options{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = j.Wait(); err == nil || len(j.Checkpoints()) != 3 {
+		t.Fatalf("want the job to fail at the third failed checkpoint, got %v after %+v", err, j.Checkpoints())
+	}
+}
