@@ -111,3 +111,38 @@ def test_restore_refuses_state_of_a_removed_operator(tmp_path):
     )
     env.datagen(rows=10, schema={"id": "int64"}).uid("numbers").write_csv(tmp_path / "other")
     assert env.execute("without the sink", progress=False).state == "FINISHED"
+
+
+def test_the_cli_lists_and_stops_a_job_with_a_savepoint(tmp_path, runtime):
+    import subprocess
+
+    binary = _runtime.find_binary()
+    job = pipeline(tmp_path, 1).execute_async("cli")
+    wait_running(job)
+
+    def cli(*args):
+        done = subprocess.run(
+            [binary, *args[:1], "--endpoint", runtime.endpoint, *args[1:]],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    listed = cli("list")
+    assert job.job_id in listed
+    assert "RUNNING" in listed
+    taken = cli("savepoint", job.job_id, str(tmp_path / "by-hand")).strip()
+    assert taken.startswith(str(tmp_path / "by-hand"))
+    assert os.path.exists(os.path.join(taken, "_metadata"))
+    stopped = cli("stop", job.job_id).strip()
+    assert os.path.exists(os.path.join(stopped, "_metadata"))
+    assert job.result(timeout=60).state == "FINISHED"
+    missing = subprocess.run(
+        [binary, "cancel", "--endpoint", runtime.endpoint, job.job_id],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 1
+    assert "no running job has the id" in missing.stderr

@@ -14,7 +14,24 @@
 // drop their in-progress parts, and every batch is released. On success
 // sinks publish their parts.
 //
+// Checkpoints (DESIGN.md §4.7), as Flink's aligned checkpoints: a
+// coordinator per attempt triggers them (execution.checkpointing.interval,
+// and savepoints on demand); barriers travel in-band from the sources;
+// tasks align them, snapshot their chain (a UDF finishes its bundle first,
+// sources record split positions, file sinks precommit their parts) and
+// acknowledge; the coordinator writes chk-<n>/_metadata and tells the tasks,
+// and file sinks publish. A failure restarts the job from the latest
+// completed checkpoint when the restart strategy allows (state RESTARTING),
+// with sources rewound and unpublished parts discarded, so published output
+// is exactly-once. Config keys: config.go.
+//
 // Decisions where DESIGN.md is silent, for now:
+//   - One checkpoint at a time (Flink's default). Once a task has finished
+//     (a bounded source ran out), no checkpoint is triggered any more: the
+//     end of the input publishes what remains.
+//   - Print and collect sinks are at-least-once across restarts.
+//   - A stop with savepoint stops the sources, waits (up to 30 s) for every
+//     task to act on the savepoint's completion, then ends the job FINISHED.
 //   - In a chain, upstream operators finish first (what one emits as it
 //     finishes reaches the next before that one finishes); an error names
 //     the chained operator it came from.
