@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"encoding/csv"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -23,8 +24,8 @@ import (
 // failoverRows rows go through the job; the faults come while they flow.
 const failoverRows = 60000
 
-// A checkpointed job with a Python UDF and an exactly-once file sink
-// survives worker processes killed with SIGKILL and tasks failing, at
+// A checkpointed job with a Python UDF, a keyed aggregation and
+// exactly-once file sinks survives worker processes killed with SIGKILL and tasks failing, at
 // random moments, restarting from its latest checkpoint each time: the
 // committed output is exactly that of a run without failures.
 func TestFailoverKeepsFileSinkExactlyOnce(t *testing.T) {
@@ -55,7 +56,11 @@ def double(x):
     raise RuntimeError("injected task failure")
 
 rows = env.datagen(rows=`+strconv.Itoa(failoverRows)+`, rows_per_second=8000, schema={"id": "int64"})
-rows.with_column("y", double(fg.col("id"))).write_csv(os.path.join(DIR, "out"))
+doubled = rows.with_column("y", double(fg.col("id")))
+doubled.write_csv(os.path.join(DIR, "out"))
+# Keyed state too: sums per key, kept in Pebble across the restarts.
+keyed = doubled.with_column("k", fg.col("id") % 10).key_by("k").agg(fg.sum("y").alias("total"), fg.count().alias("n"))
+keyed.write_csv(os.path.join(DIR, "sums"))
 plan = env.plan("failover")
 `, dir)
 	g, err := plan.Plan(job, plan.Options{})
@@ -78,10 +83,14 @@ plan = env.plan("failover")
 		default:
 		}
 		if fault%2 == 0 {
-			if pid := workerPid(rng); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
-				kills++
-				continue
+			// A worker may be restarting: wait for one to run.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if pid := workerPid(rng); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+					kills++
+					break
+				}
 			}
+			continue
 		}
 		if err := os.WriteFile(filepath.Join(dir, "fault"), nil, 0o600); err != nil {
 			t.Fatal(err)
@@ -101,7 +110,7 @@ plan = env.plan("failover")
 	if err != nil {
 		t.Fatalf("job failed: %v", err)
 	}
-	if j.Attempts() < 2 || kills == 0 {
+	if j.Attempts() < 4 || kills < 3 {
 		t.Fatalf("%d attempts after %d kills and %d injected failures: the faults did not hit", j.Attempts(), kills, failures)
 	}
 	t.Logf("%d attempts after %d worker kills and %d task failures; %d checkpoints", j.Attempts(), kills, failures, len(j.Checkpoints()))
@@ -139,6 +148,36 @@ plan = env.plan("failover")
 	}
 	if hidden, _ := filepath.Glob(filepath.Join(dir, "out", ".*")); len(hidden) > 0 {
 		t.Errorf("hidden files left: %v", hidden)
+	}
+	// The keyed sums: k -> (sum of 2 id, count) over ids with id % 10 == k.
+	parts, _ = filepath.Glob(filepath.Join(dir, "sums", "part-*"))
+	sums := map[string]string{}
+	for _, p := range parts {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range records[1:] {
+			if _, dup := sums[r[0]]; dup {
+				t.Fatalf("key %s emitted twice", r[0])
+			}
+			sums[r[0]] = r[1] + " " + r[2]
+		}
+	}
+	for k := int64(0); k < 10; k++ {
+		var total, n int64
+		for id := k; id < failoverRows; id += 10 {
+			total += 2 * id
+			n++
+		}
+		if got, want := sums[strconv.FormatInt(k, 10)], fmt.Sprintf("%d %d", total, n); got != want {
+			t.Errorf("key %d: got %q, want %q", k, got, want)
+		}
 	}
 }
 

@@ -11,13 +11,19 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/runtime/partition"
+	"github.com/flinkgo/flinkgo/state"
 	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
 // aggProc groups rows by key and emits one row per group when its input
 // ends: keys first, then the aggregates, as the node's schema declares.
+//
+// Groups live in memory (index, list) as a cache of the keyed state
+// (aggstate.go): a checkpoint writes the groups changed since the last one
+// into the subtask's Pebble backend and snapshots it, so the aggregation
+// survives failover and rescales by key group.
 type aggProc struct {
-	noTimer
 	keys   []int
 	aggs   []aggSpec
 	schema *arrow.Schema
@@ -28,6 +34,10 @@ type aggProc struct {
 	list   []*group
 	keyBuf []byte
 	gids   []int // per batch: each row's group, reused
+	kgs    []int32
+	maxP   int
+	// stateful: the keyed state backend and what it holds (aggstate.go).
+	keyed keyedState
 	// intKey: a single int64 key, looked up without encoding; nullGroup is
 	// the group of its null key, -1 until one comes.
 	intKey    bool
@@ -46,6 +56,10 @@ type group struct {
 	key  []string // ValueStr of each key, "" when null
 	null []bool
 	acc  []accumulator
+	// stateKey is the group's key in the state backend (the encoded key
+	// and its key group); dirty: changed since the backend last saw it.
+	stateKey state.Key
+	dirty    bool
 }
 
 type accumulator struct {
@@ -58,9 +72,9 @@ type accumulator struct {
 	min, max   any // strings
 }
 
-func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator) (*aggProc, error) {
+func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int) (*aggProc, error) {
 	spec := node.GetKeyedAggregate()
-	p := &aggProc{schema: out, mem: mem, index: map[string]int{}}
+	p := &aggProc{schema: out, mem: mem, index: map[string]int{}, maxP: maxP}
 	for _, k := range spec.GetKeys() {
 		idx := in.FieldIndices(k)
 		if len(idx) == 0 {
@@ -110,34 +124,15 @@ func (p *aggProc) process(_ context.Context, _ int, b arrow.RecordBatch, _ emitF
 	for i, k := range p.keys {
 		keyCols[i] = b.Column(k)
 	}
+	p.kgs = nil // key groups of b's rows, computed when a new key needs them
+	var err error
 	if p.intKey {
-		p.intGroups(keyCols[0].(*array.Int64), gids)
-		for i, a := range p.aggs {
-			p.accumulate(i, a, b, gids)
-		}
-		return nil
+		err = p.intGroups(b, keyCols[0].(*array.Int64), gids)
+	} else {
+		err = p.rowGroups(b, keyCols, gids)
 	}
-	for row := range n {
-		p.keyBuf = p.keyBuf[:0]
-		for _, col := range keyCols {
-			p.keyBuf = appendKey(p.keyBuf, col, row)
-		}
-		gid, ok := p.index[string(p.keyBuf)]
-		if !ok {
-			gid = len(p.list)
-			g := &group{acc: make([]accumulator, len(p.aggs))}
-			for _, col := range keyCols {
-				g.null = append(g.null, col.IsNull(row))
-				if col.IsNull(row) {
-					g.key = append(g.key, "")
-				} else {
-					g.key = append(g.key, col.ValueStr(row))
-				}
-			}
-			p.index[string(p.keyBuf)] = gid
-			p.list = append(p.list, g)
-		}
-		gids[row] = gid
+	if err != nil {
+		return err
 	}
 	for i, a := range p.aggs {
 		p.accumulate(i, a, b, gids)
@@ -145,29 +140,99 @@ func (p *aggProc) process(_ context.Context, _ int, b arrow.RecordBatch, _ emitF
 	return nil
 }
 
+// rowGroups assigns the group of each row of b.
+func (p *aggProc) rowGroups(b arrow.RecordBatch, keyCols []arrow.Array, gids []int) error {
+	for row := range gids {
+		p.keyBuf = p.keyBuf[:0]
+		for _, col := range keyCols {
+			p.keyBuf = appendKey(p.keyBuf, col, row)
+		}
+		gid, ok := p.index[string(p.keyBuf)]
+		if !ok {
+			var key []string
+			var null []bool
+			for _, col := range keyCols {
+				null = append(null, col.IsNull(row))
+				if col.IsNull(row) {
+					key = append(key, "")
+				} else {
+					key = append(key, col.ValueStr(row))
+				}
+			}
+			var err error
+			if gid, err = p.group(b, row, string(p.keyBuf), key, null); err != nil {
+				return err
+			}
+			p.index[string(p.keyBuf)] = gid
+		}
+		gids[row] = gid
+		p.list[gid].dirty = true
+	}
+	return nil
+}
+
 // intGroups assigns the group of each row of a single int64 key.
-func (p *aggProc) intGroups(keys *array.Int64, gids []int) {
+func (p *aggProc) intGroups(b arrow.RecordBatch, keys *array.Int64, gids []int) error {
 	for row := range gids {
 		if keys.IsNull(row) {
 			if p.nullGroup < 0 {
-				p.nullGroup = p.newGroup([]string{""}, []bool{true})
+				gid, err := p.group(b, row, string(appendKey(nil, keys, row)), []string{""}, []bool{true})
+				if err != nil {
+					return err
+				}
+				p.nullGroup = gid
 			}
 			gids[row] = p.nullGroup
+			p.list[p.nullGroup].dirty = true
 			continue
 		}
 		k := keys.Value(row)
 		gid, ok := p.intIndex[k]
 		if !ok {
-			gid = p.newGroup([]string{strconv.FormatInt(k, 10)}, []bool{false})
+			var err error
+			gid, err = p.group(b, row, string(appendKey(nil, keys, row)), []string{strconv.FormatInt(k, 10)}, []bool{false})
+			if err != nil {
+				return err
+			}
 			p.intIndex[k] = gid
 		}
 		gids[row] = gid
+		p.list[gid].dirty = true
 	}
+	return nil
 }
 
-func (p *aggProc) newGroup(key []string, null []bool) int {
-	p.list = append(p.list, &group{key: key, null: null, acc: make([]accumulator, len(p.aggs))})
-	return len(p.list) - 1
+// group returns the index in list of the group of row `row` of b, whose
+// encoded key is encoded: loaded from the state backend when a checkpoint
+// or restore put it there, else new.
+func (p *aggProc) group(b arrow.RecordBatch, row int, encoded string, key []string, null []bool) (int, error) {
+	kg, err := p.keyGroup(b, row)
+	if err != nil {
+		return 0, err
+	}
+	g := &group{key: key, null: null, stateKey: state.Key{Group: kg, Bytes: []byte(encoded)}, dirty: true}
+	if loaded, ok, err := p.load(g.stateKey); err != nil {
+		return 0, err
+	} else if ok {
+		g = loaded
+	} else {
+		g.acc = make([]accumulator, len(p.aggs))
+	}
+	p.list = append(p.list, g)
+	return len(p.list) - 1, nil
+}
+
+// keyGroup returns the key group of row `row` of b, hashing the batch's
+// keys once, on its first new key.
+func (p *aggProc) keyGroup(b arrow.RecordBatch, row int) (int, error) {
+	if p.kgs == nil {
+		kgs, err := partition.KeyGroups(b, p.keys, p.maxP)
+		if err != nil {
+			return 0, err
+		}
+		p.kgs = kgs
+	}
+	return int(p.kgs[row]), nil
 }
 
 // appendKey encodes one key value so that equal values, and only they,
@@ -303,8 +368,12 @@ func floatValue(col arrow.Array, row int) float64 {
 	return v
 }
 
-// finish emits every group, in order of first appearance.
+// finish emits every group: in order of first appearance when every group
+// is in memory, else in key-group order from the state backend.
 func (p *aggProc) finish(ctx context.Context, emit emitFunc) error {
+	if err := p.loadAll(); err != nil {
+		return err
+	}
 	if len(p.list) == 0 {
 		return nil
 	}

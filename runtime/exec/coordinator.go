@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/state"
 )
 
 // CheckpointStats describes one checkpoint or savepoint of a job.
@@ -314,7 +316,10 @@ func (c *coordinator) complete(p *pendingCheckpoint) error {
 	stats := CheckpointStats{ID: p.target.id, Savepoint: p.target.savepoint, Status: "completed", Path: dir,
 		Started: p.started, Duration: time.Since(p.started)}
 	if !p.target.savepoint {
-		c.job.store.add(m, dir)
+		if err := c.job.store.add(m, dir); err != nil {
+			_ = os.Remove(filepath.Join(dir, "_metadata"))
+			return err
+		}
 	}
 	c.job.record(stats)
 	c.lastCompleted = p.target.id
@@ -401,6 +406,9 @@ type checkpointStore struct {
 		next      int64
 		completed []completedCheckpoint // oldest first
 		storageOK bool
+		// registry counts the references of retained checkpoints to
+		// keyed state files in shared/.
+		registry *state.SharedRegistry
 	}
 }
 
@@ -447,23 +455,61 @@ func (s *checkpointStore) ensureStorage() error {
 		return fmt.Errorf("%w: %w", ErrCheckpointDeclined, err)
 	}
 	s.mu.storageOK = true
+	s.mu.registry = state.NewSharedRegistry(state.Storage{Root: s.storage.root})
 	return nil
 }
 
 // add makes m the latest completed checkpoint and removes the oldest
-// beyond the retained number.
-func (s *checkpointStore) add(m *Metadata, dir string) {
+// beyond the retained number, with the shared files only they used.
+func (s *checkpointStore) add(m *Metadata, dir string) error {
+	handles, err := keyedHandles(m)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Register before releasing: files the new checkpoint shares with a
+	// subsumed one stay.
+	if err := s.mu.registry.Register(m.CheckpointID, handles); err != nil {
+		return err
+	}
 	s.mu.completed = append(s.mu.completed, completedCheckpoint{meta: m, dir: dir})
-	var subsumed []completedCheckpoint
 	if extra := len(s.mu.completed) - s.retained; extra > 0 {
-		subsumed = append(subsumed, s.mu.completed[:extra]...)
+		for _, c := range s.mu.completed[:extra] {
+			_ = s.mu.registry.Release(c.meta.CheckpointID)
+			_ = os.RemoveAll(c.dir)
+		}
 		s.mu.completed = append([]completedCheckpoint(nil), s.mu.completed[extra:]...)
 	}
-	s.mu.Unlock()
-	for _, c := range subsumed {
-		_ = os.RemoveAll(c.dir)
+	return nil
+}
+
+// sweep deletes the shared files no retained checkpoint references (those
+// of checkpoints that never completed). Only while no task runs.
+func (s *checkpointStore) sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.registry != nil {
+		_ = s.mu.registry.Sweep()
 	}
+}
+
+// keyedHandles collects the keyed state handles of a snapshot.
+func keyedHandles(m *Metadata) ([]state.Handle, error) {
+	var hs []state.Handle
+	for _, op := range m.Operators {
+		for _, st := range op.Subtasks {
+			if st.Keyed == nil {
+				continue
+			}
+			var h state.Handle
+			if err := json.Unmarshal(st.Keyed, &h); err != nil {
+				return nil, fmt.Errorf("operator %q subtask %d: invalid keyed state handle: %w", op.UID, st.Subtask, err)
+			}
+			hs = append(hs, h)
+		}
+	}
+	return hs, nil
 }
 
 // latest returns the latest completed checkpoint, if any.

@@ -35,9 +35,12 @@
 //   - In a chain, upstream operators finish first (what one emits as it
 //     finishes reaches the next before that one finishes); an error names
 //     the chained operator it came from.
-//   - Keyed aggregation keeps its groups in memory and emits them when its
-//     input ends (bounded input). Incremental, state-backed aggregation of
-//     unbounded input comes with keyed state (issue 4).
+//   - Keyed aggregation emits one row per group when its input ends. Its
+//     groups live in memory, and a checkpoint writes those changed since
+//     the last one into the subtask's Pebble backend (package state) and
+//     snapshots it incrementally; past Options.KeyedCacheGroups groups the
+//     memory is dropped and groups are read back as keys recur. A job that
+//     never checkpoints never opens a backend.
 //
 // The package builds on plan, partition, expr, source, sink, bundle and the
 // plugin runner; it knows nothing of the Python client or the server.

@@ -38,6 +38,15 @@ type Options struct {
 	Stdout io.Writer
 	// Collect receives collect sinks' batches (retained: it releases them).
 	Collect func(op *plan.Operator, subtask int, b arrow.RecordBatch) error
+	// StateDir holds the working directories of keyed state backends
+	// (Pebble databases, a cache of what checkpoints hold). Default: the
+	// system's temporary directory.
+	StateDir string
+	// KeyedCacheGroups is how many groups a keyed aggregation subtask keeps
+	// in memory after a checkpoint wrote them to its state backend; beyond
+	// it they are dropped from memory and read back as their keys recur.
+	// Default 65536.
+	KeyedCacheGroups int
 	// JobID names the job (its checkpoints go under <dir>/<JobID>).
 	// Default: a random id.
 	JobID string
@@ -56,6 +65,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
+	}
+	if o.KeyedCacheGroups == 0 {
+		o.KeyedCacheGroups = 1 << 16
 	}
 	return o
 }
@@ -139,14 +151,6 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 		j.id = newJobID()
 	}
 	j.store = newCheckpointStore(cfg.checkpoint, j.id)
-	if cfg.checkpoint.Interval > 0 || cfg.restore.Path != "" {
-		for _, op := range g.Operators {
-			if op.Kind == plan.KindKeyedAggregate {
-				return nil, fmt.Errorf("exec: operator %q (uid %s): keyed aggregation keeps its state in memory and cannot be checkpointed or restored yet; run the job without %s and %s",
-					op.Name, op.UID, ConfigCheckpointInterval, ConfigRestorePath)
-			}
-		}
-	}
 	ctx = compute.WithAllocator(ctx, opts.Allocator)
 	a, err := j.firstAttempt(ctx)
 	if err != nil {
@@ -195,24 +199,24 @@ func (j *Job) run(ctx context.Context, a *attempt) {
 	for {
 		err := a.wait()
 		if err == nil || errors.Is(err, errStoppedWithSavepoint) {
-			j.end(nil, Finished, Running, Canceling)
+			j.end(ctx, nil, Finished, Running, Canceling)
 			return
 		}
 		if ctx.Err() != nil {
-			j.end(err, Canceled, Canceling)
+			j.end(ctx, err, Canceled, Canceling)
 			return
 		}
 		if j.lifecycle.state() != Restarting {
-			j.end(err, Failed, Running, Failing)
+			j.end(ctx, err, Failed, Running, Failing)
 			return
 		}
 		var next *attempt
 		next, err = j.restart(ctx, err)
 		if next == nil {
 			if ctx.Err() != nil {
-				j.end(context.Cause(ctx), Canceled, Canceling)
+				j.end(ctx, context.Cause(ctx), Canceled, Canceling)
 			} else {
-				j.end(err, Failed, Restarting)
+				j.end(ctx, err, Failed, Restarting)
 			}
 			return
 		}
@@ -230,6 +234,7 @@ func (j *Job) restart(ctx context.Context, cause error) (*attempt, error) {
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
+		j.store.sweep() // no task runs: uploads of unfinished checkpoints go
 		from := j.latestRestorePoint()
 		a, err := j.newAttempt(ctx, from)
 		if err == nil {
@@ -277,13 +282,18 @@ func (j *Job) onFailure() {
 // end records the job's outcome, and keeps or deletes its checkpoints as
 // Flink does: deleted when it finishes, kept when it fails, and when it is
 // canceled only with RETAIN_ON_CANCELLATION.
-func (j *Job) end(err error, to JobState, from ...JobState) {
+func (j *Job) end(ctx context.Context, err error, to JobState, from ...JobState) {
 	if !j.stopWatch() {
 		<-j.watchDone // Canceling is reported before the end
+	} else if ctx.Err() != nil {
+		// Canceled, but the watch has not run yet (and now never will).
+		j.lifecycle.move(Canceling, Running, Restarting)
 	}
 	switch {
 	case to == Finished, to == Canceled && !j.config.checkpoint.RetainOnCancel:
 		j.store.discardAll()
+	default:
+		j.store.sweep()
 	}
 	j.metrics, j.err = j.Snapshot(), err
 	if !j.lifecycle.move(to, from...) && to == Finished {

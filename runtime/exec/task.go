@@ -136,9 +136,12 @@ func (t *task) build(bc *buildContext, l *link, in, out *arrow.Schema) error {
 		l.proc = &unionProc{schema: out}
 		return nil
 	case plan.KindKeyedAggregate:
-		p, err := newAggProc(l.op.Node, in, out, opts.Allocator)
+		p, err := newAggProc(l.op.Node, in, out, opts.Allocator, bc.g.MaxParallelism)
+		if err != nil {
+			return err
+		}
 		l.proc = p
-		return err
+		return p.setupState(context.Background(), bc, l.op, t.subtask)
 	case plan.KindUDF, plan.KindMapBatches:
 		p, err := newUDFProc(l.op, in, out, t.subtask, opts)
 		if err != nil {
