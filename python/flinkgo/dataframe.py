@@ -53,6 +53,12 @@ MAX_PARALLELISM = 32768
 
 _NAME_LIMIT = 200
 
+Emit = Literal["auto", "final", "updates"]
+"""When a keyed aggregation emits its results: see :meth:`KeyedDataFrame.agg`."""
+
+# The plan's KeyedAggregate.Emit values.
+_EMIT_MODES = {"auto": 0, "final": 1, "updates": 2}
+
 PartitioningKind = Literal[
     "FORWARD_IMPLICIT", "FORWARD", "REBALANCE", "RESCALE", "SHUFFLE", "BROADCAST", "GLOBAL", "HASH"
 ]
@@ -920,14 +926,24 @@ class KeyedDataFrame:
         """Show the keys, e.g. ``<KeyedDataFrame key_by(sensor)>``."""
         return f"<KeyedDataFrame key_by({', '.join(self._keys)})>"
 
-    def agg(self, *aggregates: Aggregate) -> DataFrame:
+    def agg(self, *aggregates: Aggregate, emit: Emit = "auto") -> DataFrame:
         """Aggregate each key's rows: per key, a running result updated with every row.
+
+        The running results are kept as keyed state: checkpoints save them, and a job
+        restored from a checkpoint or savepoint, at any parallelism, carries on from them.
 
         Parameters
         ----------
         *aggregates
             At least one of :func:`flinkgo.sum`, :func:`~flinkgo.count`,
             :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`.
+        emit
+            When results come out. ``"final"``: one row per key when the input ends.
+            ``"updates"``: the current row of every key that changed, every
+            ``pipeline.keyed-aggregate.update-interval`` (default 1 s) and at the end,
+            so a key's last row is its result (an upsert stream, as Spark's update
+            output mode). ``"auto"``: ``"updates"`` when a source upstream never ends
+            (``datagen`` without ``rows``), else ``"final"``.
 
         Returns
         -------
@@ -944,7 +960,8 @@ class KeyedDataFrame:
             If an argument is not an aggregate, or an aggregate does not apply to the
             column's type (``sum`` of strings, say).
         ValueError
-            If no aggregate is given, or two output columns have the same name.
+            If no aggregate is given, two output columns have the same name, or `emit`
+            is not one of the modes.
 
         Examples
         --------
@@ -960,6 +977,8 @@ class KeyedDataFrame:
         op = "agg"
         if not aggregates:
             raise ValueError("agg: no aggregates given, e.g. agg(flinkgo.count())")
+        if emit not in _EMIT_MODES:
+            raise ValueError(f"agg: emit must be one of {sorted(_EMIT_MODES)}, got {emit!r}")
         schema = self._df.schema
         empty = schema.empty_table()
         fields = [schema.field(k) for k in self._keys]
@@ -992,7 +1011,7 @@ class KeyedDataFrame:
             out_name = "count_all" if a.column is None else f"{a.column}_{a.function}"
             fields.append(pa.field(a.name, result.schema.field(out_name).type))
             messages.append(pb.Aggregate(function=a.function, column=a.column or "", name=a.name))
-        body = pb.KeyedAggregate(keys=list(self._keys), aggregates=messages)
+        body = pb.KeyedAggregate(keys=list(self._keys), aggregates=messages, emit=_EMIT_MODES[emit])
         text = ", ".join(map(str, aggregates))
         name = f"key_by({', '.join(self._keys)}).agg({text})"
         step = _Step(

@@ -146,3 +146,50 @@ def test_the_cli_lists_and_stops_a_job_with_a_savepoint(tmp_path, runtime):
     )
     assert missing.returncode == 1
     assert "no running job has the id" in missing.stderr
+
+
+def test_keyed_aggregation_of_an_unbounded_source_emits_updates(tmp_path):
+    env = fg.Environment(
+        parallelism=1, config={"pipeline.keyed-aggregate.update-interval": "100 ms"}
+    )
+    rows = env.datagen(schema={"id": "int64"}, rows_per_second=5000)
+    rows.with_column("k", fg.col("id") % 3).key_by("k").agg(fg.count().alias("n")).write_csv(
+        tmp_path / "out"
+    )
+    job = env.execute_async("updates")
+    wait_running(job)
+    time.sleep(1.0)
+    job.cancel()
+    with pytest.raises(fg.JobCanceledError):
+        job.result(timeout=60)
+    # Without checkpoints the canceled job published nothing; with emit="final" it
+    # would never emit at all. Run the same with a stop-with-savepoint instead.
+    env = pipeline_updates(tmp_path)
+    job = env.execute_async("updates")
+    wait_running(job)
+    time.sleep(1.5)
+    job.stop_with_savepoint()
+    assert job.result(timeout=60).state == "FINISHED"
+    out = committed(tmp_path)
+    assert set(out["k"]) == {0, 1, 2}
+    # Several updates per key (an upsert stream), no count repeated.
+    for _, counts in out.groupby("k")["n"]:
+        assert len(counts) >= 2
+        assert counts.is_unique
+
+
+def pipeline_updates(tmp_path):
+    env = fg.Environment(
+        parallelism=1,
+        config={
+            "pipeline.keyed-aggregate.update-interval": "100 ms",
+            "execution.checkpointing.interval": "300 ms",
+            "execution.checkpointing.dir": str(tmp_path / "checkpoints"),
+            "execution.checkpointing.savepoint-dir": str(tmp_path / "savepoints"),
+        },
+    )
+    rows = env.datagen(schema={"id": "int64"}, rows_per_second=5000)
+    rows.with_column("k", fg.col("id") % 3).key_by("k").agg(fg.count().alias("n")).write_csv(
+        tmp_path / "out"
+    )
+    return env

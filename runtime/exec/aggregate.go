@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/partition"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/state"
 	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
@@ -38,6 +40,10 @@ type aggProc struct {
 	maxP   int
 	// stateful: the keyed state backend and what it holds (aggstate.go).
 	keyed keyedState
+	// updates mode (else final): emit changed groups every updateInterval.
+	updates        bool
+	updateInterval time.Duration
+	nextUpdate     time.Time
 	// intKey: a single int64 key, looked up without encoding; nullGroup is
 	// the group of its null key, -1 until one comes.
 	intKey    bool
@@ -60,6 +66,8 @@ type group struct {
 	// and its key group); dirty: changed since the backend last saw it.
 	stateKey state.Key
 	dirty    bool
+	// changed: since the last emission (updates mode).
+	changed bool
 }
 
 type accumulator struct {
@@ -72,9 +80,10 @@ type accumulator struct {
 	min, max   any // strings
 }
 
-func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int) (*aggProc, error) {
+func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int, updates bool, interval time.Duration) (*aggProc, error) {
 	spec := node.GetKeyedAggregate()
-	p := &aggProc{schema: out, mem: mem, index: map[string]int{}, maxP: maxP}
+	p := &aggProc{schema: out, mem: mem, index: map[string]int{}, maxP: maxP,
+		updates: updates, updateInterval: interval, nextUpdate: time.Now().Add(interval)}
 	for _, k := range spec.GetKeys() {
 		idx := in.FieldIndices(k)
 		if len(idx) == 0 {
@@ -166,7 +175,7 @@ func (p *aggProc) rowGroups(b arrow.RecordBatch, keyCols []arrow.Array, gids []i
 			p.index[string(p.keyBuf)] = gid
 		}
 		gids[row] = gid
-		p.list[gid].dirty = true
+		p.list[gid].dirty, p.list[gid].changed = true, true
 	}
 	return nil
 }
@@ -183,7 +192,7 @@ func (p *aggProc) intGroups(b arrow.RecordBatch, keys *array.Int64, gids []int) 
 				p.nullGroup = gid
 			}
 			gids[row] = p.nullGroup
-			p.list[p.nullGroup].dirty = true
+			p.list[p.nullGroup].dirty, p.list[p.nullGroup].changed = true, true
 			continue
 		}
 		k := keys.Value(row)
@@ -197,7 +206,7 @@ func (p *aggProc) intGroups(b arrow.RecordBatch, keys *array.Int64, gids []int) 
 			p.intIndex[k] = gid
 		}
 		gids[row] = gid
-		p.list[gid].dirty = true
+		p.list[gid].dirty, p.list[gid].changed = true, true
 	}
 	return nil
 }
@@ -368,13 +377,43 @@ func floatValue(col arrow.Array, row int) float64 {
 	return v
 }
 
-// finish emits every group: in order of first appearance when every group
-// is in memory, else in key-group order from the state backend.
+// finish emits the results. Final mode: every group, in order of first
+// appearance when every group is in memory, else in key-group order from
+// the state backend. Updates mode: the groups changed since the last
+// emission.
 func (p *aggProc) finish(ctx context.Context, emit emitFunc) error {
+	if p.updates {
+		return p.emitChanged(ctx, emit)
+	}
 	if err := p.loadAll(); err != nil {
 		return err
 	}
-	if len(p.list) == 0 {
+	return p.emitGroups(ctx, emit, p.list)
+}
+
+// emitChanged emits the current row of every group changed since the last
+// emission (updates mode).
+func (p *aggProc) emitChanged(ctx context.Context, emit emitFunc) error {
+	p.nextUpdate = time.Now().Add(p.updateInterval)
+	var changed []*group
+	for _, g := range p.list {
+		if g.changed {
+			changed = append(changed, g)
+			g.changed = false
+		}
+	}
+	return p.emitGroups(ctx, emit, changed)
+}
+
+func (p *aggProc) deadline() (time.Time, bool) { return p.nextUpdate, p.updates }
+
+func (p *aggProc) onTimer(ctx context.Context, emit emitFunc) error {
+	return p.emitChanged(ctx, emit)
+}
+
+// emitGroups emits one row per group.
+func (p *aggProc) emitGroups(ctx context.Context, emit emitFunc, groups []*group) error {
+	if len(groups) == 0 {
 		return nil
 	}
 	cols := make([]arrow.Array, 0, p.schema.NumFields())
@@ -384,7 +423,7 @@ func (p *aggProc) finish(ctx context.Context, emit emitFunc) error {
 		}
 	}()
 	for i := range p.keys {
-		c, err := p.keyColumn(i)
+		c, err := p.keyColumn(i, groups)
 		if err != nil {
 			return fmt.Errorf("key %s: %w", p.schema.Field(i).Name, err)
 		}
@@ -393,7 +432,7 @@ func (p *aggProc) finish(ctx context.Context, emit emitFunc) error {
 	for i, a := range p.aggs {
 		f := p.schema.Field(len(p.keys) + i)
 		b := array.NewBuilder(p.mem, f.Type)
-		for _, g := range p.list {
+		for _, g := range groups {
 			if err := appendAggregate(b, a, g.acc[i]); err != nil {
 				b.Release()
 				return fmt.Errorf("aggregate %s: %w", f.Name, err)
@@ -402,14 +441,14 @@ func (p *aggProc) finish(ctx context.Context, emit emitFunc) error {
 		cols = append(cols, b.NewArray())
 		b.Release()
 	}
-	return emit(ctx, array.NewRecordBatch(p.schema, cols, int64(len(p.list))))
+	return emit(ctx, array.NewRecordBatch(p.schema, cols, int64(len(groups))))
 }
 
 // keyColumn builds the output column of key i. A dictionary-encoded key
 // (a pandas Categorical) is built as its values, each group's value once,
 // and given identity indices: arrow-go has no builder for every dictionary
 // value type (large_string, say).
-func (p *aggProc) keyColumn(i int) (arrow.Array, error) {
+func (p *aggProc) keyColumn(i int, groups []*group) (arrow.Array, error) {
 	typ := p.schema.Field(i).Type
 	dict, isDict := typ.(*arrow.DictionaryType)
 	if isDict {
@@ -417,7 +456,7 @@ func (p *aggProc) keyColumn(i int) (arrow.Array, error) {
 	}
 	b := array.NewBuilder(p.mem, typ)
 	defer b.Release()
-	for _, g := range p.list {
+	for _, g := range groups {
 		if g.null[i] {
 			b.AppendNull()
 		} else if err := b.AppendValueFromString(g.key[i]); err != nil {
@@ -501,4 +540,35 @@ func appendAggregate(b array.Builder, a aggSpec, acc accumulator) error {
 	default:
 		return b.AppendValueFromString(fmt.Sprint(x))
 	}
+}
+
+// emitsUpdates resolves a keyed aggregation's emit mode: AUTO is UPDATES
+// when some source upstream of it never ends.
+func emitsUpdates(g *plan.Graph, op *plan.Operator) bool {
+	switch op.Node.GetKeyedAggregate().GetEmit() {
+	case planpb.KeyedAggregate_EMIT_FINAL:
+		return false
+	case planpb.KeyedAggregate_EMIT_UPDATES:
+		return true
+	}
+	seen := map[int]bool{}
+	var unbounded func(id int) bool
+	unbounded = func(id int) bool {
+		if seen[id] {
+			return false
+		}
+		seen[id] = true
+		o := g.Operators[id]
+		if o.Kind == plan.KindSource {
+			gen := o.Node.GetSource().GetDatagen()
+			return gen != nil && gen.GetRows() == 0
+		}
+		for _, e := range g.Inputs(id) {
+			if unbounded(e.From) {
+				return true
+			}
+		}
+		return false
+	}
+	return unbounded(op.ID)
 }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/state"
@@ -142,7 +141,13 @@ func (p *aggProc) forgetGroups() {
 // snapshotState writes the changed groups into the backend and snapshots
 // it: incrementally into the checkpoint storage, or whole into a
 // savepoint's directory.
-func (p *aggProc) snapshotState(ctx context.Context, target checkpointTarget, _ emitFunc, st *SubtaskState) error {
+func (p *aggProc) snapshotState(ctx context.Context, target checkpointTarget, emit emitFunc, st *SubtaskState) error {
+	if p.updates {
+		// Before the barrier, and before groups may leave memory.
+		if err := p.emitChanged(ctx, emit); err != nil {
+			return err
+		}
+	}
 	if p.keyed.backend == nil {
 		b, err := state.Open(p.stateOptions(p.maxP))
 		if err != nil {
@@ -177,9 +182,7 @@ func (p *aggProc) snapshotState(ctx context.Context, target checkpointTarget, _ 
 
 func (p *aggProc) notifyComplete(int64) error { return nil }
 
-func (p *aggProc) deadline() (time.Time, bool)             { return time.Time{}, false }
-func (p *aggProc) onTimer(context.Context, emitFunc) error { return nil }
-func (p *aggProc) cancel(error)                            {}
+func (p *aggProc) cancel(error) {}
 
 // release closes the backend and removes its scratch directory.
 func (p *aggProc) release() {

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
@@ -207,5 +209,56 @@ func TestRetainedCheckpointsOwnExactlyTheSharedFiles(t *testing.T) {
 	}
 	if len(shared) == 0 {
 		t.Error("no shared files: the keyed state was not checkpointed")
+	}
+}
+
+// Over an unbounded source a keyed aggregation emits, every update
+// interval, the current row of each key that changed: each row is the
+// aggregate of a prefix of the key's rows.
+func TestKeyedAggregationEmitsUpdatesOfAnUnboundedInput(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	g := keyedSums(t, 0, 20000, 1, t.TempDir(), map[string]string{ConfigUpdateInterval: "100 ms"})
+	// Collect instead of files, and the aggregation at parallelism 2 (the
+	// source at 1 generates ids in increasing order).
+	g = replan(t, g, func(j *planpb.JobPlan) {
+		j.Nodes[2].Parallelism = 2
+		j.Nodes[3].Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
+		j.Nodes[3].Parallelism = 2
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type row struct{ k, total, n, lo, hi int64 }
+	rows := make(chan row, 1<<16)
+	_, err := Run(ctx, g, Options{Allocator: mem, SourceBatchRows: 500, Collect: func(_ *plan.Operator, _ int, b arrow.RecordBatch) error {
+		defer b.Release()
+		for i := range int(b.NumRows()) {
+			v := func(c int) int64 { return b.Column(c).(*array.Int64).Value(i) }
+			rows <- row{v(0), v(1), v(2), v(3), v(4)}
+		}
+		if len(rows) > 5*aggKeys {
+			cancel()
+		}
+		return nil
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want the job canceled, got %v", err)
+	}
+	close(rows)
+	updates := map[int64]int{}
+	for r := range rows {
+		n := r.n
+		if r.lo != r.k || r.hi != r.k+aggKeys*(n-1) || r.total != n*r.k+aggKeys*n*(n-1)/2 {
+			t.Fatalf("row %+v is not the aggregate of the first %d ids of key %d", r, n, r.k)
+		}
+		updates[r.k]++
+	}
+	if len(updates) != aggKeys {
+		t.Fatalf("updates for %d keys, want %d", len(updates), aggKeys)
+	}
+	for k, n := range updates {
+		if n < 2 {
+			t.Errorf("key %d was emitted %d times; want an update per interval", k, n)
+		}
 	}
 }

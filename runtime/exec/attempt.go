@@ -42,6 +42,7 @@ type buildContext struct {
 	opts      Options
 	from      *restorePoint
 	attemptID string // for sinks' part names; "" without checkpoints
+	config    runtimeConfig
 }
 
 // restorePoint is a completed snapshot to start from; base is the
@@ -99,7 +100,7 @@ func (j *Job) newAttempt(ctx context.Context, from *restorePoint) (*attempt, err
 	if err := recoverSinks(g, from, j.Attempts() > 0); err != nil {
 		return nil, err
 	}
-	bc := &buildContext{g: g, schemas: sch, inboxes: inboxes, outs: outs, count: j.count, opts: opts, from: from}
+	bc := &buildContext{g: g, schemas: sch, inboxes: inboxes, outs: outs, count: j.count, opts: opts, from: from, config: j.config}
 	if j.config.checkpoint.Interval > 0 || from != nil {
 		bc.attemptID = newJobID() // part files of different attempts never share a name
 	}

@@ -91,7 +91,7 @@ func replan(t *testing.T, g *plan.Graph, edit func(*planpb.JobPlan)) *plan.Graph
 	for _, op := range g.Operators {
 		nodes = append(nodes, op.Node)
 	}
-	j := &planpb.JobPlan{Name: g.Name, DefaultParallelism: int32(g.DefaultParallelism), Nodes: nodes}
+	j := &planpb.JobPlan{Name: g.Name, DefaultParallelism: int32(g.DefaultParallelism), Config: g.Config, Nodes: nodes}
 	edit(j)
 	out, err := plan.Plan(j, plan.Options{})
 	if err != nil {

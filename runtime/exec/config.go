@@ -29,6 +29,9 @@ const (
 	ConfigExponentialMaxBackoff     = "restart-strategy.exponential-delay.max-backoff"
 	ConfigExponentialMultiplier     = "restart-strategy.exponential-delay.backoff-multiplier"
 	ConfigExponentialAttempts       = "restart-strategy.exponential-delay.attempts"
+	// ConfigUpdateInterval is how often a keyed aggregation in updates
+	// mode emits the keys that changed. Default 1 s.
+	ConfigUpdateInterval = "pipeline.keyed-aggregate.update-interval"
 )
 
 // Values of ConfigCheckpointRetention, as Flink's.
@@ -92,9 +95,10 @@ type RestartConfig struct {
 
 // runtimeConfig is everything exec reads from the plan's config.
 type runtimeConfig struct {
-	checkpoint CheckpointConfig
-	restore    RestoreConfig
-	restart    RestartConfig
+	checkpoint     CheckpointConfig
+	restore        RestoreConfig
+	restart        RestartConfig
+	updateInterval time.Duration
 }
 
 // parseConfig reads the runtime's keys of a plan's config, reporting every
@@ -123,6 +127,11 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 		p.problems = append(p.problems, fmt.Sprintf("%s must not be negative and %s must be positive", ConfigCheckpointInterval, ConfigCheckpointTimeout))
 	}
 
+	c.updateInterval = p.duration(ConfigUpdateInterval, time.Second)
+	if c.updateInterval <= 0 {
+		p.problem(ConfigUpdateInterval, "must be positive")
+		c.updateInterval = time.Second
+	}
 	c.restore.Path = p.str(ConfigRestorePath, "")
 	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState, false)
 

@@ -136,7 +136,8 @@ func (t *task) build(bc *buildContext, l *link, in, out *arrow.Schema) error {
 		l.proc = &unionProc{schema: out}
 		return nil
 	case plan.KindKeyedAggregate:
-		p, err := newAggProc(l.op.Node, in, out, opts.Allocator, bc.g.MaxParallelism)
+		p, err := newAggProc(l.op.Node, in, out, opts.Allocator, bc.g.MaxParallelism,
+			emitsUpdates(bc.g, l.op), bc.config.updateInterval)
 		if err != nil {
 			return err
 		}

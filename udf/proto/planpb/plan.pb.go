@@ -149,6 +149,60 @@ func (FileSource_Format) EnumDescriptor() ([]byte, []int) {
 	return file_plan_proto_rawDescGZIP(), []int{11, 0}
 }
 
+// When results are emitted. FINAL: one row per key when the input ends.
+// UPDATES: the current row of every key that changed, every
+// pipeline.keyed-aggregate.update-interval and when the input ends (an
+// upsert stream: a key's last row is its result). AUTO: UPDATES when an
+// upstream source is unbounded, else FINAL.
+type KeyedAggregate_Emit int32
+
+const (
+	KeyedAggregate_EMIT_AUTO    KeyedAggregate_Emit = 0
+	KeyedAggregate_EMIT_FINAL   KeyedAggregate_Emit = 1
+	KeyedAggregate_EMIT_UPDATES KeyedAggregate_Emit = 2
+)
+
+// Enum value maps for KeyedAggregate_Emit.
+var (
+	KeyedAggregate_Emit_name = map[int32]string{
+		0: "EMIT_AUTO",
+		1: "EMIT_FINAL",
+		2: "EMIT_UPDATES",
+	}
+	KeyedAggregate_Emit_value = map[string]int32{
+		"EMIT_AUTO":    0,
+		"EMIT_FINAL":   1,
+		"EMIT_UPDATES": 2,
+	}
+)
+
+func (x KeyedAggregate_Emit) Enum() *KeyedAggregate_Emit {
+	p := new(KeyedAggregate_Emit)
+	*p = x
+	return p
+}
+
+func (x KeyedAggregate_Emit) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KeyedAggregate_Emit) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[2].Descriptor()
+}
+
+func (KeyedAggregate_Emit) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[2]
+}
+
+func (x KeyedAggregate_Emit) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KeyedAggregate_Emit.Descriptor instead.
+func (KeyedAggregate_Emit) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{16, 0}
+}
+
 type JobPlan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1385,6 +1439,7 @@ type KeyedAggregate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Keys          []string               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
 	Aggregates    []*Aggregate           `protobuf:"bytes,2,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
+	Emit          KeyedAggregate_Emit    `protobuf:"varint,3,opt,name=emit,proto3,enum=flinkgo.plan.v1.KeyedAggregate_Emit" json:"emit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1431,6 +1486,13 @@ func (x *KeyedAggregate) GetAggregates() []*Aggregate {
 		return x.Aggregates
 	}
 	return nil
+}
+
+func (x *KeyedAggregate) GetEmit() KeyedAggregate_Emit {
+	if x != nil {
+		return x.Emit
+	}
+	return KeyedAggregate_EMIT_AUTO
 }
 
 type Aggregate struct {
@@ -1858,12 +1920,18 @@ const file_plan_proto_rawDesc = "" +
 	"\tpredicate\x18\x01 \x01(\v2\x15.flinkgo.plan.v1.ExprR\tpredicate\"D\n" +
 	"\n" +
 	"MapBatches\x126\n" +
-	"\bfunction\x18\x01 \x01(\v2\x1a.flinkgo.worker.v1.UdfSpecR\bfunction\"`\n" +
+	"\bfunction\x18\x01 \x01(\v2\x1a.flinkgo.worker.v1.UdfSpecR\bfunction\"\xd3\x01\n" +
 	"\x0eKeyedAggregate\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\x12:\n" +
 	"\n" +
 	"aggregates\x18\x02 \x03(\v2\x1a.flinkgo.plan.v1.AggregateR\n" +
-	"aggregates\"S\n" +
+	"aggregates\x128\n" +
+	"\x04emit\x18\x03 \x01(\x0e2$.flinkgo.plan.v1.KeyedAggregate.EmitR\x04emit\"7\n" +
+	"\x04Emit\x12\r\n" +
+	"\tEMIT_AUTO\x10\x00\x12\x0e\n" +
+	"\n" +
+	"EMIT_FINAL\x10\x01\x12\x10\n" +
+	"\fEMIT_UPDATES\x10\x02\"S\n" +
 	"\tAggregate\x12\x1a\n" +
 	"\bfunction\x18\x01 \x01(\tR\bfunction\x12\x16\n" +
 	"\x06column\x18\x02 \x01(\tR\x06column\x12\x12\n" +
@@ -1892,74 +1960,76 @@ func file_plan_proto_rawDescGZIP() []byte {
 	return file_plan_proto_rawDescData
 }
 
-var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_plan_proto_goTypes = []any{
 	(Partitioning_Kind)(0),   // 0: flinkgo.plan.v1.Partitioning.Kind
 	(FileSource_Format)(0),   // 1: flinkgo.plan.v1.FileSource.Format
-	(*JobPlan)(nil),          // 2: flinkgo.plan.v1.JobPlan
-	(*Node)(nil),             // 3: flinkgo.plan.v1.Node
-	(*Input)(nil),            // 4: flinkgo.plan.v1.Input
-	(*Partitioning)(nil),     // 5: flinkgo.plan.v1.Partitioning
-	(*Expr)(nil),             // 6: flinkgo.plan.v1.Expr
-	(*Literal)(nil),          // 7: flinkgo.plan.v1.Literal
-	(*Call)(nil),             // 8: flinkgo.plan.v1.Call
-	(*UdfExpr)(nil),          // 9: flinkgo.plan.v1.UdfExpr
-	(*NamedExpr)(nil),        // 10: flinkgo.plan.v1.NamedExpr
-	(*Source)(nil),           // 11: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),      // 12: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),       // 13: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),    // 14: flinkgo.plan.v1.DatagenSource
-	(*Select)(nil),           // 15: flinkgo.plan.v1.Select
-	(*Filter)(nil),           // 16: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),       // 17: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),   // 18: flinkgo.plan.v1.KeyedAggregate
-	(*Aggregate)(nil),        // 19: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),            // 20: flinkgo.plan.v1.Union
-	(*Sink)(nil),             // 21: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),        // 22: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),         // 23: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),      // 24: flinkgo.plan.v1.CollectSink
-	nil,                      // 25: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil), // 26: flinkgo.worker.v1.UdfSpec
+	(KeyedAggregate_Emit)(0), // 2: flinkgo.plan.v1.KeyedAggregate.Emit
+	(*JobPlan)(nil),          // 3: flinkgo.plan.v1.JobPlan
+	(*Node)(nil),             // 4: flinkgo.plan.v1.Node
+	(*Input)(nil),            // 5: flinkgo.plan.v1.Input
+	(*Partitioning)(nil),     // 6: flinkgo.plan.v1.Partitioning
+	(*Expr)(nil),             // 7: flinkgo.plan.v1.Expr
+	(*Literal)(nil),          // 8: flinkgo.plan.v1.Literal
+	(*Call)(nil),             // 9: flinkgo.plan.v1.Call
+	(*UdfExpr)(nil),          // 10: flinkgo.plan.v1.UdfExpr
+	(*NamedExpr)(nil),        // 11: flinkgo.plan.v1.NamedExpr
+	(*Source)(nil),           // 12: flinkgo.plan.v1.Source
+	(*ArrowSource)(nil),      // 13: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),       // 14: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),    // 15: flinkgo.plan.v1.DatagenSource
+	(*Select)(nil),           // 16: flinkgo.plan.v1.Select
+	(*Filter)(nil),           // 17: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),       // 18: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),   // 19: flinkgo.plan.v1.KeyedAggregate
+	(*Aggregate)(nil),        // 20: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),            // 21: flinkgo.plan.v1.Union
+	(*Sink)(nil),             // 22: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),        // 23: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),         // 24: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),      // 25: flinkgo.plan.v1.CollectSink
+	nil,                      // 26: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*workerpb.UdfSpec)(nil), // 27: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	25, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
-	3,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
-	4,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
-	11, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
-	15, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
-	16, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
-	17, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
-	18, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	20, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	21, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	5,  // 10: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	26, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	4,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
+	5,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
+	12, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
+	16, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
+	17, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
+	18, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
+	19, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
+	21, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	22, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	6,  // 10: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
 	0,  // 11: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	7,  // 12: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	8,  // 13: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	9,  // 14: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	6,  // 15: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	26, // 16: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	6,  // 17: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	6,  // 18: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	12, // 19: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	13, // 20: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	14, // 21: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	8,  // 12: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	9,  // 13: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	10, // 14: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	7,  // 15: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	27, // 16: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	7,  // 17: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	7,  // 18: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	13, // 19: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	14, // 20: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	15, // 21: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
 	1,  // 22: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	10, // 23: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	6,  // 24: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	26, // 25: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	19, // 26: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	22, // 27: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	23, // 28: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	24, // 29: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 30: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	11, // 23: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	7,  // 24: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	27, // 25: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	20, // 26: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	2,  // 27: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	23, // 28: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	24, // 29: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	25, // 30: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	1,  // 31: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -2004,7 +2074,7 @@ func file_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
