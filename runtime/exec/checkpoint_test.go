@@ -311,3 +311,43 @@ func TestCheckpointStorageProblems(t *testing.T) {
 		t.Fatalf("want the job to fail at the third failed checkpoint, got %v after %+v", err, j.Checkpoints())
 	}
 }
+
+// A checkpoint on demand, and the max parallelism a snapshot fixes.
+func TestCheckpointOnDemandAndRestoredMaxParallelism(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	// No interval: checkpoints only on demand.
+	cfg := map[string]string{ConfigCheckpointDir: dir, ConfigCheckpointRetention: RetainOnCancellation}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j, err := Start(ctx, keyedSums(t, 0, 5000, 2, out, cfg), Options{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chk, err := j.TriggerCheckpoint(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(chk) != "chk-1" || filepath.Dir(chk) != filepath.Join(dir, j.ID()) {
+		t.Fatalf("checkpoint at %s", chk)
+	}
+	cancel()
+	_, _ = j.Wait()
+
+	// The snapshot's max parallelism (128) is the job's: 200 subtasks of
+	// the aggregation are refused, naming the operator and both numbers.
+	job := &planpb.JobPlan{Name: "too wide", DefaultParallelism: 200, Config: map[string]string{ConfigRestorePath: chk}}
+	for _, op := range keyedSums(t, 0, 5000, 2, out, nil).Operators {
+		job.Nodes = append(job.Nodes, op.Node)
+	}
+	opts, err := PlanOptions(job)
+	if err != nil || opts.RestoredMaxParallelism != 128 {
+		t.Fatalf("plan options %+v, %v", opts, err)
+	}
+	_, err = plan.Plan(job, opts)
+	if err == nil || !strings.Contains(err.Error(), "parallelism 200") || !strings.Contains(err.Error(), "max parallelism 128") ||
+		!strings.Contains(err.Error(), "agg") {
+		t.Fatalf("want the §4.6 error, got %v", err)
+	}
+}

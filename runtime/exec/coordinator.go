@@ -49,9 +49,11 @@ type ack struct {
 }
 
 // savepointRequest asks the coordinator for a savepoint into dir ("" for
-// the configured savepoint directory); the answer is its path.
+// the configured savepoint directory), or with checkpoint for a checkpoint
+// now; the answer is its path.
 type savepointRequest struct {
-	dir string
+	dir        string
+	checkpoint bool
 	// stop: stop the job once the savepoint completed and every task
 	// acted on its completion (sinks committed), as Flink's stop with
 	// savepoint.
@@ -236,7 +238,7 @@ func (c *coordinator) trigger(r *savepointRequest) {
 	id := s.nextID()
 	cfg := c.job.config.checkpoint
 	target := checkpointTarget{id: id, dir: s.storage.root}
-	if r != nil {
+	if r != nil && !r.checkpoint {
 		dir := r.dir
 		if dir == "" {
 			dir = cfg.SavepointDir
@@ -247,6 +249,9 @@ func (c *coordinator) trigger(r *savepointRequest) {
 		}
 		target.savepoint, target.dir = true, newSavepointDir(dir, c.job.id)
 	} else if err := s.ensureStorage(); err != nil {
+		if r != nil {
+			r.answer <- savepointAnswer{err: err}
+		}
 		c.recordFailure(CheckpointStats{ID: id, Status: "failed", Err: err, Started: time.Now()})
 		return
 	}
@@ -346,8 +351,10 @@ func (c *coordinator) failPending(err error) {
 	c.discard(p)
 	if p.request != nil {
 		p.request.answer <- savepointAnswer{err: err}
-		c.job.record(CheckpointStats{ID: p.target.id, Savepoint: true, Status: "failed", Err: err, Started: p.started, Duration: time.Since(p.started)})
-		return // a failed savepoint does not count against the job
+		if p.target.savepoint {
+			c.job.record(CheckpointStats{ID: p.target.id, Savepoint: true, Status: "failed", Err: err, Started: p.started, Duration: time.Since(p.started)})
+			return // a failed savepoint does not count against the job
+		}
 	}
 	c.recordFailure(CheckpointStats{ID: p.target.id, Status: "failed", Err: err, Started: p.started, Duration: time.Since(p.started)})
 }

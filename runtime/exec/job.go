@@ -378,6 +378,12 @@ func (j *Job) TriggerSavepoint(ctx context.Context, dir string) (string, error) 
 	return j.savepoint(ctx, dir, false)
 }
 
+// TriggerCheckpoint takes a checkpoint now (as a periodic one, into the
+// checkpoint storage) and returns its chk-<n> directory once it completed.
+func (j *Job) TriggerCheckpoint(ctx context.Context) (string, error) {
+	return j.request(ctx, &savepointRequest{checkpoint: true})
+}
+
 // StopWithSavepoint takes a savepoint, lets every sink commit up to it,
 // and stops the job, which then ends FINISHED (as Flink's stop with
 // savepoint). It returns the savepoint's path once the savepoint
@@ -387,11 +393,15 @@ func (j *Job) StopWithSavepoint(ctx context.Context, dir string) (string, error)
 }
 
 func (j *Job) savepoint(ctx context.Context, dir string, stop bool) (string, error) {
-	r := &savepointRequest{dir: dir, stop: stop, answer: make(chan savepointAnswer, 1)}
+	return j.request(ctx, &savepointRequest{dir: dir, stop: stop})
+}
+
+func (j *Job) request(ctx context.Context, r *savepointRequest) (string, error) {
+	r.answer = make(chan savepointAnswer, 1)
 	select {
 	case j.savepoints <- r:
 	case <-j.done:
-		return "", errors.New("exec: no savepoint: the job has ended")
+		return "", errors.New("exec: no snapshot: the job has ended")
 	case <-ctx.Done():
 		return "", context.Cause(ctx)
 	}
