@@ -51,6 +51,11 @@ func TestChaining(t *testing.T) {
 			sink(2, "a", from(1)),
 			sink(3, "b", from(1)),
 		), []int{0, 0, 0}},
+		{"a UDF operator chains to its input, not to its output", job(
+			source(1, "src"),
+			mapBatches(2, "m", from(1), spec("m", 0, 0, false)),
+			sink(3, "out", from(2)),
+		), []int{0, 0, 1}},
 		{"keyed aggregate reads by key", job(
 			source(1, "src"),
 			keyedAgg(2, "agg", from(1), []string{"k"}),
