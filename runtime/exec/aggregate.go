@@ -49,7 +49,13 @@ type aggProc struct {
 	intKey    bool
 	intIndex  map[int64]int
 	nullGroup int
+	// smallIndex[k] is 1 + the group of the int64 key k in [0, smallKeys),
+	// 0 for none: small keys, the common case, without a map lookup.
+	smallIndex []int32
 }
+
+// smallKeys bounds the int64 keys looked up in a slice (256 KiB at most).
+const smallKeys = 1 << 16
 
 type aggSpec struct {
 	fn     string
@@ -196,14 +202,28 @@ func (p *aggProc) intGroups(b arrow.RecordBatch, keys *array.Int64, gids []int) 
 			continue
 		}
 		k := keys.Value(row)
-		gid, ok := p.intIndex[k]
+		var gid int
+		ok := false
+		if uint64(k) < uint64(len(p.smallIndex)) {
+			gid = int(p.smallIndex[k]) - 1
+			ok = gid >= 0
+		} else if uint64(k) >= smallKeys {
+			gid, ok = p.intIndex[k]
+		}
 		if !ok {
 			var err error
 			gid, err = p.group(b, row, string(appendKey(nil, keys, row)), []string{strconv.FormatInt(k, 10)}, []bool{false})
 			if err != nil {
 				return err
 			}
-			p.intIndex[k] = gid
+			if uint64(k) < smallKeys {
+				if need := int(k) + 1; need > len(p.smallIndex) {
+					p.smallIndex = append(p.smallIndex, make([]int32, need-len(p.smallIndex))...)
+				}
+				p.smallIndex[k] = int32(gid) + 1
+			} else {
+				p.intIndex[k] = gid
+			}
 		}
 		gids[row] = gid
 		p.list[gid].dirty, p.list[gid].changed = true, true

@@ -134,6 +134,7 @@ func (p *aggProc) forgetGroups() {
 	p.list = nil
 	p.index = map[string]int{}
 	p.intIndex = map[int64]int{}
+	p.smallIndex = nil
 	p.nullGroup = -1
 	p.keyed.complete = false
 }

@@ -21,7 +21,8 @@
 // parallelisms, has the one channel 0; see Outputs.
 //
 // Decisions where the design is silent:
-//   - Forward, Global, Rebalance and Rescale send whole batches; Broadcast
+//   - Forward, Global, Rebalance and Rescale send whole batches, and so do
+//     Hash and Shuffle with one channel (nothing to choose); Broadcast
 //     gives every channel a reference to the same batch (Retain, no copy);
 //     Hash, Shuffle and Custom choose a channel per row and split with take.
 //   - Rebalance and Rescale balance batches, not rows (upstream batches are

@@ -56,6 +56,10 @@ func New(kind Kind, cfg Config) (Partitioner, error) {
 	if err := cfg.validate(kind); err != nil {
 		return nil, err
 	}
+	if cfg.NumChannels == 1 && (kind == Hash || kind == Shuffle) {
+		// Every row goes to the one channel: no hashing, no split.
+		return fixedPartitioner{}, nil
+	}
 	switch kind {
 	case Forward, Global:
 		return fixedPartitioner{}, nil

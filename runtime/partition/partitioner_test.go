@@ -160,6 +160,22 @@ func TestForward(t *testing.T) {
 	}
 }
 
+// With one channel, hash and shuffle send whole batches: no row is hashed
+// or drawn.
+func TestOneChannelPassesBatchesWhole(t *testing.T) {
+	mem := checkedAllocator(t)
+	b := testBatch(mem, seqKeys(10, 3))
+	defer b.Release()
+	for _, kind := range []Kind{Hash, Shuffle} {
+		p := mustNew(t, kind, Config{NumChannels: 1, KeyColumns: []int{0}, Allocator: mem})
+		parts, err := p.Split(b)
+		if err != nil || len(parts) != 1 || parts[0].Batch != b || parts[0].Channel != 0 {
+			t.Errorf("%s with one channel: %v, %v; want the batch itself on channel 0", kind, channelsOf(parts), err)
+		}
+		ReleaseParts(parts)
+	}
+}
+
 func TestGlobal(t *testing.T) {
 	mem := checkedAllocator(t)
 	p := mustNew(t, Global, Config{NumChannels: 4})
@@ -268,6 +284,9 @@ func TestHashRoutesByKeyGroup(t *testing.T) {
 	keys := make([]int64, 3000)
 	for i := range keys {
 		keys[i] = int64((i * 31) % 97)
+		if i%5 == 0 { // negative and large keys too (small ones are memoized)
+			keys[i] = int64(i)*1_000_003 - 5_000_000
+		}
 	}
 	b := testBatch(mem, keys)
 	defer b.Release()

@@ -129,23 +129,56 @@ func hashChannels(keyCols []int, maxP, n int) channelFunc {
 	}
 	mask := uint32(maxP - 1)
 	pow2 := maxP&(maxP-1) == 0
+	channel := func(hash uint32) int32 {
+		// MurmurMix is non-negative, so % is the same in uint32.
+		if pow2 {
+			return owner[uint32(MurmurMix(int32(hash)))&mask]
+		}
+		return owner[uint32(MurmurMix(int32(hash)))%uint32(maxP)]
+	}
+	var small smallIntChannels
 	return func(batch arrow.RecordBatch, _ int, dst []int32) error {
+		if len(keyCols) == 1 && checkKeyColumns(batch.Schema(), keyCols) == nil {
+			if col, ok := batch.Column(keyCols[0]).(*array.Int64); ok && col.NullN() == 0 {
+				small.channels(col.Int64Values(), dst, channel)
+				return nil
+			}
+		}
 		hashes, err := h.hash(batch, keyCols)
 		if err != nil {
 			return err
 		}
-		// MurmurMix is non-negative, so % is the same in uint32.
-		if pow2 {
-			for i, hash := range hashes {
-				dst[i] = owner[uint32(MurmurMix(int32(hash)))&mask]
-			}
-		} else {
-			m := uint32(maxP)
-			for i, hash := range hashes {
-				dst[i] = owner[uint32(MurmurMix(int32(hash)))%m]
-			}
+		for i, hash := range hashes {
+			dst[i] = channel(hash)
 		}
 		return nil
+	}
+}
+
+// smallIntKeys bounds the int64 keys whose channel is remembered.
+const smallIntKeys = 1 << 16
+
+// smallIntChannels remembers the channel of small non-negative int64 keys
+// (ids, codes: the common keys), so that their rows are not hashed again:
+// channels[k] is 1 + the channel of key k, 0 until it is known.
+type smallIntChannels struct{ known []int32 }
+
+func (s *smallIntChannels) channels(vals []int64, dst []int32, channel func(uint32) int32) {
+	for i, v := range vals {
+		if uint64(v) >= smallIntKeys {
+			dst[i] = channel(murmur3Uint64(uint64(v)))
+			continue
+		}
+		if int(v) < len(s.known) && s.known[v] > 0 {
+			dst[i] = s.known[v] - 1
+			continue
+		}
+		c := channel(murmur3Uint64(uint64(v)))
+		if need := int(v) + 1; need > len(s.known) {
+			s.known = append(s.known, make([]int32, need-len(s.known))...)
+		}
+		s.known[v] = c + 1
+		dst[i] = c
 	}
 }
 
