@@ -116,26 +116,14 @@ plan = env.plan("failover")
 	t.Logf("%d attempts after %d worker kills and %d task failures; %d checkpoints", j.Attempts(), kills, failures, len(j.Checkpoints()))
 
 	// Exactly the rows of a run without failures: every id once, y = 2 id.
-	parts, _ := filepath.Glob(filepath.Join(dir, "out", "part-*"))
 	var ids []int64
-	for _, p := range parts {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range csvPartRows(t, filepath.Join(dir, "out")) {
+		id, _ := strconv.ParseInt(r[0], 10, 64)
+		y, _ := strconv.ParseInt(r[1], 10, 64)
+		if y != 2*id {
+			t.Fatalf("row %v: y != 2 id", r)
 		}
-		records, err := csv.NewReader(f).ReadAll()
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		for _, r := range records[1:] {
-			id, _ := strconv.ParseInt(r[0], 10, 64)
-			y, _ := strconv.ParseInt(r[1], 10, 64)
-			if y != 2*id {
-				t.Fatalf("%s: row %v: y != 2 id", p, r)
-			}
-			ids = append(ids, id)
-		}
+		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for i, id := range ids {
@@ -150,24 +138,12 @@ plan = env.plan("failover")
 		t.Errorf("hidden files left: %v", hidden)
 	}
 	// The keyed sums: k -> (sum of 2 id, count) over ids with id % 10 == k.
-	parts, _ = filepath.Glob(filepath.Join(dir, "sums", "part-*"))
 	sums := map[string]string{}
-	for _, p := range parts {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range csvPartRows(t, filepath.Join(dir, "sums")) {
+		if _, dup := sums[r[0]]; dup {
+			t.Fatalf("key %s emitted twice", r[0])
 		}
-		records, err := csv.NewReader(f).ReadAll()
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range records[1:] {
-			if _, dup := sums[r[0]]; dup {
-				t.Fatalf("key %s emitted twice", r[0])
-			}
-			sums[r[0]] = r[1] + " " + r[2]
-		}
+		sums[r[0]] = r[1] + " " + r[2]
 	}
 	for k := int64(0); k < 10; k++ {
 		var total, n int64
@@ -179,6 +155,27 @@ plan = env.plan("failover")
 			t.Errorf("key %d: got %q, want %q", k, got, want)
 		}
 	}
+}
+
+// csvPartRows reads the rows (without headers) of the published CSV part
+// files in dir.
+func csvPartRows(t *testing.T, dir string) [][]string {
+	t.Helper()
+	parts, _ := filepath.Glob(filepath.Join(dir, "part-*"))
+	var rows [][]string
+	for _, p := range parts {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil || len(records) == 0 {
+			t.Fatalf("%s: %v (%d records, want a header at least)", p, err, len(records))
+		}
+		rows = append(rows, records[1:]...)
+	}
+	return rows
 }
 
 // workerPid picks a running Python worker of this test process, or 0.

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"os"
@@ -66,25 +65,13 @@ func keyedSums(t *testing.T, rows int64, rowsPerSecond float64, p int, out strin
 // keyedResults reads the published rows: k → "total n lo hi avg".
 func keyedResults(t *testing.T, dir string) map[int64]string {
 	t.Helper()
-	parts, _ := filepath.Glob(filepath.Join(dir, "part-*"))
 	got := map[int64]string{}
-	for _, p := range parts {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range publishedRows(t, dir) {
+		k, _ := strconv.ParseInt(r[0], 10, 64)
+		if _, dup := got[k]; dup {
+			t.Fatalf("key %d emitted twice", k)
 		}
-		records, err := csv.NewReader(f).ReadAll()
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range records[1:] {
-			k, _ := strconv.ParseInt(r[0], 10, 64)
-			if _, dup := got[k]; dup {
-				t.Fatalf("key %d emitted twice", k)
-			}
-			got[k] = fmt.Sprint(r[1:])
-		}
+		got[k] = fmt.Sprint(r[1:])
 	}
 	return got
 }

@@ -45,14 +45,15 @@ func datagenToCSV(t *testing.T, rows int64, rowsPerSecond float64, p, q int, out
 	return g
 }
 
-// committedIDs reads the ids of every published part file in dir.
-func committedIDs(t *testing.T, dir string) []int64 {
+// publishedRows reads the rows (without headers) of every published CSV
+// part file in dir.
+func publishedRows(t *testing.T, dir string) [][]string {
 	t.Helper()
 	parts, err := filepath.Glob(filepath.Join(dir, "part-*"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []int64
+	var rows [][]string
 	for _, p := range parts {
 		f, err := os.Open(p)
 		if err != nil {
@@ -60,16 +61,25 @@ func committedIDs(t *testing.T, dir string) []int64 {
 		}
 		records, err := csv.NewReader(f).ReadAll()
 		f.Close()
+		if err != nil || len(records) == 0 {
+			t.Fatalf("%s: %v (%d records, want a header at least)", p, err, len(records))
+		}
+		rows = append(rows, records[1:]...)
+	}
+	return rows
+}
+
+// committedIDs reads the ids (first column) of every published part file
+// in dir, sorted.
+func committedIDs(t *testing.T, dir string) []int64 {
+	t.Helper()
+	var ids []int64
+	for _, r := range publishedRows(t, dir) {
+		id, err := strconv.ParseInt(r[0], 10, 64)
 		if err != nil {
-			t.Fatalf("%s: %v", p, err)
+			t.Fatal(err)
 		}
-		for _, r := range records[1:] { // after the header
-			id, err := strconv.ParseInt(r[0], 10, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", p, err)
-			}
-			ids = append(ids, id)
-		}
+		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	return ids
