@@ -34,6 +34,7 @@ import (
 	"google.golang.org/grpc"
 
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/internal/gctune"
 	"github.com/flinkgo/flinkgo/runtime/server"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/proto/jobpb"
@@ -46,6 +47,7 @@ const version = "0.1.0"
 const maxMessage = 1 << 30
 
 func main() {
+	gctune.Apply()
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
