@@ -33,8 +33,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/internal/gctune"
+	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/runtime/server"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/proto/jobpb"
