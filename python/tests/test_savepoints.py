@@ -193,3 +193,18 @@ def pipeline_updates(tmp_path):
         tmp_path / "out"
     )
     return env
+
+
+def test_the_savepoints_example_runs():
+    import subprocess
+    import sys
+
+    example = os.path.join(
+        os.path.dirname(__file__), "..", "..", "examples", "python", "savepoints.py"
+    )
+    done = subprocess.run(
+        [sys.executable, example, "1.5"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("CREATED -> RUNNING -> FINISHED") == 2
+    assert "readings counted across both runs" in done.stdout
