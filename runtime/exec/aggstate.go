@@ -28,6 +28,8 @@ type keyedState struct {
 	// cacheGroups: see Options.KeyedCacheGroups.
 	cacheGroups int
 	buf         []byte
+	// persist is the asynchronous part of the last snapshot, until taken.
+	persist func(context.Context, *SubtaskState) error
 }
 
 // setupState prepares the aggregation's keyed state: restored now when the
@@ -139,10 +141,10 @@ func (p *aggProc) forgetGroups() {
 	p.keyed.complete = false
 }
 
-// snapshotState writes the changed groups into the backend and snapshots
-// it: incrementally into the checkpoint storage, or whole into a
-// savepoint's directory.
-func (p *aggProc) snapshotState(ctx context.Context, target checkpointTarget, emit emitFunc, st *SubtaskState) error {
+// snapshotState writes the changed groups into the backend and takes a
+// Pebble checkpoint of it (the synchronous part, hard links); takePersist
+// hands over the writing out, which runs while the task goes on.
+func (p *aggProc) snapshotState(ctx context.Context, target checkpointTarget, emit emitFunc, _ *SubtaskState) error {
 	if p.updates {
 		// Before the barrier, and before groups may leave memory.
 		if err := p.emitChanged(ctx, emit); err != nil {
@@ -168,17 +170,31 @@ func (p *aggProc) snapshotState(ctx context.Context, target checkpointTarget, em
 	if err != nil {
 		return err
 	}
-	var h state.Handle
-	if target.savepoint {
-		h, err = pending.PersistSelfContained(ctx, target.dir)
-	} else {
-		h, err = pending.Persist(ctx, state.Storage{Root: target.dir})
+	p.keyed.persist = func(ctx context.Context, st *SubtaskState) error {
+		var h state.Handle
+		var err error
+		if target.savepoint {
+			h, err = pending.PersistSelfContained(ctx, target.dir)
+		} else {
+			h, err = pending.Persist(ctx, state.Storage{Root: target.dir})
+		}
+		if err != nil {
+			return errors.Join(err, pending.Discard())
+		}
+		st.Keyed, err = json.Marshal(h)
+		return err
 	}
-	if err != nil {
-		return errors.Join(err, pending.Discard())
-	}
-	st.Keyed, err = json.Marshal(h)
-	return err
+	return nil
+}
+
+// takePersist returns the asynchronous part of the last snapshot: it
+// writes the Pebble checkpoint out (incrementally into the checkpoint
+// storage, or whole into a savepoint's directory) and fills st.Keyed. It
+// may run on another goroutine while the task writes to the backend.
+func (p *aggProc) takePersist() func(context.Context, *SubtaskState) error {
+	f := p.keyed.persist
+	p.keyed.persist = nil
+	return f
 }
 
 func (p *aggProc) notifyComplete(int64) error { return nil }

@@ -25,6 +25,15 @@ type stateful interface {
 	notifyComplete(id int64) error
 }
 
+// persister is a processor whose snapshot has an asynchronous part, as
+// Flink's async snapshot phase: snapshotState takes the synchronous part at
+// the barrier and leaves the rest to takePersist, whose function runs on a
+// goroutine of the task's own while the task goes on; the task
+// acknowledges the checkpoint when it is done.
+type persister interface {
+	takePersist() func(ctx context.Context, st *SubtaskState) error
+}
+
 // alignment is a task's progress towards a barrier from every producer.
 type alignment struct {
 	id      int64 // 0: not aligning
@@ -139,38 +148,70 @@ func (t *task) checkAligned(ctx context.Context) error {
 }
 
 // checkpoint snapshots the chain's operators for checkpoint id, forwards
-// the barrier and acknowledges.
+// the barrier and acknowledges, at once or when the asynchronous parts of
+// the snapshots are written out.
 func (t *task) checkpoint(ctx context.Context, id int64) error {
 	target, ok := t.coord.target(id)
 	if !ok {
 		return fmt.Errorf("exec: barrier of unknown checkpoint %d", id)
 	}
-	states := map[string]SubtaskState{}
+	type operatorState struct {
+		link    *link
+		st      SubtaskState
+		persist func(context.Context, *SubtaskState) error
+	}
+	states := make([]*operatorState, 0, len(t.links))
 	for _, l := range t.links {
-		st := SubtaskState{Subtask: t.subtask}
+		o := &operatorState{link: l, st: SubtaskState{Subtask: t.subtask}}
 		if l.op == t.head.op && t.reader != nil {
-			if err := t.snapshotSource(&st); err != nil {
+			if err := t.snapshotSource(&o.st); err != nil {
 				return l.named(err)
 			}
 		}
 		if s, ok := l.proc.(stateful); ok {
-			if err := l.named(s.snapshotState(ctx, target, l.emit, &st)); err != nil {
+			if err := l.named(s.snapshotState(ctx, target, l.emit, &o.st)); err != nil {
 				return err
 			}
 		}
-		if !st.empty() {
-			states[l.op.UID] = st
+		if p, ok := l.proc.(persister); ok {
+			o.persist = p.takePersist()
 		}
+		states = append(states, o)
 	}
 	for _, l := range t.links {
 		if err := l.outs.barrier(ctx, id); err != nil {
 			return err
 		}
 	}
-	select {
-	case t.coord.acks <- ack{id: id, task: t, states: states}:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	acknowledge := func() ack {
+		a := ack{id: id, task: t, states: map[string]SubtaskState{}}
+		for _, o := range states {
+			if o.persist != nil {
+				if err := o.persist(ctx, &o.st); err != nil {
+					a.err = o.link.named(err)
+					return a
+				}
+			}
+			if !o.st.empty() {
+				a.states[o.link.op.UID] = o.st
+			}
+		}
+		return a
 	}
+	send := func(a ack) error {
+		select {
+		case t.coord.acks <- a:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	for _, o := range states {
+		if o.persist != nil {
+			// The task goes on; releaseAll waits for this goroutine.
+			t.persisting.Go(func() { _ = send(acknowledge()) })
+			return nil
+		}
+	}
+	return send(acknowledge())
 }

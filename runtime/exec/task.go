@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,8 @@ type task struct {
 	// savepoint).
 	committedUpTo atomic.Int64
 	stopping      atomic.Bool
+	// persisting counts the goroutines writing snapshots out (barrier.go).
+	persisting sync.WaitGroup
 
 	// Task goroutine only.
 	lastBarrier int64 // the latest checkpoint this task snapshotted or gave up
@@ -174,6 +177,7 @@ func (t *task) build(bc *buildContext, l *link, in, out *arrow.Schema) error {
 }
 
 func (t *task) releaseAll() {
+	t.persisting.Wait() // before the state backends close
 	if t.reader != nil {
 		_ = t.reader.Close()
 	}
