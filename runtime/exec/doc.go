@@ -18,8 +18,9 @@
 // coordinator per attempt triggers them (execution.checkpointing.interval,
 // and savepoints on demand); barriers travel in-band from the sources;
 // tasks align them, snapshot their chain (a UDF finishes its bundle first,
-// sources record split positions, file sinks precommit their parts) and
-// acknowledge; the coordinator writes chk-<n>/_metadata and tells the tasks,
+// sources record split positions, file sinks precommit their parts, keyed
+// state takes a Pebble checkpoint and writes it out on a goroutine of its
+// own while data flows on) and acknowledge; the coordinator writes chk-<n>/_metadata and tells the tasks,
 // and file sinks publish. A failure restarts the job from the latest
 // completed checkpoint when the restart strategy allows (state RESTARTING),
 // with sources rewound and unpublished parts discarded, so published output
