@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"fmt"
 )
 
 // Checkpoint barriers travel in-band, after the batches before them, as
@@ -153,7 +152,15 @@ func (t *task) checkAligned(ctx context.Context) error {
 func (t *task) checkpoint(ctx context.Context, id int64) error {
 	target, ok := t.coord.target(id)
 	if !ok {
-		return fmt.Errorf("exec: barrier of unknown checkpoint %d", id)
+		// The coordinator gave the checkpoint up (it expired, say): pass
+		// the barrier on, so that downstream alignments end, and take
+		// nothing.
+		for _, l := range t.links {
+			if err := l.outs.barrier(ctx, id); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	type operatorState struct {
 		link    *link

@@ -361,3 +361,31 @@ func TestCheckpointOnDemandAndRestoredMaxParallelism(t *testing.T) {
 		t.Fatalf("want the §4.6 error, got %v", err)
 	}
 }
+
+// Checkpoints that expire before every task acknowledged them fail, and a
+// job that tolerates that runs on: the late barriers pass through without
+// a snapshot, and the output is still every row once.
+func TestExpiredCheckpointsAreToleratedAndTheirBarriersPass(t *testing.T) {
+	dir, out := t.TempDir(), t.TempDir()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	const rows = 10000
+	cfg := checkpointConfig(dir, ConfigCheckpointTimeout, "1 ms", ConfigTolerableFailures, "1000")
+	j, err := Start(context.Background(), keyedSums(t, rows, 10000, 2, out, cfg), Options{Allocator: mem, SourceBatchRows: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, c := range j.Checkpoints() {
+		if c.Status == "failed" && strings.Contains(c.Err.Error(), "expired") {
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Fatalf("no checkpoint expired: %+v", j.Checkpoints())
+	}
+	wantKeyedResults(t, rows, keyedResults(t, out))
+}

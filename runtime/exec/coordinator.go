@@ -229,7 +229,7 @@ func (c *coordinator) trigger(r *savepointRequest) {
 			// Some tasks have finished: they cannot take part, and the
 			// end of the input commits what remains.
 			if r != nil {
-				r.answer <- savepointAnswer{err: errors.New("exec: no savepoint: some tasks have already finished")}
+				r.answer <- savepointAnswer{err: errors.New("exec: no snapshot: some tasks have already finished")}
 			}
 			return
 		}
@@ -318,6 +318,7 @@ func (c *coordinator) complete(p *pendingCheckpoint) error {
 	}
 	c.pending = nil
 	c.failures = 0
+	c.forget(p.target.id)
 	stats := CheckpointStats{ID: p.target.id, Savepoint: p.target.savepoint, Status: "completed", Path: dir,
 		Started: p.started, Duration: time.Since(p.started)}
 	if !p.target.savepoint {
@@ -382,10 +383,19 @@ func (c *coordinator) abortPending(cause error) {
 	c.job.record(CheckpointStats{ID: p.target.id, Savepoint: p.target.savepoint, Status: "aborted", Err: err, Started: p.started, Duration: time.Since(p.started)})
 }
 
+// forget drops the target of a checkpoint that completed or was given up:
+// tasks ask for it only until they acknowledge.
+func (c *coordinator) forget(id int64) {
+	c.mu.Lock()
+	delete(c.mu.targets, id)
+	c.mu.Unlock()
+}
+
 // discard removes what a checkpoint that will not complete wrote of its
 // own (its chk-<n> or savepoint directory; shared files are swept by the
 // store).
 func (c *coordinator) discard(p *pendingCheckpoint) {
+	c.forget(p.target.id)
 	if p.target.savepoint {
 		_ = os.RemoveAll(p.target.dir)
 	} else {
