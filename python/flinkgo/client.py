@@ -268,8 +268,9 @@ class Client:
                             states.append((state, item.state_changed.elapsed_seconds))
                             if on_event is not None:
                                 on_event("state", state)
-                            if state in ("CANCELING", "FAILING") and not interrupted:
-                                display.note(state.lower())
+                            if not interrupted:  # "canceling", "restarting"; cleared after
+                                busy = state in ("CANCELING", "FAILING", "RESTARTING")
+                                display.note(state.lower() if busy else "")
                         elif kind == "collected":
                             c = item.collected
                             batches.setdefault(c.node, []).extend(_read_batches(c.arrow_ipc))

@@ -133,6 +133,10 @@ def test_the_cli_lists_and_stops_a_job_with_a_savepoint(tmp_path, runtime):
     listed = cli("list")
     assert job.job_id in listed
     assert "RUNNING" in listed
+    from flinkgo.client import Client
+
+    with Client(runtime.endpoint) as client:
+        assert (job.job_id, "cli", "RUNNING") in client.list_jobs()
     taken = cli("savepoint", job.job_id, str(tmp_path / "by-hand")).strip()
     assert taken.startswith(str(tmp_path / "by-hand"))
     assert os.path.exists(os.path.join(taken, "_metadata"))
