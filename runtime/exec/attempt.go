@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/sink"
 )
 
 // errStoppedWithSavepoint ends the tasks of a job stopped with a savepoint.
@@ -30,6 +31,36 @@ type attempt struct {
 	failed sync.Once
 	// coordDone is closed when the coordinator's goroutine has returned.
 	coordDone chan struct{}
+
+	mu struct {
+		sync.Mutex
+		// finalParts: file sink subtasks' last parts, by operator.
+		finalParts map[*plan.Operator][]sink.SinkState
+	}
+}
+
+// keepFinalParts records the last parts of a file sink subtask that
+// finished. Safe from any task goroutine.
+func (a *attempt) keepFinalParts(op *plan.Operator, st sink.SinkState) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.finalParts == nil {
+		a.mu.finalParts = map[*plan.Operator][]sink.SinkState{}
+	}
+	a.mu.finalParts[op] = append(a.mu.finalParts[op], st)
+}
+
+// publishFinalParts publishes the parts the file sinks kept for the end,
+// once every task has finished.
+func (a *attempt) publishFinalParts() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for op, states := range a.mu.finalParts {
+		if err := sink.Recover(op.Node.GetSink().GetFile(), states); err != nil {
+			return fmt.Errorf("exec: publishing the parts of the sink %q (uid %s): %w", op.Name, op.UID, err)
+		}
+	}
+	return nil
 }
 
 // buildContext is what building an attempt's tasks needs.
@@ -43,6 +74,9 @@ type buildContext struct {
 	from      *restorePoint
 	attemptID string // for sinks' part names; "" without checkpoints
 	config    runtimeConfig
+	// publishAtEnd receives a file sink subtask's last parts, when they
+	// wait for the job's end (see sinkProc).
+	publishAtEnd func(op *plan.Operator, st sink.SinkState)
 }
 
 // restorePoint is a completed snapshot to start from; base is the
@@ -101,10 +135,14 @@ func (j *Job) newAttempt(ctx context.Context, from *restorePoint) (*attempt, err
 		return nil, err
 	}
 	bc := &buildContext{g: g, schemas: sch, inboxes: inboxes, outs: outs, count: j.count, opts: opts, from: from, config: j.config}
-	if j.config.checkpoint.Interval > 0 || from != nil {
-		bc.attemptID = newJobID() // part files of different attempts never share a name
-	}
 	a := &attempt{job: j, inboxes: inboxes, coordDone: make(chan struct{})}
+	if j.config.checkpoint.Interval > 0 || from != nil || j.config.restart.Strategy != "none" {
+		// Attempts may follow: part files of different attempts never
+		// share a name, and file sinks publish their last parts only when
+		// the job ends.
+		bc.attemptID = newJobID()
+		bc.publishAtEnd = a.keepFinalParts
+	}
 	a.ctx, a.cancel = context.WithCancelCause(ctx)
 	a.grp, a.gctx = errgroup.WithContext(a.ctx)
 	for _, head := range g.Operators {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -388,4 +389,68 @@ func TestExpiredCheckpointsAreToleratedAndTheirBarriersPass(t *testing.T) {
 		t.Fatalf("no checkpoint expired: %+v", j.Checkpoints())
 	}
 	wantKeyedResults(t, rows, keyedResults(t, out))
+}
+
+// A file sink that finished before another task failed publishes nothing
+// until the job's end: the restart replays its rows once, not twice.
+func TestSinksThatFinishedBeforeARestartPublishOnce(t *testing.T) {
+	out := t.TempDir()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema, err := arrowipc.EncodeSchema(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	datagen := func(id int32, uid string, rows int64, rate float64) *planpb.Node {
+		return &planpb.Node{Id: id, Uid: uid, Name: uid, OutputSchema: schema, Kind: &planpb.Node_Source{Source: &planpb.Source{
+			Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: rows, RowsPerSecond: rate}}}}}
+	}
+	nodes := []*planpb.Node{
+		datagen(1, "quick", 1000, 0),
+		{Id: 2, Uid: "files", Name: "write_csv", OutputSchema: schema, Inputs: []*planpb.Input{{Node: 1}},
+			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{Format: planpb.FileSource_CSV, Path: out}}}}},
+		datagen(3, "slow", 2000, 4000),
+		{Id: 4, Uid: "collect", Name: "collect", OutputSchema: schema, Inputs: []*planpb.Input{{Node: 3}},
+			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
+	}
+	g, err := plan.Plan(&planpb.JobPlan{Name: "two", DefaultParallelism: 2, Nodes: nodes, Config: map[string]string{
+		ConfigRestartStrategy: "fixed-delay", ConfigFixedDelayAttempts: "1", ConfigFixedDelay: "10 ms",
+	}}, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed atomic.Bool
+	j, err := Start(context.Background(), g, Options{Allocator: mem, SourceBatchRows: 100, Collect: func(_ *plan.Operator, _ int, b arrow.RecordBatch) error {
+		b.Release()
+		// The first attempt fails once the quick sink is surely done.
+		if !failed.Load() && len(committedOrHidden(t, out)) > 0 {
+			failed.Store(true)
+			return errors.New("injected failure")
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if j.Attempts() != 2 || !failed.Load() {
+		t.Fatalf("%d attempts; want a restart after the injected failure", j.Attempts())
+	}
+	wantExactly(t, committedIDs(t, out), 1000)
+}
+
+// committedOrHidden lists every file in dir.
+func committedOrHidden(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }

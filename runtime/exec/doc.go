@@ -28,8 +28,12 @@
 //
 // Decisions where DESIGN.md is silent, for now:
 //   - One checkpoint at a time (Flink's default). Once a task has finished
-//     (a bounded source ran out), no checkpoint is triggered any more: the
-//     end of the input publishes what remains.
+//     (a bounded source ran out), no checkpoint is triggered any more. When
+//     the job may restart (checkpoints, a restore, or a restart strategy),
+//     a file sink that reaches the end of its input keeps its last parts
+//     hidden, and the job publishes them when every task has finished (the
+//     end of Flink's FLIP-147 final checkpoint): a restart before that
+//     replays no row of a published part.
 //   - Print and collect sinks are at-least-once across restarts.
 //   - A stop with savepoint stops the sources, waits (up to 30 s) for every
 //     task to act on the savepoint's completion, then ends the job FINISHED.

@@ -198,6 +198,9 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 func (j *Job) run(ctx context.Context, a *attempt) {
 	for {
 		err := a.wait()
+		if err == nil {
+			err = a.publishFinalParts()
+		}
 		if err == nil || errors.Is(err, errStoppedWithSavepoint) {
 			j.end(ctx, nil, Finished, Running, Canceling)
 			return

@@ -107,6 +107,11 @@ type sinkProc struct {
 	w       sink.Writer
 	file    bool // a file sink (exactly-once), not print or collect
 	written bool
+	// publishAtEnd, when set, takes a file sink's last parts at the end of
+	// its input, hidden: the job publishes them once every task has
+	// finished (restore.go), so that a restart before then replays no row
+	// of a published part.
+	publishAtEnd func(sink.SinkState)
 }
 
 func (s *sinkProc) process(_ context.Context, _ int, b arrow.RecordBatch, _ emitFunc) error {
@@ -114,6 +119,14 @@ func (s *sinkProc) process(_ context.Context, _ int, b arrow.RecordBatch, _ emit
 }
 
 func (s *sinkProc) finish(context.Context, emitFunc) error {
+	if s.publishAtEnd != nil {
+		st, err := s.w.PreCommit(finalCheckpoint)
+		if err != nil {
+			return err
+		}
+		s.publishAtEnd(st)
+		return nil // release's Abort keeps pending parts
+	}
 	s.written = true
 	return s.w.Close()
 }

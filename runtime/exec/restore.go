@@ -109,6 +109,10 @@ func recoverSinks(g *plan.Graph, from *restorePoint, restarting bool) error {
 	return nil
 }
 
+// finalCheckpoint is the checkpoint id under which a file sink holds its
+// last parts back for the job's end.
+const finalCheckpoint = int64(1<<63 - 1)
+
 // snapshotState precommits what the sink wrote before the barrier.
 func (s *sinkProc) snapshotState(_ context.Context, target checkpointTarget, _ emitFunc, st *SubtaskState) error {
 	state, err := s.w.PreCommit(target.id)

@@ -170,7 +170,12 @@ func (t *task) build(bc *buildContext, l *link, in, out *arrow.Schema) error {
 		if err != nil {
 			return err
 		}
-		l.proc = &sinkProc{w: w, file: l.op.Node.GetSink().GetFile() != nil}
+		p := &sinkProc{w: w, file: l.op.Node.GetSink().GetFile() != nil}
+		if p.file && bc.publishAtEnd != nil {
+			op := l.op
+			p.publishAtEnd = func(st sink.SinkState) { bc.publishAtEnd(op, st) }
+		}
+		l.proc = p
 		return nil
 	}
 	return fmt.Errorf("unknown operator kind %s", l.op.Kind)
