@@ -16,7 +16,7 @@ import pytest
 import flinkgo as fg
 from flinkgo import _runtime, udf
 
-ROWS = 20000
+ROWS = 40000
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +32,7 @@ def double(x: pd.Series) -> pd.Series:
     return x * 2
 
 
-def pipeline(tmp_path, parallelism, **config):
+def pipeline(tmp_path, parallelism, rate=4000.0, **config):
     env = fg.Environment(
         parallelism=parallelism,
         config={
@@ -42,7 +42,8 @@ def pipeline(tmp_path, parallelism, **config):
             **config,
         },
     )
-    rows = env.datagen(rows=ROWS, rows_per_second=4000, schema={"id": "int64"}).uid("numbers")
+    # rate None: as fast as possible (the restored run).
+    rows = env.datagen(rows=ROWS, rows_per_second=rate, schema={"id": "int64"}).uid("numbers")
     rows.with_column("y", double(fg.col("id"))).write_csv(tmp_path / "out").uid("files")
     return env
 
@@ -61,11 +62,19 @@ def wait_running(job, timeout=60.0):
         time.sleep(0.05)
 
 
+def wait_committed(tmp_path, timeout=60.0):
+    # Until a checkpoint published some rows.
+    deadline = time.monotonic() + timeout
+    while committed(tmp_path).empty:
+        assert time.monotonic() < deadline, "no checkpoint published rows"
+        time.sleep(0.05)
+
+
 def test_stop_with_savepoint_and_restore_at_another_parallelism(tmp_path):
     job = pipeline(tmp_path, 2).execute_async("first")
     assert len(job.job_id) == 32
     wait_running(job)
-    time.sleep(1.0)
+    wait_committed(tmp_path)
     running = job.trigger_savepoint()
     assert os.path.exists(os.path.join(running, "_metadata"))
     stopped = job.stop_with_savepoint()
@@ -75,7 +84,7 @@ def test_stop_with_savepoint_and_restore_at_another_parallelism(tmp_path):
     before = committed(tmp_path)
     assert 0 < len(before) < ROWS
 
-    env = pipeline(tmp_path, 3, **{"execution.state-recovery.path": stopped})
+    env = pipeline(tmp_path, 3, rate=None, **{"execution.state-recovery.path": stopped})
     assert env.execute("second", progress=False).state == "FINISHED"
     out = committed(tmp_path).sort_values("id", ignore_index=True)
     assert out["id"].tolist() == list(range(ROWS))
