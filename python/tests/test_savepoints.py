@@ -221,3 +221,52 @@ def test_the_savepoints_example_runs():
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("CREATED -> RUNNING -> FINISHED") == 2
     assert "readings counted across both runs" in done.stdout
+
+
+PIPELINE_FILE = """
+import os, sys
+import pandas as pd
+import flinkgo as fg
+from flinkgo import udf
+
+@udf("int64", func_type="pandas")
+def double(x: pd.Series) -> pd.Series:
+    return x * 2
+
+out = sys.argv[1]
+env = fg.Environment(parallelism=1)
+rows = env.datagen(rows={rows}, schema={{"id": "int64"}}).uid("numbers")
+rows.with_column("y", double(fg.col("id"))).write_csv(out).uid("files")
+print(env.execute("from the cli", progress=False).state)
+"""
+
+
+def test_flinkgo_run_from_savepoint(tmp_path, runtime):
+    import subprocess
+    import sys
+
+    job = pipeline(tmp_path, 2).execute_async("first")
+    wait_running(job)
+    wait_committed(tmp_path)
+    path = job.stop_with_savepoint()
+    job.result(timeout=60)
+    script = tmp_path / "pipeline.py"
+    script.write_text(PIPELINE_FILE.format(rows=ROWS))
+    done = subprocess.run(
+        [
+            _runtime.find_binary(),
+            "run",
+            "--from-savepoint",
+            path,
+            str(script),
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "FLINKGO_PYTHON": sys.executable},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("FINISHED")
+    out = committed(tmp_path).sort_values("id", ignore_index=True)
+    assert out["id"].tolist() == list(range(ROWS))
