@@ -27,8 +27,10 @@ type attempt struct {
 	inboxes [][]*inbox
 	tasks   []*task
 	coord   *coordinator
-	// failed is taken by the attempt's first failure.
-	failed sync.Once
+	// failed is taken by the attempt's first failure, which failure keeps
+	// (written by a task or the coordinator, read after both ended).
+	failed  sync.Once
+	failure error
 	// coordDone is closed when the coordinator's goroutine has returned.
 	coordDone chan struct{}
 
@@ -190,6 +192,7 @@ func (a *attempt) fail(err error) {
 		if a.ctx.Err() != nil {
 			return // canceled or stopped: not a failure
 		}
+		a.failure = err
 		a.job.onFailure()
 		a.cancel(err)
 	})
@@ -199,14 +202,13 @@ func (a *attempt) fail(err error) {
 // failure, and frees what is still queued between tasks.
 func (a *attempt) wait() error {
 	err := a.grp.Wait()
-	if err == nil {
-		if cause := context.Cause(a.ctx); cause != nil && a.ctx.Err() != nil {
-			// The coordinator failed the attempt after every task ended.
-			err = cause
-		}
-	}
 	a.cancel(nil)
 	<-a.coordDone
+	if err == nil {
+		// The coordinator may have failed the attempt as the last task
+		// ended; a cancel that came then changes nothing.
+		err = a.failure
+	}
 	for _, subtasks := range a.inboxes {
 		for _, in := range subtasks {
 			drain(in)
