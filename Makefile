@@ -56,7 +56,7 @@ tox:
 	$(VENV)/bin/tox -e py311-newest,py311-lowest
 
 chaos: setup
-	FLINKGO_CHAOS_ROUNDS=50 go test -race -count=1 -timeout 60m -run Chaos -v ./integration/...
+	FLINKGO_CHAOS_ROUNDS=50 go test -race -count=1 -timeout 60m -run 'Chaos|Failover' -v ./integration/...
 
 bench: setup
 	go test -run '^$$' -bench . -benchtime 3x ./integration/bench/

@@ -21,8 +21,14 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
-// failoverRows rows go through the job; the faults come while they flow.
-const failoverRows = 60000
+// failoverFaults is how many faults the failover test injects: 6, or
+// 2 per chaos round when $FLINKGO_CHAOS_ROUNDS asks for more than 3 (`make
+// chaos`); 10 000 rows per fault go through the job (at 8 000 rows/s), so
+// the faults come while they flow.
+func failoverFaults(t *testing.T) (faults, rows int) {
+	faults = max(6, 2*chaosRounds(t))
+	return faults, 10000 * faults
+}
 
 // A checkpointed job with a Python UDF, a keyed aggregation and
 // exactly-once file sinks survives worker processes killed with SIGKILL and tasks failing, at
@@ -30,6 +36,7 @@ const failoverRows = 60000
 // committed output is exactly that of a run without failures.
 func TestFailoverKeepsFileSinkExactlyOnce(t *testing.T) {
 	testkit.NoLeakedWorkers(t)
+	faults, failoverRows := failoverFaults(t)
 	dir := t.TempDir()
 	job := testkit.JobPlan(t, `
 import os
@@ -75,11 +82,11 @@ plan = env.plan("failover")
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	kills, failures := 0, 0
-	for fault := 0; fault < 6; fault++ {
+	for fault := range faults {
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
 		select {
 		case <-j.Done():
-			t.Fatalf("the job ended after %d faults; it must outlive 6 (slow it down)", fault)
+			t.Fatalf("the job ended after %d faults; it must outlive %d (slow it down)", fault, faults)
 		default:
 		}
 		if fault%2 == 0 {
@@ -110,7 +117,7 @@ plan = env.plan("failover")
 	if err != nil {
 		t.Fatalf("job failed: %v", err)
 	}
-	if j.Attempts() < 4 || kills < 3 {
+	if j.Attempts() < faults*2/3 || kills < faults/2 {
 		t.Fatalf("%d attempts after %d kills and %d injected failures: the faults did not hit", j.Attempts(), kills, failures)
 	}
 	t.Logf("%d attempts after %d worker kills and %d task failures; %d checkpoints", j.Attempts(), kills, failures, len(j.Checkpoints()))
@@ -147,7 +154,7 @@ plan = env.plan("failover")
 	}
 	for k := int64(0); k < 10; k++ {
 		var total, n int64
-		for id := k; id < failoverRows; id += 10 {
+		for id := k; id < int64(failoverRows); id += 10 {
 			total += 2 * id
 			n++
 		}
