@@ -4,10 +4,11 @@
 // checkpoints into a shared checkpoint storage, self-contained savepoints,
 // reference counting of shared files, and restore with rescaling.
 //
-// It depends on Pebble, the standard library, golang.org/x/sync/errgroup
-// and runtime/partition (the key-group arithmetic) only. It must not import the runtime's tasks
-// (runtime/exec), the udf packages or protocol buffers, start goroutines
-// that outlive a call, or know how checkpoints are coordinated: the
+// It depends on Pebble, the standard library, golang.org/x/sync/errgroup,
+// internal/fsutil and runtime/partition (the key-group arithmetic) only.
+// It must not import the runtime's tasks (runtime/exec), the udf packages
+// or protocol buffers, start goroutines that outlive a call, or know how
+// checkpoints are coordinated: the
 // runtime calls PrepareSnapshot at the barrier, Persist on a goroutine of
 // its own, stores the returned Handles in the checkpoint's _metadata and
 // tells a SharedRegistry which checkpoints complete and which are subsumed.

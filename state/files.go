@@ -89,20 +89,6 @@ func copyFile(ctx context.Context, src, dst string) (err error) {
 	return os.Rename(tmp, dst)
 }
 
-// syncDir fsyncs directory dir, so that the entries created in it survive a
-// crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // randomHex returns 2n random hex digits.
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/flinkgo/flinkgo/internal/fsutil"
 )
 
 // PendingSnapshot is a snapshot of a backend taken by PrepareSnapshot: a
@@ -143,7 +145,7 @@ func (p *PendingSnapshot) persist(ctx context.Context, st Storage) (Handle, erro
 	}
 	h, err := p.writeFiles(ctx, st, root, privDir, privRel)
 	if err == nil {
-		err = errors.Join(syncDir(st.SharedDir()), syncDir(privDir), syncDir(chkDir))
+		err = errors.Join(fsutil.SyncDir(st.SharedDir()), fsutil.SyncDir(privDir), fsutil.SyncDir(chkDir))
 	}
 	if err != nil {
 		_ = os.RemoveAll(privDir)
@@ -264,7 +266,7 @@ func (p *PendingSnapshot) persistSelfContained(ctx context.Context, dir string) 
 			h.BytesWritten += f.size
 			h.Files = append(h.Files, FileRef{Name: f.name, Path: path.Join(sub, f.name), Size: f.size})
 		}
-		return errors.Join(syncDir(target), syncDir(dir))
+		return errors.Join(fsutil.SyncDir(target), fsutil.SyncDir(dir))
 	}()
 	if err != nil {
 		_ = os.RemoveAll(target)

@@ -33,9 +33,6 @@ type Storage struct {
 // SharedDir returns <Root>/shared.
 func (s Storage) SharedDir() string { return filepath.Join(s.Root, "shared") }
 
-// ShareDir is SharedDir (the name the runtime's integration contract uses).
-func (s Storage) ShareDir() string { return s.SharedDir() }
-
 // TaskOwnedDir returns <Root>/taskowned.
 func (s Storage) TaskOwnedDir() string { return filepath.Join(s.Root, "taskowned") }
 

@@ -10,7 +10,7 @@ import (
 
 func TestStorageLayout(t *testing.T) {
 	st := Storage{Root: "/ckpt/job-1"}
-	if st.SharedDir() != "/ckpt/job-1/shared" || st.ShareDir() != st.SharedDir() ||
+	if st.SharedDir() != "/ckpt/job-1/shared" ||
 		st.TaskOwnedDir() != "/ckpt/job-1/taskowned" || st.CheckpointDir(12) != "/ckpt/job-1/chk-12" {
 		t.Fatalf("layout: %s %s %s", st.SharedDir(), st.TaskOwnedDir(), st.CheckpointDir(12))
 	}

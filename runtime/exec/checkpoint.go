@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flinkgo/flinkgo/internal/fsutil"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
@@ -56,27 +57,6 @@ type SubtaskState struct {
 // empty reports whether the subtask has no state at all.
 func (s SubtaskState) empty() bool { return s.Source == nil && s.Sink == nil && s.Keyed == nil }
 
-// checkpointStorage is a job's checkpoint directory, <dir>/<job-id>, laid
-// out as Flink's: shared/ (files several checkpoints reference),
-// taskowned/, chk-<n>/ (one per retained checkpoint, with its _metadata).
-type checkpointStorage struct{ root string }
-
-func (s checkpointStorage) shared() string    { return filepath.Join(s.root, "shared") }
-func (s checkpointStorage) taskOwned() string { return filepath.Join(s.root, "taskowned") }
-func (s checkpointStorage) checkpoint(id int64) string {
-	return filepath.Join(s.root, fmt.Sprintf("chk-%d", id))
-}
-
-// init creates the directories; the error says which path failed and why.
-func (s checkpointStorage) init() error {
-	for _, dir := range []string{s.root, s.shared(), s.taskOwned()} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("checkpoint storage: cannot create %s: %w (check that the parent exists, is a directory and is writable)", dir, unwrapPath(err))
-		}
-	}
-	return nil
-}
-
 // unwrapPath drops the path of an *os.PathError, which the message
 // already names.
 func unwrapPath(err error) error {
@@ -116,16 +96,7 @@ func writeMetadata(dir string, m *Metadata) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", filepath.Join(dir, "_metadata"), err)
 	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return fsutil.SyncDir(dir)
 }
 
 // LoadMetadata reads the _metadata of a savepoint or checkpoint: path is
@@ -167,20 +138,6 @@ func newJobID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// isCheckpointDir reports whether name is a chk-<n> directory name.
-func isCheckpointDir(name string) bool {
-	n, ok := strings.CutPrefix(name, "chk-")
-	if !ok || n == "" {
-		return false
-	}
-	for _, c := range n {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // PlanOptions returns the planner options a job plan needs: when its

@@ -1,12 +1,14 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -237,7 +239,7 @@ func (c *coordinator) trigger(r *savepointRequest) {
 	s := c.job.store
 	id := s.nextID()
 	cfg := c.job.config.checkpoint
-	target := checkpointTarget{id: id, dir: s.storage.root}
+	target := checkpointTarget{id: id, dir: s.storage.Root}
 	if r != nil && !r.checkpoint {
 		dir := r.dir
 		if dir == "" {
@@ -304,14 +306,14 @@ func (c *coordinator) complete(p *pendingCheckpoint) error {
 		if len(subtasks) == 0 {
 			continue // stateless
 		}
-		sortSubtasks(subtasks)
+		slices.SortFunc(subtasks, func(a, b SubtaskState) int { return cmp.Compare(a.Subtask, b.Subtask) })
 		m.Operators = append(m.Operators, OperatorState{
 			UID: op.UID, Name: op.Name, Kind: op.Kind.String(), Parallelism: op.Parallelism, Subtasks: subtasks,
 		})
 	}
 	dir := p.target.dir
 	if !p.target.savepoint {
-		dir = c.job.store.storage.checkpoint(p.target.id)
+		dir = c.job.store.storage.CheckpointDir(p.target.id)
 	}
 	if err := writeMetadata(dir, m); err != nil {
 		return err
@@ -399,22 +401,13 @@ func (c *coordinator) discard(p *pendingCheckpoint) {
 	if p.target.savepoint {
 		_ = os.RemoveAll(p.target.dir)
 	} else {
-		_ = os.RemoveAll(c.job.store.storage.checkpoint(p.target.id))
-	}
-}
-
-// sortSubtasks orders states by subtask index.
-func sortSubtasks(s []SubtaskState) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j].Subtask < s[j-1].Subtask; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
+		_ = c.job.store.storage.RemoveCheckpoint(p.target.id)
 	}
 }
 
 // checkpointStore holds a job's completed checkpoints across attempts.
 type checkpointStore struct {
-	storage  checkpointStorage
+	storage  state.Storage
 	retained int
 	lazy     bool
 
@@ -437,7 +430,7 @@ type completedCheckpoint struct {
 func newCheckpointStore(cfg CheckpointConfig, jobID string) *checkpointStore {
 	s := &checkpointStore{retained: cfg.Retained, lazy: cfg.CreateDirsOnFirstCheckpoint}
 	if cfg.Dir != "" {
-		s.storage = checkpointStorage{root: filepath.Join(cfg.Dir, jobID)}
+		s.storage = state.Storage{Root: filepath.Join(cfg.Dir, jobID)}
 	}
 	s.mu.next = 1
 	return s
@@ -465,14 +458,14 @@ func (s *checkpointStore) ensureStorage() error {
 	if s.mu.storageOK {
 		return nil
 	}
-	if s.storage.root == "" {
+	if s.storage.Root == "" {
 		return fmt.Errorf("%w: no checkpoint storage: set %s", ErrCheckpointDeclined, ConfigCheckpointDir)
 	}
-	if err := s.storage.init(); err != nil {
+	if err := s.storage.Init(); err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpointDeclined, err)
 	}
 	s.mu.storageOK = true
-	s.mu.registry = state.NewSharedRegistry(state.Storage{Root: s.storage.root})
+	s.mu.registry = state.NewSharedRegistry(s.storage)
 	return nil
 }
 
@@ -494,7 +487,7 @@ func (s *checkpointStore) add(m *Metadata, dir string) error {
 	if extra := len(s.mu.completed) - s.retained; extra > 0 {
 		for _, c := range s.mu.completed[:extra] {
 			_ = s.mu.registry.Release(c.meta.CheckpointID)
-			_ = os.RemoveAll(c.dir)
+			_ = s.storage.RemoveCheckpoint(c.meta.CheckpointID)
 		}
 		s.mu.completed = append([]completedCheckpoint(nil), s.mu.completed[extra:]...)
 	}
@@ -546,8 +539,8 @@ func (s *checkpointStore) discardAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.completed = nil
-	if s.storage.root != "" && s.mu.storageOK {
-		_ = os.RemoveAll(s.storage.root)
+	if s.storage.Root != "" && s.mu.storageOK {
+		_ = os.RemoveAll(s.storage.Root)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flinkgo/flinkgo/internal/fsutil"
 	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
@@ -83,23 +84,6 @@ func commit(c Committable) error {
 	return fmt.Errorf("%w: neither %s nor %s exists", ErrCommittableLost, c.Pending, c.Final)
 }
 
-// syncDir makes the renames and removals in dir durable. The caller wraps
-// the error.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
-}
-
 // Recover prepares the directory of file sink s for a job restored from a
 // checkpoint whose file sink subtasks checkpointed states (all of them, in
 // any order; a rescaled job redistributes them as it likes afterwards). Run
@@ -147,7 +131,7 @@ func Recover(s *planpb.FileSink, states []SinkState) error {
 		}
 	}
 	for d := range dirs {
-		if err := syncDir(d); err != nil {
+		if err := fsutil.SyncDir(d); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -175,7 +159,7 @@ func Recover(s *planpb.FileSink, states []SinkState) error {
 		removed = true
 	}
 	if removed {
-		if err := syncDir(dir); err != nil {
+		if err := fsutil.SyncDir(dir); err != nil {
 			errs = append(errs, err)
 		}
 	}

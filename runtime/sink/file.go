@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/flinkgo/flinkgo/internal/fsutil"
 	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
@@ -130,7 +131,7 @@ func (w *fileWriter) PreCommit(checkpointID int64) (SinkState, error) {
 		if err == nil {
 			// The checkpoint names the pending file: it must survive a crash.
 			// If the sync fails, Recover removes the unnamed pending file.
-			err = syncDir(w.dir)
+			err = fsutil.SyncDir(w.dir)
 		}
 		if err != nil {
 			return SinkState{}, w.failLocked(fmt.Errorf("sink: precommit %d: %s: %w", checkpointID, p.path, err))
@@ -175,7 +176,7 @@ func (w *fileWriter) publishLocked(upTo int64, force bool) error {
 		done = append(done, p)
 	}
 	if len(done) > 0 || force {
-		if err := syncDir(w.dir); err != nil {
+		if err := fsutil.SyncDir(w.dir); err != nil {
 			errs = append(errs, err)
 			left = append(left, done...)
 		}
