@@ -142,7 +142,7 @@ func (j *Job) newAttempt(ctx context.Context, from *restorePoint) (*attempt, err
 		// Attempts may follow: part files of different attempts never
 		// share a name, and file sinks publish their last parts only when
 		// the job ends.
-		bc.attemptID = newJobID()
+		bc.attemptID = NewJobID()
 		bc.publishAtEnd = a.keepFinalParts
 	}
 	a.ctx, a.cancel = context.WithCancelCause(ctx)

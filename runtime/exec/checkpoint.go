@@ -133,8 +133,8 @@ func newSavepointDir(dir, jobID string) string {
 	return filepath.Join(dir, fmt.Sprintf("savepoint-%s-%s", prefix, hex.EncodeToString(b[:])))
 }
 
-// newJobID returns a random job id (32 hex digits, as Flink's JobID).
-func newJobID() string {
+// NewJobID returns a random job id (32 hex digits, as Flink's JobID).
+func NewJobID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])

@@ -50,20 +50,20 @@ type ack struct {
 	err    error
 }
 
-// savepointRequest asks the coordinator for a savepoint into dir ("" for
+// snapshotRequest asks the coordinator for a savepoint into dir ("" for
 // the configured savepoint directory), or with checkpoint for a checkpoint
 // now; the answer is its path.
-type savepointRequest struct {
+type snapshotRequest struct {
 	dir        string
 	checkpoint bool
 	// stop: stop the job once the savepoint completed and every task
 	// acted on its completion (sinks committed), as Flink's stop with
 	// savepoint.
 	stop   bool
-	answer chan savepointAnswer
+	answer chan snapshotAnswer
 }
 
-type savepointAnswer struct {
+type snapshotAnswer struct {
 	path string
 	err  error
 }
@@ -76,7 +76,7 @@ type pendingCheckpoint struct {
 	deadline time.Time
 	states   map[string][]SubtaskState // by operator uid
 	acked    map[*task]bool
-	request  *savepointRequest
+	request  *snapshotRequest
 }
 
 // coordinator triggers the checkpoints of one attempt of a job, collects
@@ -98,7 +98,7 @@ type coordinator struct {
 	}
 	pending  *pendingCheckpoint
 	failures int // checkpoint failures in a row
-	queued   []*savepointRequest
+	queued   []*snapshotRequest
 	stopped  bool // a stop-with-savepoint savepoint completed
 	// lastCompleted is the id of the latest completed checkpoint or
 	// savepoint of this attempt.
@@ -114,27 +114,32 @@ const stopGrace = 30 * time.Second
 // waitAndStop ends the attempt once every task acted on the completion of
 // the last savepoint, or after stopGrace.
 func (c *coordinator) waitAndStop(ctx context.Context) {
-	id := c.lastCompleted
 	deadline := time.After(stopGrace)
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
-	for {
-		done := true
-		for _, t := range c.tasks {
-			done = done && (t.committedUpTo.Load() >= id || t.finished.Load())
-		}
-		if done {
-			break
-		}
+	for !c.everyTaskCommitted(c.lastCompleted) {
 		select {
 		case <-poll.C:
-			continue
 		case <-deadline:
+			c.stop(errStoppedWithSavepoint)
+			return
 		case <-ctx.Done():
+			c.stop(errStoppedWithSavepoint)
+			return
 		}
-		break
 	}
 	c.stop(errStoppedWithSavepoint)
+}
+
+// everyTaskCommitted reports whether every task acted on the completion of
+// checkpoint id, or has finished.
+func (c *coordinator) everyTaskCommitted(id int64) bool {
+	for _, t := range c.tasks {
+		if t.committedUpTo.Load() < id && !t.finished.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 // someTaskFinished reports whether a task that has not acknowledged p has
@@ -189,7 +194,7 @@ func (c *coordinator) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			for _, r := range c.queued {
-				r.answer <- savepointAnswer{err: fmt.Errorf("exec: no savepoint: the job stopped: %w", context.Cause(ctx))}
+				r.answer <- snapshotAnswer{err: fmt.Errorf("exec: no savepoint: the job stopped: %w", context.Cause(ctx))}
 			}
 			return
 		case <-tick:
@@ -199,7 +204,7 @@ func (c *coordinator) run(ctx context.Context) {
 			case c.someTaskFinished(c.pending):
 				c.abortPending(errors.New("a task finished before it took part"))
 			}
-		case r := <-c.job.savepoints:
+		case r := <-c.job.requests:
 			if c.pending == nil {
 				c.trigger(r)
 			} else {
@@ -225,13 +230,13 @@ func (c *coordinator) run(ctx context.Context) {
 
 // trigger starts a checkpoint, or a savepoint for r, by asking every
 // source task to send its barrier.
-func (c *coordinator) trigger(r *savepointRequest) {
+func (c *coordinator) trigger(r *snapshotRequest) {
 	for _, t := range c.tasks {
 		if t.finished.Load() {
 			// Some tasks have finished: they cannot take part, and the
 			// end of the input commits what remains.
 			if r != nil {
-				r.answer <- savepointAnswer{err: errors.New("exec: no snapshot: some tasks have already finished")}
+				r.answer <- snapshotAnswer{err: errors.New("exec: no snapshot: some tasks have already finished")}
 			}
 			return
 		}
@@ -246,13 +251,13 @@ func (c *coordinator) trigger(r *savepointRequest) {
 			dir = cfg.SavepointDir
 		}
 		if dir == "" {
-			r.answer <- savepointAnswer{err: fmt.Errorf("exec: no savepoint directory: give one, or set %s", ConfigSavepointDir)}
+			r.answer <- snapshotAnswer{err: fmt.Errorf("exec: no savepoint directory: give one, or set %s", ConfigSavepointDir)}
 			return
 		}
 		target.savepoint, target.dir = true, newSavepointDir(dir, c.job.id)
 	} else if err := s.ensureStorage(); err != nil {
 		if r != nil {
-			r.answer <- savepointAnswer{err: err}
+			r.answer <- snapshotAnswer{err: err}
 		}
 		c.recordFailure(CheckpointStats{ID: id, Status: "failed", Err: err, Started: time.Now()})
 		return
@@ -341,7 +346,7 @@ func (c *coordinator) complete(p *pendingCheckpoint) error {
 		t.notifyComplete(p.target.id)
 	}
 	if p.request != nil {
-		p.request.answer <- savepointAnswer{path: dir}
+		p.request.answer <- snapshotAnswer{path: dir}
 	}
 	return nil
 }
@@ -353,7 +358,7 @@ func (c *coordinator) failPending(err error) {
 	c.pending = nil
 	c.discard(p)
 	if p.request != nil {
-		p.request.answer <- savepointAnswer{err: err}
+		p.request.answer <- snapshotAnswer{err: err}
 		if p.target.savepoint {
 			c.job.record(CheckpointStats{ID: p.target.id, Savepoint: true, Status: "failed", Err: err, Started: p.started, Duration: time.Since(p.started)})
 			return // a failed savepoint does not count against the job
@@ -380,7 +385,7 @@ func (c *coordinator) abortPending(cause error) {
 	c.discard(p)
 	err := fmt.Errorf("exec: checkpoint %d aborted: %w", p.target.id, cause)
 	if p.request != nil {
-		p.request.answer <- savepointAnswer{err: err}
+		p.request.answer <- snapshotAnswer{err: err}
 	}
 	c.job.record(CheckpointStats{ID: p.target.id, Savepoint: p.target.savepoint, Status: "aborted", Err: err, Started: p.started, Duration: time.Since(p.started)})
 }

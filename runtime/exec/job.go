@@ -113,9 +113,9 @@ type Job struct {
 	lifecycle *lifecycle
 	store     *checkpointStore
 	restarts  *restarter
-	// savepoints carries savepoint requests to the running attempt's
-	// coordinator.
-	savepoints chan *savepointRequest
+	// requests carries savepoint and checkpoint requests to the running
+	// attempt's coordinator.
+	requests chan *snapshotRequest
 	// stopWatch stops the watch of the caller's ctx; watchDone is closed
 	// when a watch that fired has moved the job to Canceling.
 	stopWatch func() bool
@@ -145,10 +145,10 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	j := &Job{
 		g: g, opts: opts, config: cfg, id: opts.JobID, count: make([]counters, len(g.Operators)),
 		lifecycle: newLifecycle(opts.OnStateChange), restarts: newRestarter(cfg.restart),
-		savepoints: make(chan *savepointRequest), watchDone: make(chan struct{}), done: make(chan struct{}),
+		requests: make(chan *snapshotRequest), watchDone: make(chan struct{}), done: make(chan struct{}),
 	}
 	if j.id == "" {
-		j.id = newJobID()
+		j.id = NewJobID()
 	}
 	j.store = newCheckpointStore(cfg.checkpoint, j.id)
 	ctx = compute.WithAllocator(ctx, opts.Allocator)
@@ -299,11 +299,7 @@ func (j *Job) end(ctx context.Context, err error, to JobState, from ...JobState)
 		j.store.sweep()
 	}
 	j.metrics, j.err = j.Snapshot(), err
-	if !j.lifecycle.move(to, from...) && to == Finished {
-		// Canceled or stopped while the last tasks were finishing: the
-		// job's work is complete all the same.
-		j.lifecycle.move(Finished, Restarting, Failing)
-	}
+	j.lifecycle.move(to, from...)
 	close(j.done)
 }
 
@@ -384,7 +380,7 @@ func (j *Job) TriggerSavepoint(ctx context.Context, dir string) (string, error) 
 // TriggerCheckpoint takes a checkpoint now (as a periodic one, into the
 // checkpoint storage) and returns its chk-<n> directory once it completed.
 func (j *Job) TriggerCheckpoint(ctx context.Context) (string, error) {
-	return j.request(ctx, &savepointRequest{checkpoint: true})
+	return j.request(ctx, &snapshotRequest{checkpoint: true})
 }
 
 // StopWithSavepoint takes a savepoint, lets every sink commit up to it,
@@ -396,13 +392,13 @@ func (j *Job) StopWithSavepoint(ctx context.Context, dir string) (string, error)
 }
 
 func (j *Job) savepoint(ctx context.Context, dir string, stop bool) (string, error) {
-	return j.request(ctx, &savepointRequest{dir: dir, stop: stop})
+	return j.request(ctx, &snapshotRequest{dir: dir, stop: stop})
 }
 
-func (j *Job) request(ctx context.Context, r *savepointRequest) (string, error) {
-	r.answer = make(chan savepointAnswer, 1)
+func (j *Job) request(ctx context.Context, r *snapshotRequest) (string, error) {
+	r.answer = make(chan snapshotAnswer, 1)
 	select {
-	case j.savepoints <- r:
+	case j.requests <- r:
 	case <-j.done:
 		return "", errors.New("exec: no snapshot: the job has ended")
 	case <-ctx.Done():

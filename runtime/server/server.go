@@ -16,8 +16,6 @@ import (
 	"slices"
 
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -183,7 +181,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	if err != nil {
 		return send(finished(jobpb.JobFinished_FAILED, &jobpb.JobError{Message: err.Error(), Kind: "PLAN"}, nil))
 	}
-	id := newJobID()
+	id := runexec.NewJobID()
 	running := &runningJob{name: g.Name, started: time.Now()}
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
@@ -324,10 +322,4 @@ func jobError(err error) *jobpb.JobError {
 		e.Operator = taskErr.Operator
 	}
 	return e
-}
-
-func newJobID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
