@@ -18,10 +18,10 @@ setup: $(VENV)/.installed
 
 # The editable install skips the Go build of setup.py: in this checkout flinkgo builds
 # the runtime binary on first use (into ~/.cache/flinkgo), rebuilding it when Go sources change.
-$(VENV)/.installed: python/pyproject.toml python/setup.py udf/proto/requirements.txt
+$(VENV)/.installed: python/pyproject.toml python/setup.py scripts/genproto-requirements.txt
 	$(PYTHON_BOOTSTRAP) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e "./python[test]" -r udf/proto/requirements.txt "tox>=4.20" "ruff==0.17.5"
+	$(PY) -m pip install -q -e "./python[test]" -r scripts/genproto-requirements.txt "tox>=4.20" "ruff==0.17.5"
 	touch $@
 
 example: setup
@@ -41,10 +41,10 @@ lint:
 	$(VENV)/bin/ruff format --check python
 
 proto:
-	PYTHON=$(PY) udf/proto/generate.sh
+	PYTHON=$(PY) scripts/genproto.sh
 
 proto-check:
-	PYTHON=$(PY) udf/proto/generate.sh --check
+	PYTHON=$(PY) scripts/genproto.sh --check
 
 go-test:
 	FLINKGO_CHAOS_ROUNDS=$(CHAOS_ROUNDS) go test -race -count=1 -timeout 20m ./...

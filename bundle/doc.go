@@ -16,5 +16,5 @@
 // watcher of the executor's shutdown.
 //
 // This package drives the bridge.Runner contract only: it must not import
-// udf/proto or start processes.
+// udf/bridge/proto or start processes.
 package bundle

@@ -22,10 +22,10 @@ import (
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
-	"github.com/flinkgo/flinkgo/udf/proto/jobpb"
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
 // startServer serves the job service on a unix socket for the test.

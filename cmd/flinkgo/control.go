@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/flinkgo/flinkgo/udf/proto/jobpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 )
 
 // control runs the commands that talk to a running server: list,

@@ -35,9 +35,9 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/gctune"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
-	"github.com/flinkgo/flinkgo/udf/proto/jobpb"
 )
 
 const version = "0.1.0"

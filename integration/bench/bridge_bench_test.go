@@ -22,8 +22,8 @@ import (
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 	"github.com/flinkgo/flinkgo/udf/chainrun"
-	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
 )
 
 const udfSource = `

@@ -14,10 +14,10 @@ import (
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 	"github.com/flinkgo/flinkgo/udf/chainrun"
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
-	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
 )
 
 const pipelineRows = 5_000_000

@@ -9,8 +9,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
-	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 	"github.com/flinkgo/flinkgo/udf/pyspec"
 )
 

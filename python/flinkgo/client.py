@@ -1,4 +1,4 @@
-"""A client of a flinkgo runtime's job service (``udf/proto/job.proto``) over gRPC.
+"""A client of a flinkgo runtime's job service (``runtime/proto/job.proto``) over gRPC.
 
 :class:`Client` talks to one endpoint, the embedded runtime's Unix socket or a
 ``flinkgo serve`` server, and runs plans built by :meth:`flinkgo.Environment.plan`:

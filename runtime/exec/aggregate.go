@@ -14,8 +14,8 @@ import (
 
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/state"
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
 // aggProc groups rows by key and emits one row per group when its input

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // message is what travels on an inbox from one of its producers: a batch

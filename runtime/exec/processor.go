@@ -8,8 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flinkgo/flinkgo/runtime/expr"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/sink"
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
 // emitFunc hands a batch downstream and takes ownership of it.

@@ -9,7 +9,7 @@ import (
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/expr"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
 // schemas computes every operator's output schema in topological order:

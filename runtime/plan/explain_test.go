@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 func TestExplainGolden(t *testing.T) {

@@ -3,8 +3,8 @@ package plan
 import (
 	"fmt"
 
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
-	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
 // Kind is what a physical operator does.

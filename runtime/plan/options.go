@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // Plan config keys the planner reads (JobPlan.config).

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // nodeInfo is what the planner derives for one logical node.

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
-	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
 // This file takes the Python UDF calls out of a select or a filter

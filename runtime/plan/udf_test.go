@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // summary describes one operator of a split node compactly; temporary

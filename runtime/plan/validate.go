@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
-	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
 // reservedPrefix starts the names of the temporary columns the planner

@@ -1,4 +1,4 @@
-// Package server serves the job service (udf/proto/job.proto): clients
+// Package server serves the job service (runtime/proto/job.proto): clients
 // submit plans, the server plans and runs them with package exec and
 // streams progress, collected rows and the outcome back.
 //
@@ -31,9 +31,9 @@ import (
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge"
-	"github.com/flinkgo/flinkgo/udf/proto/jobpb"
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
 // ErrJobCanceled is the cause of a job canceled through Cancel.

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/flinkgo/flinkgo/internal/fsutil"
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // Committable is what a file sink subtask hands to a checkpoint: a part

@@ -13,8 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/goleak"
 
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/source"
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

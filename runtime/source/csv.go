@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	arrowcsv "github.com/apache/arrow-go/v18/arrow/csv"
 
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // csvIter reads one CSV file with arrow-go's reader, counting the rows it

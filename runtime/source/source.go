@@ -68,7 +68,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/flinkgo/flinkgo/udf/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // Reader yields the batches of one source subtask.

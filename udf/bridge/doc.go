@@ -12,6 +12,6 @@
 //	Open → (Process | TryTakeResult)* → Flush ∥ TakeResult … → … → Close
 //	                                            any time → Cancel
 //
-// This package only defines the contract: it does not import udf/proto, start
+// This package only defines the contract: it does not import udf/bridge/proto, start
 // processes or know about bundles.
 package bridge

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/bundle"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
-	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
 // Chain is a fused chain of Python UDF calls over one input schema.

@@ -18,8 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 	"github.com/flinkgo/flinkgo/udf/chainrun"
-	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
 	"github.com/flinkgo/flinkgo/udf/pyspec"
 )
 

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/flinkgo/flinkgo/udf/bridge"
-	"github.com/flinkgo/flinkgo/udf/proto/workerpb"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
 // The go-plugin handshake the worker checks (python/flinkgo/worker/server.py).

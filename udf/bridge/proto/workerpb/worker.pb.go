@@ -1134,7 +1134,7 @@ const file_worker_proto_rawDesc = "" +
 	"\tUdfWorker\x12G\n" +
 	"\x04Open\x12\x1e.flinkgo.worker.v1.OpenRequest\x1a\x1f.flinkgo.worker.v1.OpenResponse\x12T\n" +
 	"\aProcess\x12!.flinkgo.worker.v1.ProcessRequest\x1a\".flinkgo.worker.v1.ProcessResponse(\x010\x01\x12J\n" +
-	"\x05Close\x12\x1f.flinkgo.worker.v1.CloseRequest\x1a .flinkgo.worker.v1.CloseResponseB/Z-github.com/flinkgo/flinkgo/udf/proto/workerpbb\x06proto3"
+	"\x05Close\x12\x1f.flinkgo.worker.v1.CloseRequest\x1a .flinkgo.worker.v1.CloseResponseB6Z4github.com/flinkgo/flinkgo/udf/bridge/proto/workerpbb\x06proto3"
 
 var (
 	file_worker_proto_rawDescOnce sync.Once

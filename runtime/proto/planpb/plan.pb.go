@@ -14,7 +14,7 @@
 package planpb
 
 import (
-	workerpb "github.com/flinkgo/flinkgo/udf/proto/workerpb"
+	workerpb "github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -1946,7 +1946,7 @@ const file_plan_proto_rawDesc = "" +
 	"\bFileSink\x12:\n" +
 	"\x06format\x18\x01 \x01(\x0e2\".flinkgo.plan.v1.FileSource.FormatR\x06format\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\r\n" +
-	"\vCollectSinkB-Z+github.com/flinkgo/flinkgo/udf/proto/planpbb\x06proto3"
+	"\vCollectSinkB1Z/github.com/flinkgo/flinkgo/runtime/proto/planpbb\x06proto3"
 
 var (
 	file_plan_proto_rawDescOnce sync.Once

@@ -10,7 +10,7 @@
 package jobpb
 
 import (
-	planpb "github.com/flinkgo/flinkgo/udf/proto/planpb"
+	planpb "github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -1309,7 +1309,7 @@ const file_job_proto_rawDesc = "" +
 	"\aExplain\x12\x1e.flinkgo.job.v1.ExplainRequest\x1a\x1f.flinkgo.job.v1.ExplainResponse\x12G\n" +
 	"\x06Cancel\x12\x1d.flinkgo.job.v1.CancelRequest\x1a\x1e.flinkgo.job.v1.CancelResponse\x12W\n" +
 	"\x10TriggerSavepoint\x12 .flinkgo.job.v1.SavepointRequest\x1a!.flinkgo.job.v1.SavepointResponse\x12M\n" +
-	"\bListJobs\x12\x1f.flinkgo.job.v1.ListJobsRequest\x1a .flinkgo.job.v1.ListJobsResponseB,Z*github.com/flinkgo/flinkgo/udf/proto/jobpbb\x06proto3"
+	"\bListJobs\x12\x1f.flinkgo.job.v1.ListJobsRequest\x1a .flinkgo.job.v1.ListJobsResponseB0Z.github.com/flinkgo/flinkgo/runtime/proto/jobpbb\x06proto3"
 
 var (
 	file_job_proto_rawDescOnce sync.Once
