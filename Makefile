@@ -8,8 +8,10 @@ PYTHON_BOOTSTRAP ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 export FLINKGO_PYTHON := $(abspath $(PY))
-# Rounds of the chaos tests; CI runs a short round, `make chaos` a long one.
-CHAOS_ROUNDS ?= 3
+# Rounds of the chaos tests: $FLINKGO_CHAOS_ROUNDS when set, else a short round in
+# `make test` (what CI runs) and a long one in `make chaos`.
+go-test: FLINKGO_CHAOS_ROUNDS ?= 3
+chaos: FLINKGO_CHAOS_ROUNDS ?= 50
 
 .PHONY: example example-bridge test setup go-test py-test tox lint proto proto-check chaos bench
 
@@ -47,7 +49,7 @@ proto-check:
 	PYTHON=$(PY) scripts/genproto.sh --check
 
 go-test:
-	FLINKGO_CHAOS_ROUNDS=$(CHAOS_ROUNDS) go test -race -count=1 -timeout 20m ./...
+	FLINKGO_CHAOS_ROUNDS=$(FLINKGO_CHAOS_ROUNDS) go test -race -count=1 -timeout 20m ./...
 
 py-test:
 	$(PY) -m pytest python/tests
@@ -56,7 +58,7 @@ tox:
 	$(VENV)/bin/tox -e py311-newest,py311-lowest
 
 chaos: setup
-	FLINKGO_CHAOS_ROUNDS=50 go test -race -count=1 -timeout 60m -run 'Chaos|Failover' -v ./integration/...
+	FLINKGO_CHAOS_ROUNDS=$(FLINKGO_CHAOS_ROUNDS) go test -race -count=1 -timeout 60m -run 'Chaos|Failover' -v ./integration/...
 
 bench: setup
 	go test -run '^$$' -bench . -benchtime 3x ./integration/bench/

@@ -3,7 +3,9 @@ package integration_test
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -81,26 +83,47 @@ plan = env.plan("failover")
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	// Every fault is injected until it has landed (a worker SIGKILLed, or
+	// the fault file taken by the UDF, which then fails its task), so the
+	// number of faults is a property of the test, not a threshold that a
+	// loaded machine can miss.
 	kills, failures := 0, 0
 	for fault := range faults {
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
-		select {
-		case <-j.Done():
+		jobEnded := func() bool {
+			select {
+			case <-j.Done():
+				return true
+			default:
+				return false
+			}
+		}
+		if jobEnded() {
 			t.Fatalf("the job ended after %d faults; it must outlive %d (slow it down)", fault, faults)
-		default:
 		}
 		if fault%2 == 0 {
 			// A worker may be restarting: wait for one to run.
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if pid := workerPid(rng); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
-					kills++
-					break
+			for !killWorker(rng) {
+				if jobEnded() {
+					t.Fatalf("the job ended after %d faults; it must outlive %d (slow it down)", fault, faults)
 				}
+				time.Sleep(20 * time.Millisecond)
 			}
+			kills++
 			continue
 		}
-		if err := os.WriteFile(filepath.Join(dir, "fault"), nil, 0o600); err != nil {
+		faultFile := filepath.Join(dir, "fault")
+		if err := os.WriteFile(faultFile, nil, 0o600); err != nil {
 			t.Fatal(err)
+		}
+		for {
+			if _, err := os.Stat(faultFile); errors.Is(err, fs.ErrNotExist) {
+				break // the UDF took it: its task fails
+			}
+			if jobEnded() {
+				t.Fatalf("the job ended before injected failure %d landed; it must outlive %d faults (slow it down)", fault, faults)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 		failures++
 	}
@@ -116,9 +139,6 @@ plan = env.plan("failover")
 	}
 	if err != nil {
 		t.Fatalf("job failed: %v", err)
-	}
-	if j.Attempts() < faults*2/3 || kills < faults/2 {
-		t.Fatalf("%d attempts after %d kills and %d injected failures: the faults did not hit", j.Attempts(), kills, failures)
 	}
 	t.Logf("%d attempts after %d worker kills and %d task failures; %d checkpoints", j.Attempts(), kills, failures, len(j.Checkpoints()))
 
@@ -162,6 +182,11 @@ plan = env.plan("failover")
 			t.Errorf("key %d: got %q, want %q", k, got, want)
 		}
 	}
+	// Checked after the data: faults that landed close together can share
+	// one restart, but every landed fault fails the attempt it hits.
+	if j.Attempts() < 2 {
+		t.Errorf("%d attempts after %d worker kills and %d task failures: no fault restarted the job", j.Attempts(), kills, failures)
+	}
 }
 
 // csvPartRows reads the rows (without headers) of the published CSV part
@@ -183,6 +208,13 @@ func csvPartRows(t *testing.T, dir string) [][]string {
 		rows = append(rows, records[1:]...)
 	}
 	return rows
+}
+
+// killWorker SIGKILLs a running Python worker of this test process, if
+// there is one, and reports whether it did.
+func killWorker(rng *rand.Rand) bool {
+	pid := workerPid(rng)
+	return pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil
 }
 
 // workerPid picks a running Python worker of this test process, or 0.
