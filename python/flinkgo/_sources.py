@@ -12,6 +12,7 @@ This module depends on pyarrow only.
 from __future__ import annotations
 
 import glob
+import json
 import math
 import numbers
 import os
@@ -122,8 +123,89 @@ def csv_schema(
                 # Converts the first block to the given types.
                 next(iter(reader), None)
     except (pa.ArrowInvalid, pa.ArrowKeyError, pa.ArrowNotImplementedError, KeyError) as e:
+        where = None
+        if schema is not None and isinstance(e, pa.ArrowInvalid):
+            where = _locate_csv_value(path, schema, parse=parse, read=read)
+        if where is not None:
+            # Line and column, as the runtime says for a bad value past the first
+            # block; pyarrow's own message ("CSV column #1") adds nothing then.
+            raise _read_error(op, path, schema, where) from None
         raise _read_error(op, path, schema, e) from e
     return check_schema(op, schema if schema is not None else inferred)
+
+
+def _locate_csv_value(path: str, schema: pa.Schema, *, parse: Any, read: Any) -> str | None:
+    """Find the first value of the file's first block that does not convert to `schema`.
+
+    Returns ``line N, column "c": cannot parse "v" as T``, or None when no single value
+    is to blame (then the caller reports pyarrow's own message).
+    """
+    import csv as pycsv
+
+    from pyarrow import csv
+
+    as_strings = csv.ConvertOptions(
+        column_types={name: pa.string() for name in schema.names},
+        include_columns=schema.names,
+        strings_can_be_null=True,
+    )
+    try:
+        with csv.open_csv(
+            path, read_options=read, parse_options=parse, convert_options=as_strings
+        ) as reader:
+            block = next(iter(reader), None)
+    except (pa.ArrowInvalid, pa.ArrowKeyError, KeyError):
+        return None
+    if block is None:
+        return None
+    bad: tuple[int, str, str] | None = None  # (row, column, value)
+    for field in schema:
+        if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
+            continue
+        values = block.column(field.name)
+        row = _first_unconvertible(values, field.type)
+        if row is not None and (bad is None or row < bad[0]):
+            bad = (row, field.name, values[row].as_py())
+    if bad is None:
+        return None
+    row, column, value = bad
+    # The row's line in the file (quoted fields may span lines).
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        lines = pycsv.reader(f, delimiter=parse.delimiter)
+        if not read.column_names:  # the first record is the header
+            next(lines, None)
+        line = 0
+        for i, _ in enumerate(lines):
+            if i == row:
+                break
+            line = lines.line_num  # the last line of record i
+        line += 1  # where record `row` starts
+    dtype = schema.field(column).type
+    quote = json.dumps  # double quotes, as the runtime's messages
+    return f"line {line}, column {quote(column)}: cannot parse {quote(value)} as {dtype}"
+
+
+def _first_unconvertible(values: pa.Array, dtype: pa.DataType) -> int | None:
+    """Index of the first value of string `values` that does not cast to `dtype`."""
+    import pyarrow.compute as pc
+
+    def converts(lo: int, hi: int) -> bool:
+        try:
+            pc.cast(values.slice(lo, hi - lo), dtype, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return False
+        return True
+
+    if converts(0, len(values)):
+        return None
+    lo, hi = 0, len(values)  # the first bad value is in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if converts(lo, mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def jsonl_schema(op: str, path: str, *, schema: pa.Schema | None) -> pa.Schema:
@@ -167,7 +249,7 @@ def _empty_file(op: str, path: str, schema: pa.Schema | None) -> pa.Schema:
     return check_schema(op, schema)
 
 
-def _read_error(op: str, path: str, schema: pa.Schema | None, e: Exception) -> ValueError:
+def _read_error(op: str, path: str, schema: pa.Schema | None, e: Exception | str) -> ValueError:
     if schema is None:
         return ValueError(f"{op}: cannot infer the schema of {path!r}: {e}")
     return ValueError(f"{op}: {path!r} does not match the given schema ({_fields(schema)}): {e}")

@@ -1085,3 +1085,16 @@ def test_building_a_plan_needs_no_grpc_or_worker():
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60
     )
     assert out.stdout.strip() == "[] [] 3"
+
+
+def test_read_csv_bad_value_in_first_block_names_line_and_column(env, tmp_path):
+    # A value that does not convert is found at planning time, in the file's first
+    # block: the message names its line and column as the runtime does past it.
+    path = tmp_path / "amounts.csv"
+    path.write_text('sensor,amount\na,1.5\n"b\nc",2\nd,xx\ne,3\n')
+    with pytest.raises(ValueError) as info:
+        env.read_csv(path, schema={"sensor": "string", "amount": "float64"})
+    message = str(info.value)
+    assert message.startswith(f"read_csv: '{path}' does not match the given schema")
+    assert 'line 5, column "amount": cannot parse "xx" as double' in message
+    assert "#1" not in message
