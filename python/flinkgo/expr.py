@@ -10,7 +10,9 @@ them column-wise with Arrow's compute kernels.
 
 Semantics are those of Arrow's kernels (and of the runtime's ``runtime/expr``), with one
 exception taken from pandas, polars and Spark: ``/`` is true division, so integer operands
-are divided as float64 (the runtime casts them). Otherwise, integer arithmetic stays
+are divided as float64 (the runtime casts them), and a zero divisor gives ``inf``, ``-inf``
+or ``NaN`` as in pandas (an integer ``%`` by zero is an error: its int64 result has no
+NaN). Otherwise, integer arithmetic stays
 integer and overflows are errors at run time; ``%`` is Python's modulo (the result has the
 divisor's sign); comparisons, ``&`` and ``|`` follow SQL's three-valued logic, a null
 operand gives null (except ``False & null`` is False and ``True | null`` is True); a

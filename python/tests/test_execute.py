@@ -226,6 +226,20 @@ def test_read_csv_schema_matches_header_by_name(env, tmp_path):
 # --- transformations and expressions -------------------------------------------------------------
 
 
+def test_division_by_zero_follows_pandas(env):
+    data = pd.DataFrame({"a": [1, 0, -1, 4], "b": [0, 0, 0, 2], "f": [1.5, 0.0, -2.0, 1.0]})
+    out = (
+        env.from_pandas(data)
+        .select(
+            (fg.col("a") / fg.col("b")).alias("ints"),
+            (fg.col("f") / 0).alias("floats"),
+        )
+        .to_pandas()
+    )
+    expected = pd.DataFrame({"ints": data.a / data.b, "floats": data.f / 0})
+    assert_same(out, expected)
+
+
 def test_select_expressions(env):
     df = env.from_pandas(BASE)
     c = fg.col

@@ -7,7 +7,9 @@
 // integer arithmetic is checked for overflow, comparisons and and/or follow
 // SQL's three-valued logic (Kleene), and a filter drops rows whose predicate
 // is false or null. Division is true division, as pandas, polars and Spark's
-// `/`: integer operands are cast to float64 first. Casts are checked
+// `/`: integer operands are cast to float64 first, and a zero divisor gives
+// inf, -inf or NaN as in pandas (integer modulo by zero stays an error: its
+// result is int64, which has no NaN). Casts are checked
 // (overflow and invalid strings fail) except that a float cast to an
 // integer truncates towards zero.
 //

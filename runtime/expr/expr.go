@@ -108,10 +108,16 @@ func compileCall(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
 	}
 	if call.GetFunction() == "divide" {
 		// True division: integers become float64 first.
+		floats := true
 		for i, a := range out.args {
 			if arrow.IsInteger(a.typ.ID()) {
 				out.args[i] = &Expr{text: a.text, typ: arrow.PrimitiveTypes.Float64, column: -1, fn: "cast", castTo: arrow.PrimitiveTypes.Float64, args: []*Expr{a}}
 			}
+			floats = floats && arrow.IsFloating(out.args[i].typ.ID())
+		}
+		if floats {
+			// As pandas: x / 0 is inf, -inf or NaN, not an error.
+			out.fn = "divide_unchecked"
 		}
 	}
 	if call.GetFunction() == "cast" {

@@ -66,6 +66,8 @@ func TestEval(t *testing.T) {
 		{"add literal", call("add", col("x"), intLit(10)), "int64", "[11 12 13 (null)]"},
 		{"int times float", call("multiply", col("x"), col("y")), "float64", "[0.5 3 7.5 (null)]"},
 		{"true division", call("divide", col("x"), intLit(2)), "float64", "[0.5 1 1.5 (null)]"},
+		{"integer division by zero as pandas", call("divide", call("subtract", col("x"), intLit(2)), intLit(0)), "float64", "[-Inf NaN +Inf (null)]"},
+		{"float division by zero as pandas", call("divide", col("y"), floatLit(0)), "float64", "[+Inf +Inf +Inf +Inf]"},
 		{"negate", call("negate", col("y")), "float64", "[-0.5 -1.5 -2.5 -3.5]"},
 		{"compare with float literal", call("greater", col("x"), floatLit(1.5)), "bool", "[false true true (null)]"},
 		{"kleene and", call("and", call("greater", col("y"), floatLit(1)), col("b")), "bool", "[false false (null) false]"},
