@@ -1,4 +1,4 @@
-"""UDFs of the bridge example (``make example``).
+"""UDFs of the Go bridge example (``make example-bridge``).
 
 The Go program ``examples/go/bridge`` streams generated sensor readings
 through these UDFs on real Python workers.

@@ -431,7 +431,13 @@ class Environment:
         rows_per_second: float | None = None,
         seed: int = 0,
     ) -> DataFrame:
-        """Make a source of generated random rows, as Flink's datagen connector.
+        """Make a source of generated rows, as Flink's datagen connector.
+
+        The values are a pure function of (seed, row index, column), the same at any
+        parallelism, so a test can compute them: integers, timestamps, dates, times,
+        durations and decimals count the row index (0, 1, 2, ...); strings and binary
+        are ``"<column>-<row index>"``; only floats (uniform in [0, 1)) and bools are
+        pseudo-random, from `seed`.
 
         Parameters
         ----------
@@ -445,7 +451,7 @@ class Environment:
         rows_per_second
             A positive rate limit; None (the default) for as fast as possible.
         seed
-            The random seed; the same seed generates the same rows.
+            The seed of the float and bool columns; the same seed generates the same rows.
 
         Returns
         -------
