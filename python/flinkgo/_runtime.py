@@ -173,7 +173,10 @@ def build_from_source(repo: Path) -> str:
         if _fresh(binary, repo):  # another process built it meanwhile
             return str(binary)
         print(
-            f"flinkgo: building the runtime (go build ./cmd/flinkgo in {repo}) ...",
+            f"flinkgo: building the runtime binary (go build ./cmd/flinkgo in {repo}), as this "
+            "source checkout has no up-to-date build; with a cold Go cache this downloads the "
+            "Go modules and compiles Arrow, gRPC and Pebble, which can take a few minutes; "
+            "later builds take seconds ...",
             file=sys.stderr,
             flush=True,
         )
