@@ -253,3 +253,35 @@ def test_runtime_and_workers_exit_when_python_is_killed(built, tmp_path):
     assert gone(pid, 15), "the runtime outlived the Python process that started it"
     for w in workers:
         assert gone(w.pid, 15), f"worker {w.pid} outlived the runtime"
+
+
+# --- the flinkgo command ------------------------------------------------------------------------
+
+
+def test_install_puts_the_flinkgo_command_on_the_path():
+    # pip install flinkgo installs the command the README's CLI sections use, beside the
+    # interpreter; it runs the runtime binary.
+    command = os.path.join(os.path.dirname(sys.executable), "flinkgo")
+    assert os.access(command, os.X_OK), f"{command} missing: the package installs no command"
+    done = subprocess.run(
+        [command, "version"], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"flinkgo {fg.__version__}"
+
+
+def test_flinkgo_command_passes_the_interpreter_to_run(tmp_path):
+    # FLINKGO_PYTHON, unless set, is the interpreter that has this flinkgo; the fake
+    # binary prints what it got.
+    fake = script(tmp_path / "flinkgo", 'echo "$FLINKGO_PYTHON|$*"\n')
+    env = {k: v for k, v in os.environ.items() if k != "FLINKGO_PYTHON"}
+    env[_runtime.BINARY_ENV] = fake
+    done = subprocess.run(
+        [sys.executable, "-c", "from flinkgo._cli import main; main()", "run", "p.py"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == f"{sys.executable}|run p.py"
