@@ -605,6 +605,44 @@ def test_execute_result_and_clears_sinks(env, p, tmp_path):
     assert pq.read_table(tmp_path / "b").num_rows == N
 
 
+@udf("int64")
+def half_int(x):
+    return x / 2
+
+
+@udf("int64")
+def exact_int(x):
+    return x * 2.0
+
+
+@udf("float64", func_type="pandas")
+def as_text(x: pd.Series) -> pd.Series:
+    return x.astype(str)
+
+
+@udf("float64", func_type="pandas")
+def int_series(x: pd.Series) -> pd.Series:
+    return x * 2
+
+
+def test_udf_results_must_fit_the_declared_type_exactly():
+    # A lossy conversion is an error naming the UDF, the row and the value, never a
+    # silently truncated or parsed result.
+    env = fg.Environment(parallelism=1)
+    data = pd.DataFrame({"x": [4, 5, 6]})
+    df = env.from_pandas(data)
+    with pytest.raises(fg.JobFailedError) as info:
+        df.select(half_int(fg.col("x")).alias("h")).to_pandas()
+    assert "udf 'half_int' returned 2.5 at row 1 of the batch" in str(info.value)
+    assert "int64" in str(info.value)
+    with pytest.raises(fg.JobFailedError) as info:
+        df.select(as_text(fg.col("x")).alias("t")).to_pandas()
+    assert "udf 'as_text' returned the string '4' at row 0 of the batch" in str(info.value)
+    # What loses nothing passes: 8.0 into int64, integers into float64.
+    out = df.select(exact_int(fg.col("x")).alias("e"), int_series(fg.col("x")).alias("f"))
+    assert_same(out.to_pandas(), pd.DataFrame({"e": [8, 10, 12], "f": [8.0, 10.0, 12.0]}))
+
+
 def test_explain_invalid_plan():
     env = fg.Environment(parallelism=2, config={"pipeline.forward-mismatch": "fail"})
     env.from_pandas(BASE).forward().filter(fg.col("x") > 0).set_parallelism(3).print()

@@ -321,7 +321,60 @@ def _to_array(call: _Call, values: Any, num_rows: int, from_pandas: bool = False
             f"udf {call.name!r} returned values that do not convert to its declared "
             f"return type {call.return_type}: {e}"
         ) from e
+    lossy = _lossy_conversion(call, values, array, from_pandas)
+    if lossy is not None:
+        raise UdfResultError(lossy)
     return _check_array(call, array, num_rows)
+
+
+def _lossy_conversion(call: _Call, values: Any, array: pa.Array, from_pandas: bool) -> str | None:
+    """Say why converting `values` to the declared number type lost or invented data.
+
+    pyarrow's typed conversion truncates Python floats into integers (2.5 becomes 2) and
+    parses strings into numbers ("1.5" becomes 1.5). A result must fit its declared type
+    exactly: the values are converted as they are (their own type) and compared.
+    Conversions that lose nothing (an int into float64, 2.0 into int64) pass.
+    """
+    declared = call.return_type
+    if not (pa.types.is_integer(declared) or pa.types.is_floating(declared)):
+        return None
+    dtype = getattr(values, "dtype", None)
+    if dtype is not None:
+        # A Series or ndarray: only text or Python objects can hide strings or floats.
+        if getattr(dtype, "kind", "O") not in "OSU" and not _is_pandas_string(dtype):
+            return None
+    elif not pa.types.is_integer(declared):
+        return None  # a list of str, say, into a float fails in pyarrow already
+    try:
+        own = pa.array(values, from_pandas=from_pandas)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+        return None  # mixed values: the typed conversion's checks stand
+    if pa.types.is_string(own.type) or pa.types.is_large_string(own.type):
+        import pyarrow.compute as pc
+
+        row = pc.index(pc.is_valid(own), True).as_py()
+        return (
+            f"udf {call.name!r} returned the string {own[row].as_py()!r} at row {row} of the "
+            f"batch, where its declared return type is {declared}; return numbers (convert "
+            "strings yourself, e.g. with pandas.to_numeric), or declare a string return type"
+        )
+    if pa.types.is_floating(own.type) and pa.types.is_integer(declared):
+        import pyarrow.compute as pc
+
+        back = pc.cast(array, own.type)
+        differs = pc.fill_null(pc.not_equal(own, back), False)
+        if pc.any(differs).as_py():
+            row = pc.index(differs, True).as_py()
+            return (
+                f"udf {call.name!r} returned {own[row].as_py()!r} at row {row} of the batch, "
+                f"which is not exactly a {declared} (its declared return type); return whole "
+                "numbers (round them yourself), or declare a float return type"
+            )
+    return None
+
+
+def _is_pandas_string(dtype: Any) -> bool:
+    return type(dtype).__name__ in ("StringDtype", "ArrowDtype") and "str" in str(dtype)
 
 
 def _check_array(call: _Call, array: pa.Array, num_rows: int) -> pa.Array:
