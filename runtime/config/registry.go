@@ -250,9 +250,13 @@ func newRegistry(keys []Key) Registry {
 	return r
 }
 
-// Keys returns every key, sorted by name.
+// Keys returns every key, sorted by name. The keys are copies: changing
+// them changes no registry.
 func (r Registry) Keys() []Key {
-	keys := slices.Clone(r.keys)
+	keys := make([]Key, len(r.keys))
+	for i, k := range r.keys {
+		keys[i] = k.clone()
+	}
 	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Name, b.Name) })
 	return keys
 }
@@ -263,7 +267,12 @@ func (r Registry) Lookup(name string) (Key, bool) {
 	if !ok {
 		return Key{}, false
 	}
-	return r.keys[i], true
+	return r.keys[i].clone(), true
+}
+
+func (k Key) clone() Key {
+	k.Values, k.Aliases = slices.Clone(k.Values), slices.Clone(k.Aliases)
+	return k
 }
 
 // Problem is one thing wrong with a config.
