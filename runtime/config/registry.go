@@ -211,8 +211,8 @@ func Known() Registry {
 	})
 }
 
-// renamedHint says what does the job here of a key users bring from other
-// Flink versions, which flinkgo does not read; "" for other keys.
+// renamedHint points a key users bring from another Flink version, which
+// flinkgo does not read, at what does its job here; "" for other keys.
 func renamedHint(name string) string {
 	var to string
 	switch name {
@@ -296,7 +296,8 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s=%q: %s", p.Key, p.Value, p.Message)
 }
 
-// Error reports every problem of a config, sorted by key.
+// Error reports every problem of a config: Validate's sorted by key, then
+// those between keys that a reader adds.
 type Error struct {
 	Problems []Problem
 }
