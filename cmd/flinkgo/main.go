@@ -8,6 +8,7 @@
 //	flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
 //	                                                  stop a job with a savepoint
 //	flinkgo cancel [--endpoint ADDR] JOB_ID           cancel a job
+//	flinkgo config [-c KEY=VALUE]... [--plan FILE]    print the effective configuration
 //	flinkgo version
 //
 // ADDR is unix:///path/to.sock or host:port (default 127.0.0.1:7781,
@@ -60,6 +61,8 @@ func main() {
 		err = run(os.Args[2:])
 	case "list", "savepoint", "stop", "cancel":
 		err = control(os.Args[1], os.Args[2:])
+	case "config":
+		err = showConfig(os.Args[2:], os.Stdout)
 	case "version":
 		fmt.Println("flinkgo", version)
 	default:
@@ -84,6 +87,7 @@ func usage() {
   flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]
   flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
   flinkgo cancel [--endpoint ADDR] JOB_ID
+  flinkgo config [-c KEY=VALUE]... [--plan FILE]
   flinkgo version`)
 }
 

@@ -65,7 +65,9 @@ class Environment:
     config
         Flink-style options by key, as strings, e.g.
         ``{"pipeline.forward-mismatch": "rescale", "python.fn-execution.bundle.size":
-        "50000"}``. Copied.
+        "50000"}``. Copied. The runtime checks them when a job is submitted: an unknown
+        key or a bad value fails it, naming the close match of a misspelt key;
+        ``flinkgo config`` lists every key with its default.
     endpoint
         The address of a runtime server to run on, ``"host:port"`` or
         ``"unix:///path/to.sock"``; None for ``$FLINKGO_ENDPOINT`` when it is set, else

@@ -7,10 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flinkgo/flinkgo/runtime/config"
 )
 
 // Plan config keys the runtime reads, with Flink's names where Flink has
-// the option.
+// the option. Each is registered, with its type, default and description,
+// in package config (config.Known).
 const (
 	ConfigCheckpointInterval        = "execution.checkpointing.interval"
 	ConfigCheckpointDir             = "execution.checkpointing.dir"
@@ -32,6 +35,11 @@ const (
 	// ConfigUpdateInterval is how often a keyed aggregation in updates
 	// mode emits the keys that changed. Default 1 s.
 	ConfigUpdateInterval = "pipeline.keyed-aggregate.update-interval"
+	// ConfigBundleSize and ConfigBundleTime set the UDF operators' bundle
+	// (package bundle); when set they override Options.BundleSize and
+	// Options.BundleTime.
+	ConfigBundleSize = "python.fn-execution.bundle.size"
+	ConfigBundleTime = "python.fn-execution.bundle.time"
 )
 
 // Values of ConfigCheckpointRetention, as Flink's.
@@ -99,12 +107,39 @@ type runtimeConfig struct {
 	restore        RestoreConfig
 	restart        RestartConfig
 	updateInterval time.Duration
+	// bundleSize and bundleTime are the job's bundle settings, 0 where the
+	// plan sets none.
+	bundleSize int
+	bundleTime time.Duration
 }
 
-// parseConfig reads the runtime's keys of a plan's config, reporting every
-// problem in one error.
+// withBundle returns opts with the job's bundle settings, which override
+// the runtime's.
+func (c runtimeConfig) withBundle(opts Options) Options {
+	if c.bundleSize > 0 {
+		opts.BundleSize = c.bundleSize
+	}
+	if c.bundleTime > 0 {
+		opts.BundleTime = c.bundleTime
+	}
+	return opts
+}
+
+// parseConfig checks a plan's config against the registry of known keys
+// (an unknown key fails the job) and reads the runtime's keys, reporting
+// every problem in one error.
 func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	p := configParser{cfg: cfg}
+	var invalid *config.Error
+	if err := config.Known().Validate(cfg); err != nil {
+		if !errors.As(err, &invalid) {
+			return runtimeConfig{}, fmt.Errorf("exec: %w", err)
+		}
+		p.reported = map[string]bool{}
+		for _, pr := range invalid.Problems {
+			p.reported[pr.Key] = true
+		}
+	}
 	var c runtimeConfig
 	cp := &c.checkpoint
 	cp.Interval = p.duration(ConfigCheckpointInterval, 0)
@@ -132,6 +167,8 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 		p.problem(ConfigUpdateInterval, "must be positive")
 		c.updateInterval = time.Second
 	}
+	c.bundleSize = p.integer(ConfigBundleSize, 0, 1)
+	c.bundleTime = p.duration(ConfigBundleTime, 0)
 	c.restore.Path = p.str(ConfigRestorePath, "")
 	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState, false)
 
@@ -160,19 +197,31 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	default:
 		p.problem(ConfigRestartStrategy, "must be none, fixed-delay or exponential-delay")
 	}
-	if len(p.problems) > 0 {
-		return c, fmt.Errorf("exec: invalid config: %w", errors.New(strings.Join(p.problems, "; ")))
+	if invalid == nil && len(p.problems) == 0 {
+		return c, nil
 	}
-	return c, nil
+	if invalid == nil {
+		invalid = &config.Error{}
+	}
+	for _, msg := range p.problems {
+		invalid.Problems = append(invalid.Problems, config.Problem{Message: msg})
+	}
+	return c, fmt.Errorf("exec: %w", invalid)
 }
 
 // configParser reads typed values and collects every problem.
 type configParser struct {
 	cfg      map[string]string
 	problems []string
+	// reported are the keys the registry found wrong, whose problems are
+	// not reported twice.
+	reported map[string]bool
 }
 
 func (p *configParser) problem(key, format string, args ...any) {
+	if p.reported[key] {
+		return
+	}
 	p.problems = append(p.problems, fmt.Sprintf("%s=%q: ", key, p.cfg[key])+fmt.Sprintf(format, args...))
 }
 
@@ -229,32 +278,10 @@ func (p *configParser) duration(key string, def time.Duration) time.Duration {
 	if !ok {
 		return def
 	}
-	d, err := parseDuration(v)
+	d, err := config.ParseDuration(v)
 	if err != nil {
 		p.problem(key, "%v", err)
 		return def
 	}
 	return d
-}
-
-func parseDuration(v string) (time.Duration, error) {
-	s := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(v), " ", ""))
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Duration(n) * time.Millisecond, nil
-	}
-	units := []struct {
-		suffix string
-		unit   time.Duration
-	}{{"ms", time.Millisecond}, {"min", time.Minute}, {"s", time.Second}, {"h", time.Hour}, {"d", 24 * time.Hour}}
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			if f, err := strconv.ParseFloat(num, 64); err == nil && f >= 0 {
-				return time.Duration(f * float64(u.unit)), nil
-			}
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return d, nil
-	}
-	return 0, errors.New(`not a duration: write milliseconds or a number with a unit, as "500 ms", "10 s", "1 min"`)
 }

@@ -142,6 +142,7 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = cfg.withBundle(opts)
 	j := &Job{
 		g: g, opts: opts, config: cfg, id: opts.JobID, count: make([]counters, len(g.Operators)),
 		lifecycle: newLifecycle(opts.OnStateChange), restarts: newRestarter(cfg.restart),

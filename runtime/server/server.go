@@ -29,6 +29,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/runtime/config"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
@@ -81,8 +82,9 @@ func New(opts runexec.Options, defaults map[string]string) *Server {
 	return s
 }
 
-// plan plans a job, restoring its snapshot's max parallelism when it
-// restores one.
+// plan checks a job's config against the known keys (an unknown key or a
+// bad value fails it here, before anything runs) and plans it, restoring
+// its snapshot's max parallelism when it restores one.
 func (s *Server) plan(job *planpb.JobPlan) (*plan.Graph, error) {
 	if len(s.defaults) > 0 {
 		job = proto.CloneOf(job)
@@ -94,6 +96,9 @@ func (s *Server) plan(job *planpb.JobPlan) (*plan.Graph, error) {
 				job.Config[k] = v
 			}
 		}
+	}
+	if err := config.Known().Validate(job.GetConfig()); err != nil {
+		return nil, err
 	}
 	opts, err := runexec.PlanOptions(job)
 	if err != nil {
