@@ -692,6 +692,22 @@ def test_udf_error_fails_the_job_with_the_traceback(env):
     assert 'raise ValueError(f"seven is not allowed (x={x})")' in e.traceback
     assert e.traceback.strip() in str(e)
     assert "explode_on_seven" in str(e)
+    # The failing row and its arguments.
+    assert re.search(r"\(at row \d+ of the batch, called with \(7,\)\)", str(e)), str(e)
+
+
+@udf("float64", func_type="pandas")
+def returns_frame(x: pd.Series) -> pd.DataFrame:
+    return pd.DataFrame({"a": x, "b": x})
+
+
+def test_pandas_udf_returning_a_frame_says_so():
+    env = fg.Environment(parallelism=1)
+    df = env.from_pandas(BASE).select(returns_frame(fg.col("x")))
+    with pytest.raises(fg.JobFailedError) as info:
+        df.collect()
+    assert "returned a pandas.DataFrame with columns ['a', 'b']" in str(info.value)
+    assert "returns a pandas.Series" in str(info.value)
 
 
 @udf("int64")

@@ -44,12 +44,27 @@ class UdfResultError(Exception):
 
 
 class UdfCallError(Exception):
-    """Wraps an exception raised by user code with the UDF's name."""
+    """Wraps an exception raised by user code with the UDF's name.
 
-    def __init__(self, udf_name: str, cause: BaseException):
+    `row` says which row of the batch a row-at-a-time UDF failed on, with its
+    arguments (truncated), when that is known.
+    """
+
+    def __init__(self, udf_name: str, cause: BaseException, *, row: str | None = None):
         super().__init__(str(cause))
         self.udf_name = udf_name
         self.cause = cause
+        self.row = row
+
+
+_ROW_REPR_LIMIT = 200
+
+
+def _describe_row(row: int, columns: Sequence[list]) -> str:
+    arguments = repr(tuple(c[row] for c in columns))
+    if len(arguments) > _ROW_REPR_LIMIT:
+        arguments = arguments[: _ROW_REPR_LIMIT - 5] + " ...)"
+    return f"row {row} of the batch, called with {arguments}"
 
 
 def read_schema(ipc_bytes: bytes) -> pa.Schema:
@@ -220,8 +235,17 @@ class Chain:
             values = self._async_loop.run(self._run_async(call, args, num_rows))
             return _to_array(call, values, num_rows)
         if call.func_type == worker_pb2.FUNC_TYPE_PANDAS:
+            import pandas as pd
+
             series = [a.to_pandas() for a in args]
             result = _call_user(call, *series)
+            if isinstance(result, pd.DataFrame):
+                raise UdfResultError(
+                    f"udf {call.name!r} (pandas) returned a pandas.DataFrame with columns "
+                    f"{list(result.columns)}; a scalar pandas UDF returns a pandas.Series "
+                    "(one value per row): select one column, or use map_batches for a "
+                    "function that returns whole frames"
+                )
             return _to_array(call, result, num_rows, from_pandas=True)
         if call.func_type == worker_pb2.FUNC_TYPE_ARROW:
             result = _call_user(call, *args)
@@ -233,16 +257,16 @@ class Chain:
                     f"got {type(result).__name__}"
                 )
             return _check_array(call, result, num_rows)
-        rows = (
-            zip(*(a.to_pylist() for a in args), strict=True)
-            if args
-            else (() for _ in range(num_rows))
-        )
+        columns = [a.to_pylist() for a in args]
+        rows = zip(*columns, strict=True) if args else (() for _ in range(num_rows))
         func = call.func
         try:
             values = [func(*row) for row in rows]
         except Exception as e:
-            raise UdfCallError(call.name, e) from e
+            # The failing row is the last one taken from `rows`: count what is left,
+            # rather than tracking an index on every row's path.
+            row = num_rows - sum(1 for _ in rows) - 1
+            raise UdfCallError(call.name, e, row=_describe_row(row, columns)) from e
         return _to_array(call, values, num_rows)
 
     async def _run_async(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> list:

@@ -138,7 +138,7 @@ def serve_batches(chain: Chain, requests: Iterable[Any]) -> Iterator[Any]:
                 out = chain.apply(read_batch(request.batch.arrow_ipc))
                 data = write_batch(out)
             except UdfCallError as e:
-                yield _error_response(seq, e.udf_name, e.cause)
+                yield _error_response(seq, e.udf_name, e.cause, where=e.row)
                 return
             except Exception as e:
                 yield _error_response(seq, "", e)
@@ -150,16 +150,23 @@ def serve_batches(chain: Chain, requests: Iterable[Any]) -> Iterator[Any]:
             )
 
 
-def _error_response(seq: int, udf_name: str, exc: BaseException) -> worker_pb2.ProcessResponse:
-    return worker_pb2.ProcessResponse(error=_udf_error(seq, udf_name, exc))
+def _error_response(
+    seq: int, udf_name: str, exc: BaseException, *, where: str | None = None
+) -> worker_pb2.ProcessResponse:
+    return worker_pb2.ProcessResponse(error=_udf_error(seq, udf_name, exc, where=where))
 
 
-def _udf_error(seq: int, udf_name: str, exc: BaseException) -> worker_pb2.UdfError:
+def _udf_error(
+    seq: int, udf_name: str, exc: BaseException, *, where: str | None = None
+) -> worker_pb2.UdfError:
+    message = str(exc)
+    if where:
+        message = f"{message} (at {where})"
     return worker_pb2.UdfError(
         seq=seq,
         udf_name=udf_name,
         exception_type=type(exc).__name__,
-        message=str(exc),
+        message=message,
         traceback="".join(traceback.format_exception(exc)),
     )
 
