@@ -136,8 +136,10 @@ class ProgressLine:
         self.enabled = False
 
     def _draw(self, text: str, end: str = "") -> None:
+        # The live line fits the terminal, so that \r can redraw it; the summary stays
+        # whole (the terminal wraps it).
         width = shutil.get_terminal_size((100, 20)).columns - 1
-        if len(text) > width > 10:
+        if not end and len(text) > width > 10:
             text = text[: width - 3] + "..."
         if text == self._shown and not end:
             return

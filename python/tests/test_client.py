@@ -339,6 +339,25 @@ def test_progress_line_on_a_terminal(fake, monkeypatch):
     )
 
 
+def test_progress_summary_is_never_cut_at_the_terminal_width(fake, monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    monkeypatch.setenv("COLUMNS", "40")
+    fake.events = [
+        started(),
+        job_pb2.JobEvent(progress=progress(3000, 2500, 2.0)),
+        finished(State.FINISHED, metrics=progress(5000, 5000, 2.5)),
+    ]
+    with Client(fake.endpoint) as client:
+        client.execute(collect_plan())
+    lines = terminal.getvalue().split("\r")
+    assert any(line.endswith("...\x1b[K") for line in lines)  # the live line fits
+    assert lines[-1] == (
+        "flinkgo: fake job finished in 2.50 s: read 5,000 rows, wrote 5,000 rows "
+        "(2,000 rows/s)\x1b[K\n"
+    )
+
+
 def test_no_progress_line_when_disabled_or_not_a_terminal(fake, monkeypatch):
     fake.events = [started(), finished(State.FINISHED)]
     for stream, show in ((io.StringIO(), True), (Terminal(), False)):
