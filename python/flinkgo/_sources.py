@@ -53,8 +53,37 @@ def to_schema(op: str, schema: Any, *, what: str = "schema") -> pa.Schema:
     return check_schema(op, result, what=what)
 
 
+def logical_type(dtype: pa.DataType) -> pa.DataType:
+    """`dtype` with ``large_string``/``large_binary`` as ``string``/``binary``, at any depth.
+
+    Sources normalise to one logical string (and binary) type, so that pandas data
+    (``large_string`` under pandas 3) and a CSV file (``string``) union, join and print
+    alike. Offsets are 32-bit per batch, which batches of a stream never outgrow.
+    """
+    if pa.types.is_large_string(dtype):
+        return pa.string()
+    if pa.types.is_large_binary(dtype):
+        return pa.binary()
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        item = dtype.value_field.with_type(logical_type(dtype.value_type))
+        return pa.list_(item) if pa.types.is_list(dtype) else pa.large_list(item)
+    if pa.types.is_struct(dtype):
+        return pa.struct([f.with_type(logical_type(f.type)) for f in dtype])
+    if pa.types.is_map(dtype):
+        return pa.map_(
+            dtype.key_field.with_type(logical_type(dtype.key_type)),
+            dtype.item_field.with_type(logical_type(dtype.item_type)),
+        )
+    if pa.types.is_dictionary(dtype):
+        return pa.dictionary(dtype.index_type, logical_type(dtype.value_type), dtype.ordered)
+    return dtype
+
+
 def check_schema(op: str, schema: pa.Schema, *, what: str = "schema") -> pa.Schema:
-    """Check that `schema` has columns with unique non-empty names; drop its metadata."""
+    """Check that `schema` has columns with unique non-empty names; drop its metadata.
+
+    Returns the schema with the sources' logical types (:func:`logical_type`).
+    """
     if len(schema) == 0:
         raise ValueError(f"{op}: the {what} has no columns")
     seen: set[str] = set()
@@ -66,7 +95,7 @@ def check_schema(op: str, schema: pa.Schema, *, what: str = "schema") -> pa.Sche
                 f"{op}: the {what} has the column {name!r} more than once: {schema.names}"
             )
         seen.add(name)
-    return schema.remove_metadata()
+    return pa.schema([f.with_type(logical_type(f.type)) for f in schema.remove_metadata()])
 
 
 def resolve_paths(op: str, path_or_glob: Any, *, example: str) -> list[str]:

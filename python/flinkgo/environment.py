@@ -755,8 +755,10 @@ class Environment:
         return DataFrame(_Step(self, "source", body, name, schema))
 
     def _inline(self, op: str, table: pa.Table, name: str) -> DataFrame:
-        _sources.check_schema(op, table.schema)
+        schema = _sources.check_schema(op, table.schema)
         table = table.replace_schema_metadata(None)
+        if not table.schema.equals(schema):
+            table = table.cast(schema)  # large_string as string: one logical type
         ipc = _sources.table_ipc_bytes(table)
         if len(ipc) > _MAX_INLINE_BYTES:
             raise ValueError(

@@ -456,6 +456,27 @@ def test_union(env):
     assert_same(a.union(b, c).to_pandas(), expected)
 
 
+def test_string_and_large_string_are_one_type(env, tmp_path):
+    # pandas 3 gives large_string (from_pandas, pandas-written Parquet); CSV gives
+    # string. Sources normalise both to string, so a plain union works.
+    frame = pd.DataFrame({"k": ["a", "b", None], "n": [1, 2, 3]})
+    from_pandas = env.from_pandas(frame)
+    frame.to_csv(tmp_path / "f.csv", index=False)
+    from_csv = env.read_csv(tmp_path / "f.csv", schema={"k": "string", "n": "int64"})
+    pq.write_table(
+        pa.table({"k": pa.array(["c", None], pa.large_string()), "n": [4, 5]}),
+        tmp_path / "f.parquet",
+    )
+    from_parquet = env.read_parquet(tmp_path / "f.parquet")
+    large = pa.table({"k": pa.array(["d"], pa.large_string()), "n": [6]})
+    from_arrow = env.from_arrow(large)
+    for df in (from_pandas, from_csv, from_parquet, from_arrow):
+        assert df.schema.field("k").type == pa.string()
+    out = from_pandas.union(from_csv, from_parquet, from_arrow).collect()
+    assert out.schema.field("k").type == pa.string()
+    assert sorted(out.column("n").to_pylist()) == [1, 1, 2, 2, 3, 3, 4, 5, 6]
+
+
 # --- partitioning, uid, parallelism --------------------------------------------------------------
 
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -141,7 +143,7 @@ func (r *fileReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, fmt.Errorf("source: %s: %w", s.path, err)
 		}
 		s.at = r.cur.pos()
-		return conform(b, r.cfg.Schema, s.path)
+		return conform(b, r.cfg.Schema, s.path, r.cfg.Allocator)
 	}
 }
 
@@ -179,23 +181,55 @@ func (r *fileReader) open(s *fileSplit) (batchIter, error) {
 }
 
 // conform gives b the source's schema when only nullability or metadata
-// differ (Parquet files carry their own); other differences are errors.
-func conform(b arrow.RecordBatch, want *arrow.Schema, path string) (arrow.RecordBatch, error) {
+// differ (Parquet files carry their own), or when a column is large_string
+// or large_binary where the source says string or binary: sources normalise
+// both to one logical string (and binary) type, so that a file written by
+// pandas unions with any other source. Other differences are errors.
+func conform(b arrow.RecordBatch, want *arrow.Schema, path string, mem memory.Allocator) (arrow.RecordBatch, error) {
 	got := b.Schema()
 	if got.Equal(want) {
 		return b, nil
 	}
+	defer b.Release()
 	same := got.NumFields() == want.NumFields()
+	narrow := make([]bool, got.NumFields())
 	for i := 0; same && i < got.NumFields(); i++ {
-		same = got.Field(i).Name == want.Field(i).Name && arrow.TypeEqual(got.Field(i).Type, want.Field(i).Type)
+		g, w := got.Field(i).Type, want.Field(i).Type
+		narrow[i] = isLargeOf(g, w)
+		same = got.Field(i).Name == want.Field(i).Name && (arrow.TypeEqual(g, w) || narrow[i])
 	}
 	if !same {
-		b.Release()
 		return nil, fmt.Errorf("source: %s: schema %s differs from the source's %s", path, got, want)
 	}
-	out := array.NewRecordBatch(want, b.Columns(), b.NumRows())
-	b.Release()
+	cols := make([]arrow.Array, b.NumCols())
+	for i, c := range b.Columns() {
+		if !narrow[i] {
+			c.Retain()
+			cols[i] = c
+			continue
+		}
+		ctx := compute.WithAllocator(context.Background(), mem)
+		cast, err := compute.CastArray(ctx, c, compute.SafeCastOptions(want.Field(i).Type))
+		if err != nil {
+			for _, done := range cols[:i] {
+				done.Release()
+			}
+			return nil, fmt.Errorf("source: %s: column %q: %w", path, want.Field(i).Name, err)
+		}
+		cols[i] = cast
+	}
+	out := array.NewRecordBatch(want, cols, b.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
 	return out, nil
+}
+
+// isLargeOf reports whether got is the 64-bit-offset form of want
+// (large_string of string, large_binary of binary).
+func isLargeOf(got, want arrow.DataType) bool {
+	return got.ID() == arrow.LARGE_STRING && want.ID() == arrow.STRING ||
+		got.ID() == arrow.LARGE_BINARY && want.ID() == arrow.BINARY
 }
 
 func fieldNames(s *arrow.Schema) []string {
