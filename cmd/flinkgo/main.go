@@ -49,6 +49,10 @@ const maxMessage = 1 << 30
 
 func main() {
 	gctune.Apply()
+	// A write to a closed stdout or stderr (a killed client, `flinkgo serve |
+	// head`) must fail that write, not kill the runtime with SIGPIPE before
+	// it stops its workers and removes its files.
+	signal.Ignore(syscall.SIGPIPE)
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
