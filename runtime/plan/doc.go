@@ -8,9 +8,9 @@
 // The package only reads the plan and describes a graph. It does not execute
 // anything, start processes or touch Arrow data: it never decodes the
 // schemas in the plan (column names come from expressions) and imports
-// neither Arrow, bundle nor udf/bridge (a test checks that DefaultBatchSize
-// equals bundle's). Evaluating expressions, checking function names and
-// types, and running UDFs belong to the runtime.
+// neither Arrow, bundle nor udf/bridge (bundle imports DefaultBatchSize
+// from here, not the other way round). Evaluating expressions, checking
+// function names and types, and running UDFs belong to the runtime.
 //
 // Decisions taken where DESIGN.md is silent:
 //
@@ -49,11 +49,11 @@
 //   - Options: a non-zero option overrides the plan's config, which is read
 //     (and validated) only when it is used. Policy names ignore case.
 //     Max parallelism: Options.MaxParallelism, else pipeline.max-parallelism,
-//     else DefaultMaxParallelism of the largest operator parallelism; no
-//     operator may exceed it.
+//     else keygroup.DefaultMaxParallelism of the largest operator
+//     parallelism; no operator may exceed it.
 //   - Batch size: the smallest explicit batch_size of the fused calls, else
-//     python.fn-execution.arrow.batch.size, else 10000; package bundle caps
-//     it at the bundle size when it runs.
+//     python.fn-execution.arrow.batch.size, else DefaultBatchSize (10000);
+//     package bundle caps it at the bundle size when it runs.
 //   - Errors: Plan reports every problem it finds in one error wrapping
 //     ErrInvalidPlan; problems name the node (id, name, uid) or operators
 //     (name, uid).

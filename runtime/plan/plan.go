@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -201,7 +202,7 @@ func (b *builder) setMaxParallelism() {
 	from := b.s.maxParallelFrom
 	b.g.MaxParallelism = b.s.maxParallelism
 	if b.g.MaxParallelism == 0 {
-		b.g.MaxParallelism = DefaultMaxParallelism(highest)
+		b.g.MaxParallelism = keygroup.DefaultMaxParallelism(highest)
 		from = "the default"
 	}
 	for _, op := range b.g.Operators {
@@ -211,7 +212,7 @@ func (b *builder) setMaxParallelism() {
 				opLabel(op), op.Parallelism, op.ParallelismFrom, b.g.MaxParallelism, from, b.g.MaxParallelism)
 		} else if op.Parallelism > b.g.MaxParallelism {
 			b.problem("%s has parallelism %d (%s), above the max parallelism %d (%s): lower the parallelism, or raise %s up to %d",
-				opLabel(op), op.Parallelism, op.ParallelismFrom, b.g.MaxParallelism, from, ConfigMaxParallelism, UpperMaxParallelism)
+				opLabel(op), op.Parallelism, op.ParallelismFrom, b.g.MaxParallelism, from, ConfigMaxParallelism, keygroup.UpperBoundMaxParallelism)
 		}
 	}
 }
