@@ -63,15 +63,15 @@
 //
 // # Checkpoints, savepoints and restore
 //
-// Checkpoint storage is laid out as DESIGN §4.7 (see Storage):
-// <root>/{shared/, taskowned/, chk-<n>/}. PrepareSnapshot (synchronous, at
-// the barrier) flushes the memtable and takes a Pebble checkpoint of hard
-// links into a staging directory. Persist (asynchronous) puts every
-// sstable into shared/ under a name unique to the backend instance and the
-// file, <uid>-<subtask>-<instance>-<file>.sst; sstables are immutable, so
-// a name already there is reused without writing a byte, and a checkpoint
-// writes only the sstables created since the previous one (Flink's
-// incremental checkpoints). The other files go to chk-<n>/<uid>-<subtask>/.
+// Checkpoint storage is laid out as docs/semantics.md#checkpoints says (see
+// Storage): <root>/{shared/, taskowned/, chk-<n>/}. PrepareSnapshot
+// (synchronous, at the barrier) flushes the memtable and takes a Pebble
+// checkpoint of hard links into a staging directory. Persist (asynchronous)
+// puts every sstable into shared/ under a name unique to the backend instance
+// and the file, <uid>-<subtask>-<instance>-<file>.sst; sstables are immutable,
+// so a name already there is reused without writing a byte, and a checkpoint
+// writes only the sstables created since the previous one (Flink's incremental
+// checkpoints). The other files go to chk-<n>/<uid>-<subtask>/.
 // Files are hard-linked when the storage is on the working directory's
 // filesystem, else copied (temporary name, fsync, rename). A backend
 // restored from a checkpoint of the same storage with the same key groups

@@ -21,7 +21,8 @@
 // PointwiseOutputs(p, q, producer)[c], so Forward, which needs equal
 // parallelisms, has the one channel 0; see Outputs.
 //
-// Decisions where the design is silent:
+// Decisions where Flink is silent (docs/semantics.md#partitioners gathers
+// them):
 //   - Forward, Global, Rebalance and Rescale send whole batches, and so do
 //     Hash and Shuffle with one channel (nothing to choose); Broadcast
 //     gives every channel a reference to the same batch (Retain, no copy);

@@ -1,9 +1,11 @@
 // Package plan is the physical planner: it turns a job plan (planpb.JobPlan,
-// logical nodes in topological order) into a physical Graph and explains it
-// (DESIGN.md §3, §4.3 to §4.6, §4.9). It takes the Python UDF calls out of
-// selects and filters into fused UDF operators, sets every operator's
-// parallelism and stable uid, resolves forward edges between operators of
-// different parallelism, and chains operators.
+// logical nodes in topological order) into a physical Graph and explains it.
+// It takes the Python UDF calls out of selects and filters into fused UDF
+// operators, sets every operator's parallelism and stable uid, resolves
+// forward edges between operators of different parallelism, and chains
+// operators. The rules it follows are in docs/semantics.md: planning,
+// concurrency and batch size, partitioners, forward mismatch, key groups and
+// uids.
 //
 // The package only reads the plan and describes a graph. It does not execute
 // anything, start processes or touch Arrow data: it never decodes the
@@ -12,7 +14,8 @@
 // from here, not the other way round). Evaluating expressions, checking
 // function names and types, and running UDFs belong to the runtime.
 //
-// Decisions taken where DESIGN.md is silent:
+// Decisions taken where Flink and PyFlink are silent (docs/semantics.md
+// gathers them):
 //
 //   - Parallelism: a node without one takes the job's default (the plan's
 //     default_parallelism, else Options.DefaultParallelism, else 1), as in

@@ -16,7 +16,7 @@ const (
 	ConfigBatchSize       = "python.fn-execution.arrow.batch.size"
 )
 
-// Values of the forward-mismatch policy (DESIGN.md §4.5).
+// Values of the forward-mismatch policy (docs/semantics.md#forward-mismatch).
 const (
 	ForwardMismatchRebalance = "rebalance"
 	ForwardMismatchRescale   = "rescale"

@@ -192,8 +192,8 @@ func (b *builder) checkUIDs() {
 	}
 }
 
-// setMaxParallelism sets the graph's max parallelism (DESIGN.md §4.6) and
-// reports operators whose parallelism exceeds it.
+// setMaxParallelism sets the graph's max parallelism and reports operators
+// whose parallelism exceeds it (docs/semantics.md#key-groups).
 func (b *builder) setMaxParallelism() {
 	highest := 0
 	for _, op := range b.g.Operators {
@@ -218,7 +218,8 @@ func (b *builder) setMaxParallelism() {
 }
 
 // resolveForwardMismatch applies pipeline.forward-mismatch to forward edges
-// between operators of different parallelism (DESIGN.md §4.5).
+// between operators of different parallelism
+// (docs/semantics.md#forward-mismatch).
 func (b *builder) resolveForwardMismatch() {
 	policy := b.s.forwardMismatch
 	setting := ConfigForwardMismatch + "=" + policy

@@ -48,7 +48,8 @@ type Options struct {
 	Allocator memory.Allocator
 }
 
-// Resolved is how a chain runs once DESIGN.md §4.3 is applied.
+// Resolved is how a chain runs once the rules of
+// docs/semantics.md#concurrency-and-batch-size are applied.
 type Resolved struct {
 	// Parallelism: the explicit concurrency of the chain's synchronous UDFs,
 	// else Options.Parallelism.
