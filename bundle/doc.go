@@ -5,16 +5,19 @@
 // Flush on a dedicated bundle-flush executor while the task goroutine drains
 // results, and emits results in input order.
 //
-// It mirrors Flink's AbstractExternalPythonFunctionOperator: Close is graceful
-// (finish the bundle, close the runner, shut the executor down in order);
-// Cancel is the canceled-or-failing path (shut the executor down now, then
-// cancel the runner, never close it). Every failure of the operator takes the
-// Cancel path.
+// It mirrors Flink's AbstractExternalPythonFunctionOperator: Close is
+// graceful (finish the bundle, close the runner, shut the executor down in
+// order); Cancel is the canceled-or-failing path (shut the executor down now,
+// then cancel the runner, never close it). Every failure of the operator
+// takes the Cancel path. The rules are docs/semantics.md#bundles and
+// docs/semantics.md#close-versus-cancel.
 //
 // Goroutines per operator: the task goroutine that calls it, one bundle-flush
 // goroutine (started with the first flush), and during a flush one short-lived
 // watcher of the executor's shutdown.
 //
 // This package drives the bridge.Runner contract only: it must not import
-// udf/bridge/proto or start processes.
+// udf/bridge/proto or start processes. It takes one constant from the
+// planner, plan.DefaultBatchSize: the planner decides every UDF operator's
+// batch size, and an operator given none uses the same default.
 package bundle

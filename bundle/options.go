@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
-// Defaults, as PyFlink's python.fn-execution.* options.
+// Defaults, as PyFlink's python.fn-execution.* options. The batch size
+// default is plan.DefaultBatchSize: the planner gives every UDF operator its
+// batch size, and an Options without one falls back to the same number.
 const (
-	DefaultBatchSize  = 10000
 	DefaultBundleSize = 100000
 	DefaultBundleTime = time.Second
 	// DefaultMaxBatchBytes leaves a tenth of grpcio's 16 MiB message limit,
@@ -25,7 +28,8 @@ type Options struct {
 	// subtask 1)`. Required.
 	Name string
 	// BatchSize is the number of rows per batch sent to the runner. The
-	// effective size is min(BatchSize, BundleSize). Default 10000.
+	// effective size is min(BatchSize, BundleSize). Default
+	// plan.DefaultBatchSize (10000).
 	BatchSize int
 	// BundleSize is the number of rows after which a bundle finishes.
 	// Default 100000.
@@ -50,7 +54,7 @@ type Options struct {
 // o itself is not modified.
 func (o Options) withDefaults() Options {
 	if o.BatchSize == 0 {
-		o.BatchSize = DefaultBatchSize
+		o.BatchSize = plan.DefaultBatchSize
 	}
 	if o.BundleSize == 0 {
 		o.BundleSize = DefaultBundleSize

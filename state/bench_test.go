@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flinkgo/flinkgo/runtime/partition"
+	"github.com/flinkgo/flinkgo/internal/keygroup"
 )
 
 // Benchmarks of snapshots and restores at realistic state sizes: ~100 MB,
@@ -38,7 +38,7 @@ func benchSizes() []benchSize {
 // benchKey returns the i-th key of a benchmark state (max parallelism 128).
 func benchKey(i int) Key {
 	b := []byte(fmt.Sprintf("key-%010d", i))
-	return Key{Group: partition.KeyGroupForHash(int32(i)*-1640531535, 128), Bytes: b}
+	return Key{Group: keygroup.ForHash(int32(i)*-1640531535, 128), Bytes: b}
 }
 
 // fillBench writes the keys among the first n that fall into b's key
@@ -90,7 +90,7 @@ func reportRate(b *testing.B, bytes int64, d time.Duration, prefix string) {
 // (as into storage on another filesystem).
 func BenchmarkCheckpoint(b *testing.B) {
 	for _, size := range benchSizes() {
-		be := openBackend(b, benchOptions(b, KeyGroupRange{0, 127}, 0))
+		be := openBackend(b, benchOptions(b, KeyGroupRange{Start: 0, End: 127}, 0))
 		fillBench(b, be, size.bytes/benchValueSize, rand.New(rand.NewPCG(1, 1)))
 		// Flush beforehand, so that both modes measure the same work:
 		// prepare-s is the Pebble checkpoint without a memtable flush.
@@ -143,7 +143,7 @@ func BenchmarkRestore(b *testing.B) {
 		}
 		var handles []Handle
 		var stateSize int64
-		for i, r := range []KeyGroupRange{{0, 63}, {64, 127}} {
+		for i, r := range []KeyGroupRange{{Start: 0, End: 63}, {Start: 64, End: 127}} {
 			be := openBackend(b, benchOptions(b, r, i))
 			fillBench(b, be, size.bytes/benchValueSize, rand.New(rand.NewPCG(uint64(i), 1)))
 			h := checkpoint(b, be, st, 1)
@@ -157,9 +157,9 @@ func BenchmarkRestore(b *testing.B) {
 			hs      []Handle
 			byBatch bool
 		}{
-			{"same-range", KeyGroupRange{0, 63}, handles[:1], false},
-			{"rescale-2to1/ingest", KeyGroupRange{0, 127}, handles, false},
-			{"rescale-2to1/batch", KeyGroupRange{0, 127}, handles, true},
+			{"same-range", KeyGroupRange{Start: 0, End: 63}, handles[:1], false},
+			{"rescale-2to1/ingest", KeyGroupRange{Start: 0, End: 127}, handles, false},
+			{"rescale-2to1/batch", KeyGroupRange{Start: 0, End: 127}, handles, true},
 		}
 		for _, c := range cases {
 			b.Run(fmt.Sprintf("size=%s/%s", size.name, c.name), func(b *testing.B) {
@@ -201,7 +201,7 @@ func BenchmarkIncrementalCheckpoint(b *testing.B) {
 			var incrTime time.Duration
 			runs := 0
 			for b.Loop() {
-				be, err := Open(benchOptions(b, KeyGroupRange{0, 127}, 0))
+				be, err := Open(benchOptions(b, KeyGroupRange{Start: 0, End: 127}, 0))
 				if err != nil {
 					b.Fatal(err)
 				}

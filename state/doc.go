@@ -5,18 +5,19 @@
 // reference counting of shared files, and restore with rescaling.
 //
 // It depends on Pebble, the standard library, golang.org/x/sync/errgroup,
-// internal/fsutil and runtime/partition (the key-group arithmetic) only.
-// It must not import the runtime's tasks (runtime/exec), the udf packages
-// or protocol buffers, start goroutines that outlive a call, or know how
-// checkpoints are coordinated: the
-// runtime calls PrepareSnapshot at the barrier, Persist on a goroutine of
-// its own, stores the returned Handles in the checkpoint's _metadata and
-// tells a SharedRegistry which checkpoints complete and which are subsumed.
+// internal/fsutil and internal/keygroup (the key-group arithmetic) only. It
+// must not import Arrow, the runtime's tasks (runtime/exec), the udf
+// packages or protocol buffers, start goroutines that outlive a call, or
+// know how checkpoints are coordinated: the runtime calls PrepareSnapshot at
+// the barrier, Persist on a goroutine of its own, stores the returned
+// Handles in the checkpoint's _metadata and tells a SharedRegistry which
+// checkpoints complete and which are subsumed.
 //
 // # Keys and layout
 //
 // Every state call takes a Key: the key group the caller computed with
-// runtime/partition and the serialized key. A backend owns a range of key
+// runtime/partition (partition.KeyGroups of a batch) or internal/keygroup
+// (keygroup.ForHash of a key hash) and the serialized key. A backend owns a range of key
 // groups (Options.KeyGroups) and rejects keys of other groups
 // (ErrKeyGroup). All states of a backend share one Pebble database, whose
 // keys are
@@ -62,15 +63,15 @@
 //
 // # Checkpoints, savepoints and restore
 //
-// Checkpoint storage is laid out as DESIGN §4.7 (see Storage):
-// <root>/{shared/, taskowned/, chk-<n>/}. PrepareSnapshot (synchronous, at
-// the barrier) flushes the memtable and takes a Pebble checkpoint of hard
-// links into a staging directory. Persist (asynchronous) puts every
-// sstable into shared/ under a name unique to the backend instance and the
-// file, <uid>-<subtask>-<instance>-<file>.sst; sstables are immutable, so
-// a name already there is reused without writing a byte, and a checkpoint
-// writes only the sstables created since the previous one (Flink's
-// incremental checkpoints). The other files go to chk-<n>/<uid>-<subtask>/.
+// Checkpoint storage is laid out as docs/semantics.md#checkpoints says (see
+// Storage): <root>/{shared/, taskowned/, chk-<n>/}. PrepareSnapshot
+// (synchronous, at the barrier) flushes the memtable and takes a Pebble
+// checkpoint of hard links into a staging directory. Persist (asynchronous)
+// puts every sstable into shared/ under a name unique to the backend instance
+// and the file, <uid>-<subtask>-<instance>-<file>.sst; sstables are immutable,
+// so a name already there is reused without writing a byte, and a checkpoint
+// writes only the sstables created since the previous one (Flink's incremental
+// checkpoints). The other files go to chk-<n>/<uid>-<subtask>/.
 // Files are hard-linked when the storage is on the working directory's
 // filesystem, else copied (temporary name, fsync, rename). A backend
 // restored from a checkpoint of the same storage with the same key groups

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/flinkgo/flinkgo/runtime/partition"
+	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/state"
 )
 
@@ -44,7 +44,7 @@ func Example() {
 		for _, c := range s {
 			h = 31*h + c
 		}
-		return state.Key{Group: partition.KeyGroupForHash(h, maxP), Bytes: []byte(s)}
+		return state.Key{Group: keygroup.ForHash(h, maxP), Bytes: []byte(s)}
 	}
 	for _, w := range []string{"a", "b", "a", "c", "a"} {
 		if err := counts.Add(key(w), 1); err != nil {

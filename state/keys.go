@@ -6,7 +6,7 @@ import (
 )
 
 // Key is the key of a state entry: the key group the caller computed from
-// the record's key (partition.KeyGroups or partition.KeyGroupForHash) and
+// the record's key (partition.KeyGroups or keygroup.ForHash) and
 // the serialized key. Keys with equal Bytes (nil and empty are equal) and
 // Group are the same key. The backend copies Bytes; the caller may reuse
 // them after the call.

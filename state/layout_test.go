@@ -8,7 +8,7 @@ import (
 )
 
 func TestLayout(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	// Names that are prefixes of each other, and a name whose bytes are
 	// 0xFF, must not see each other's entries.
 	a, _ := NewValue(b, "a", StringCodec{})
@@ -80,7 +80,7 @@ func TestLayout(t *testing.T) {
 
 	// The span of a key group holds exactly its entries, of every state.
 	for _, g := range []int{0, 5, 127} {
-		lower, upper := groupSpan(KeyGroupRange{g, g})
+		lower, upper := groupSpan(KeyGroupRange{Start: g, End: g})
 		for key := range dumpSpan(t, b.db, lower, upper) {
 			if pk, _ := parseKey([]byte(key)); pk.group != g {
 				t.Fatalf("span of key group %d holds key of group %d", g, pk.group)

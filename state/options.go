@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkgo/flinkgo/runtime/partition"
+	"github.com/flinkgo/flinkgo/internal/keygroup"
 )
 
 // Defaults of the Pebble tuning in Options: small, because a task runs one
@@ -31,7 +31,7 @@ type Options struct {
 	// Subtask is the index of the subtask that owns this backend.
 	Subtask int
 	// MaxParallelism is the operator's number of key groups, in
-	// [1, partition.UpperBoundMaxParallelism]. It cannot change once state
+	// [1, keygroup.UpperBoundMaxParallelism]. It cannot change once state
 	// has been saved. Required.
 	MaxParallelism int
 	// KeyGroups are the key groups this backend owns, inside
@@ -91,10 +91,10 @@ func (o Options) validate() error {
 	if o.Subtask < 0 {
 		problems = append(problems, fmt.Sprintf("Subtask %d is negative", o.Subtask))
 	}
-	maxPOK := o.MaxParallelism >= 1 && o.MaxParallelism <= partition.UpperBoundMaxParallelism
+	maxPOK := keygroup.ValidateMaxParallelism(o.MaxParallelism) == nil
 	if !maxPOK {
 		problems = append(problems, fmt.Sprintf("MaxParallelism %d is outside [1, %d]",
-			o.MaxParallelism, partition.UpperBoundMaxParallelism))
+			o.MaxParallelism, keygroup.UpperBoundMaxParallelism))
 	}
 	switch kg := o.KeyGroups; {
 	case kg.Start > kg.End:

@@ -41,7 +41,7 @@ func TestSharedRegistryRetention(t *testing.T) {
 	reg := NewSharedRegistry(st)
 	var backends []*Backend
 	var states []testStates
-	for i, r := range []KeyGroupRange{{0, 63}, {64, 127}} {
+	for i, r := range []KeyGroupRange{{Start: 0, End: 63}, {Start: 64, End: 127}} {
 		o := testOptions(t, r)
 		o.Subtask = i
 		o.MemTableSize = 256 << 10 // several sstables per checkpoint
@@ -108,7 +108,7 @@ func TestSharedRegistryRetention(t *testing.T) {
 	}
 	// The retained checkpoint restores.
 	last := registered[10]
-	r := restoreBackend(t, testOptions(t, KeyGroupRange{0, 127}), st.Root, last)
+	r := restoreBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}), st.Root, last)
 	if len(contents(t, r)) == 0 {
 		t.Fatal("restored nothing")
 	}

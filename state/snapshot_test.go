@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flinkgo/flinkgo/runtime/partition"
+	"github.com/flinkgo/flinkgo/internal/keygroup"
 )
 
 // testStates are the states populate and contents use.
@@ -43,7 +43,7 @@ func registerTestStates(t testing.TB, b *Backend) testStates {
 // testKey returns the i-th test key, in the key group its hash gives for
 // max parallelism 128.
 func testKey(i int) Key {
-	return Key{Group: partition.KeyGroupForHash(int32(i)*-1640531535, 128), Bytes: []byte(keyName(i))}
+	return Key{Group: keygroup.ForHash(int32(i)*-1640531535, 128), Bytes: []byte(keyName(i))}
 }
 
 // populate writes the keys among the first n that fall into b's key
@@ -117,7 +117,7 @@ func checkOnlyGroups(t testing.TB, b *Backend) {
 
 func TestCheckpointRestoreSameRange(t *testing.T) {
 	st := initStorage(t)
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	s := registerTestStates(t, b)
 	populate(t, b, s, 2000, 1)
 	want := contents(t, b)
@@ -143,7 +143,7 @@ func TestCheckpointRestoreSameRange(t *testing.T) {
 		}
 	}
 
-	r := restoreBackend(t, testOptions(t, KeyGroupRange{0, 127}), st.Root, []Handle{h})
+	r := restoreBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}), st.Root, []Handle{h})
 	if got := contents(t, r); !maps.Equal(got, want) {
 		t.Fatalf("restored contents differ: %d entries, want %d", len(got), len(want))
 	}
@@ -175,7 +175,7 @@ func TestRescale(t *testing.T) {
 			st := initStorage(t)
 			want := map[string]string{}
 			var handles []Handle
-			for i, r := range []KeyGroupRange{{0, 63}, {64, 127}} {
+			for i, r := range []KeyGroupRange{{Start: 0, End: 63}, {Start: 64, End: 127}} {
 				o := testOptions(t, r)
 				o.Subtask = i
 				b := openBackend(t, o)
@@ -212,7 +212,7 @@ func TestRescale(t *testing.T) {
 
 func TestIncrementalCheckpoint(t *testing.T) {
 	st := initStorage(t)
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	v, _ := NewValue(b, "v", BytesCodec{})
 	payload := []byte(strings.Repeat("x", 100))
 	const n = 20000
@@ -242,7 +242,7 @@ func TestIncrementalCheckpoint(t *testing.T) {
 	if reused == 0 {
 		t.Fatal("second checkpoint reuses no shared file of the first")
 	}
-	r := restoreBackend(t, testOptions(t, KeyGroupRange{0, 127}), st.Root, []Handle{h2})
+	r := restoreBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}), st.Root, []Handle{h2})
 	rv, _ := NewValue(r, "v", BytesCodec{})
 	if got, _, _ := rv.Get(testKey(100)); string(got) != "changed" {
 		t.Fatalf("restored value %q", got)
@@ -256,7 +256,7 @@ func TestSavepointMovable(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "savepoint-abc")
 	want := map[string]string{}
 	var handles []Handle
-	for i, r := range []KeyGroupRange{{0, 63}, {64, 127}} {
+	for i, r := range []KeyGroupRange{{Start: 0, End: 63}, {Start: 64, End: 127}} {
 		o := testOptions(t, r)
 		o.Subtask = i
 		b := openBackend(t, o)
@@ -294,11 +294,11 @@ func TestSavepointMovable(t *testing.T) {
 	if !reflect.DeepEqual(decoded, handles) {
 		t.Fatalf("handles changed through JSON:\n%+v\n%+v", decoded, handles)
 	}
-	whole := restoreBackend(t, testOptions(t, KeyGroupRange{0, 127}), moved, decoded)
+	whole := restoreBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}), moved, decoded)
 	if got := contents(t, whole); !maps.Equal(got, want) {
 		t.Fatalf("restored %d entries from the moved savepoint; want %d", len(got), len(want))
 	}
-	same := restoreBackend(t, testOptions(t, KeyGroupRange{64, 127}), moved, decoded)
+	same := restoreBackend(t, testOptions(t, KeyGroupRange{Start: 64, End: 127}), moved, decoded)
 	checkOnlyGroups(t, same)
 	if len(same.inherit.paths) != 0 {
 		t.Fatal("a backend restored from a savepoint inherits shared files")
@@ -307,7 +307,7 @@ func TestSavepointMovable(t *testing.T) {
 
 func TestPersistWhileWriting(t *testing.T) {
 	st := initStorage(t)
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	s := registerTestStates(t, b)
 	populate(t, b, s, 3000, 1)
 	want := contents(t, b)
@@ -332,14 +332,14 @@ func TestPersistWhileWriting(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	r := restoreBackend(t, testOptions(t, KeyGroupRange{0, 127}), st.Root, []Handle{h})
+	r := restoreBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}), st.Root, []Handle{h})
 	if got := contents(t, r); !maps.Equal(got, want) {
 		t.Fatal("snapshot persisted while writing does not hold the state at PrepareSnapshot")
 	}
 }
 
 func TestPersistCopyFiles(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	populate(t, b, registerTestStates(t, b), 500, 1)
 	for _, copyFiles := range []bool{false, true} {
 		st := initStorage(t)
@@ -378,7 +378,7 @@ func TestPersistCopyFiles(t *testing.T) {
 }
 
 func TestPersistFailures(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	populate(t, b, registerTestStates(t, b), 500, 1)
 	st := initStorage(t)
 
@@ -428,7 +428,7 @@ func TestPersistFailures(t *testing.T) {
 func TestRestoreValidation(t *testing.T) {
 	st := initStorage(t)
 	var handles []Handle
-	for i, r := range []KeyGroupRange{{0, 63}, {64, 127}} {
+	for i, r := range []KeyGroupRange{{Start: 0, End: 63}, {Start: 64, End: 127}} {
 		o := testOptions(t, r)
 		o.Subtask = i
 		b := openBackend(t, o)
@@ -445,14 +445,14 @@ func TestRestoreValidation(t *testing.T) {
 		}
 		return err
 	}
-	opts := testOptions(t, KeyGroupRange{0, 127})
+	opts := testOptions(t, KeyGroupRange{Start: 0, End: 127})
 
-	other := testOptions(t, KeyGroupRange{0, 255})
+	other := testOptions(t, KeyGroupRange{Start: 0, End: 255})
 	other.MaxParallelism = 256
 	if err := restore(other, handles...); !errors.Is(err, ErrIncompatibleHandle) || !strings.Contains(err.Error(), "max parallelism 128") {
 		t.Errorf("other max parallelism: %v", err)
 	}
-	outside := testOptions(t, KeyGroupRange{64, 130})
+	outside := testOptions(t, KeyGroupRange{Start: 64, End: 130})
 	if err := restore(outside, handles...); !errors.Is(err, ErrInvalidOptions) {
 		t.Errorf("key groups outside [0, 128): %v", err)
 	}
@@ -483,7 +483,7 @@ func TestRestoreValidation(t *testing.T) {
 		t.Errorf("file of another size: %v", err)
 	}
 	// No intersecting handle: an empty backend.
-	if err := restore(testOptions(t, KeyGroupRange{64, 127}), handles[0]); err != nil {
+	if err := restore(testOptions(t, KeyGroupRange{Start: 64, End: 127}), handles[0]); err != nil {
 		t.Errorf("restore without intersecting handle: %v", err)
 	}
 }
@@ -491,7 +491,7 @@ func TestRestoreValidation(t *testing.T) {
 func TestCloseDuringPersist(t *testing.T) {
 	st := initStorage(t)
 	st.CopyFiles = true
-	opts := testOptions(t, KeyGroupRange{0, 127})
+	opts := testOptions(t, KeyGroupRange{Start: 0, End: 127})
 	b, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -519,12 +519,12 @@ func TestCloseDuringPersist(t *testing.T) {
 
 func TestRestoreCanceled(t *testing.T) {
 	st := initStorage(t)
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	populate(t, b, registerTestStates(t, b), 200, 1)
 	h := checkpoint(t, b, st, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	opts := testOptions(t, KeyGroupRange{0, 63})
+	opts := testOptions(t, KeyGroupRange{Start: 0, End: 63})
 	if _, err := Restore(ctx, opts, st.Root, []Handle{h}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Restore with a canceled context: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestValue(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	v, err := NewValue(b, "count", Int64Codec{})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestValue(t *testing.T) {
 }
 
 func TestValueCodecs(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	type point struct {
 		X, Y int32
 		Z    float64
@@ -131,7 +131,7 @@ func TestOrderedCodecs(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	l, err := NewList(b, "events", StringCodec{})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestList(t *testing.T) {
 }
 
 func TestMap(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	m, err := NewMap(b, "sums", Int64Codec{}, Float64Codec{})
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestMap(t *testing.T) {
 }
 
 func TestReducingAndAggregating(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	r, err := NewReducing(b, "max", Int64Codec{}, func(a, b int64) (int64, error) { return max(a, b), nil })
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +324,7 @@ func TestReducingAndAggregating(t *testing.T) {
 }
 
 func TestWrongKeyGroup(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{64, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 64, End: 127}))
 	v, _ := NewValue(b, "v", StringCodec{})
 	l, _ := NewList(b, "l", StringCodec{})
 	m, _ := NewMap(b, "m", StringCodec{}, StringCodec{})
@@ -347,7 +347,7 @@ func TestWrongKeyGroup(t *testing.T) {
 }
 
 func TestRegisterConflict(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	if _, err := NewValue(b, "counts", Int64Codec{}); err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestRegisterConflict(t *testing.T) {
 	// Across a restore the recorded kind is checked too.
 	st := initStorage(t)
 	h := checkpoint(t, b, st, 1)
-	r := restoreBackend(t, testOptions(t, KeyGroupRange{0, 127}), st.Root, []Handle{h})
+	r := restoreBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}), st.Root, []Handle{h})
 	if _, err := NewList(r, "counts", Int64Codec{}); !errors.Is(err, ErrStateConflict) || !strings.Contains(err.Error(), "restored") {
 		t.Fatalf("registering a restored value state as a list: %v", err)
 	}
@@ -382,7 +382,7 @@ func TestRegisterConflict(t *testing.T) {
 }
 
 func TestOptionsValidation(t *testing.T) {
-	_, err := Open(Options{MaxParallelism: 100000, KeyGroups: KeyGroupRange{5, 2}, Subtask: -1})
+	_, err := Open(Options{MaxParallelism: 100000, KeyGroups: KeyGroupRange{Start: 5, End: 2}, Subtask: -1})
 	if !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("Open with bad options: %v", err)
 	}
@@ -391,7 +391,7 @@ func TestOptionsValidation(t *testing.T) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
 	}
-	opts := testOptions(t, KeyGroupRange{100, 200})
+	opts := testOptions(t, KeyGroupRange{Start: 100, End: 200})
 	if _, err := Open(opts); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "[0, 128)") {
 		t.Fatalf("key groups beyond max parallelism: %v", err)
 	}
@@ -401,7 +401,7 @@ func TestOptionsValidation(t *testing.T) {
 }
 
 func TestCloseRemovesDir(t *testing.T) {
-	opts := testOptions(t, KeyGroupRange{0, 127})
+	opts := testOptions(t, KeyGroupRange{Start: 0, End: 127})
 	b, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -441,7 +441,7 @@ func TestCloseRemovesDir(t *testing.T) {
 }
 
 func TestOpenDirReuse(t *testing.T) {
-	opts := testOptions(t, KeyGroupRange{0, 127})
+	opts := testOptions(t, KeyGroupRange{Start: 0, End: 127})
 	// A directory left by a crashed backend is cleaned.
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "db"), 0o755); err != nil {
 		t.Fatal(err)

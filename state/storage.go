@@ -10,7 +10,8 @@ import (
 	"syscall"
 )
 
-// Storage is the checkpoint storage of one job, laid out as DESIGN §4.7:
+// Storage is the checkpoint storage of one job
+// (docs/semantics.md#checkpoints), laid out as:
 //
 //	<Root>/shared/       sstables shared by incremental checkpoints
 //	<Root>/taskowned/    state owned by the tasks (unused by this package)

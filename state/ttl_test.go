@@ -9,7 +9,7 @@ import (
 // ttlBackend returns a backend with a fake clock.
 func ttlBackend(t *testing.T) (*Backend, *fakeClock) {
 	clock := newFakeClock()
-	opts := testOptions(t, KeyGroupRange{0, 127})
+	opts := testOptions(t, KeyGroupRange{Start: 0, End: 127})
 	opts.Clock = clock.Now
 	return openBackend(t, opts), clock
 }
@@ -232,7 +232,7 @@ func TestTTLCleanupOnRestore(t *testing.T) {
 		return o
 	}
 	var handles []Handle
-	for i, r := range []KeyGroupRange{{0, 63}, {64, 127}} {
+	for i, r := range []KeyGroupRange{{Start: 0, End: 63}, {Start: 64, End: 127}} {
 		o := opts(r)
 		o.Subtask = i
 		b := openBackend(t, o)
@@ -264,7 +264,7 @@ func TestTTLCleanupOnRestore(t *testing.T) {
 		}
 	}
 	// Same key groups: the fast path, then cleanup.
-	check("same range", restoreBackend(t, opts(KeyGroupRange{0, 63}), st.Root, handles[:1]), KeyGroupRange{0, 63})
+	check("same range", restoreBackend(t, opts(KeyGroupRange{Start: 0, End: 63}), st.Root, handles[:1]), KeyGroupRange{Start: 0, End: 63})
 	// Rescaled: filtered while copying.
-	check("rescaled", restoreBackend(t, opts(KeyGroupRange{0, 127}), st.Root, handles), KeyGroupRange{0, 127})
+	check("rescaled", restoreBackend(t, opts(KeyGroupRange{Start: 0, End: 127}), st.Root, handles), KeyGroupRange{Start: 0, End: 127})
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/internal/keygroup"
 )
 
 // CustomFunc chooses the channel, in [0, numChannels), of each row of batch:
@@ -27,8 +29,8 @@ type Config struct {
 	KeyColumns []int
 	// MaxParallelism is the number of key groups of the consuming operator,
 	// used by Hash. It must be the same number the consumer's state uses.
-	// Default DefaultMaxParallelism(NumChannels); planners should pass it
-	// explicitly.
+	// Default keygroup.DefaultMaxParallelism(NumChannels); planners should
+	// pass it explicitly.
 	MaxParallelism int
 	// Rand chooses Rebalance's first channel and Shuffle's channels. Seed it
 	// for reproducible tests; it is not safe for concurrent use, so give
@@ -46,7 +48,7 @@ type Config struct {
 func (c Config) withDefaults(kind Kind) Config {
 	c.KeyColumns = slices.Clone(c.KeyColumns)
 	if kind == Hash && c.MaxParallelism == 0 && c.NumChannels > 0 {
-		c.MaxParallelism = DefaultMaxParallelism(c.NumChannels)
+		c.MaxParallelism = keygroup.DefaultMaxParallelism(c.NumChannels)
 	}
 	if c.Rand == nil && (kind == Rebalance || kind == Shuffle) {
 		c.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -83,8 +85,8 @@ func (c Config) validate(kind Kind) error {
 			}
 		}
 		if c.NumChannels >= 1 {
-			if err := ValidateParallelism(c.NumChannels, c.MaxParallelism); err != nil {
-				problems = append(problems, strings.TrimPrefix(err.Error(), ErrInvalidParallelism.Error()+": "))
+			if err := keygroup.ValidateParallelism(c.NumChannels, c.MaxParallelism); err != nil {
+				problems = append(problems, strings.TrimPrefix(err.Error(), keygroup.ErrInvalidParallelism.Error()+": "))
 			}
 		}
 	}

@@ -1,18 +1,19 @@
 // Package partition chooses the output channels of the rows of Arrow record
-// batches on an edge between operators, and holds the key-group arithmetic
-// that keyed routing and keyed state share. It follows Flink's partitioners
+// batches on an edge between operators. It follows Flink's partitioners
 // (forward, rebalance, rescale, shuffle, broadcast, global, hash by key
-// group, custom), Flink's KeyGroupRangeAssignment and Flink's pointwise
-// wiring of producers to consumers, adapted to batches: data moves as whole
-// batches or as batches split per channel with Arrow's take, never as single
-// rows.
+// group, custom) and Flink's pointwise wiring of producers to consumers,
+// adapted to batches: data moves as whole batches or as batches split per
+// channel with Arrow's take, never as single rows.
 //
-// Leaf package: it depends on the standard library and arrow-go only. It
-// must not start processes or goroutines that outlive a call, import the
-// udf packages or protocol buffers, or know how parts are sent (tasks,
-// network channels) or how state is stored. The planner maps plan partitionings onto Kind; the runtime sends
-// the parts; the state package computes key groups with the functions here,
-// so that a row always reaches the subtask holding its state.
+// Leaf package: it depends on the standard library, arrow-go,
+// internal/keygroup and internal/murmur3 only. It must not start processes
+// or goroutines that outlive a call, import the udf packages or protocol
+// buffers, or know how parts are sent (tasks, network channels) or how
+// state is stored. The planner maps plan partitionings onto Kind; the
+// runtime sends the parts. Hash sends a row to keygroup.Subtask of its key
+// group, and the state backend of that subtask holds keygroup.SubtaskRange,
+// so a row always reaches the subtask holding its state
+// (docs/semantics.md#key-groups).
 //
 // Channels. A producer subtask's partitioner for one edge has
 // Config.NumChannels channels. For all-to-all kinds channel c is consumer
@@ -20,7 +21,8 @@
 // PointwiseOutputs(p, q, producer)[c], so Forward, which needs equal
 // parallelisms, has the one channel 0; see Outputs.
 //
-// Decisions where the design is silent:
+// Decisions where Flink is silent (docs/semantics.md#partitioners gathers
+// them):
 //   - Forward, Global, Rebalance and Rescale send whole batches, and so do
 //     Hash and Shuffle with one channel (nothing to choose); Broadcast
 //     gives every channel a reference to the same batch (Retain, no copy);
@@ -41,9 +43,10 @@
 //   - Key columns are column indices; the planner resolves the plan's key
 //     names against the edge's schema. A split batch has at most
 //     math.MaxInt32 rows (take indices are int32).
-//   - Invalid arguments to the pure arithmetic (key groups, pointwise
-//     ranges) panic like an index out of range; validate parallelisms with
-//     ValidateParallelism, and configs with New, which return errors.
+//   - Invalid arguments to the pure arithmetic (pointwise ranges) panic like
+//     an index out of range; validate parallelisms with
+//     keygroup.ValidateParallelism, and configs with New, which return
+//     errors.
 //
 // Ownership: Split never releases its input; the caller keeps its reference.
 // Every returned Part.Batch carries one reference that the caller of Split

@@ -8,12 +8,6 @@ import "errors"
 // job.
 var ErrInvalidConfig = errors.New("partition: invalid config")
 
-// ErrInvalidParallelism wraps the errors of ValidateParallelism: a
-// parallelism or max parallelism out of range, or a parallelism above the
-// max parallelism. The caller should wrap it once with the operator's name
-// and fail planning or restore.
-var ErrInvalidParallelism = errors.New("partition: invalid parallelism")
-
 // ErrUnsupportedKeyType is returned by HashKeys, KeyGroups and a hash
 // partitioner's Split when a key column has a type that has no stable hash
 // (lists, structs, decimals, ...). The key is unusable as it is: the user

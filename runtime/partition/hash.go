@@ -6,6 +6,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/flinkgo/flinkgo/internal/keygroup"
+	"github.com/flinkgo/flinkgo/internal/murmur3"
 )
 
 // The key hash. State is stored by key group and key groups are computed
@@ -35,9 +38,10 @@ import (
 //   - null, in any type (including the null type): NullHash.
 //
 // A row's hash is the hash of its first key column; each further key column
-// c is folded in with one MurmurHash3 body round, h = rotl(h ^ mixK1(c), 13)
-// * 5 + 0xe6546b64. The row hash is then spread by MurmurMix when the key
-// group is computed, as Flink spreads a key's hashCode.
+// c is folded in with one MurmurHash3 body round,
+// h = murmur3.MixH1(h, murmur3.MixK1(c)) = rotl(h ^ MixK1(c), 13) * 5 + 0xe6546b64.
+// The row hash is then spread by keygroup.MurmurMix when the key group is
+// computed, as Flink spreads a key's hashCode.
 
 // NullHash is the hash of a null key value in any column type.
 const NullHash uint32 = 0x9e3779b9
@@ -66,12 +70,12 @@ func HashKeys(batch arrow.RecordBatch, keyCols []int) ([]int32, error) {
 }
 
 // KeyGroups returns the key group, in [0, maxP), of each row of batch:
-// KeyGroupForHash(HashKeys(batch, keyCols)[row], maxP). It fails as HashKeys
-// does, and wrapping ErrInvalidParallelism when maxP is outside
-// [1, UpperBoundMaxParallelism].
+// keygroup.ForHash(HashKeys(batch, keyCols)[row], maxP). It fails as HashKeys
+// does, and wrapping keygroup.ErrInvalidParallelism when maxP is outside
+// [1, keygroup.UpperBoundMaxParallelism].
 func KeyGroups(batch arrow.RecordBatch, keyCols []int, maxP int) ([]int32, error) {
-	if maxP < 1 || maxP > UpperBoundMaxParallelism {
-		return nil, fmt.Errorf("%w: max parallelism %d is outside [1, %d]", ErrInvalidParallelism, maxP, UpperBoundMaxParallelism)
+	if err := keygroup.ValidateMaxParallelism(maxP); err != nil {
+		return nil, err
 	}
 	var h rowHasher
 	hashes, err := h.hash(batch, keyCols)
@@ -80,7 +84,7 @@ func KeyGroups(batch arrow.RecordBatch, keyCols []int, maxP int) ([]int32, error
 	}
 	out := make([]int32, len(hashes))
 	for i, h := range hashes {
-		out[i] = int32(KeyGroupForHash(int32(h), maxP))
+		out[i] = int32(keygroup.ForHash(int32(h), maxP))
 	}
 	return out, nil
 }
@@ -129,7 +133,7 @@ func (h *rowHasher) hash(batch arrow.RecordBatch, keyCols []int) ([]uint32, erro
 		}
 		if i > 0 {
 			for r, h := range out {
-				dst[r] = mixH1(dst[r], mixK1(h))
+				dst[r] = murmur3.MixH1(dst[r], murmur3.MixK1(h))
 			}
 		}
 	}
@@ -149,7 +153,7 @@ func hashColumn(arr arrow.Array, out []uint32) bool {
 	hasNulls := arr.NullN() > 0
 	switch a := arr.(type) {
 	case *array.Boolean:
-		h0, h1 := murmur3Uint64(0), murmur3Uint64(1)
+		h0, h1 := murmur3.Uint64(0), murmur3.Uint64(1)
 		for i := range out {
 			if a.Value(i) {
 				out[i] = h1
@@ -240,24 +244,24 @@ func hashColumn(arr arrow.Array, out []uint32) bool {
 
 func hashSigned[T ~int8 | ~int16 | ~int32 | ~int64](vals []T, out []uint32) {
 	for i, v := range vals {
-		out[i] = murmur3Uint64(uint64(int64(v)))
+		out[i] = murmur3.Uint64(uint64(int64(v)))
 	}
 }
 
 func hashUnsigned[T ~uint8 | ~uint16 | ~uint32 | ~uint64](vals []T, out []uint32) {
 	for i, v := range vals {
-		out[i] = murmur3Uint64(uint64(v))
+		out[i] = murmur3.Uint64(uint64(v))
 	}
 }
 
 func hashFloat(f float64) uint32 {
 	switch {
 	case f == 0:
-		return murmur3Uint64(0) // +0 and -0
+		return murmur3.Uint64(0) // +0 and -0
 	case f != f:
-		return murmur3Uint64(canonicalNaN)
+		return murmur3.Uint64(canonicalNaN)
 	default:
-		return murmur3Uint64(math.Float64bits(f))
+		return murmur3.Uint64(math.Float64bits(f))
 	}
 }
 
@@ -268,6 +272,6 @@ func hashBytes[T ~string | ~[]byte](arr arrow.Array, value func(int) T, out []ui
 		if hasNulls && arr.IsNull(i) {
 			continue
 		}
-		out[i] = murmur3(value(i), 0)
+		out[i] = murmur3.Sum32(value(i), 0)
 	}
 }

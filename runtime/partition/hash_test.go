@@ -11,6 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/internal/keygroup"
+	"github.com/flinkgo/flinkgo/internal/murmur3"
 )
 
 // arrayFromJSON builds an array of type dt from a JSON list.
@@ -74,10 +77,10 @@ func TestHashKeysGolden(t *testing.T) {
 		js   string
 		want []int32
 	}{
-		{arrow.PrimitiveTypes.Int64, `[0, 1, -1, 42, null]`, []int32{int32(murmur3Uint64(0)), int32(murmur3Uint64(1)), int32(murmur3Uint64(math.MaxUint64)), int32(murmur3Uint64(42)), nullHash32}},
-		{arrow.BinaryTypes.String, `["", "flink", "π", null]`, []int32{0, int32(murmur3("flink", 0)), int32(murmur3("π", 0)), nullHash32}},
-		{arrow.PrimitiveTypes.Float64, `[1.5]`, []int32{int32(murmur3Uint64(math.Float64bits(1.5)))}},
-		{arrow.FixedWidthTypes.Boolean, `[false, true]`, []int32{int32(murmur3Uint64(0)), int32(murmur3Uint64(1))}},
+		{arrow.PrimitiveTypes.Int64, `[0, 1, -1, 42, null]`, []int32{int32(murmur3.Uint64(0)), int32(murmur3.Uint64(1)), int32(murmur3.Uint64(math.MaxUint64)), int32(murmur3.Uint64(42)), nullHash32}},
+		{arrow.BinaryTypes.String, `["", "flink", "π", null]`, []int32{0, int32(murmur3.Sum32("flink", 0)), int32(murmur3.Sum32("π", 0)), nullHash32}},
+		{arrow.PrimitiveTypes.Float64, `[1.5]`, []int32{int32(murmur3.Uint64(math.Float64bits(1.5)))}},
+		{arrow.FixedWidthTypes.Boolean, `[false, true]`, []int32{int32(murmur3.Uint64(0)), int32(murmur3.Uint64(1))}},
 	}
 	for _, tt := range tests {
 		if got := hashJSON(t, mem, tt.dt, tt.js); !equalInt32s(got, tt.want) {
@@ -105,7 +108,7 @@ func TestHashKeysGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	h42, hFlink := goldenInt42, goldenFlink
-	combined := int32(mixH1(uint32(h42), mixK1(uint32(hFlink))))
+	combined := int32(murmur3.MixH1(uint32(h42), murmur3.MixK1(uint32(hFlink))))
 	if got[0] != combined || got[0] != goldenInt42Flink {
 		t.Errorf("HashKeys((42, \"flink\")) = %d, want %d (pinned %d)", got[0], combined, goldenInt42Flink)
 	}
@@ -310,7 +313,7 @@ func TestHashKeysMultipleColumns(t *testing.T) {
 	a, _ := HashKeys(b, []int{0})
 	c, _ := HashKeys(b, []int{1})
 	for i := range ab {
-		if want := int32(mixH1(uint32(a[i]), mixK1(uint32(c[i])))); ab[i] != want {
+		if want := int32(murmur3.MixH1(uint32(a[i]), murmur3.MixK1(uint32(c[i])))); ab[i] != want {
 			t.Errorf("row %d: hash %d, want the documented combination %d", i, ab[i], want)
 		}
 	}
@@ -339,8 +342,8 @@ func TestHashKeysErrors(t *testing.T) {
 	if _, err := HashKeys(b, nil); err == nil || !strings.Contains(err.Error(), "no key columns") {
 		t.Errorf("HashKeys without key columns: %v, want an error", err)
 	}
-	if _, err := KeyGroups(b, []int{0}, 0); !errors.Is(err, ErrInvalidParallelism) {
-		t.Errorf("KeyGroups with max parallelism 0: %v, want ErrInvalidParallelism", err)
+	if _, err := KeyGroups(b, []int{0}, 0); !errors.Is(err, keygroup.ErrInvalidParallelism) {
+		t.Errorf("KeyGroups with max parallelism 0: %v, want keygroup.ErrInvalidParallelism", err)
 	}
 }
 
@@ -364,7 +367,7 @@ func TestKeyGroups(t *testing.T) {
 		}
 		used := map[int32]bool{}
 		for i, kg := range kgs {
-			if want := int32(KeyGroupForHash(hashes[i], maxP)); kg != want {
+			if want := int32(keygroup.ForHash(hashes[i], maxP)); kg != want {
 				t.Fatalf("maxP %d row %d: key group %d, want %d", maxP, i, kg, want)
 			}
 			used[kg] = true

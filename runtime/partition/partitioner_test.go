@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/internal/keygroup"
 )
 
 // testBatch returns a batch with columns k (int64, the keys), row (int64,
@@ -309,12 +311,12 @@ func TestHashRoutesByKeyGroup(t *testing.T) {
 			chanOfHash := map[int32]int{}
 			used := map[int]bool{}
 			for r, c := range rowChan {
-				kg := KeyGroupForHash(hashes[r], tc.wantMaxP)
-				if want := OperatorIndexForKeyGroup(tc.wantMaxP, tc.n, kg); c != want {
+				kg := keygroup.ForHash(hashes[r], tc.wantMaxP)
+				if want := keygroup.Subtask(tc.wantMaxP, tc.n, kg); c != want {
 					t.Fatalf("row %d (key group %d) went to channel %d, want %d", r, kg, c, want)
 				}
-				if start, end := KeyGroupRange(tc.wantMaxP, tc.n, c); kg < start || kg > end {
-					t.Fatalf("row %d: key group %d outside channel %d's range [%d, %d]", r, kg, c, start, end)
+				if rg := keygroup.SubtaskRange(tc.wantMaxP, tc.n, c); !rg.Contains(kg) {
+					t.Fatalf("row %d: key group %d outside channel %d's range %v", r, kg, c, rg)
 				}
 				if prev, ok := chanOfHash[hashes[r]]; ok && prev != c {
 					t.Fatalf("equal keys in channels %d and %d", prev, c)

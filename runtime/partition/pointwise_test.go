@@ -34,9 +34,10 @@ func TestPointwiseHandComputed(t *testing.T) {
 	}
 }
 
-// For every p, q: the ranges follow the formulas of DESIGN.md §4.4, every
-// producer and consumer is connected, inputs and outputs describe the same
-// edges, and the side with more subtasks connects to exactly one peer.
+// For every p, q: the ranges follow the formulas of
+// docs/semantics.md#partitioners, every producer and consumer is connected,
+// inputs and outputs describe the same edges, and the side with more
+// subtasks connects to exactly one peer.
 func TestPointwiseConsistent(t *testing.T) {
 	for p := 1; p <= 24; p++ {
 		for q := 1; q <= 24; q++ {

@@ -9,6 +9,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/internal/keygroup"
+	"github.com/flinkgo/flinkgo/internal/murmur3"
 )
 
 // channelFunc writes the channel, in [0, n), of each row of batch into dst
@@ -119,22 +122,22 @@ func (p *rowPartitioner) take(batch arrow.RecordBatch, indices []int32) (arrow.R
 }
 
 // hashChannels sends each row to the consumer owning its key group:
-// OperatorIndexForKeyGroup(maxP, n, KeyGroupForHash(rowHash, maxP)), with
+// keygroup.Subtask(maxP, n, keygroup.ForHash(rowHash, maxP)), with
 // the owner of each key group looked up in a table.
 func hashChannels(keyCols []int, maxP, n int) channelFunc {
 	var h rowHasher
 	owner := make([]int32, maxP)
 	for kg := range owner {
-		owner[kg] = int32(OperatorIndexForKeyGroup(maxP, n, kg))
+		owner[kg] = int32(keygroup.Subtask(maxP, n, kg))
 	}
 	mask := uint32(maxP - 1)
 	pow2 := maxP&(maxP-1) == 0
 	channel := func(hash uint32) int32 {
 		// MurmurMix is non-negative, so % is the same in uint32.
 		if pow2 {
-			return owner[uint32(MurmurMix(int32(hash)))&mask]
+			return owner[uint32(keygroup.MurmurMix(int32(hash)))&mask]
 		}
-		return owner[uint32(MurmurMix(int32(hash)))%uint32(maxP)]
+		return owner[uint32(keygroup.MurmurMix(int32(hash)))%uint32(maxP)]
 	}
 	var small smallIntChannels
 	return func(batch arrow.RecordBatch, _ int, dst []int32) error {
@@ -166,14 +169,14 @@ type smallIntChannels struct{ known []int32 }
 func (s *smallIntChannels) channels(vals []int64, dst []int32, channel func(uint32) int32) {
 	for i, v := range vals {
 		if uint64(v) >= smallIntKeys {
-			dst[i] = channel(murmur3Uint64(uint64(v)))
+			dst[i] = channel(murmur3.Uint64(uint64(v)))
 			continue
 		}
 		if int(v) < len(s.known) && s.known[v] > 0 {
 			dst[i] = s.known[v] - 1
 			continue
 		}
-		c := channel(murmur3Uint64(uint64(v)))
+		c := channel(murmur3.Uint64(uint64(v)))
 		if need := int(v) + 1; need > len(s.known) {
 			s.known = append(s.known, make([]int32, need-len(s.known))...)
 		}

@@ -1,18 +1,21 @@
 // Package plan is the physical planner: it turns a job plan (planpb.JobPlan,
-// logical nodes in topological order) into a physical Graph and explains it
-// (DESIGN.md §3, §4.3 to §4.6, §4.9). It takes the Python UDF calls out of
-// selects and filters into fused UDF operators, sets every operator's
-// parallelism and stable uid, resolves forward edges between operators of
-// different parallelism, and chains operators.
+// logical nodes in topological order) into a physical Graph and explains it.
+// It takes the Python UDF calls out of selects and filters into fused UDF
+// operators, sets every operator's parallelism and stable uid, resolves
+// forward edges between operators of different parallelism, and chains
+// operators. The rules it follows are in docs/semantics.md: planning,
+// concurrency and batch size, partitioners, forward mismatch, key groups and
+// uids.
 //
 // The package only reads the plan and describes a graph. It does not execute
 // anything, start processes or touch Arrow data: it never decodes the
 // schemas in the plan (column names come from expressions) and imports
-// neither Arrow, bundle nor udf/bridge (a test checks that DefaultBatchSize
-// equals bundle's). Evaluating expressions, checking function names and
-// types, and running UDFs belong to the runtime.
+// neither Arrow, bundle nor udf/bridge (bundle imports DefaultBatchSize
+// from here, not the other way round). Evaluating expressions, checking
+// function names and types, and running UDFs belong to the runtime.
 //
-// Decisions taken where DESIGN.md is silent:
+// Decisions taken where Flink and PyFlink are silent (docs/semantics.md
+// gathers them):
 //
 //   - Parallelism: a node without one takes the job's default (the plan's
 //     default_parallelism, else Options.DefaultParallelism, else 1), as in
@@ -49,11 +52,11 @@
 //   - Options: a non-zero option overrides the plan's config, which is read
 //     (and validated) only when it is used. Policy names ignore case.
 //     Max parallelism: Options.MaxParallelism, else pipeline.max-parallelism,
-//     else DefaultMaxParallelism of the largest operator parallelism; no
-//     operator may exceed it.
+//     else keygroup.DefaultMaxParallelism of the largest operator
+//     parallelism; no operator may exceed it.
 //   - Batch size: the smallest explicit batch_size of the fused calls, else
-//     python.fn-execution.arrow.batch.size, else 10000; package bundle caps
-//     it at the bundle size when it runs.
+//     python.fn-execution.arrow.batch.size, else DefaultBatchSize (10000);
+//     package bundle caps it at the bundle size when it runs.
 //   - Errors: Plan reports every problem it finds in one error wrapping
 //     ErrInvalidPlan; problems name the node (id, name, uid) or operators
 //     (name, uid).

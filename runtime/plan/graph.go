@@ -59,7 +59,7 @@ type Graph struct {
 	// Edges sorted by downstream operator, then by the order of its inputs.
 	Edges []*Edge
 	// MaxParallelism is the number of key groups of every keyed exchange and
-	// keyed state (DESIGN.md §4.6).
+	// keyed state (docs/semantics.md#key-groups).
 	MaxParallelism int
 	// DefaultParallelism is the parallelism of nodes that set none.
 	DefaultParallelism int
@@ -78,8 +78,8 @@ type Graph struct {
 type Operator struct {
 	// ID is the operator's index in Graph.Operators.
 	ID int
-	// UID is stable across changes elsewhere in the graph (DESIGN.md §4.9):
-	// state and savepoints are matched to operators by it.
+	// UID is stable across changes elsewhere in the graph: state and
+	// savepoints are matched to operators by it (docs/semantics.md#uids).
 	UID string
 	// Name is for explanations, logs and errors. UDF operators are named
 	// after their UDFs, joined by "+".

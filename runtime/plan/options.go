@@ -2,10 +2,10 @@ package plan
 
 import (
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 
+	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -16,7 +16,7 @@ const (
 	ConfigBatchSize       = "python.fn-execution.arrow.batch.size"
 )
 
-// Values of the forward-mismatch policy (DESIGN.md §4.5).
+// Values of the forward-mismatch policy (docs/semantics.md#forward-mismatch).
 const (
 	ForwardMismatchRebalance = "rebalance"
 	ForwardMismatchRescale   = "rescale"
@@ -25,16 +25,11 @@ const (
 
 var forwardMismatchValues = []string{ForwardMismatchRebalance, ForwardMismatchRescale, ForwardMismatchFail}
 
-// Defaults, as Flink and PyFlink.
-const (
-	// DefaultBatchSize is the rows per batch sent to Python when neither a
-	// UDF nor the plan sets one (the same as bundle.DefaultBatchSize).
-	DefaultBatchSize = 10000
-	// MinDefaultMaxParallelism and UpperMaxParallelism bound the default max
-	// parallelism; UpperMaxParallelism also bounds an explicit one.
-	MinDefaultMaxParallelism = 128
-	UpperMaxParallelism      = 1 << 15
-)
+// DefaultBatchSize is the rows per batch sent to Python when neither a UDF
+// nor the plan sets one, as PyFlink's python.fn-execution.arrow.batch.size.
+// The planner gives every UDF operator its batch size, so this is the one
+// default; package bundle falls back to it for callers that set none.
+const DefaultBatchSize = 10000
 
 // Options tune planning. A zero field takes its default; the caller's
 // struct is never modified.
@@ -43,8 +38,8 @@ type Options struct {
 	// plan's default_parallelism is 0. Default 1.
 	DefaultParallelism int
 	// MaxParallelism is the number of key groups. 0 reads the plan's
-	// pipeline.max-parallelism, else DefaultMaxParallelism of the largest
-	// operator parallelism.
+	// pipeline.max-parallelism, else keygroup.DefaultMaxParallelism of the
+	// largest operator parallelism.
 	MaxParallelism int
 	// RestoredMaxParallelism is the max parallelism of the snapshot the job
 	// restores (0: none). It is the job's max parallelism unless
@@ -55,20 +50,6 @@ type Options struct {
 	// different parallelism: "rebalance", "rescale" or "fail". "" reads the
 	// plan's pipeline.forward-mismatch, else "rebalance".
 	ForwardMismatch string
-}
-
-// DefaultMaxParallelism is Flink's default max parallelism for operators of
-// parallelism p: min(max(roundUpPow2(p + p/2), 128), 32768).
-func DefaultMaxParallelism(p int) int {
-	n := p + p/2
-	if n > UpperMaxParallelism {
-		return UpperMaxParallelism
-	}
-	up := 1
-	if n > 1 {
-		up = 1 << bits.Len(uint(n-1))
-	}
-	return min(max(up, MinDefaultMaxParallelism), UpperMaxParallelism)
 }
 
 // settings are the options once defaulted from Options and the plan.
@@ -105,8 +86,8 @@ func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
 	}
 
 	switch {
-	case opts.MaxParallelism < 0 || opts.MaxParallelism > UpperMaxParallelism:
-		problems = append(problems, fmt.Sprintf("Options.MaxParallelism is %d, must be between 1 and %d (0 means the default)", opts.MaxParallelism, UpperMaxParallelism))
+	case opts.MaxParallelism < 0 || opts.MaxParallelism > keygroup.UpperBoundMaxParallelism:
+		problems = append(problems, fmt.Sprintf("Options.MaxParallelism is %d, must be between 1 and %d (0 means the default)", opts.MaxParallelism, keygroup.UpperBoundMaxParallelism))
 	case opts.MaxParallelism > 0:
 		s.maxParallelism, s.maxParallelFrom = opts.MaxParallelism, "Options.MaxParallelism"
 	case cfg[ConfigMaxParallelism] == "" && opts.RestoredMaxParallelism > 0:
@@ -114,8 +95,8 @@ func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
 	default:
 		if v, ok := cfg[ConfigMaxParallelism]; ok {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil || n < 1 || n > UpperMaxParallelism {
-				problems = append(problems, fmt.Sprintf("config %s=%q: must be an integer between 1 and %d", ConfigMaxParallelism, v, UpperMaxParallelism))
+			if err != nil || n < 1 || n > keygroup.UpperBoundMaxParallelism {
+				problems = append(problems, fmt.Sprintf("config %s=%q: must be an integer between 1 and %d", ConfigMaxParallelism, v, keygroup.UpperBoundMaxParallelism))
 			} else {
 				s.maxParallelism, s.maxParallelFrom = n, ConfigMaxParallelism
 			}

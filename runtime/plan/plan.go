@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -191,8 +192,8 @@ func (b *builder) checkUIDs() {
 	}
 }
 
-// setMaxParallelism sets the graph's max parallelism (DESIGN.md §4.6) and
-// reports operators whose parallelism exceeds it.
+// setMaxParallelism sets the graph's max parallelism and reports operators
+// whose parallelism exceeds it (docs/semantics.md#key-groups).
 func (b *builder) setMaxParallelism() {
 	highest := 0
 	for _, op := range b.g.Operators {
@@ -201,7 +202,7 @@ func (b *builder) setMaxParallelism() {
 	from := b.s.maxParallelFrom
 	b.g.MaxParallelism = b.s.maxParallelism
 	if b.g.MaxParallelism == 0 {
-		b.g.MaxParallelism = DefaultMaxParallelism(highest)
+		b.g.MaxParallelism = keygroup.DefaultMaxParallelism(highest)
 		from = "the default"
 	}
 	for _, op := range b.g.Operators {
@@ -211,13 +212,14 @@ func (b *builder) setMaxParallelism() {
 				opLabel(op), op.Parallelism, op.ParallelismFrom, b.g.MaxParallelism, from, b.g.MaxParallelism)
 		} else if op.Parallelism > b.g.MaxParallelism {
 			b.problem("%s has parallelism %d (%s), above the max parallelism %d (%s): lower the parallelism, or raise %s up to %d",
-				opLabel(op), op.Parallelism, op.ParallelismFrom, b.g.MaxParallelism, from, ConfigMaxParallelism, UpperMaxParallelism)
+				opLabel(op), op.Parallelism, op.ParallelismFrom, b.g.MaxParallelism, from, ConfigMaxParallelism, keygroup.UpperBoundMaxParallelism)
 		}
 	}
 }
 
 // resolveForwardMismatch applies pipeline.forward-mismatch to forward edges
-// between operators of different parallelism (DESIGN.md §4.5).
+// between operators of different parallelism
+// (docs/semantics.md#forward-mismatch).
 func (b *builder) resolveForwardMismatch() {
 	policy := b.s.forwardMismatch
 	setting := ConfigForwardMismatch + "=" + policy

@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/flinkgo/flinkgo/bundle"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -324,17 +323,6 @@ func TestDuplicateUIDs(t *testing.T) {
 		`"c" of node 3 "c" (uid "source-4") and "d" of node 4 "d" (no uid) have the same uid "source-4"`)
 }
 
-func TestDefaultMaxParallelism(t *testing.T) {
-	for _, tc := range []struct{ p, want int }{
-		{0, 128}, {1, 128}, {2, 128}, {85, 128}, {86, 256}, {100, 256}, {1000, 2048},
-		{21845, 32768}, {30000, 32768}, {40000, 32768},
-	} {
-		if got := DefaultMaxParallelism(tc.p); got != tc.want {
-			t.Errorf("DefaultMaxParallelism(%d) = %d, want %d", tc.p, got, tc.want)
-		}
-	}
-}
-
 func TestMaxParallelism(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -380,11 +368,5 @@ func TestPlanDoesNotModifyItsInput(t *testing.T) {
 	g2 := mustPlan(t, j, opts)
 	if g1.Explain() != g2.Explain() {
 		t.Fatal("planning twice explains differently")
-	}
-}
-
-func TestDefaultBatchSizeMatchesBundle(t *testing.T) {
-	if DefaultBatchSize != bundle.DefaultBatchSize {
-		t.Fatalf("DefaultBatchSize %d, bundle.DefaultBatchSize %d", DefaultBatchSize, bundle.DefaultBatchSize)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // This file takes the Python UDF calls out of a select or a filter
-// (DESIGN.md §4.3). A select becomes
+// (docs/semantics.md#concurrency-and-batch-size). A select becomes
 //
 //	[pre] udf-0 [pre-1] udf-1 ... [post]
 //

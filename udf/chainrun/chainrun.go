@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/flinkgo/flinkgo/bundle"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -33,7 +33,7 @@ type Options struct {
 	// of the chain sets concurrency. Default 1.
 	Parallelism int
 	// BatchSize overrides the global batch size (rows per batch sent to
-	// Python) for chains whose UDFs set none. Default bundle.DefaultBatchSize.
+	// Python) for chains whose UDFs set none. Default plan.DefaultBatchSize.
 	BatchSize int
 	// BundleSize and BundleTime: see bundle.Options.
 	BundleSize int
@@ -48,7 +48,8 @@ type Options struct {
 	Allocator memory.Allocator
 }
 
-// Resolved is how a chain runs once DESIGN.md §4.3 is applied.
+// Resolved is how a chain runs once the rules of
+// docs/semantics.md#concurrency-and-batch-size are applied.
 type Resolved struct {
 	// Parallelism: the explicit concurrency of the chain's synchronous UDFs,
 	// else Options.Parallelism.
@@ -77,7 +78,7 @@ func Resolve(chain Chain, opts Options) (Resolved, error) {
 	}
 	res := Resolved{Parallelism: max(opts.Parallelism, 1), BatchSize: opts.BatchSize}
 	if res.BatchSize <= 0 {
-		res.BatchSize = bundle.DefaultBatchSize
+		res.BatchSize = plan.DefaultBatchSize
 	}
 	concurrency, owner := 0, ""
 	smallest := 0
