@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flinkgo/flinkgo/bundle"
+	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/runtime/plan"
@@ -66,8 +67,8 @@ func TestRegistryAgreesWithTheReaders(t *testing.T) {
 	if got := def(plan.ConfigForwardMismatch); got != plan.ForwardMismatchRebalance {
 		t.Errorf("forward-mismatch default %s, planner's %s", got, plan.ForwardMismatchRebalance)
 	}
-	if k, _ := r.Lookup(plan.ConfigMaxParallelism); k.Max != strconv.Itoa(plan.UpperMaxParallelism) {
-		t.Errorf("max-parallelism bound %s, planner's %d", k.Max, plan.UpperMaxParallelism)
+	if k, _ := r.Lookup(plan.ConfigMaxParallelism); k.Max != strconv.Itoa(keygroup.UpperBoundMaxParallelism) {
+		t.Errorf("max-parallelism bound %s, planner's %d", k.Max, keygroup.UpperBoundMaxParallelism)
 	}
 	if got := def(runexec.ConfigBundleSize); got != strconv.Itoa(bundle.DefaultBundleSize) {
 		t.Errorf("bundle size default %s, bundle's %d", got, bundle.DefaultBundleSize)
