@@ -33,17 +33,18 @@ import cloudpickle
 import pyarrow as pa
 
 from flinkgo._proto import worker_pb2
+from flinkgo.exceptions import FlinkgoError
 
 # Calls in flight per async UDF when the UDF gives no concurrency; Flink's
 # table.exec.async-scalar.max-concurrent-operations default.
 DEFAULT_ASYNC_CONCURRENCY = 10
 
 
-class UdfResultError(Exception):
+class UdfResultError(FlinkgoError):
     """A UDF returned the wrong number of rows or a value of the wrong type."""
 
 
-class UdfCallError(Exception):
+class UdfCallError(FlinkgoError):
     """Wraps an exception raised by user code with the UDF's name."""
 
     def __init__(self, udf_name: str, cause: BaseException):
