@@ -127,7 +127,9 @@ class Client:
             If the runtime cannot be reached.
         """
         try:
-            response = self._stub.Explain(job_pb2.ExplainRequest(plan=plan))
+            response: job_pb2.ExplainResponse = self._stub.Explain(
+                job_pb2.ExplainRequest(plan=plan)
+            )
         except grpc.RpcError as e:
             raise self._rpc_error(e, "explain") from None
         if response.error:
@@ -145,7 +147,10 @@ class Client:
             If the runtime cannot be reached.
         """
         try:
-            return self._stub.Cancel(job_pb2.CancelRequest(job_id=job_id), timeout=10).found
+            reply: job_pb2.CancelResponse = self._stub.Cancel(
+                job_pb2.CancelRequest(job_id=job_id), timeout=10
+            )
+            return reply.found
         except grpc.RpcError as e:
             raise self._rpc_error(e, "cancel") from None
 
@@ -167,7 +172,8 @@ class Client:
         """
         request = job_pb2.SavepointRequest(job_id=job_id, directory=directory, stop=stop)
         try:
-            return self._stub.TriggerSavepoint(request).path
+            reply: job_pb2.SavepointResponse = self._stub.TriggerSavepoint(request)
+            return reply.path
         except grpc.RpcError as e:
             code = e.code() if hasattr(e, "code") else None
             if code == grpc.StatusCode.NOT_FOUND:

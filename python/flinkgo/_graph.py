@@ -166,9 +166,7 @@ def build_plan(
             inputs=[
                 plan_pb2.Input(
                     node=ids[id(parent)],
-                    partitioning=plan_pb2.Partitioning(
-                        kind=plan_pb2.Partitioning.Kind.Value(part.kind), keys=part.keys
-                    ),
+                    partitioning=plan_pb2.Partitioning(kind=part.kind, keys=part.keys),
                 )
                 for parent, part in step.inputs
             ],

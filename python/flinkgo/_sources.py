@@ -224,7 +224,7 @@ def table_ipc_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return bytes(sink.getvalue())
 
 
 def positive_int(op: str, option: str, value: Any, *, upper: int) -> int | None:
@@ -236,12 +236,12 @@ def positive_int(op: str, option: str, value: Any, *, upper: int) -> int | None:
             f"{op}: {option} must be a positive integer, got {value!r} "
             f"(of type {type(value).__name__})"
         )
-    value = int(value)
-    if not 1 <= value <= upper:
+    number = int(value)
+    if not 1 <= number <= upper:
         raise InvalidArgumentError(
-            f"{op}: {option} must be a positive integer (1 to {upper}), got {value}"
+            f"{op}: {option} must be a positive integer (1 to {upper}), got {number}"
         )
-    return value
+    return number
 
 
 def int64(op: str, option: str, value: Any) -> int:
@@ -250,10 +250,10 @@ def int64(op: str, option: str, value: Any) -> int:
         raise ArgumentTypeError(
             f"{op}: {option} must be an integer, got {value!r} (of type {type(value).__name__})"
         )
-    value = int(value)
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise InvalidArgumentError(f"{op}: {option} must fit in 64 bits, got {value}")
-    return value
+    number = int(value)
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        raise InvalidArgumentError(f"{op}: {option} must fit in 64 bits, got {number}")
+    return number
 
 
 def positive_rate(op: str, option: str, value: Any) -> float | None:
@@ -265,7 +265,7 @@ def positive_rate(op: str, option: str, value: Any) -> float | None:
             f"{op}: {option} must be a positive number, got {value!r} "
             f"(of type {type(value).__name__})"
         )
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise InvalidArgumentError(f"{op}: {option} must be a positive finite number, got {value}")
-    return value
+    number = float(value)
+    if not (number > 0 and math.isfinite(number)):
+        raise InvalidArgumentError(f"{op}: {option} must be a positive finite number, got {number}")
+    return number

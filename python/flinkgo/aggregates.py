@@ -50,7 +50,7 @@ class Aggregate:
     @property
     def function(self) -> AggregateFunction:
         """The aggregate function: ``"sum"``, ``"count"``, ``"min"``, ``"max"``, ``"mean"``."""
-        return self._function  # type: ignore[return-value]
+        return self._function
 
     @property
     def column(self) -> str | None:

@@ -63,7 +63,7 @@ Emit = Literal["auto", "final", "updates"]
 """When a keyed aggregation emits its results: see :meth:`KeyedDataFrame.agg`."""
 
 # The plan's KeyedAggregate.Emit values.
-_EMIT_MODES = {"auto": 0, "final": 1, "updates": 2}
+_EMIT_MODES = {"auto": "EMIT_AUTO", "final": "EMIT_FINAL", "updates": "EMIT_UPDATES"}
 
 
 class DataFrame:
@@ -851,7 +851,7 @@ class DataFrame:
             )
         from flinkgo._proto import plan_pb2 as pb
 
-        body = pb.Sink(file=pb.FileSink(format=pb.FileSource.Format.Value(fmt), path=absolute))
+        body = pb.Sink(file=pb.FileSink(format=fmt, path=absolute))
         return self._sink(body, f"{op}({text})")
 
 

@@ -15,10 +15,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from flinkgo.exceptions import JobFailedError, JobTimeoutError
 from flinkgo.job import JobResult
+
+if TYPE_CHECKING:
+    from flinkgo._client import Client
+
+_T = TypeVar("_T")
+
+
+class _WithClient(Protocol):
+    # Calls use(client) with a client of the job's runtime and returns what it returns.
+    def __call__(self, use: Callable[[Client], _T], /) -> _T: ...
+
 
 __all__ = ["JobClient"]
 
@@ -47,7 +58,7 @@ class JobClient:
         self,
         name: str,
         run: Callable[[Callable[[str, str], None]], JobResult],
-        control: Callable[[Callable[[Any], Any]], Any],
+        control: _WithClient,
     ) -> None:
         # run(on_event) runs the job to its end; control(use) calls use(client) with a
         # client of the job's runtime.

@@ -165,7 +165,7 @@ def schema_ipc_bytes(schema: pa.Schema) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema):
         pass
-    return sink.getvalue().to_pybytes()
+    return bytes(sink.getvalue())
 
 
 def schema_from_ipc_bytes(b: bytes | bytearray | memoryview | pa.Buffer) -> pa.Schema:

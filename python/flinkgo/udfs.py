@@ -503,10 +503,11 @@ def _check_positive_int(label: str, option: str, value: object) -> int | None:
 
 
 def _call_targets(func: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:
-    # The function itself and, for a callable instance, its __call__ method.
+    # The function itself and, for a callable instance, its class's __call__ (what a
+    # call runs).
     if inspect.isroutine(func):
         return (func,)
-    return (func, func.__call__)
+    return (func, type(func).__call__)
 
 
 def _is_async(func: Callable[..., Any]) -> bool:

@@ -69,7 +69,7 @@ def write_batch(batch: pa.RecordBatch) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as writer:
         writer.write_batch(batch)
-    return sink.getvalue().to_pybytes()
+    return bytes(sink.getvalue())
 
 
 @dataclass
@@ -218,6 +218,7 @@ class Chain:
 
     def _invoke(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> pa.Array:
         if call.is_async:
+            assert self._async_loop is not None  # made in __init__ when a call is async
             values = self._async_loop.run(self._run_async(call, args, num_rows))
             return _to_array(call, values, num_rows)
         if call.func_type == worker_pb2.FUNC_TYPE_PANDAS:
@@ -246,11 +247,11 @@ class Chain:
             raise UdfCallError(call.name, e) from e
         return _to_array(call, values, num_rows)
 
-    async def _run_async(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> list:
+    async def _run_async(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> list[Any]:
         limit = asyncio.Semaphore(call.concurrency)
         timeout = self.async_timeout
 
-        async def one(row: tuple) -> Any:
+        async def one(row: tuple[Any, ...]) -> Any:
             async with limit:
                 try:
                     return await asyncio.wait_for(call.func(*row), timeout)
