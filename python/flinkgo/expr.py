@@ -739,7 +739,7 @@ def to_expr(value: Any, *, op: str) -> Expr:
 # --- resolution against a schema ----------------------------------------------------------
 
 
-def plan_pb2_module() -> Any:
+def _plan_module() -> Any:
     """Import the generated plan module (protobuf) on first use."""
     from flinkgo._proto import plan_pb2
 
@@ -801,6 +801,6 @@ def resolve(expr: Expr, schema: pa.Schema, *, op: str) -> Resolved:
 def _resolve(expr: Expr, schema: pa.Schema, *, op: str, want_proto: bool) -> Resolved:
     if not isinstance(schema, pa.Schema):
         raise ArgumentTypeError(f"{op}: expected a pyarrow.Schema, got {type(schema).__name__}")
-    ctx = _Context(schema, op, expr, plan_pb2_module() if want_proto else None)
+    ctx = _Context(schema, op, expr, _plan_module() if want_proto else None)
     value, proto = expr._build(ctx)
     return Resolved(expr.output_name(), value.type, proto)

@@ -384,7 +384,7 @@ def test_import_flinkgo_stays_light():
     code = (
         "import sys, flinkgo; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('grpc', 'google') "
-        "or m in ('flinkgo.client', 'flinkgo._runtime', 'flinkgo.worker')))"
+        "or m in ('flinkgo._client', 'flinkgo._runtime', 'flinkgo.worker')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -98,10 +98,10 @@ def test_find_cycle_finds_one():
 
 def test_the_import_graph_sees_function_local_and_type_checking_imports():
     edges = graph()
-    # dataframe imports the generated plan module inside its methods, and the Environment
-    # names the client only under TYPE_CHECKING and in a method.
-    assert "flinkgo._client" in edges["flinkgo.environment"]
-    assert "flinkgo.udfs" in edges["flinkgo.dataframe"]
+    # dataframe imports the generated plan module only inside its methods; job_client
+    # names the client only under TYPE_CHECKING.
+    assert "flinkgo._proto" in edges["flinkgo.dataframe"]
+    assert "flinkgo._client" in edges["flinkgo.job_client"]
 
 
 def test_no_import_cycles():
