@@ -53,7 +53,7 @@ from flinkgo.types import to_arrow_type
 if TYPE_CHECKING:
     from flinkgo._proto import plan_pb2, worker_pb2
 
-__all__ = ["ColumnNotFoundError", "Expr", "UdfCall", "col", "lit"]
+__all__ = ["ColumnNotFoundError", "Expr", "UdfCall", "UdfLike", "col", "lit"]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
