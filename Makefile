@@ -20,10 +20,10 @@ setup: $(VENV)/.installed
 
 # The editable install skips the Go build of setup.py: in this checkout flinkgo builds
 # the runtime binary on first use (into ~/.cache/flinkgo), rebuilding it when Go sources change.
-$(VENV)/.installed: python/pyproject.toml python/setup.py scripts/genproto-requirements.txt
+$(VENV)/.installed: python/pyproject.toml python/setup.py scripts/genproto-requirements.txt scripts/lint-requirements.txt
 	$(PYTHON_BOOTSTRAP) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e "./python[test]" -r scripts/genproto-requirements.txt "tox>=4.20" "ruff==0.17.5"
+	$(PY) -m pip install -q -e "./python[test]" -r scripts/genproto-requirements.txt -r scripts/lint-requirements.txt "tox>=4.20"
 	touch $@
 
 example: setup
@@ -41,6 +41,7 @@ lint:
 	go vet ./...
 	$(VENV)/bin/ruff check python
 	$(VENV)/bin/ruff format --check python
+	cd python && ../$(VENV)/bin/mypy
 
 proto:
 	PYTHON=$(PY) scripts/genproto.sh

@@ -2,6 +2,7 @@
 # Regenerates the committed Go and Python code of every protocol:
 #   udf/bridge/proto/worker.proto (+ goplugin/)  the worker protocol, beside the bridge
 #   runtime/proto/{plan,job}.proto               the job plan and the job service
+# The Python modules (python/flinkgo/_proto) come with .pyi type stubs for mypy.
 #
 #   scripts/genproto.sh            write into the tree (make proto)
 #   scripts/genproto.sh --check    fail when the committed code is stale (make proto-check)
@@ -38,10 +39,11 @@ go build -o "$out/bin/protoc-gen-go-grpc" google.golang.org/grpc/cmd/protoc-gen-
   --go-grpc_opt=Mjob.proto=github.com/flinkgo/flinkgo/runtime/proto/jobpb \
   worker.proto plan.proto job.proto
 "$python" -m grpc_tools.protoc -I udf/bridge/proto -I runtime/proto -I udf/bridge/proto/goplugin \
-  --python_out="$out/py" --grpc_python_out="$out/py" \
+  --python_out="$out/py" --pyi_out="$out/py" --grpc_python_out="$out/py" \
   worker.proto plan.proto job.proto grpc_controller.proto grpc_stdio.proto health.proto
-# grpc_tools writes top-level imports; the modules live inside flinkgo._proto.
-sed -i -E "s/^import ([a-z_]+_pb2) as /from . import \\1 as /" "$out"/py/*.py
+# grpc_tools writes top-level imports; the modules (and their .pyi type stubs) live
+# inside flinkgo._proto.
+sed -i -E "s/^import ([a-z_]+_pb2) as /from . import \\1 as /" "$out"/py/*.py "$out"/py/*.pyi
 touch "$out/py/__init__.py"
 
 # One Go package per proto file.

@@ -72,7 +72,7 @@ const planFooter = `
 
 import os as _os
 with open(_os.path.join(_os.environ["FLINKGO_TEST_DIR"], "plan.pb"), "wb") as _f:
-    _f.write(plan.SerializeToString())
+    _f.write(plan.to_bytes())
 `
 
 // JobPlan runs src, Python that builds a pipeline with the flinkgo API and

@@ -1,11 +1,12 @@
 """flinkgo: Python user-defined functions on a Go dataflow runtime.
 
-Declare UDFs with :func:`udf`; build a pipeline from an :class:`Environment`'s sources
-with DataFrame methods and expressions (:func:`col`, :func:`lit`, aggregates such as
-:func:`mean`); :meth:`Environment.execute` runs it (``DataFrame.collect`` and
-``DataFrame.to_pandas`` return rows) on the embedded local runtime, a child process
-started on first use, or on a runtime server (``Environment(endpoint=...)``). The
-runtime runs the UDFs in Python worker processes.
+Declare UDFs with :func:`udf` (defined in :mod:`flinkgo.udfs`); build a pipeline from
+an :class:`Environment`'s sources with DataFrame methods and expressions (:func:`col`,
+:func:`lit`, aggregates such as :func:`mean`); :meth:`Environment.execute` runs it
+(``DataFrame.collect`` and ``DataFrame.to_pandas`` return rows) on the embedded local
+runtime, a child process started on first use, or on a runtime server
+(``Environment(endpoint=...)``). The runtime runs the UDFs in Python worker processes.
+Every error the package raises is a :class:`FlinkgoError` (see :mod:`flinkgo.exceptions`).
 
 Importing this package stays light: it loads pyarrow but not grpc, the generated
 protocol code, the client or the worker (``python -m flinkgo.worker``). Note that :func:`sum`,
@@ -33,37 +34,67 @@ Examples
 from flinkgo.aggregates import Aggregate, count, max, mean, min, sum
 from flinkgo.dataframe import DataFrame, KeyedDataFrame, Sink
 from flinkgo.environment import Environment
-from flinkgo.expr import ColumnNotFoundError, Expr, col, lit
-from flinkgo.job import (
+from flinkgo.exceptions import (
+    ArgumentTypeError,
+    ColumnNotFoundError,
+    ExpressionTypeError,
+    FlinkgoError,
+    InvalidArgumentError,
     InvalidPlanError,
     JobCanceledError,
     JobFailedError,
-    JobResult,
-    OperatorMetrics,
+    JobNotFoundError,
+    JobTimeoutError,
+    NoSuchFileError,
+    OperatorNotFoundError,
+    PathIsDirectoryError,
+    PathIsFileError,
     RuntimeConnectionError,
     RuntimeStartError,
+    SavepointError,
+    SchemaError,
+    UdfPickleError,
 )
+from flinkgo.expr import Expr, col, lit
+from flinkgo.job import JobResult, OperatorMetrics
 from flinkgo.job_client import JobClient
-from flinkgo.udf import UserDefinedFunction, udf
+from flinkgo.plan import JobPlan, PlanInput, PlanNode
+from flinkgo.udfs import UserDefinedFunction, udf
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Aggregate",
+    "ArgumentTypeError",
     "ColumnNotFoundError",
     "DataFrame",
     "Environment",
     "Expr",
+    "ExpressionTypeError",
+    "FlinkgoError",
+    "InvalidArgumentError",
     "InvalidPlanError",
     "JobCanceledError",
     "JobClient",
     "JobFailedError",
+    "JobNotFoundError",
+    "JobPlan",
     "JobResult",
+    "JobTimeoutError",
     "KeyedDataFrame",
+    "NoSuchFileError",
     "OperatorMetrics",
+    "OperatorNotFoundError",
+    "PathIsDirectoryError",
+    "PathIsFileError",
+    "PlanInput",
+    "PlanNode",
     "RuntimeConnectionError",
     "RuntimeStartError",
+    "SavepointError",
+    "SchemaError",
     "Sink",
+    "UdfPickleError",
     "UserDefinedFunction",
     "__version__",
     "col",

@@ -19,7 +19,7 @@ entries of :data:`sys.path` that are outside the interpreter's own directories (
 script's directory, a source checkout, a test directory), so workers import the modules
 that UDFs pickled by reference come from. The child runs in its own session, so Ctrl-C
 in a terminal reaches only this process, which cancels its job (see
-:mod:`flinkgo.client`).
+:mod:`flinkgo._client`).
 
 Its standard output (the rows of ``print`` sinks) is forwarded to :data:`sys.stdout`
 and its standard error (logs) to :data:`sys.stderr`, by two threads; the last lines of

@@ -21,6 +21,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from flinkgo.exceptions import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    NoSuchFileError,
+    PathIsDirectoryError,
+    SchemaError,
+)
 from flinkgo.types import to_arrow_type
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -36,7 +43,7 @@ def to_schema(op: str, schema: Any, *, what: str = "schema") -> pa.Schema:
         fields = []
         for name, t in schema.items():
             if not isinstance(name, str):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"{op}: {what} column names must be strings, got {name!r} "
                     f"(of type {type(name).__name__})"
                 )
@@ -46,7 +53,7 @@ def to_schema(op: str, schema: Any, *, what: str = "schema") -> pa.Schema:
                 raise type(e)(f"{op}: bad type for column {name!r}: {e}") from e
         result = pa.schema(fields)
     else:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{op}: {what} must be a pyarrow.Schema or a dict of column name to type "
             f"(such as {{'id': 'int64', 'name': 'string'}}), got {type(schema).__name__}"
         )
@@ -85,13 +92,13 @@ def check_schema(op: str, schema: pa.Schema, *, what: str = "schema") -> pa.Sche
     Returns the schema with the sources' logical types (:func:`logical_type`).
     """
     if len(schema) == 0:
-        raise ValueError(f"{op}: the {what} has no columns")
+        raise SchemaError(f"{op}: the {what} has no columns")
     seen: set[str] = set()
     for name in schema.names:
         if not name:
-            raise ValueError(f"{op}: the {what} has a column with an empty name: {schema.names}")
+            raise SchemaError(f"{op}: the {what} has a column with an empty name: {schema.names}")
         if name in seen:
-            raise ValueError(
+            raise SchemaError(
                 f"{op}: the {what} has the column {name!r} more than once: {schema.names}"
             )
         seen.add(name)
@@ -101,18 +108,18 @@ def check_schema(op: str, schema: pa.Schema, *, what: str = "schema") -> pa.Sche
 def resolve_paths(op: str, path_or_glob: Any, *, example: str) -> list[str]:
     """Expand a path or glob into the sorted absolute paths of existing files."""
     if not isinstance(path_or_glob, (str, os.PathLike)):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{op}: expected a path or a glob pattern as a str or os.PathLike, got "
             f"{type(path_or_glob).__name__}"
         )
     pattern = os.fspath(path_or_glob)
     if not isinstance(pattern, str) or not pattern:
-        raise TypeError(f"{op}: expected a non-empty path or glob pattern, got {pattern!r}")
+        raise ArgumentTypeError(f"{op}: expected a non-empty path or glob pattern, got {pattern!r}")
     expanded = os.path.expanduser(pattern)
     if os.path.isfile(expanded):
         return [os.path.abspath(expanded)]
     if os.path.isdir(expanded):
-        raise IsADirectoryError(
+        raise PathIsDirectoryError(
             f"{op}: {pattern!r} is a directory; give a file or a glob pattern such as "
             f"{os.path.join(pattern, example)!r}"
         )
@@ -121,7 +128,7 @@ def resolve_paths(op: str, path_or_glob: Any, *, example: str) -> list[str]:
     )
     if not paths:
         kind = "glob pattern" if glob.has_magic(expanded) else "path"
-        raise FileNotFoundError(
+        raise NoSuchFileError(
             f"{op}: no file matches the {kind} {pattern!r} (relative paths are resolved "
             f"against {os.getcwd()!r})"
         )
@@ -266,22 +273,22 @@ def parquet_schema(op: str, path: str) -> pa.Schema:
     try:
         return check_schema(op, pq.read_schema(path))
     except (pa.ArrowInvalid, OSError) as e:
-        raise ValueError(f"{op}: cannot read the Parquet schema of {path!r}: {e}") from e
+        raise InvalidArgumentError(f"{op}: cannot read the Parquet schema of {path!r}: {e}") from e
 
 
 def _empty_file(op: str, path: str, schema: pa.Schema | None) -> pa.Schema:
     # An empty first file fits any given schema, but has none to infer.
     if schema is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{op}: cannot infer the schema of {path!r}: the file is empty; pass schema="
         )
     return check_schema(op, schema)
 
 
-def _read_error(op: str, path: str, schema: pa.Schema | None, e: Exception | str) -> ValueError:
+def _read_error(op: str, path: str, schema: pa.Schema | None, e: Exception | str) -> SchemaError:
     if schema is None:
-        return ValueError(f"{op}: cannot infer the schema of {path!r}: {e}")
-    return ValueError(f"{op}: {path!r} does not match the given schema ({_fields(schema)}): {e}")
+        return SchemaError(f"{op}: cannot infer the schema of {path!r}: {e}")
+    return SchemaError(f"{op}: {path!r} does not match the given schema ({_fields(schema)}): {e}")
 
 
 def _fields(schema: pa.Schema) -> str:
@@ -301,23 +308,23 @@ def arrow_table(op: str, data: Any) -> pa.Table:
     if isinstance(data, Iterable) and not isinstance(data, (str, bytes, Mapping)):
         batches = list(data)
         if not batches:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{op}: no record batches given, so there is no schema; pass a "
                 "pyarrow.Table (schema.empty_table() for no rows)"
             )
         for i, b in enumerate(batches):
             if not isinstance(b, pa.RecordBatch):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"{op}: item {i} is a {type(b).__name__}, expected a pyarrow.RecordBatch"
                 )
         for i, b in enumerate(batches[1:], start=1):
             if not b.schema.equals(batches[0].schema):
-                raise ValueError(
+                raise SchemaError(
                     f"{op}: record batch {i} has another schema than batch 0:\n"
                     f"batch 0: {_fields(batches[0].schema)}\nbatch {i}: {_fields(b.schema)}"
                 )
         return pa.Table.from_batches(batches)
-    raise TypeError(
+    raise ArgumentTypeError(
         f"{op}: expected a pyarrow.Table, RecordBatch, RecordBatchReader or an iterable of "
         f"RecordBatch, got {type(data).__name__}"
     )
@@ -328,7 +335,7 @@ def table_ipc_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return bytes(sink.getvalue())
 
 
 def positive_int(op: str, option: str, value: Any, *, upper: int) -> int | None:
@@ -336,26 +343,28 @@ def positive_int(op: str, option: str, value: Any, *, upper: int) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{op}: {option} must be a positive integer, got {value!r} "
             f"(of type {type(value).__name__})"
         )
-    value = int(value)
-    if not 1 <= value <= upper:
-        raise ValueError(f"{op}: {option} must be a positive integer (1 to {upper}), got {value}")
-    return value
+    number = int(value)
+    if not 1 <= number <= upper:
+        raise InvalidArgumentError(
+            f"{op}: {option} must be a positive integer (1 to {upper}), got {number}"
+        )
+    return number
 
 
 def int64(op: str, option: str, value: Any) -> int:
     """Check that `value` is an int in the int64 range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{op}: {option} must be an integer, got {value!r} (of type {type(value).__name__})"
         )
-    value = int(value)
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise ValueError(f"{op}: {option} must fit in 64 bits, got {value}")
-    return value
+    number = int(value)
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        raise InvalidArgumentError(f"{op}: {option} must fit in 64 bits, got {number}")
+    return number
 
 
 def positive_rate(op: str, option: str, value: Any) -> float | None:
@@ -363,11 +372,11 @@ def positive_rate(op: str, option: str, value: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{op}: {option} must be a positive number, got {value!r} "
             f"(of type {type(value).__name__})"
         )
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{op}: {option} must be a positive finite number, got {value}")
-    return value
+    number = float(value)
+    if not (number > 0 and math.isfinite(number)):
+        raise InvalidArgumentError(f"{op}: {option} must be a positive finite number, got {number}")
+    return number

@@ -1,8 +1,8 @@
 """Write the spec of every UDF a Python file declares (for Go tools and tests).
 
 ``python -m flinkgo._specs FILE OUT_DIR`` runs FILE and writes each
-``flinkgo.udf`` it defines at top level as ``OUT_DIR/<name>.pb``, a serialized
-``UdfSpec``. The file runs under a module name that is not importable, so
+:class:`~flinkgo.UserDefinedFunction` it defines at top level as ``OUT_DIR/<name>.pb``,
+a serialized ``UdfSpec``. The file runs under a module name that is not importable, so
 cloudpickle ships its functions by value, as a user's script is shipped.
 """
 
@@ -15,14 +15,14 @@ import sys
 
 def write_specs(path: str, out_dir: str) -> list[str]:
     """Run ``path`` and write its UDF specs into ``out_dir``; return the names."""
-    from flinkgo.udf import UserDefinedFunction
+    from flinkgo.udfs import UserDefinedFunction
 
     namespace = runpy.run_path(path, run_name="__flinkgo_udfs__")
     names = []
     for value in namespace.values():
         if isinstance(value, UserDefinedFunction):
             with open(os.path.join(out_dir, value.name + ".pb"), "wb") as f:
-                f.write(value.to_spec().SerializeToString())
+                f.write(value.to_bytes())
             names.append(value.name)
     return names
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from flinkgo.exceptions import ArgumentTypeError
 from flinkgo.expr import Expr, _Column
 
 __all__ = ["Aggregate", "AggregateFunction", "count", "max", "mean", "min", "sum"]
@@ -49,7 +50,7 @@ class Aggregate:
     @property
     def function(self) -> AggregateFunction:
         """The aggregate function: ``"sum"``, ``"count"``, ``"min"``, ``"max"``, ``"mean"``."""
-        return self._function  # type: ignore[return-value]
+        return self._function
 
     @property
     def column(self) -> str | None:
@@ -76,7 +77,7 @@ class Aggregate:
         'max_temp'
         """
         if not isinstance(name, str) or not name:
-            raise TypeError(f"alias: the name must be a non-empty string, got {name!r}")
+            raise ArgumentTypeError(f"alias: the name must be a non-empty string, got {name!r}")
         return Aggregate(self._function, self._column, name)
 
     def __str__(self) -> str:
@@ -95,13 +96,13 @@ def _make(function: AggregateFunction, column: str | Expr) -> Aggregate:
     if isinstance(column, _Column):
         column = column.output_name()
     if isinstance(column, Expr):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{function}: aggregates apply to a column, got the expression {column}; add it "
             "as a column first, e.g. df.with_column('x2', expr).key_by(...).agg("
             f"{function}('x2'))"
         )
     if not isinstance(column, str) or not column:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{function}: expected a column name or col(name), got {column!r} "
             f"(of type {type(column).__name__})"
         )

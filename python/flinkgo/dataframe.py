@@ -6,8 +6,9 @@ schema at once, so a mistake is reported at the line that makes it, and returns 
 DataFrame with the output schema (:attr:`DataFrame.schema`). Sinks (``print``,
 ``write_csv``, ...) register themselves on the :class:`~flinkgo.Environment`, whose
 :meth:`~flinkgo.Environment.plan` turns everything that leads to a sink into a
-``JobPlan`` and :meth:`~flinkgo.Environment.execute` runs it. :meth:`DataFrame.collect`
-and :meth:`DataFrame.to_pandas` run a job of their own, ending in a collect sink.
+:class:`~flinkgo.JobPlan` and :meth:`~flinkgo.Environment.execute` runs it.
+:meth:`DataFrame.collect` and :meth:`DataFrame.to_pandas` run a job of their own,
+ending in a collect sink.
 
 Decisions, following Flink and polars:
 
@@ -24,102 +25,45 @@ Decisions, following Flink and polars:
 - A sink's output schema in the plan is the schema it writes. File sinks write a
   directory of part files (one per sink subtask); paths are made absolute.
 
-Python UDFs are pickled (cloudpickle) when the step that uses them is made. This module
-must not import grpc or the worker; the generated plan module is imported on first use.
+Python UDFs are pickled (cloudpickle) when the step that uses them is made. Steps and
+their conversion into the plan live in :mod:`flinkgo._graph`, below this module and the
+Environment's. This module must not import grpc or the worker; the generated plan
+module is imported on first use.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from flinkgo._sources import positive_int, to_schema
+from flinkgo._graph import IMPLICIT, Partitioning, PartitioningKind, Step
+from flinkgo._sources import to_schema
 from flinkgo.aggregates import Aggregate
-from flinkgo.expr import Expr, _Alias, _Column, plan_pb2_module, resolve, to_expr, unknown_column
+from flinkgo.exceptions import (
+    ArgumentTypeError,
+    ExpressionTypeError,
+    InvalidArgumentError,
+    PathIsFileError,
+    SchemaError,
+)
+from flinkgo.expr import Expr, _Alias, _Column, resolve, to_expr, unknown_column
 from flinkgo.types import schema_ipc_bytes
+from flinkgo.udfs import UserDefinedFunction
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from flinkgo.environment import Environment
+    from google.protobuf.message import Message
 
 __all__ = ["DataFrame", "KeyedDataFrame", "Sink"]
-
-MAX_PARALLELISM = 32768
-"""The largest parallelism of a step, Flink's upper bound of the max parallelism."""
-
-_NAME_LIMIT = 200
 
 Emit = Literal["auto", "final", "updates"]
 """When a keyed aggregation emits its results: see :meth:`KeyedDataFrame.agg`."""
 
 # The plan's KeyedAggregate.Emit values.
-_EMIT_MODES = {"auto": 0, "final": 1, "updates": 2}
-
-PartitioningKind = Literal[
-    "FORWARD_IMPLICIT", "FORWARD", "REBALANCE", "RESCALE", "SHUFFLE", "BROADCAST", "GLOBAL", "HASH"
-]
-
-
-class _Partitioning(NamedTuple):
-    # kind: the name of plan_pb2.Partitioning.Kind.
-    kind: PartitioningKind
-    keys: tuple[str, ...] = ()
-
-
-_IMPLICIT = _Partitioning("FORWARD_IMPLICIT")
-
-
-class _Step:
-    """One node of the plan: its kind's message, schema, inputs and options."""
-
-    __slots__ = ("body", "env", "inputs", "kind", "name", "parallelism", "schema", "uid")
-
-    def __init__(
-        self,
-        env: Environment,
-        kind: str,
-        body: Any,
-        name: str,
-        schema: pa.Schema,
-        inputs: tuple[tuple[_Step, _Partitioning], ...] = (),
-    ) -> None:
-        self.env = env
-        self.kind = kind  # the name of the Node.kind oneof field: "source", "select", ...
-        self.body = body  # the message of that field
-        self.name = name if len(name) <= _NAME_LIMIT else name[: _NAME_LIMIT - 3] + "..."
-        self.schema = schema
-        self.inputs = inputs
-        self.uid: str | None = None
-        self.parallelism: int | None = None
-
-    def set_uid(self, uid: object) -> None:
-        if not isinstance(uid, str) or not uid.strip():
-            raise TypeError(f"uid: expected a non-empty string, got {uid!r} for {self.name}")
-        if self.uid is not None and self.uid != uid:
-            raise ValueError(
-                f"uid: the step {self.name} already has the uid {self.uid!r}; a step has one "
-                f"uid (asked for {uid!r})"
-            )
-        self.uid = uid
-
-    def set_parallelism(self, parallelism: object) -> None:
-        value = positive_int(
-            f"set_parallelism ({self.name})", "parallelism", parallelism, upper=MAX_PARALLELISM
-        )
-        if value is None:
-            raise TypeError(
-                f"set_parallelism ({self.name}): parallelism must be a positive integer, got None"
-            )
-        if self.parallelism is not None and self.parallelism != value:
-            raise ValueError(
-                f"set_parallelism: the step {self.name} already has parallelism "
-                f"{self.parallelism}; a step has one parallelism (asked for {value})"
-            )
-        self.parallelism = value
+_EMIT_MODES = {"auto": "EMIT_AUTO", "final": "EMIT_FINAL", "updates": "EMIT_UPDATES"}
 
 
 class DataFrame:
@@ -147,7 +91,7 @@ class DataFrame:
 
     __slots__ = ("_partitioning", "_step")
 
-    def __init__(self, step: _Step, partitioning: _Partitioning = _IMPLICIT) -> None:
+    def __init__(self, step: Step, partitioning: Partitioning = IMPLICIT) -> None:
         self._step = step
         self._partitioning = partitioning
 
@@ -166,7 +110,7 @@ class DataFrame:
     def __repr__(self) -> str:
         """Show the step and the columns, e.g. ``<DataFrame filter(x > 1) [x: int64]>``."""
         cols = ", ".join(f"{f.name}: {f.type}" for f in self._step.schema)
-        edge = "" if self._partitioning is _IMPLICIT else f" -> {self._partitioning.kind}"
+        edge = "" if self._partitioning is IMPLICIT else f" -> {self._partitioning.kind}"
         return f"<DataFrame {self._step.name} [{cols}]{edge}>"
 
     # --- transformations ------------------------------------------------------------------
@@ -208,7 +152,7 @@ class DataFrame:
         if len(exprs) == 1 and isinstance(exprs[0], (list, tuple)):
             exprs = tuple(exprs[0])
         if not exprs:
-            raise ValueError("select: no columns given; pass column names or expressions")
+            raise InvalidArgumentError("select: no columns given; pass column names or expressions")
         converted = [to_expr(e, op=op) for e in exprs]
         columns = [self._named(e, op) for e in converted]
         return self._project(op, f"select({', '.join(map(str, converted))})", columns)
@@ -273,7 +217,7 @@ class DataFrame:
         c: bool
         """
         if not named_exprs:
-            raise ValueError("with_columns: no columns given; pass name=expression")
+            raise InvalidArgumentError("with_columns: no columns given; pass name=expression")
         return self._with(named_exprs, op="with_columns")
 
     def filter(self, predicate: Expr | str) -> DataFrame:
@@ -309,11 +253,12 @@ class DataFrame:
         expr = to_expr(predicate, op=op)
         resolved = resolve(expr, self.schema, op=op)
         if resolved.type != pa.bool_():
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"filter: the predicate `{expr}` is of type {resolved.type}, expected bool; "
                 "compare it, e.g. col('x') > 0, or test it with .is_not_null()"
             )
-        pb = plan_pb2_module()
+        from flinkgo._proto import plan_pb2 as pb
+
         return self._then(
             "filter", pb.Filter(predicate=resolved.proto), f"filter({expr})", self.schema
         )
@@ -362,12 +307,10 @@ class DataFrame:
         >>> df.map_batches(split, schema={"word": "string"})
         <DataFrame map_batches(split) [word: string]>
         """
-        from flinkgo.udf import UserDefinedFunction
-
         op = "map_batches"
         out_schema = to_schema(op, schema)
         if isinstance(fn, UserDefinedFunction):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"map_batches: expected a plain function from pandas DataFrame to pandas "
                 f"DataFrame, got the UDF {fn.name!r}; apply UDFs with select, with_column "
                 "or filter, or pass its .func"
@@ -376,15 +319,15 @@ class DataFrame:
             declared = UserDefinedFunction(
                 fn, pa.struct(list(out_schema)), func_type="pandas", name=name
             )
-            spec = declared.to_spec()
+            spec = declared._to_spec()
         except (TypeError, ValueError) as e:
             raise type(e)(f"map_batches: {e}") from e
         spec.return_schema = schema_ipc_bytes(out_schema)
         # The worker calls it with the whole batch and takes any number of rows.
+        from flinkgo._proto import plan_pb2 as pb
         from flinkgo._proto import worker_pb2
 
         spec.func_type = worker_pb2.FUNC_TYPE_PANDAS_BATCH
-        pb = plan_pb2_module()
         return self._then(
             "map_batches", pb.MapBatches(function=spec), f"map_batches({spec.name})", out_schema
         )
@@ -424,23 +367,23 @@ class DataFrame:
         """
         op = "key_by"
         if not keys:
-            raise ValueError("key_by: no key columns given")
+            raise InvalidArgumentError("key_by: no key columns given")
         names: list[str] = []
         for k in keys:
             if isinstance(k, _Column):
                 k = k.output_name()
             if not isinstance(k, str):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"key_by: keys are column names or col(name), got {k!r}; to key by an "
                     "expression, add it as a column first with with_column"
                 )
             if self.schema.get_field_index(k) < 0:
                 raise unknown_column(op, k, self.schema.names)
             if k in names:
-                raise ValueError(f"key_by: the key {k!r} is given twice")
+                raise InvalidArgumentError(f"key_by: the key {k!r} is given twice")
             names.append(k)
-        if self._partitioning is not _IMPLICIT:
-            raise ValueError(
+        if self._partitioning is not IMPLICIT:
+            raise InvalidArgumentError(
                 f"key_by: this edge is already partitioned by {self._partitioning.kind.lower()}"
                 "(); key_by partitions by the hash of the keys, so drop the other call"
             )
@@ -477,22 +420,22 @@ class DataFrame:
         <DataFrame union [x: int64]>
         """
         if not others:
-            raise ValueError("union: no other DataFrame given")
+            raise InvalidArgumentError("union: no other DataFrame given")
         fields = list(self.schema)
         for i, other in enumerate(others, start=1):
             if not isinstance(other, DataFrame):
                 kind = f"{type(other).__module__}.{type(other).__qualname__}"
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"union: input {i} is a {kind}, not a flinkgo DataFrame; make one with an "
                     "Environment's source, such as env.from_pandas(...)"
                 )
             if other._step.env is not self._step.env:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"union: input {i} ({other._step.name}) belongs to another Environment; "
                     "build every part of a job from one Environment"
                 )
             if [(f.name, f.type) for f in other.schema] != [(f.name, f.type) for f in fields]:
-                raise ValueError(
+                raise SchemaError(
                     f"union: input {i} ({other._step.name}) has another schema than this "
                     f"DataFrame ({self._step.name}); union needs the same column names and "
                     "types in the same order\n"
@@ -504,11 +447,12 @@ class DataFrame:
                 f.with_nullable(f.nullable or g.nullable)
                 for f, g in zip(fields, other.schema, strict=True)
             ]
-        pb = plan_pb2_module()
+        from flinkgo._proto import plan_pb2 as pb
+
         inputs = ((self._step, self._partitioning),) + tuple(
             (o._step, o._partitioning) for o in others
         )
-        step = _Step(self._step.env, "union", pb.Union(), "union", pa.schema(fields), inputs)
+        step = Step(self._step.env, "union", pb.Union(), "union", pa.schema(fields), inputs)
         return DataFrame(step)
 
     # --- partitioning of the next edge ----------------------------------------------------
@@ -678,7 +622,8 @@ class DataFrame:
         >>> fg.Environment().from_pandas(pd.DataFrame({"x": [1]})).print()
         <Sink print>
         """
-        pb = plan_pb2_module()
+        from flinkgo._proto import plan_pb2 as pb
+
         return self._sink(pb.Sink(print=pb.PrintSink()), "print")
 
     def write_csv(self, path: str | os.PathLike[str]) -> Sink:
@@ -711,7 +656,7 @@ class DataFrame:
         """
         for f in self.schema:
             if pa.types.is_nested(f.type):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"write_csv: the column {f.name!r} has the nested type {f.type}, which CSV "
                     "cannot hold; write JSON lines or Parquet, or select other columns"
                 )
@@ -795,8 +740,9 @@ class DataFrame:
         x: [[2,3]]
         """
         env = self._step.env
-        pb = plan_pb2_module()
-        sink = _Step(
+        from flinkgo._proto import plan_pb2 as pb
+
+        sink = Step(
             env,
             "sink",
             pb.Sink(collect=pb.CollectSink()),
@@ -834,12 +780,12 @@ class DataFrame:
 
     # --- internals ------------------------------------------------------------------------
 
-    def _then(self, kind: str, body: Any, name: str, schema: pa.Schema) -> DataFrame:
-        step = _Step(self._step.env, kind, body, name, schema, ((self._step, self._partitioning),))
+    def _then(self, kind: str, body: Message, name: str, schema: pa.Schema) -> DataFrame:
+        step = Step(self._step.env, kind, body, name, schema, ((self._step, self._partitioning),))
         return DataFrame(step)
 
     def _partition(self, kind: PartitioningKind) -> DataFrame:
-        return DataFrame(self._step, _Partitioning(kind))
+        return DataFrame(self._step, Partitioning(kind))
 
     def _named(self, expr: Expr, op: str) -> tuple[pa.Field, Any]:
         resolved = resolve(expr, self.schema, op=op)
@@ -854,12 +800,13 @@ class DataFrame:
         seen: set[str] = set()
         for field, _ in columns:
             if field.name in seen:
-                raise ValueError(
+                raise SchemaError(
                     f"{op}: the output has the column {field.name!r} more than once; rename "
                     "one with .alias()"
                 )
             seen.add(field.name)
-        pb = plan_pb2_module()
+        from flinkgo._proto import plan_pb2 as pb
+
         body = pb.Select(columns=[pb.NamedExpr(name=f.name, expr=p) for f, p in columns])
         return self._then("select", body, name, pa.schema([f for f, _ in columns]))
 
@@ -867,7 +814,9 @@ class DataFrame:
         new: dict[str, tuple[pa.Field, Any]] = {}
         for name, value in named.items():
             if not isinstance(name, str) or not name:
-                raise TypeError(f"{op}: the column name must be a non-empty string, got {name!r}")
+                raise ArgumentTypeError(
+                    f"{op}: the column name must be a non-empty string, got {name!r}"
+                )
             label = f"{op} {name!r}"
             expr = to_expr(value, op=label)
             field, proto = self._named(expr, label)
@@ -879,8 +828,8 @@ class DataFrame:
         text = ", ".join(f"{n} = {to_expr(v, op=op)}" for n, v in named.items())
         return self._project(op, f"{op}({text})", columns)
 
-    def _sink(self, body: Any, name: str) -> Sink:
-        step = _Step(
+    def _sink(self, body: Message, name: str) -> Sink:
+        step = Step(
             self._step.env, "sink", body, name, self.schema, ((self._step, self._partitioning),)
         )
         self._step.env._add_sink(step)
@@ -888,20 +837,21 @@ class DataFrame:
 
     def _file_sink(self, op: str, path: str | os.PathLike[str], fmt: str) -> Sink:
         if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{op}: expected a directory path as a str or os.PathLike, got {path!r}"
             )
         text = os.fspath(path)
         if not isinstance(text, str):
-            raise TypeError(f"{op}: expected a str path, got {text!r}")
+            raise ArgumentTypeError(f"{op}: expected a str path, got {text!r}")
         absolute = os.path.abspath(os.path.expanduser(text))
         if os.path.isfile(absolute):
-            raise FileExistsError(
+            raise PathIsFileError(
                 f"{op}: {text!r} is an existing file; the sink writes a directory of part "
                 "files, so give a directory path"
             )
-        pb = plan_pb2_module()
-        body = pb.Sink(file=pb.FileSink(format=pb.FileSource.Format.Value(fmt), path=absolute))
+        from flinkgo._proto import plan_pb2 as pb
+
+        body = pb.Sink(file=pb.FileSink(format=fmt, path=absolute))
         return self._sink(body, f"{op}({text})")
 
 
@@ -976,18 +926,21 @@ class KeyedDataFrame:
         """
         op = "agg"
         if not aggregates:
-            raise ValueError("agg: no aggregates given, e.g. agg(flinkgo.count())")
+            raise InvalidArgumentError("agg: no aggregates given, e.g. agg(flinkgo.count())")
         if emit not in _EMIT_MODES:
-            raise ValueError(f"agg: emit must be one of {sorted(_EMIT_MODES)}, got {emit!r}")
+            raise InvalidArgumentError(
+                f"agg: emit must be one of {sorted(_EMIT_MODES)}, got {emit!r}"
+            )
         schema = self._df.schema
         empty = schema.empty_table()
         fields = [schema.field(k) for k in self._keys]
         seen = set(self._keys)
-        pb = plan_pb2_module()
+        from flinkgo._proto import plan_pb2 as pb
+
         messages = []
         for a in aggregates:
             if not isinstance(a, Aggregate):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"agg: expected aggregates such as flinkgo.sum('x') or flinkgo.count(), "
                     f"got {a!r}"
                 )
@@ -995,7 +948,7 @@ class KeyedDataFrame:
                 raise unknown_column(op, a.column, schema.names)
             if a.name in seen:
                 what = "a key" if a.name in self._keys else "another aggregate"
-                raise ValueError(
+                raise SchemaError(
                     f"agg: the output column {a.name!r} of {a!r} has the name of {what}; "
                     "rename it with .alias()"
                 )
@@ -1004,7 +957,7 @@ class KeyedDataFrame:
             try:
                 result = empty.group_by(list(self._keys), use_threads=False).aggregate([spec])
             except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as e:
-                raise TypeError(
+                raise ExpressionTypeError(
                     f"agg: cannot compute {a.function}({a.column}) of type "
                     f"{schema.field(a.column).type if a.column else ''}: {e}"
                 ) from e
@@ -1014,13 +967,13 @@ class KeyedDataFrame:
         body = pb.KeyedAggregate(keys=list(self._keys), aggregates=messages, emit=_EMIT_MODES[emit])
         text = ", ".join(map(str, aggregates))
         name = f"key_by({', '.join(self._keys)}).agg({text})"
-        step = _Step(
+        step = Step(
             self._df._step.env,
             "keyed_aggregate",
             body,
             name,
             pa.schema(fields),
-            ((self._df._step, _Partitioning("HASH", self._keys)),),
+            ((self._df._step, Partitioning("HASH", self._keys)),),
         )
         return DataFrame(step)
 
@@ -1040,7 +993,7 @@ class Sink:
 
     __slots__ = ("_step",)
 
-    def __init__(self, step: _Step) -> None:
+    def __init__(self, step: Step) -> None:
         self._step = step
 
     @property

@@ -3,9 +3,10 @@
 :class:`Environment` holds the job-wide options (default parallelism, Flink-style config,
 the runtime endpoint), makes source DataFrames, and collects the sinks that DataFrames
 register. :meth:`Environment.plan` turns every step that leads to a sink into a
-``flinkgo.plan.v1.JobPlan``: nodes in topological order (inputs before the nodes that read
-them, sinks in the order they were added), ids from 1, each with its output schema as
-Arrow IPC; steps that lead to no sink are left out, as in Flink.
+:class:`~flinkgo.JobPlan` (the message ``flinkgo.plan.v1.JobPlan``): nodes in
+topological order (inputs before the nodes that read them, sinks in the order they were
+added), ids from 1, each with its output schema as Arrow IPC; steps that lead to no sink
+are left out, as in Flink.
 
 Sources read their schema when they are made: files by a path or a glob expanded to the
 sorted list of matching files (see :mod:`flinkgo._sources`), in-memory data by
@@ -18,32 +19,44 @@ anything; ``DataFrame.collect`` runs a plan of its own. Jobs run on the server o
 ``endpoint`` (the argument, else ``$FLINKGO_ENDPOINT``, which ``flinkgo run`` sets), else
 on the embedded local runtime of this process (:mod:`flinkgo._runtime`).
 
-This module must not import grpc or the worker; the generated plan module is imported
-when a DataFrame is first made, and the client (grpc) when a job is first run.
+Steps and their conversion into the plan live in :mod:`flinkgo._graph`; this module and
+:mod:`flinkgo.dataframe` both build on it. This module must not import grpc or the
+worker; the generated plan module is imported when a DataFrame is first made, and the
+client (grpc) when a job is first run.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
 from flinkgo import _sources
 from flinkgo._endpoint import check_endpoint
-from flinkgo.dataframe import MAX_PARALLELISM, DataFrame, _Step
-from flinkgo.expr import plan_pb2_module
-from flinkgo.job import JobResult, RuntimeConnectionError
-from flinkgo.types import schema_ipc_bytes
+from flinkgo._graph import MAX_PARALLELISM, Step, build_plan
+from flinkgo.dataframe import DataFrame
+from flinkgo.exceptions import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    RuntimeConnectionError,
+    SchemaError,
+)
+from flinkgo.job import JobResult
+from flinkgo.job_client import JobClient
+from flinkgo.plan import JobPlan
 
 if TYPE_CHECKING:
     import pandas as pd
+    from google.protobuf.message import Message
 
+    from flinkgo._client import Client
     from flinkgo._proto import plan_pb2
-    from flinkgo.job_client import JobClient
 
 __all__ = ["Environment"]
+
+_T = TypeVar("_T")
 
 ENDPOINT_ENV = "FLINKGO_ENDPOINT"
 """The environment variable naming the default runtime server (``flinkgo run`` sets it)."""
@@ -147,9 +160,9 @@ class Environment:
                     value_errors.append(f"Environment: {source}: {e}")
         if type_errors or value_errors:
             problems = "\n".join(type_errors + value_errors)
-            raise (TypeError if type_errors else ValueError)(problems)
+            raise (ArgumentTypeError if type_errors else InvalidArgumentError)(problems)
         self._endpoint = endpoint
-        self._sinks: list[_Step] = []
+        self._sinks: list[Step] = []
 
     @property
     def parallelism(self) -> int | None:
@@ -211,23 +224,23 @@ class Environment:
 
         op = "from_pandas"
         if not isinstance(df, pd.DataFrame):
-            raise TypeError(f"{op}: expected a pandas.DataFrame, got {type(df).__name__}")
+            raise ArgumentTypeError(f"{op}: expected a pandas.DataFrame, got {type(df).__name__}")
         seen: set[str] = set()
         for name in df.columns:
             if not isinstance(name, str):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"{op}: column names must be strings, got {name!r} (of type "
                     f"{type(name).__name__}); rename them, e.g. df.columns = df.columns.map(str)"
                 )
             if name in seen:
-                raise ValueError(
+                raise SchemaError(
                     f"{op}: the column {name!r} appears more than once: {list(df.columns)}"
                 )
             seen.add(name)
         try:
             table = pa.Table.from_pandas(df, preserve_index=False)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-            raise TypeError(f"{op}: a column does not convert to Arrow: {e}") from e
+            raise ArgumentTypeError(f"{op}: a column does not convert to Arrow: {e}") from e
         return self._inline(op, table, f"{op}({len(df)} rows)")
 
     def from_arrow(
@@ -324,15 +337,16 @@ class Environment:
         """
         op = "read_csv"
         if not isinstance(delimiter, str) or len(delimiter) != 1:
-            raise ValueError(f"{op}: delimiter must be one character, got {delimiter!r}")
+            raise InvalidArgumentError(f"{op}: delimiter must be one character, got {delimiter!r}")
         if not isinstance(has_header, bool):
-            raise TypeError(f"{op}: has_header must be a bool, got {has_header!r}")
+            raise ArgumentTypeError(f"{op}: has_header must be a bool, got {has_header!r}")
         given = None if schema is None else _sources.to_schema(op, schema)
         paths = _sources.resolve_paths(op, path_or_glob, example="*.csv")
         out = _sources.csv_schema(
             op, paths[0], schema=given, delimiter=delimiter, has_header=has_header
         )
-        pb = plan_pb2_module()
+        from flinkgo._proto import plan_pb2 as pb
+
         file = pb.FileSource(
             format=pb.FileSource.CSV,
             paths=paths,
@@ -384,7 +398,8 @@ class Environment:
         given = None if schema is None else _sources.to_schema(op, schema)
         paths = _sources.resolve_paths(op, path_or_glob, example="*.jsonl")
         out = _sources.jsonl_schema(op, paths[0], schema=given)
-        pb = plan_pb2_module()
+        from flinkgo._proto import plan_pb2 as pb
+
         file = pb.FileSource(format=pb.FileSource.JSONL, paths=paths)
         return self._source(pb.Source(file=file), f"{op}({os.fspath(path_or_glob)})", out)
 
@@ -421,7 +436,8 @@ class Environment:
         op = "read_parquet"
         paths = _sources.resolve_paths(op, path_or_glob, example="*.parquet")
         out = _sources.parquet_schema(op, paths[0])
-        pb = plan_pb2_module()
+        from flinkgo._proto import plan_pb2 as pb
+
         file = pb.FileSource(format=pb.FileSource.PARQUET, paths=paths)
         return self._source(pb.Source(file=file), f"{op}({os.fspath(path_or_glob)})", out)
 
@@ -490,18 +506,19 @@ class Environment:
                 or pa.types.is_large_binary(t)
                 or pa.types.is_decimal(t)
             ) or pa.types.is_null(t):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"{op}: cannot generate the column {f.name!r} of type {t}; datagen makes "
                     "numbers, bools, strings, binary, dates, times, timestamps, durations "
                     "and decimals"
                 )
-        pb = plan_pb2_module()
+        from flinkgo._proto import plan_pb2 as pb
+
         gen = pb.DatagenSource(rows=count or 0, rows_per_second=rate or 0.0, seed=seed)
         return self._source(pb.Source(datagen=gen), op, out)
 
     # --- the plan -------------------------------------------------------------------------
 
-    def plan(self, name: str = "flinkgo job") -> plan_pb2.JobPlan:
+    def plan(self, name: str = "flinkgo job") -> JobPlan:
         """Build the job plan of every sink added so far.
 
         Parameters
@@ -511,10 +528,11 @@ class Environment:
 
         Returns
         -------
-        flinkgo._proto.plan_pb2.JobPlan
-            A new message: nodes in topological order with ids from 1, their inputs and
-            partitioning, uid, parallelism, output schema (Arrow IPC), and the job's
-            default parallelism and config. Building it again gives an equal plan.
+        JobPlan
+            A new plan: nodes in topological order with ids from 1, their inputs and
+            partitioning, uid, parallelism, output schema, and the job's default
+            parallelism and config (:meth:`JobPlan.to_bytes` gives what the runtime
+            receives). Building it again gives an equal plan.
 
         Raises
         ------
@@ -529,14 +547,12 @@ class Environment:
         >>> df = env.from_pandas(pd.DataFrame({"k": ["a"], "v": [1]}))
         >>> _ = df.key_by("k").agg(fg.sum("v")).print()
         >>> plan = env.plan()
-        >>> [n.WhichOneof("kind") for n in plan.nodes]
+        >>> [n.kind for n in plan.nodes]
         ['source', 'keyed_aggregate', 'sink']
-        >>> plan.nodes[1].inputs[0].partitioning
-        kind: HASH
-        keys: "k"
-        <BLANKLINE>
+        >>> plan.nodes[1].inputs[0]
+        PlanInput(node=1, partitioning='HASH', keys=('k',))
         """
-        return self._plan_of(self._sinks, name)
+        return JobPlan._of(self._plan_of(self._sinks, name))
 
     # --- running ----------------------------------------------------------------------------
 
@@ -590,7 +606,7 @@ class Environment:
         >>> result.state, result.operator("sink-3").rows_in
         ('FINISHED', 2)
         """
-        plan = self.plan(name)
+        plan = self._plan_of(self._sinks, name)
         self._sinks = []
         return self._execute(plan, progress=progress)
 
@@ -626,9 +642,7 @@ class Environment:
         >>> job.result().state  # doctest: +SKIP
         'FINISHED'
         """
-        from flinkgo.job_client import JobClient
-
-        plan = self.plan(name)
+        plan = self._plan_of(self._sinks, name)
         self._sinks = []
         return JobClient(
             name,
@@ -672,65 +686,19 @@ class Environment:
         >>> _ = env.from_pandas(pd.DataFrame({"x": [1]})).print()
         >>> print(env.explain())  # doctest: +SKIP
         """
-        plan = self.plan(name)
+        plan = self._plan_of(self._sinks, name)
         return self._with_client(lambda client: client.explain(plan))
 
     # --- the plan of some sinks --------------------------------------------------------------
 
-    def _plan_of(self, sinks: list[_Step], name: str) -> plan_pb2.JobPlan:
-        if not isinstance(name, str) or not name.strip():
-            raise TypeError(f"plan: the job name must be a non-empty string, got {name!r}")
-        if not sinks:
-            raise ValueError(
-                "plan: the job has no sink; end each pipeline with df.print(), "
-                "df.write_csv(path), df.write_jsonl(path) or df.write_parquet(path)"
-            )
-        pb = plan_pb2_module()
-        order = _topological(sinks)
-        ids = {id(step): i for i, step in enumerate(order, start=1)}
-        owners: dict[str, _Step] = {}
-        for step in order:
-            if step.uid is None:
-                continue
-            first = owners.setdefault(step.uid, step)
-            if first is not step:
-                raise ValueError(
-                    f"plan: the uid {step.uid!r} is given to two steps, {first.name} (node "
-                    f"{ids[id(first)]}) and {step.name} (node {ids[id(step)]}); uids match "
-                    "state in savepoints and must be unique in a job"
-                )
-        nodes = []
-        for step in order:
-            node = pb.Node(
-                id=ids[id(step)],
-                uid=step.uid or "",
-                name=step.name,
-                parallelism=step.parallelism or 0,
-                output_schema=schema_ipc_bytes(step.schema),
-                inputs=[
-                    pb.Input(
-                        node=ids[id(parent)],
-                        partitioning=pb.Partitioning(
-                            kind=pb.Partitioning.Kind.Value(part.kind), keys=part.keys
-                        ),
-                    )
-                    for parent, part in step.inputs
-                ],
-            )
-            getattr(node, step.kind).CopyFrom(step.body)
-            nodes.append(node)
-        return pb.JobPlan(
-            name=name,
-            default_parallelism=self._parallelism or 0,
-            config=self._config,
-            nodes=nodes,
-        )
+    def _plan_of(self, sinks: list[Step], name: str) -> plan_pb2.JobPlan:
+        return build_plan(sinks, name, default_parallelism=self._parallelism, config=self._config)
 
     def _execute(self, plan: plan_pb2.JobPlan, *, progress: bool) -> JobResult:
         return self._with_client(lambda client: client.execute(plan, progress=progress))
 
-    def _with_client(self, use: Any) -> Any:
-        from flinkgo.client import Client
+    def _with_client(self, use: Callable[[Client], _T]) -> _T:
+        from flinkgo._client import Client
 
         if self._endpoint is not None:
             with Client(self._endpoint) as client:
@@ -751,8 +719,8 @@ class Environment:
 
     # --- internals --------------------------------------------------------------------------
 
-    def _source(self, body: Any, name: str, schema: pa.Schema) -> DataFrame:
-        return DataFrame(_Step(self, "source", body, name, schema))
+    def _source(self, body: Message, name: str, schema: pa.Schema) -> DataFrame:
+        return DataFrame(Step(self, "source", body, name, schema))
 
     def _inline(self, op: str, table: pa.Table, name: str) -> DataFrame:
         schema = _sources.check_schema(op, table.schema)
@@ -761,33 +729,14 @@ class Environment:
             table = table.cast(schema)  # large_string as string: one logical type
         ipc = _sources.table_ipc_bytes(table)
         if len(ipc) > _MAX_INLINE_BYTES:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{op}: the data is {len(ipc) >> 20} MiB as Arrow IPC, more than a plan "
                 f"carries ({_MAX_INLINE_BYTES >> 20} MiB); write it to Parquet files and "
                 "read them with read_parquet"
             )
-        pb = plan_pb2_module()
+        from flinkgo._proto import plan_pb2 as pb
+
         return self._source(pb.Source(arrow=pb.ArrowSource(ipc=ipc)), name, table.schema)
 
-    def _add_sink(self, step: _Step) -> None:
+    def _add_sink(self, step: Step) -> None:
         self._sinks.append(step)
-
-
-def _topological(sinks: list[_Step]) -> list[_Step]:
-    # Depth-first, inputs in order, each step after its inputs; iterative, so long
-    # pipelines do not hit the recursion limit.
-    order: list[_Step] = []
-    seen: set[int] = set()
-    for sink in sinks:
-        stack: list[tuple[_Step, bool]] = [(sink, False)]
-        while stack:
-            step, inputs_done = stack.pop()
-            if inputs_done:
-                order.append(step)
-                continue
-            if id(step) in seen:
-                continue
-            seen.add(id(step))
-            stack.append((step, True))
-            stack.extend((parent, False) for parent, _ in reversed(step.inputs))
-    return order

@@ -4,7 +4,7 @@ An :class:`Expr` describes a computation over the columns of a DataFrame without
 it: :func:`col` and :func:`lit` make the leaves; Python operators (``+ - * / %``, unary
 ``-``, ``== != < <= > >=``, ``& | ~``) and the methods :meth:`Expr.is_null`,
 :meth:`Expr.is_not_null`, :meth:`Expr.cast` and :meth:`Expr.alias` combine them; calling a
-:class:`~flinkgo.udf.UserDefinedFunction` with an expression argument applies the UDF.
+:class:`~flinkgo.UserDefinedFunction` with an expression argument applies the UDF.
 Expressions become the plan's ``flinkgo.plan.v1.Expr`` messages; the runtime evaluates
 them column-wise with Arrow's compute kernels.
 
@@ -26,7 +26,8 @@ An expression's output type against a schema is found by evaluating it with
 Names: a column keeps its name, a literal is named ``"literal"``, an operation takes the
 name of its first operand, a UDF call the UDF's name, and :meth:`Expr.alias` sets one.
 
-This module depends on pyarrow only; the generated protocol code is imported when an
+This module depends on pyarrow only (and knows UDFs only as :class:`UdfLike`, so that
+``flinkgo.udfs`` can import it); the generated protocol code is imported when an
 expression is converted into the plan.
 """
 
@@ -37,28 +38,26 @@ import inspect
 import math
 import numbers
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from flinkgo.exceptions import (
+    ArgumentTypeError,
+    ColumnNotFoundError,
+    ExpressionTypeError,
+    InvalidArgumentError,
+)
 from flinkgo.types import to_arrow_type
 
 if TYPE_CHECKING:
-    from flinkgo._proto import plan_pb2
-    from flinkgo.udf import UserDefinedFunction
+    from flinkgo._proto import plan_pb2, worker_pb2
 
-__all__ = ["ColumnNotFoundError", "Expr", "UdfCall", "col", "lit"]
+__all__ = ["ColumnNotFoundError", "Expr", "UdfCall", "UdfLike", "col", "lit"]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-class ColumnNotFoundError(ValueError):
-    """An expression, key or aggregate names a column that the input does not have.
-
-    The message names the operation, the missing column and the columns there are.
-    """
 
 
 # The plan's function name -> (pyarrow compute function, operator symbol or None).
@@ -167,7 +166,7 @@ class Expr:
 
     def __bool__(self) -> bool:
         """Refuse: an expression's value is known only when the job runs."""
-        raise TypeError(
+        raise ArgumentTypeError(
             f"the truth value of the expression {self} is not known until the job runs; "
             "combine conditions with & | ~ instead of and/or/not (with parentheses: "
             "(col('a') > 1) & (col('b') < 2)), and write 1 < x < 3 as (x > 1) & (x < 3)"
@@ -240,7 +239,7 @@ class Expr:
         'total'
         """
         if not isinstance(name, str) or not name:
-            raise TypeError(f"alias: the name must be a non-empty string, got {name!r}")
+            raise ArgumentTypeError(f"alias: the name must be a non-empty string, got {name!r}")
         inner = self._inner if isinstance(self, _Alias) else self
         return _Alias(inner, name)
 
@@ -328,7 +327,7 @@ def col(name: str) -> Expr:
     <Expr temp > 30>
     """
     if not isinstance(name, str) or not name:
-        raise TypeError(f"col: the column name must be a non-empty string, got {name!r}")
+        raise ArgumentTypeError(f"col: the column name must be a non-empty string, got {name!r}")
     return _Column(name)
 
 
@@ -406,7 +405,7 @@ class _Literal(Expr):
     @classmethod
     def make(cls, value: Any, dtype: pa.DataType | None) -> _Literal:
         if value is not None and not isinstance(value, (bool, str, numbers.Real)):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"lit: unsupported value {value!r} (of type {type(value).__name__}); a "
                 "literal is a bool, int, float, str or None, converted with type= to "
                 "other Arrow types, e.g. lit('2024-01-01T12:00:00', 'timestamp[ms]')"
@@ -414,7 +413,7 @@ class _Literal(Expr):
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
             value = int(value)
             if not _INT64_MIN <= value <= _INT64_MAX:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"lit: {value} is outside the int64 range; give larger numbers as a "
                     "float or a string with type="
                 )
@@ -425,7 +424,9 @@ class _Literal(Expr):
             try:
                 scalar = pc.cast(scalar, dtype, safe=True)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-                raise ValueError(f"lit: {value!r} does not convert to {dtype}: {e}") from e
+                raise InvalidArgumentError(
+                    f"lit: {value!r} does not convert to {dtype}: {e}"
+                ) from e
         else:
             dtype = None
         return cls(value, scalar, dtype)
@@ -597,8 +598,29 @@ class _Alias(Expr):
         return self._inner._build(ctx)
 
 
+class UdfLike(Protocol):
+    """What an expression needs of a UDF; :class:`~flinkgo.UserDefinedFunction` is one."""
+
+    @property
+    def name(self) -> str:
+        """The UDF's name, the default name of its output column."""
+        ...
+
+    @property
+    def func(self) -> Callable[..., Any]:
+        """The user's function, whose signature the arguments must fit."""
+        ...
+
+    @property
+    def return_type(self) -> pa.DataType:
+        """The Arrow type of the result."""
+        ...
+
+    def _to_spec(self) -> worker_pb2.UdfSpec: ...
+
+
 class UdfCall(Expr):
-    """A :class:`~flinkgo.udf.UserDefinedFunction` applied to argument expressions.
+    """A :class:`~flinkgo.UserDefinedFunction` applied to argument expressions.
 
     Made by calling a UDF with at least one :class:`Expr` argument; its type is the UDF's
     declared return type and its name the UDF's name.
@@ -617,12 +639,12 @@ class UdfCall(Expr):
 
     __slots__ = ("_args", "_udf")
 
-    def __init__(self, udf: UserDefinedFunction, args: Sequence[Any]) -> None:
+    def __init__(self, udf: UdfLike, args: Sequence[Any]) -> None:
         self._udf = udf
         self._args = tuple(_argument(a) for a in args)
 
     @property
-    def udf(self) -> UserDefinedFunction:
+    def udf(self) -> UdfLike:
         """The UDF that is called."""
         return self._udf
 
@@ -648,17 +670,17 @@ class UdfCall(Expr):
         if ctx.pb is None:
             return value, None
         try:
-            spec = self._udf.to_spec()
-        except TypeError as e:
-            raise TypeError(f"{ctx.op}: {e}") from e
+            spec = self._udf._to_spec()
+        except TypeError as e:  # not picklable: keep the error's class
+            raise type(e)(f"{ctx.op}: {e}") from e
         return value, ctx.pb.Expr(udf=ctx.pb.UdfExpr(udf=spec, args=[p for _, p in built]))
 
 
-def udf_call(udf: UserDefinedFunction, args: Sequence[Any], kwargs: dict[str, Any]) -> UdfCall:
+def udf_call(udf: UdfLike, args: Sequence[Any], kwargs: dict[str, Any]) -> UdfCall:
     """Apply `udf` to expression arguments; see :meth:`UserDefinedFunction.__call__`."""
     label = f"udf {udf.name!r}"
     if kwargs:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{label}: applied to expressions, a UDF takes positional arguments only "
             f"(got keywords {sorted(kwargs)}); pass the expressions in the order of the "
             "function's parameters"
@@ -671,7 +693,7 @@ def udf_call(udf: UserDefinedFunction, args: Sequence[Any], kwargs: dict[str, An
         try:
             signature.bind(*args)
         except TypeError as e:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{label}: the arguments do not fit the signature {udf.name}{signature}: {e}"
             ) from None
     return UdfCall(udf, args)
@@ -689,7 +711,7 @@ def _operand(value: Any) -> Expr:
 
 def _compared(value: Any, symbol: str) -> Expr:
     if value is None:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"comparing with None ({symbol} None) is null in every row, as in SQL; "
             "use .is_null() or .is_not_null()"
         )
@@ -719,7 +741,7 @@ def to_expr(value: Any, *, op: str) -> Expr:
 # --- resolution against a schema ----------------------------------------------------------
 
 
-def plan_pb2_module() -> Any:
+def _plan_module() -> Any:
     """Import the generated plan module (protobuf) on first use."""
     from flinkgo._proto import plan_pb2
 
@@ -758,7 +780,7 @@ class _Context:
             return compute()
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as e:
             where = "" if expr is self.top else f" (in `{self.top}`)"
-            raise TypeError(f"{self.op}: cannot evaluate `{expr}`{where}: {e}") from e
+            raise ExpressionTypeError(f"{self.op}: cannot evaluate `{expr}`{where}: {e}") from e
 
 
 class Resolved(NamedTuple):
@@ -780,7 +802,7 @@ def resolve(expr: Expr, schema: pa.Schema, *, op: str) -> Resolved:
 
 def _resolve(expr: Expr, schema: pa.Schema, *, op: str, want_proto: bool) -> Resolved:
     if not isinstance(schema, pa.Schema):
-        raise TypeError(f"{op}: expected a pyarrow.Schema, got {type(schema).__name__}")
-    ctx = _Context(schema, op, expr, plan_pb2_module() if want_proto else None)
+        raise ArgumentTypeError(f"{op}: expected a pyarrow.Schema, got {type(schema).__name__}")
+    ctx = _Context(schema, op, expr, _plan_module() if want_proto else None)
     value, proto = expr._build(ctx)
     return Resolved(expr.output_name(), value.type, proto)

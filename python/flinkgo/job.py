@@ -16,6 +16,7 @@ How a caller should react:
 - :class:`RuntimeConnectionError`: the runtime server is down or went away; retrying
   may help.
 
+The error classes are defined in :mod:`flinkgo.exceptions` and importable from here.
 This module depends on pyarrow only: ``import flinkgo`` loads it, never grpc.
 """
 
@@ -23,12 +24,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+# The errors live in flinkgo.exceptions; they are importable from here too, where they
+# were first defined.
+from flinkgo.exceptions import (
+    ErrorKind,
+    InvalidPlanError,
+    JobCanceledError,
+    JobFailedError,
+    OperatorNotFoundError,
+    RuntimeConnectionError,
+    RuntimeStartError,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "ErrorKind",
     "InvalidPlanError",
     "JobCanceledError",
     "JobFailedError",
@@ -37,120 +51,6 @@ __all__ = [
     "RuntimeConnectionError",
     "RuntimeStartError",
 ]
-
-ErrorKind = Literal["PLAN", "UDF", "WORKER", "RUNTIME", ""]
-"""Where a job's failure comes from, as the runtime classifies it.
-
-``"PLAN"`` the plan is invalid; ``"UDF"`` user code raised; ``"WORKER"`` a Python worker
-died or did not start; ``"RUNTIME"`` anything else; ``""`` unknown.
-"""
-
-
-class JobFailedError(RuntimeError):
-    r"""A job failed; the message is the runtime's, with the Python traceback intact.
-
-    Parameters
-    ----------
-    message
-        The runtime's whole message.
-    job_name, job_id
-        Which job failed (the id is empty when it failed before it started).
-    operator, udf
-        Where it failed, when known: the physical operator's name, and the UDF's name.
-    traceback
-        The Python traceback of a UDF's exception (empty for other failures). It is also
-        part of ``str(error)``.
-    kind
-        See :data:`ErrorKind`.
-
-    Examples
-    --------
-    >>> import flinkgo
-    >>> e = flinkgo.JobFailedError(
-    ...     'udf "parse" raised ValueError: bad row',
-    ...     job_name="etl",
-    ...     udf="parse",
-    ...     traceback='Traceback (most recent call last):\n  ...\nValueError: bad row',
-    ...     kind="UDF",
-    ... )
-    >>> print(e)
-    job 'etl' failed: udf "parse" raised ValueError: bad row
-    Traceback (most recent call last):
-      ...
-    ValueError: bad row
-    >>> e.udf, e.kind
-    ('parse', 'UDF')
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        job_name: str = "",
-        job_id: str = "",
-        operator: str = "",
-        udf: str = "",
-        traceback: str = "",
-        kind: ErrorKind | str = "",
-    ) -> None:
-        self.message = message
-        self.job_name = job_name
-        self.job_id = job_id
-        self.operator = operator
-        self.udf = udf
-        self.traceback = traceback
-        self.kind = kind
-        text = message.rstrip("\n") or "(the runtime gave no message)"
-        tb = traceback.strip("\n")
-        if tb and tb not in text:
-            text = f"{text}\n{tb}"
-        prefix = f"job {job_name!r} failed: " if job_name else "job failed: "
-        super().__init__(prefix + text)
-
-
-class JobCanceledError(RuntimeError):
-    """A job was canceled by someone else than this client (``flinkgo cancel``, say).
-
-    A Ctrl-C in this client raises :exc:`KeyboardInterrupt` instead.
-
-    Attributes
-    ----------
-    job_name, job_id
-        Which job.
-    message
-        The runtime's reason, when it gave one.
-    """
-
-    def __init__(self, message: str = "", *, job_name: str = "", job_id: str = "") -> None:
-        self.message = message
-        self.job_name = job_name
-        self.job_id = job_id
-        text = f"job {job_name!r} ({job_id or 'no id'}) was canceled"
-        super().__init__(f"{text}: {message}" if message else text)
-
-
-class InvalidPlanError(ValueError):
-    """The runtime's planner refused the plan; the message is the planner's.
-
-    The DataFrame API checks most mistakes where they are made; this reports the rest
-    (a forward edge between steps of different parallelism under
-    ``pipeline.forward-mismatch=fail``, say).
-    """
-
-
-class RuntimeStartError(RuntimeError):
-    """The embedded runtime could not be found, built or started.
-
-    The message says what was tried and, when the runtime process started, what it
-    printed on stderr.
-    """
-
-
-class RuntimeConnectionError(ConnectionError):
-    """The runtime could not be reached, or the connection to it broke during a job.
-
-    The message names the endpoint and gRPC's status.
-    """
 
 
 @dataclass(frozen=True)
@@ -233,13 +133,15 @@ class JobResult:
 
         Raises
         ------
-        KeyError
-            If no operator has it; the message lists the uids there are.
+        OperatorNotFoundError
+            If no operator has it (a :exc:`KeyError`); the message lists the uids there are.
         """
         for m in self.metrics:
             if m.uid == uid:
                 return m
-        raise KeyError(f"no operator has the uid {uid!r}; uids are {[m.uid for m in self.metrics]}")
+        raise OperatorNotFoundError(
+            f"no operator has the uid {uid!r}; uids are {[m.uid for m in self.metrics]}"
+        )
 
     def __repr__(self) -> str:
         """Show the job and how many operators and collect sinks it had."""

@@ -15,9 +15,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from flinkgo.exceptions import JobFailedError, JobTimeoutError
 from flinkgo.job import JobResult
+
+if TYPE_CHECKING:
+    from flinkgo._client import Client
+
+_T = TypeVar("_T")
+
+
+class _WithClient(Protocol):
+    # Calls use(client) with a client of the job's runtime and returns what it returns.
+    def __call__(self, use: Callable[[Client], _T], /) -> _T: ...
+
 
 __all__ = ["JobClient"]
 
@@ -46,7 +58,7 @@ class JobClient:
         self,
         name: str,
         run: Callable[[Callable[[str, str], None]], JobResult],
-        control: Callable[[Callable[[Any], Any]], Any],
+        control: _WithClient,
     ) -> None:
         # run(on_event) runs the job to its end; control(use) calls use(client) with a
         # client of the job's runtime.
@@ -89,17 +101,17 @@ class JobClient:
         ------
         Exception
             The job's error, if it ended before it got an id (an invalid plan, say).
-        TimeoutError
-            If the runtime did not start the job within two minutes.
+        JobTimeoutError
+            If the runtime did not start the job within two minutes (a :exc:`TimeoutError`).
         """
         if not self._started.wait(_START_TIMEOUT):
-            raise TimeoutError(f"job {self.name!r}: the runtime did not start it")
+            raise JobTimeoutError(f"job {self.name!r}: the runtime did not start it")
         with self._lock:
             if self._job_id:
                 return self._job_id
         if self._error is not None:
             raise self._error
-        raise RuntimeError(f"job {self.name!r} ended before the runtime gave it an id")
+        raise JobFailedError("it ended before the runtime gave it an id", job_name=self.name)
 
     def status(self) -> str:
         """Return the job's latest state: ``CREATED``, ``RUNNING``, ``RESTARTING``, ``FINISHED``...
@@ -127,10 +139,10 @@ class JobClient:
 
         Raises
         ------
-        RuntimeError
-            If the savepoint failed; the message says why.
-        LookupError
-            If the job is no longer running.
+        SavepointError
+            If the savepoint failed (a :exc:`RuntimeError`); the message says why.
+        JobNotFoundError
+            If the job is no longer running (a :exc:`LookupError`).
         """
         return self._savepoint(directory, stop=False)
 
@@ -161,13 +173,13 @@ class JobClient:
 
         Raises
         ------
-        TimeoutError
-            If it has not ended within `timeout` seconds.
+        JobTimeoutError
+            If it has not ended within `timeout` seconds (a :exc:`TimeoutError`).
         JobFailedError, JobCanceledError, RuntimeConnectionError
             As :meth:`flinkgo.Environment.execute`.
         """
         if not self._done.wait(timeout):
-            raise TimeoutError(f"job {self.name!r} has not ended within {timeout} s")
+            raise JobTimeoutError(f"job {self.name!r} has not ended within {timeout} s")
         if self._error is not None:
             raise self._error
         assert self._result is not None

@@ -19,6 +19,8 @@ import difflib
 
 import pyarrow as pa
 
+from flinkgo.exceptions import ArgumentTypeError, InvalidArgumentError
+
 __all__ = ["schema_from_ipc_bytes", "schema_ipc_bytes", "to_arrow_type"]
 
 # Friendly aliases, checked before pyarrow's own aliases (so "float" is 64-bit).
@@ -107,7 +109,7 @@ def to_arrow_type(t: pa.DataType | str) -> pa.DataType:
     if isinstance(t, pa.DataType):
         return t
     if not isinstance(t, str):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"unsupported Arrow type specification {t!r} (of type {type(t).__name__}); "
             f"expected {_EXAMPLES}"
         )
@@ -124,7 +126,7 @@ def to_arrow_type(t: pa.DataType | str) -> pa.DataType:
     close = difflib.get_close_matches(name.lower(), _COMMON_NAMES, n=3)
     if close:
         hint = " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
-    raise ValueError(f"unknown Arrow type name {t!r}{hint}; expected {_EXAMPLES}")
+    raise InvalidArgumentError(f"unknown Arrow type name {t!r}{hint}; expected {_EXAMPLES}")
 
 
 def schema_ipc_bytes(schema: pa.Schema) -> bytes:
@@ -157,11 +159,13 @@ def schema_ipc_bytes(schema: pa.Schema) -> bytes:
     x: int64
     """
     if not isinstance(schema, pa.Schema):
-        raise TypeError(f"schema_ipc_bytes expects a pyarrow.Schema, got {type(schema).__name__}")
+        raise ArgumentTypeError(
+            f"schema_ipc_bytes expects a pyarrow.Schema, got {type(schema).__name__}"
+        )
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, schema):
         pass
-    return sink.getvalue().to_pybytes()
+    return bytes(sink.getvalue())
 
 
 def schema_from_ipc_bytes(b: bytes | bytearray | memoryview | pa.Buffer) -> pa.Schema:
@@ -192,7 +196,7 @@ def schema_from_ipc_bytes(b: bytes | bytearray | memoryview | pa.Buffer) -> pa.S
     True
     """
     if not isinstance(b, (bytes, bytearray, memoryview, pa.Buffer)):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"schema_from_ipc_bytes expects bytes holding an Arrow IPC stream, "
             f"got {type(b).__name__}"
         )
@@ -201,4 +205,6 @@ def schema_from_ipc_bytes(b: bytes | bytearray | memoryview | pa.Buffer) -> pa.S
         with pa.ipc.open_stream(buf) as reader:
             return reader.schema
     except pa.ArrowInvalid as e:
-        raise ValueError(f"not an Arrow IPC stream with a schema ({buf.size} bytes): {e}") from e
+        raise InvalidArgumentError(
+            f"not an Arrow IPC stream with a schema ({buf.size} bytes): {e}"
+        ) from e

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pytest
 
 import flinkgo as fg
+from flinkgo._client import Client
 from flinkgo._endpoint import check_endpoint
-from flinkgo._proto import job_pb2, job_pb2_grpc
-from flinkgo.client import Client
+from flinkgo._proto import job_pb2, job_pb2_grpc, plan_pb2
 
 State = job_pb2.JobFinished
 
@@ -72,7 +72,7 @@ def fake(tmp_path):
 def collect_plan():
     env = fg.Environment(parallelism=2)
     env.from_pandas(pd.DataFrame({"x": [1, 2, 3]})).print()
-    plan = env.plan("fake job")
+    plan = plan_pb2.JobPlan.FromString(env.plan("fake job").to_bytes())
     plan.nodes[-1].sink.collect.SetInParent()  # a collect sink, as DataFrame.collect makes
     return plan
 
@@ -403,7 +403,7 @@ def test_import_flinkgo_stays_light():
     code = (
         "import sys, flinkgo; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('grpc', 'google') "
-        "or m in ('flinkgo.client', 'flinkgo._runtime', 'flinkgo.worker')))"
+        "or m in ('flinkgo._client', 'flinkgo._runtime', 'flinkgo.worker')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

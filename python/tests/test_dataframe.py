@@ -47,6 +47,11 @@ def arrow_of(pdf: pd.DataFrame) -> pa.Table:
     return table.cast(logical(table.schema))
 
 
+def plan_of(env: Environment, name: str = "flinkgo job") -> plan_pb2.JobPlan:
+    """The plan as the runtime receives it: the message of env.plan(name).to_bytes()."""
+    return plan_pb2.JobPlan.FromString(env.plan(name).to_bytes())
+
+
 def schema_of(node: plan_pb2.Node) -> pa.Schema:
     return schema_from_ipc_bytes(node.output_schema)
 
@@ -67,7 +72,7 @@ def test_environment_options_reach_the_plan(readings):
     env = Environment(parallelism=4, config=config, endpoint="localhost:8081")
     config["pipeline.forward-mismatch"] = "rescale"  # the environment keeps its copy
     env.from_pandas(readings).print()
-    plan = env.plan(name="readings")
+    plan = plan_of(env, name="readings")
     assert plan.name == "readings"
     assert plan.default_parallelism == 4
     assert dict(plan.config) == {
@@ -81,7 +86,7 @@ def test_environment_options_reach_the_plan(readings):
 def test_environment_defaults(readings):
     env = Environment()
     env.from_pandas(readings).print()
-    plan = env.plan()
+    plan = plan_of(env)
     assert plan.name == "flinkgo job"
     assert plan.default_parallelism == 0
     assert dict(plan.config) == {}
@@ -116,7 +121,7 @@ def test_plan_without_sinks_fails(env, readings):
     with pytest.raises(
         ValueError, match=r"plan: the job has no sink; end each pipeline with df.print\(\)"
     ):
-        env.plan()
+        plan_of(env)
 
 
 # --- in-memory sources ----------------------------------------------------------------------
@@ -129,7 +134,7 @@ def test_from_pandas_schema_and_data_match_pyarrow(env, readings):
     assert df.schema == expected.schema
     assert df.columns == ["sensor", "temp", "n"]
     df.print()
-    (source, sink) = env.plan().nodes
+    (source, sink) = plan_of(env).nodes
     assert source.WhichOneof("kind") == "source"
     assert source.source.WhichOneof("kind") == "arrow"
     assert source.name == "from_pandas(4 rows)"
@@ -170,7 +175,7 @@ def test_from_arrow_accepts_tables_batches_and_readers(env):
     for df in sources:
         assert df.schema == table.schema
         df.print()
-    plan = env.plan()
+    plan = plan_of(env)
     shipped = [pa.ipc.open_stream(n.source.arrow.ipc).read_all() for n in plan.nodes[::2]]
     assert [t.num_rows for t in shipped] == [3, 2, 3, 3, 3]
     assert shipped[0].equals(table)
@@ -210,7 +215,7 @@ def test_read_csv_infers_the_schema_like_pyarrow(env, readings, tmp_path):
         [("sensor", pa.string()), ("temp", pa.float64()), ("n", pa.int64())]
     )
     df.print()
-    source = env.plan().nodes[0]
+    source = plan_of(env).nodes[0]
     assert source.name == f"read_csv({tmp_path / 'part-*.csv'})"
     file = source.source.file
     assert file.format == plan_pb2.FileSource.CSV
@@ -223,7 +228,7 @@ def test_read_csv_relative_path_is_made_absolute(env, readings, tmp_path, monkey
     readings.to_csv(tmp_path / "r.csv", index=False)
     monkeypatch.chdir(tmp_path)
     env.read_csv("r.csv").print()
-    assert list(env.plan().nodes[0].source.file.paths) == [str(tmp_path / "r.csv")]
+    assert list(plan_of(env).nodes[0].source.file.paths) == [str(tmp_path / "r.csv")]
 
 
 def test_read_csv_options(env, readings, tmp_path):
@@ -240,7 +245,7 @@ def test_read_csv_options(env, readings, tmp_path):
         ).schema
     )
     df.print()
-    file = env.plan().nodes[0].source.file
+    file = plan_of(env).nodes[0].source.file
     assert (file.csv_has_header, file.csv_delimiter) == (False, "\t")
 
 
@@ -301,7 +306,7 @@ def test_read_jsonl_infers_the_schema_like_pyarrow(env, readings, tmp_path):
         [("sensor", pa.string()), ("temp", pa.float64()), ("n", pa.int64())]
     )
     df.print()
-    source = env.plan().nodes[0]
+    source = plan_of(env).nodes[0]
     assert source.source.file.format == plan_pb2.FileSource.JSONL
     assert list(source.source.file.paths) == [str(path)]
     given = env.read_jsonl(path, schema=pa.schema([("n", pa.int32()), ("extra", pa.string())]))
@@ -334,7 +339,7 @@ def test_read_parquet(env, readings, tmp_path):
     assert df.schema == logical(pq.read_schema(tmp_path / "a.parquet").remove_metadata())
     assert df.schema == arrow_of(readings).schema
     df.print()
-    file = env.plan().nodes[0].source.file
+    file = plan_of(env).nodes[0].source.file
     assert file.format == plan_pb2.FileSource.PARQUET
     assert list(file.paths) == [str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")]
 
@@ -354,7 +359,7 @@ def test_recursive_glob(env, readings, tmp_path):
     readings.to_csv(tmp_path / "d1" / "d2" / "deep.csv", index=False)
     readings.to_csv(tmp_path / "top.csv", index=False)
     env.read_csv(tmp_path / "**" / "*.csv").print()
-    paths = list(env.plan().nodes[0].source.file.paths)
+    paths = list(plan_of(env).nodes[0].source.file.paths)
     assert paths == sorted([str(tmp_path / "d1" / "d2" / "deep.csv"), str(tmp_path / "top.csv")])
 
 
@@ -373,7 +378,7 @@ def test_datagen_schema_forms(env):
 def test_datagen_options_in_the_plan(env):
     env.datagen(schema={"x": "double"}).print()
     env.datagen(rows=1000, schema={"x": "double"}, rows_per_second=250.5, seed=-3).print()
-    plan = env.plan()
+    plan = plan_of(env)
     unbounded, bounded = plan.nodes[0].source.datagen, plan.nodes[2].source.datagen
     assert (unbounded.rows, unbounded.rows_per_second, unbounded.seed) == (0, 0.0, 0)
     assert (bounded.rows, bounded.rows_per_second, bounded.seed) == (1000, 250.5, -3)
@@ -422,7 +427,7 @@ def test_select_schema_matches_pandas(env, readings):
     )
     assert df.schema == expected.schema
     df.print()
-    node = env.plan().nodes[1]
+    node = plan_of(env).nodes[1]
     assert node.WhichOneof("kind") == "select"
     assert node.name == "select(sensor, n * 2 AS n2, temp / n AS ratio)"
     assert [c.name for c in node.select.columns] == ["sensor", "n2", "ratio"]
@@ -462,7 +467,7 @@ def test_with_column_replaces_in_place_or_appends(env, readings):
     expected = arrow_of(readings.assign(half=readings.n / 2))
     assert appended.schema == expected.schema
     appended.print()
-    node = env.plan().nodes[1]
+    node = plan_of(env).nodes[1]
     assert node.name == "with_column(half = n / 2)"
     assert [c.name for c in node.select.columns] == ["sensor", "temp", "n", "half"]
     assert [c.expr.column for c in node.select.columns[:3]] == ["sensor", "temp", "n"]
@@ -505,7 +510,7 @@ def test_filter(env, readings):
     flagged = df.with_column("flag", col("n") > 2).filter("flag")  # a bool column by name
     flagged.print()
     hot.print()
-    plan = env.plan()
+    plan = plan_of(env)
     assert kinds(plan) == ["source", "select", "filter", "sink", "filter", "sink"]
     by_name = {n.name: n for n in plan.nodes}
     assert by_name["filter(flag)"].filter.predicate == plan_pb2.Expr(column="flag")
@@ -538,7 +543,7 @@ def test_udf_in_select_carries_the_spec(env, readings):
     df = env.from_pandas(readings).with_column("f", to_fahrenheit(col("temp")))
     assert df.schema.field("f").type == pa.float64()
     df.print()
-    node = env.plan().nodes[1]
+    node = plan_of(env).nodes[1]
     call = node.select.columns[3].expr.udf
     assert call.udf.name == "to_fahrenheit"
     assert call.udf.concurrency == 3
@@ -553,7 +558,7 @@ def test_udf_in_filter(env, readings):
         return s == "a"
 
     env.from_pandas(readings).filter(is_a(col("sensor"))).print()
-    predicate = env.plan().nodes[1].filter.predicate
+    predicate = plan_of(env).nodes[1].filter.predicate
     assert predicate.udf.udf.func_type == worker_pb2.FUNC_TYPE_PANDAS
     assert list(predicate.udf.args) == [plan_pb2.Expr(column="sensor")]
 
@@ -582,7 +587,7 @@ def test_map_batches_ships_a_pandas_batch_spec_with_the_whole_schema(env):
     out = df.map_batches(explode_words, schema={"word": "string"})
     assert out.schema == pa.schema([("word", pa.string())])
     out.print()
-    node = env.plan().nodes[1]
+    node = plan_of(env).nodes[1]
     assert node.WhichOneof("kind") == "map_batches"
     assert node.name == "map_batches(explode_words)"
     spec = node.map_batches.function
@@ -603,7 +608,7 @@ def test_map_batches_name_and_schema_forms(env):
     out = df.map_batches(lambda b: b.assign(y=b.x / 2), schema=schema, name="halve")
     assert out.schema == schema
     out.print()
-    assert env.plan().nodes[1].map_batches.function.name == "halve"
+    assert plan_of(env).nodes[1].map_batches.function.name == "halve"
 
 
 def test_map_batches_unpicklable_function(env):
@@ -669,7 +674,7 @@ def test_keyed_aggregate_plan_and_types_match_pandas(env, readings):
     )
     assert agg.schema == expected.schema
     agg.print()
-    node = env.plan().nodes[1]
+    node = plan_of(env).nodes[1]
     assert node.WhichOneof("kind") == "keyed_aggregate"
     assert edges(node) == [(1, Kind.HASH, ["sensor"])]
     assert list(node.keyed_aggregate.keys) == ["sensor"]
@@ -721,7 +726,7 @@ def test_keyed_aggregate_types_match_pyarrow_group_by(env):
         pa.uint8(),
     ]
     out.print()
-    assert edges(env.plan().nodes[1]) == [(1, Kind.HASH, ["k1", "k2"])]
+    assert edges(plan_of(env).nodes[1]) == [(1, Kind.HASH, ["k1", "k2"])]
 
 
 def test_key_by_errors(env, readings):
@@ -783,7 +788,7 @@ def test_union(env, readings):
     u = a.union(b, c.shuffle())
     assert u.schema == a.schema
     u.print()
-    plan = env.plan()
+    plan = plan_of(env)
     assert kinds(plan) == ["source", "source", "source", "union", "sink"]
     node = plan.nodes[3]
     assert node.name == "union"
@@ -854,7 +859,7 @@ def test_partitioning_applies_to_the_next_edge(env, readings, method, kind):
     parted.filter(col("n") > 1).print()
     parted.print()  # also into a sink
     df.print()  # the original DataFrame is unchanged
-    plan = env.plan()
+    plan = plan_of(env)
     assert kinds(plan) == ["source", "filter", "sink", "sink", "sink"]
     assert edges(plan.nodes[1]) == [(1, kind, [])]
     assert edges(plan.nodes[2]) == [(2, Kind.FORWARD_IMPLICIT, [])]
@@ -864,7 +869,7 @@ def test_partitioning_applies_to_the_next_edge(env, readings, method, kind):
 
 def test_the_last_partitioning_call_wins(env, readings):
     env.from_pandas(readings).rebalance().shuffle().print()
-    assert edges(env.plan().nodes[1]) == [(1, Kind.SHUFFLE, [])]
+    assert edges(plan_of(env).nodes[1]) == [(1, Kind.SHUFFLE, [])]
 
 
 # --- uid and parallelism --------------------------------------------------------------------
@@ -875,13 +880,13 @@ def test_uid_and_parallelism_on_steps_and_sinks(env, readings):
     out = src.rebalance().filter(col("n") > 1).set_parallelism(4).uid("filter")
     sink = out.write_csv("/tmp/flinkgo-out").uid("csv").set_parallelism(2)
     assert isinstance(sink, fg.Sink)
-    plan = env.plan()
+    plan = plan_of(env)
     assert [(n.uid, n.parallelism) for n in plan.nodes] == [("src", 1), ("filter", 4), ("csv", 2)]
     # uid() and set_parallelism() keep the pending partitioning.
     assert edges(plan.nodes[1]) == [(1, Kind.REBALANCE, [])]
     env2 = Environment()
     env2.from_pandas(readings).rebalance().uid("x").set_parallelism(2).print()
-    assert edges(env2.plan().nodes[1]) == [(1, Kind.REBALANCE, [])]
+    assert edges(plan_of(env2).nodes[1]) == [(1, Kind.REBALANCE, [])]
 
 
 def test_uid_configures_the_shared_step(env, readings):
@@ -889,7 +894,7 @@ def test_uid_configures_the_shared_step(env, readings):
     src.uid("src")
     src.uid("src")  # the same value again is fine
     src.print()
-    assert env.plan().nodes[0].uid == "src"
+    assert plan_of(env).nodes[0].uid == "src"
     with pytest.raises(
         ValueError, match="uid: the step from_pandas\\(4 rows\\) already has the uid 'src'"
     ):
@@ -905,7 +910,7 @@ def test_duplicate_uid_fails_at_plan(env, readings):
     src = env.from_pandas(readings).uid("step")
     src.filter(col("n") > 1).uid("step").print()
     with pytest.raises(ValueError) as info:
-        env.plan()
+        plan_of(env)
     assert str(info.value) == (
         "plan: the uid 'step' is given to two steps, from_pandas(4 rows) (node 1) and "
         "filter(n > 1) (node 2); uids match state in savepoints and must be unique in a job"
@@ -916,7 +921,7 @@ def test_duplicate_uid_on_steps_outside_the_plan_is_ignored(env, readings):
     src = env.from_pandas(readings).uid("a")
     src.filter(col("n") > 1).uid("a")  # leads to no sink
     src.print()
-    assert [n.uid for n in env.plan().nodes] == ["a", ""]
+    assert [n.uid for n in plan_of(env).nodes] == ["a", ""]
 
 
 @pytest.mark.parametrize(
@@ -967,7 +972,7 @@ def test_file_sinks(env, readings, tmp_path, monkeypatch):
         "write_parquet(p)",
     ]
     assert all(s.schema == df.schema for s in sinks)
-    plan = env.plan()
+    plan = plan_of(env)
     assert kinds(plan) == ["source", "sink", "sink", "sink", "sink"]
     sink_messages = [n.sink for n in plan.nodes[1:]]
     assert sink_messages[0].WhichOneof("kind") == "print"
@@ -1008,7 +1013,7 @@ def test_plan_is_a_topologically_ordered_dag(env, readings):
     both.key_by("sensor").agg(fg.count()).print()
     hot.write_parquet("/tmp/hot")
     src.with_column("unused", lit(1))  # leads to no sink: not in the plan
-    plan = env.plan()
+    plan = plan_of(env)
     assert [(n.id, n.name) for n in plan.nodes] == [
         (1, "from_pandas(4 rows)"),
         (2, "filter(temp > 25)"),
@@ -1042,9 +1047,37 @@ def test_plan_is_deterministic_and_serializes(env, readings):
     env.from_pandas(readings).with_column("m", inc(col("n"))).print()
     first, second = env.plan(), env.plan()
     assert first == second
-    parsed = plan_pb2.JobPlan.FromString(first.SerializeToString())
+    assert first.to_bytes() == second.to_bytes()
+    parsed = fg.JobPlan(first.to_bytes())
     assert parsed == first
-    assert [schema_of(n) for n in parsed.nodes][-1].names == ["sensor", "temp", "n", "m"]
+    assert [n.schema for n in parsed.nodes][-1].names == ["sensor", "temp", "n", "m"]
+    message = plan_pb2.JobPlan.FromString(first.to_bytes())
+    assert [schema_of(n) for n in message.nodes][-1].names == ["sensor", "temp", "n", "m"]
+
+
+def test_plan_is_plain_python(readings):
+    env = Environment(parallelism=3, config={"pipeline.forward-mismatch": "fail"})
+    df = env.from_pandas(readings).uid("src")
+    df.key_by("sensor").agg(fg.count()).print().set_parallelism(1)
+    plan = env.plan("plain")
+    assert isinstance(plan, fg.JobPlan)
+    assert (plan.name, plan.default_parallelism, dict(plan.config)) == (
+        "plain",
+        3,
+        {"pipeline.forward-mismatch": "fail"},
+    )
+    assert [(n.id, n.kind, n.uid, n.parallelism) for n in plan.nodes] == [
+        (1, "source", "src", 0),
+        (2, "keyed_aggregate", "", 0),
+        (3, "sink", "", 1),
+    ]
+    assert plan.nodes[1].inputs == (fg.PlanInput(node=1, partitioning="HASH", keys=("sensor",)),)
+    assert plan.nodes[2].inputs == (fg.PlanInput(node=2, partitioning="FORWARD_IMPLICIT"),)
+    assert plan.nodes[2].schema.names == ["sensor", "count"]
+    assert repr(plan) == "<JobPlan 'plain': 3 nodes>"
+    assert plan.SerializeToString() == plan.to_bytes()  # for scripts written against the message
+    with pytest.raises(TypeError):
+        plan.config["x"] = "y"  # read-only
 
 
 def test_long_pipelines_do_not_hit_the_recursion_limit(env):
@@ -1052,7 +1085,7 @@ def test_long_pipelines_do_not_hit_the_recursion_limit(env):
     for _ in range(sys.getrecursionlimit() + 100):
         df = df.filter(col("x") > 0)
     df.print()
-    assert len(env.plan().nodes) == sys.getrecursionlimit() + 102
+    assert len(plan_of(env).nodes) == sys.getrecursionlimit() + 102
 
 
 def test_plan_name_must_be_a_string(env, readings):
@@ -1073,7 +1106,7 @@ def test_reprs(env, readings):
 def test_long_names_are_shortened(env):
     df = env.from_pandas(pd.DataFrame({"x": ["a"]}))
     df.filter(col("x") == "y" * 500).print()
-    name = env.plan().nodes[1].name
+    name = plan_of(env).nodes[1].name
     assert len(name) == 200
     assert name.endswith("...")
 

@@ -6,19 +6,20 @@ import importlib
 import pytest
 
 
-# By module name: the attribute flinkgo.udf is the decorator, which shadows the submodule.
 @pytest.mark.parametrize(
     "name",
     [
         "flinkgo",
-        "flinkgo.udf",
+        "flinkgo.exceptions",
+        "flinkgo.udfs",
         "flinkgo.types",
         "flinkgo.expr",
         "flinkgo.aggregates",
         "flinkgo.dataframe",
         "flinkgo.environment",
         "flinkgo.job",
-        "flinkgo.client",
+        "flinkgo.plan",
+        "flinkgo._client",
         "flinkgo.job_client",
     ],
 )

@@ -796,14 +796,15 @@ def no_children_left(pid, timeout=15.0):
 
 
 def test_cancel_by_job_id(runtime):
-    from flinkgo._proto import job_pb2
-    from flinkgo.client import Client
+    from flinkgo._client import Client
+    from flinkgo._proto import job_pb2, plan_pb2
 
     env = fg.Environment(parallelism=2)
     endless = env.datagen(schema={"id": "int64"}, rows_per_second=2000)
     endless.with_column("t", tag(fg.col("id"))).filter(fg.col("id") == 0).print()
     with Client(runtime.endpoint) as client:
-        events = client._stub.Execute(job_pb2.ExecuteRequest(plan=env.plan("endless")))
+        plan = plan_pb2.JobPlan.FromString(env.plan("endless").to_bytes())
+        events = client._stub.Execute(job_pb2.ExecuteRequest(plan=plan))
         first = next(events)
         job_id = first.started.job_id
         assert job_id

@@ -142,7 +142,7 @@ def test_the_cli_lists_and_stops_a_job_with_a_savepoint(tmp_path, runtime):
     listed = cli("list")
     assert job.job_id in listed
     assert "RUNNING" in listed
-    from flinkgo.client import Client
+    from flinkgo._client import Client
 
     with Client(runtime.endpoint) as client:
         assert (job.job_id, "cli", "RUNNING") in client.list_jobs()

@@ -402,17 +402,21 @@ def test_bad_name(name):
         udf(lambda x: x, "int64", name=name)
 
 
-# --- to_spec --------------------------------------------------------------------------
+# --- to_bytes: the UdfSpec message --------------------------------------------------
 
 
-def test_to_spec_general():
+def spec_of(u: UserDefinedFunction) -> worker_pb2.UdfSpec:
+    return worker_pb2.UdfSpec.FromString(u.to_bytes())
+
+
+def test_spec_general():
     offset = 10  # captured by value
 
     @udf("int64", concurrency=2, batch_size=256)
     def add_offset(x):
         return x + offset
 
-    spec = add_offset.to_spec()
+    spec = spec_of(add_offset)
     assert isinstance(spec, worker_pb2.UdfSpec)
     assert spec.name == "add_offset"
     assert spec.func_type == worker_pb2.FUNC_TYPE_GENERAL
@@ -428,8 +432,8 @@ def test_to_spec_general():
     assert schema == pa.schema([pa.field("add_offset", pa.int64())])
 
 
-def test_to_spec_defaults_are_zero():
-    spec = udf(lambda x: x, "string").to_spec()
+def test_spec_defaults_are_zero():
+    spec = spec_of(udf(lambda x: x, "string"))
     assert spec.concurrency == 0
     assert spec.batch_size == 0
     assert spec.name == "<lambda>"
@@ -443,25 +447,25 @@ def test_to_spec_defaults_are_zero():
         ("arrow", worker_pb2.FUNC_TYPE_ARROW),
     ],
 )
-def test_to_spec_func_types(func_type, enum):
-    assert udf(lambda x: x, "int64", func_type=func_type).to_spec().func_type == enum
+def test_spec_func_types(func_type, enum):
+    assert spec_of(udf(lambda x: x, "int64", func_type=func_type)).func_type == enum
 
 
-def test_to_spec_pandas_payload_runs():
+def test_spec_pandas_payload_runs():
     @udf("double", func_type="pandas")
     def scale(s):
         return s * 0.5
 
-    func = cloudpickle.loads(scale.to_spec().payload)
+    func = cloudpickle.loads(spec_of(scale).payload)
     assert func(pd.Series([2.0, 4.0])).tolist() == [1.0, 2.0]
 
 
-def test_to_spec_async():
+def test_spec_async():
     @udf("string", concurrency=16)
     async def shout(s):
         return s.upper()
 
-    spec = shout.to_spec()
+    spec = spec_of(shout)
     assert spec.is_async is True
     assert spec.concurrency == 16
     func = pickle.loads(spec.payload)
@@ -469,28 +473,31 @@ def test_to_spec_async():
     assert asyncio.run(func("hi")) == "HI"
 
 
-def test_to_spec_name_override_names_the_schema_field():
-    spec = udf(lambda ts: ts, "timestamp[ms]", name="event_time").to_spec()
+def test_spec_name_override_names_the_schema_field():
+    spec = spec_of(udf(lambda ts: ts, "timestamp[ms]", name="event_time"))
     assert spec.name == "event_time"
     schema = schema_from_ipc_bytes(spec.return_schema)
     assert schema.names == ["event_time"]
     assert schema.field("event_time").type == pa.timestamp("ms")
 
 
-def test_to_spec_nested_return_type():
+def test_spec_nested_return_type():
     t = pa.list_(pa.struct([("k", pa.string()), ("v", pa.float64())]))
-    spec = udf(lambda x: x, return_type=t, name="pairs").to_spec()
+    spec = spec_of(udf(lambda x: x, return_type=t, name="pairs"))
     assert schema_from_ipc_bytes(spec.return_schema).field("pairs").type == t
 
 
-def test_to_spec_serializes_to_wire_and_back():
-    spec = udf(lambda x: x * 3, "int32", batch_size=7).to_spec()
-    decoded = worker_pb2.UdfSpec.FromString(spec.SerializeToString())
-    assert decoded == spec
+def test_spec_serializes_to_wire_and_back():
+    declared = udf(lambda x: x * 3, "int32", batch_size=7)
+    data = declared.to_bytes()
+    assert isinstance(data, bytes)
+    decoded = worker_pb2.UdfSpec.FromString(data)
+    assert decoded.batch_size == 7
+    assert decoded.SerializeToString() == data
     assert pickle.loads(decoded.payload)(2) == 6
 
 
-def test_to_spec_unpicklable_function():
+def test_spec_unpicklable_function():
     lock = threading.Lock()
 
     @udf("int64")
@@ -500,7 +507,7 @@ def test_to_spec_unpicklable_function():
 
     assert guarded(1) == 1  # declaring and calling it directly still work
     with pytest.raises(TypeError) as info:
-        guarded.to_spec()
+        guarded.to_bytes()
     message = str(info.value)
     assert message.startswith("udf 'guarded': the function cannot be pickled with cloudpickle")
     assert "lock" in message
@@ -525,7 +532,6 @@ def test_package_exports():
         "KeyedDataFrame",
         "Sink",
         "Expr",
-        "ColumnNotFoundError",
         "col",
         "lit",
         "Aggregate",
@@ -534,13 +540,31 @@ def test_package_exports():
         "min",
         "max",
         "mean",
+        "JobPlan",
+        "PlanNode",
+        "PlanInput",
         # running jobs (test_execute.py, test_client.py)
         "JobResult",
         "JobClient",
         "OperatorMetrics",
+        # errors (flinkgo.exceptions, test_exceptions.py)
+        "FlinkgoError",
+        "InvalidArgumentError",
+        "ArgumentTypeError",
+        "ColumnNotFoundError",
+        "SchemaError",
+        "ExpressionTypeError",
+        "UdfPickleError",
+        "NoSuchFileError",
+        "PathIsDirectoryError",
+        "PathIsFileError",
+        "InvalidPlanError",
         "JobFailedError",
         "JobCanceledError",
-        "InvalidPlanError",
+        "JobTimeoutError",
+        "JobNotFoundError",
+        "SavepointError",
+        "OperatorNotFoundError",
         "RuntimeStartError",
         "RuntimeConnectionError",
     }

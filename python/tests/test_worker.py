@@ -87,7 +87,9 @@ def test_serves_health_udfs_and_shuts_down(worker):
         assert status.status == health_pb2.HealthCheckResponse.SERVING
 
         stub = worker_pb2_grpc.UdfWorkerStub(channel)
-        call = worker_pb2.UdfCall(udf=times_ten.to_spec(), args=["x"], output="y")
+        call = worker_pb2.UdfCall(
+            udf=worker_pb2.UdfSpec.FromString(times_ten.to_bytes()), args=["x"], output="y"
+        )
         opened = stub.Open(open_request(call), timeout=30)
         assert opened.pid == proc.pid and not opened.HasField("error")
 
@@ -115,7 +117,9 @@ def test_udf_exception_is_reported_with_traceback(worker):
     proc, line = worker
     with grpc.insecure_channel("unix:" + line.split("|")[3]) as channel:
         stub = worker_pb2_grpc.UdfWorkerStub(channel)
-        call = worker_pb2.UdfCall(udf=fails.to_spec(), args=["x"], output="y")
+        call = worker_pb2.UdfCall(
+            udf=worker_pb2.UdfSpec.FromString(fails.to_bytes()), args=["x"], output="y"
+        )
         stub.Open(open_request(call), timeout=30)
         batch = pa.record_batch([pa.array([5], pa.int64())], names=["x"])
         request = worker_pb2.ProcessRequest(
@@ -134,7 +138,9 @@ def test_open_reports_unknown_column(worker):
     proc, line = worker
     with grpc.insecure_channel("unix:" + line.split("|")[3]) as channel:
         stub = worker_pb2_grpc.UdfWorkerStub(channel)
-        call = worker_pb2.UdfCall(udf=times_ten.to_spec(), args=["nope"], output="y")
+        call = worker_pb2.UdfCall(
+            udf=worker_pb2.UdfSpec.FromString(times_ten.to_bytes()), args=["nope"], output="y"
+        )
         opened = stub.Open(open_request(call), timeout=30)
     assert "nope" in opened.error.message and "times_ten" in opened.error.message
 
@@ -197,7 +203,9 @@ def test_data_socket_transport(worker):
     proc, line = worker
     with grpc.insecure_channel("unix:" + line.split("|")[3]) as channel:
         stub = worker_pb2_grpc.UdfWorkerStub(channel)
-        call = worker_pb2.UdfCall(udf=times_ten.to_spec(), args=["x"], output="y")
+        call = worker_pb2.UdfCall(
+            udf=worker_pb2.UdfSpec.FromString(times_ten.to_bytes()), args=["x"], output="y"
+        )
         request = open_request(call)
         request.transport = worker_pb2.TRANSPORT_UNIX_SOCKET
         opened = stub.Open(request, timeout=30)

@@ -11,5 +11,7 @@ started by hand. The worker
 * listens on a Unix socket inside its own 0700 directory, which it removes;
 * exits when its parent process dies, so a crashed host leaves no orphan.
 
-Nothing here imports the user-facing API beyond what unpickled UDFs need.
+Nothing here imports the user-facing API beyond what unpickled UDFs need. It is no part
+of the Python API either: its modules take and give the generated protocol messages of
+``udf/bridge/proto/worker.proto``.
 """

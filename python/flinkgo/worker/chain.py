@@ -33,17 +33,18 @@ import cloudpickle
 import pyarrow as pa
 
 from flinkgo._proto import worker_pb2
+from flinkgo.exceptions import FlinkgoError
 
 # Calls in flight per async UDF when the UDF gives no concurrency; Flink's
 # table.exec.async-scalar.max-concurrent-operations default.
 DEFAULT_ASYNC_CONCURRENCY = 10
 
 
-class UdfResultError(Exception):
+class UdfResultError(FlinkgoError):
     """A UDF returned the wrong number of rows or a value of the wrong type."""
 
 
-class UdfCallError(Exception):
+class UdfCallError(FlinkgoError):
     """Wraps an exception raised by user code with the UDF's name.
 
     `row` says which row of the batch a row-at-a-time UDF failed on, with its
@@ -60,7 +61,7 @@ class UdfCallError(Exception):
 _ROW_REPR_LIMIT = 200
 
 
-def _describe_row(row: int, columns: Sequence[list]) -> str:
+def _describe_row(row: int, columns: Sequence[list[Any]]) -> str:
     arguments = repr(tuple(c[row] for c in columns))
     if len(arguments) > _ROW_REPR_LIMIT:
         arguments = arguments[: _ROW_REPR_LIMIT - 5] + " ...)"
@@ -83,7 +84,7 @@ def write_batch(batch: pa.RecordBatch) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as writer:
         writer.write_batch(batch)
-    return sink.getvalue().to_pybytes()
+    return bytes(sink.getvalue())
 
 
 @dataclass
@@ -232,6 +233,7 @@ class Chain:
 
     def _invoke(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> pa.Array:
         if call.is_async:
+            assert self._async_loop is not None  # made in __init__ when a call is async
             values = self._async_loop.run(self._run_async(call, args, num_rows))
             return _to_array(call, values, num_rows)
         if call.func_type == worker_pb2.FUNC_TYPE_PANDAS:
@@ -269,11 +271,11 @@ class Chain:
             raise UdfCallError(call.name, e, row=_describe_row(row, columns)) from e
         return _to_array(call, values, num_rows)
 
-    async def _run_async(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> list:
+    async def _run_async(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> list[Any]:
         limit = asyncio.Semaphore(call.concurrency)
         timeout = self.async_timeout
 
-        async def one(row: tuple) -> Any:
+        async def one(row: tuple[Any, ...]) -> Any:
             async with limit:
                 try:
                     return await asyncio.wait_for(call.func(*row), timeout)

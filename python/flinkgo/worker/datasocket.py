@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from flinkgo._proto import worker_pb2
+from flinkgo.exceptions import FlinkgoError
 
 _HEADER = struct.Struct("<I")
 
 
-class FrameTooLarge(Exception):
+class FrameTooLarge(FlinkgoError):
     """A frame's length is over the message limit both sides agreed on."""
 
 

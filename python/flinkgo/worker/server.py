@@ -52,9 +52,9 @@ class StdioForwarder:
     reaches the host's logs instead of corrupting the go-plugin stdout.
     """
 
-    def __init__(self, channel: int):
+    def __init__(self, channel: grpc_stdio_pb2.StdioData.Channel):
         self.channel = channel
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
 
     def write(self, text: str) -> int:
         if text:
@@ -115,6 +115,10 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
         yield from serve_batches(chain, request_iterator)
 
     def Close(self, request: worker_pb2.CloseRequest, context: grpc.ServicerContext) -> Any:
+        return self.close_chain()
+
+    def close_chain(self) -> worker_pb2.CloseResponse:
+        """Close the open chain, if any (Close, and the worker's shutdown)."""
         with self._lock:
             chain, self._chain = self._chain, None
         if chain is not None:
@@ -274,7 +278,7 @@ def main() -> int:
     # running (a hung UDF) must not keep the process alive, hence os._exit.
     server.stop(grace=0.2).wait(1)
     try:
-        worker.Close(worker_pb2.CloseRequest(), None)
+        worker.close_chain()
     finally:
         shutil.rmtree(socket_dir, ignore_errors=True)
         sys.stderr.flush()

@@ -1,14 +1,17 @@
 """The ``@udf`` decorator: declaring Python user-defined functions.
 
+The module is ``flinkgo.udfs``; the decorator is ``flinkgo.udf`` (so the module's name
+is not hidden behind the function's).
+
 A :class:`UserDefinedFunction` wraps a plain Python function with what the runtime needs
 to run it in a worker process: its return type, how the worker feeds it
 (``func_type``), and the per-UDF ``concurrency`` and ``batch_size`` of DESIGN.md §4.3.
 Everything is validated when the UDF is declared, so a mistake is reported at the
-``@udf`` line, not when a job runs. :meth:`UserDefinedFunction.to_spec` serializes the UDF
+``@udf`` line, not when a job runs. :meth:`UserDefinedFunction.to_bytes` serializes the UDF
 (cloudpickle) into the ``UdfSpec`` message that the worker unpickles.
 
 This module must not import grpc or the worker; the generated protobuf module and
-cloudpickle are imported only by :meth:`UserDefinedFunction.to_spec`.
+cloudpickle are imported only when a UDF is serialized.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 import pyarrow as pa
 
+from flinkgo.exceptions import ArgumentTypeError, InvalidArgumentError, UdfPickleError
 from flinkgo.expr import Expr, udf_call
 from flinkgo.types import schema_ipc_bytes, to_arrow_type
 
@@ -111,26 +115,26 @@ class UserDefinedFunction:
         self._name = _check_name(func, name)
         label = f"udf {self._name!r}"
         if _is_generator(func):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{label}: generator functions are not supported; a UDF returns one value "
                 "per call (one per row for func_type 'general', one array per batch for "
                 "'pandas' and 'arrow'), use return instead of yield"
             )
         if not isinstance(func_type, str) or func_type not in _FUNC_TYPES:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{label}: unknown func_type {func_type!r}; expected one of "
                 + ", ".join(repr(t) for t in _FUNC_TYPES)
             )
         self._func_type: FuncType = func_type
         self._is_async = _is_async(func)
         if self._is_async and func_type != "general":
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{label}: an async def UDF must have func_type 'general' (it is awaited "
                 f"once per row), got func_type {func_type!r}; make the function "
                 "synchronous to use a vectorized func_type"
             )
         if return_type is None:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{label}: return_type is required; declare it as @udf('int64') or "
                 "@udf(return_type=pa.int64())"
             )
@@ -226,36 +230,39 @@ class UserDefinedFunction:
             parts.append(f"batch_size={self._batch_size}")
         return f"UserDefinedFunction({', '.join(parts)})"
 
-    def to_spec(self) -> worker_pb2.UdfSpec:
-        """Serialize the UDF into the ``UdfSpec`` message that a worker runs.
+    def to_bytes(self) -> bytes:
+        """Serialize the UDF into the ``UdfSpec`` message that a worker runs, as bytes.
 
-        The payload is the cloudpickle of :attr:`func` (the user's function, not this
+        The message is ``flinkgo.worker.v1.UdfSpec`` of ``udf/bridge/proto/worker.proto``
+        in its protobuf wire form (what ``python -m flinkgo._specs`` writes for Go tools).
+        Its payload is the cloudpickle of :attr:`func` (the user's function, not this
         wrapper); ``return_schema`` is an Arrow IPC stream holding a one-field schema
         named after the UDF; unset ``concurrency`` and ``batch_size`` are sent as 0.
 
         Returns
         -------
-        flinkgo._proto.worker_pb2.UdfSpec
-            A new message.
+        bytes
+            The serialized message.
 
         Raises
         ------
-        TypeError
+        UdfPickleError
             If the function cannot be pickled, e.g. because it refers to a lock, an open
-            file or a connection; the pickling error is chained.
+            file or a connection (a :exc:`TypeError`); the pickling error is chained.
 
         Examples
         --------
-        >>> import cloudpickle
         >>> @udf("int64", concurrency=2)
         ... def add_one(x):
         ...     return x + 1
-        >>> spec = add_one.to_spec()
-        >>> spec.name, spec.concurrency, spec.batch_size
-        ('add_one', 2, 0)
-        >>> cloudpickle.loads(spec.payload)(1)
-        2
+        >>> data = add_one.to_bytes()
+        >>> isinstance(data, bytes), b"add_one" in data
+        (True, True)
         """
+        return self._to_spec().SerializeToString()
+
+    def _to_spec(self) -> worker_pb2.UdfSpec:
+        # The UdfSpec message of to_bytes, for the plan builder (a new message each call).
         import cloudpickle
 
         from flinkgo._proto import worker_pb2
@@ -263,7 +270,7 @@ class UserDefinedFunction:
         try:
             payload = cloudpickle.dumps(self._func)
         except Exception as e:
-            raise TypeError(
+            raise UdfPickleError(
                 f"udf {self._name!r}: the function cannot be pickled with cloudpickle to "
                 f"ship it to the Python workers: {type(e).__name__}: {e}; create objects "
                 "such as locks, files, sockets and clients inside the function (or lazily "
@@ -427,7 +434,7 @@ def udf(
     """
     if isinstance(f, (str, pa.DataType)):
         if return_type is not None:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"udf(): the return type is given twice, as {f!r} and as "
                 f"return_type={return_type!r}; give it once"
             )
@@ -450,17 +457,17 @@ def udf(
 
 def _check_callable(func: object) -> None:
     if isinstance(func, UserDefinedFunction):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"udf(): {func.name!r} is already a UserDefinedFunction; apply @udf once, "
             "to the plain function"
         )
     if inspect.isclass(func):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"udf(): expected a function, got the class {func.__qualname__}; decorate a "
             "function, or pass an instance with a __call__ method"
         )
     if not callable(func):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"udf(): expected a function, got {func!r} (of type {type(func).__name__}); "
             "use @udf('int64') above a def, or udf(fn, 'int64')"
         )
@@ -473,7 +480,7 @@ def _check_name(func: Callable[..., Any], name: object) -> str:
             inner = inner.func
         name = getattr(inner, "__name__", None) or type(inner).__name__
     if not isinstance(name, str) or not name.strip():
-        raise TypeError(
+        raise ArgumentTypeError(
             f"udf(): name must be a non-empty string, got {name!r} for the function {func!r}"
         )
     return name
@@ -483,23 +490,24 @@ def _check_positive_int(label: str, option: str, value: object) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{label}: {option} must be a positive integer or None, got {value!r} "
             f"(of type {type(value).__name__})"
         )
     value = int(value)
     if value < 1 or value > _INT32_MAX:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{label}: {option} must be a positive integer (1 to {_INT32_MAX}) or None, got {value}"
         )
     return value
 
 
 def _call_targets(func: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:
-    # The function itself and, for a callable instance, its __call__ method.
+    # The function itself and, for a callable instance, its class's __call__ (what a
+    # call runs).
     if inspect.isroutine(func):
         return (func,)
-    return (func, func.__call__)
+    return (func, type(func).__call__)
 
 
 def _is_async(func: Callable[..., Any]) -> bool:

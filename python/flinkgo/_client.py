@@ -1,7 +1,10 @@
 """A client of a flinkgo runtime's job service (``runtime/proto/job.proto``) over gRPC.
 
+Internal: its methods take and give the generated protobuf messages; users run jobs
+with :class:`~flinkgo.Environment` and :class:`~flinkgo.JobClient`.
+
 :class:`Client` talks to one endpoint, the embedded runtime's Unix socket or a
-``flinkgo serve`` server, and runs plans built by :meth:`flinkgo.Environment.plan`:
+``flinkgo serve`` server, and runs plan messages as :meth:`flinkgo.Environment.plan` builds them:
 :meth:`Client.execute` streams the job's events until it ends and returns a
 :class:`~flinkgo.JobResult`, :meth:`Client.explain` returns the physical plan, and
 :meth:`Client.cancel` cancels a job by id. Most code calls
@@ -37,14 +40,15 @@ import pyarrow as pa
 from flinkgo._endpoint import check_endpoint
 from flinkgo._progress import ProgressLine, is_terminal
 from flinkgo._proto import job_pb2, job_pb2_grpc
-from flinkgo.job import (
+from flinkgo.exceptions import (
     InvalidPlanError,
     JobCanceledError,
     JobFailedError,
-    JobResult,
-    OperatorMetrics,
+    JobNotFoundError,
     RuntimeConnectionError,
+    SavepointError,
 )
+from flinkgo.job import JobResult, OperatorMetrics
 from flinkgo.types import schema_from_ipc_bytes
 
 if TYPE_CHECKING:
@@ -76,7 +80,7 @@ class Client:
 
     Examples
     --------
-    >>> from flinkgo.client import Client
+    >>> from flinkgo._client import Client
     >>> with Client("localhost:8081") as client:  # connects lazily
     ...     client.endpoint
     'localhost:8081'
@@ -123,7 +127,9 @@ class Client:
             If the runtime cannot be reached.
         """
         try:
-            response = self._stub.Explain(job_pb2.ExplainRequest(plan=plan))
+            response: job_pb2.ExplainResponse = self._stub.Explain(
+                job_pb2.ExplainRequest(plan=plan)
+            )
         except grpc.RpcError as e:
             raise self._rpc_error(e, "explain") from None
         if response.error:
@@ -141,7 +147,10 @@ class Client:
             If the runtime cannot be reached.
         """
         try:
-            return self._stub.Cancel(job_pb2.CancelRequest(job_id=job_id), timeout=10).found
+            reply: job_pb2.CancelResponse = self._stub.Cancel(
+                job_pb2.CancelRequest(job_id=job_id), timeout=10
+            )
+            return reply.found
         except grpc.RpcError as e:
             raise self._rpc_error(e, "cancel") from None
 
@@ -154,22 +163,23 @@ class Client:
 
         Raises
         ------
-        LookupError
-            If no running job has that id.
-        RuntimeError
-            If the savepoint failed; the message says why.
+        JobNotFoundError
+            If no running job has that id (a :exc:`LookupError`).
+        SavepointError
+            If the savepoint failed (a :exc:`RuntimeError`); the message says why.
         RuntimeConnectionError
             If the runtime cannot be reached.
         """
         request = job_pb2.SavepointRequest(job_id=job_id, directory=directory, stop=stop)
         try:
-            return self._stub.TriggerSavepoint(request).path
+            reply: job_pb2.SavepointResponse = self._stub.TriggerSavepoint(request)
+            return reply.path
         except grpc.RpcError as e:
             code = e.code() if hasattr(e, "code") else None
             if code == grpc.StatusCode.NOT_FOUND:
-                raise LookupError(e.details()) from None
+                raise JobNotFoundError(e.details()) from None
             if code == grpc.StatusCode.FAILED_PRECONDITION:
-                raise RuntimeError(e.details()) from None
+                raise SavepointError(e.details()) from None
             raise self._rpc_error(e, "savepoint") from None
 
     def list_jobs(self) -> list[tuple[str, str, str]]:

@@ -1,0 +1,270 @@
+from . import worker_pb2 as _worker_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class JobPlan(_message.Message):
+    __slots__ = ("name", "default_parallelism", "config", "nodes")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    default_parallelism: int
+    config: _containers.ScalarMap[str, str]
+    nodes: _containers.RepeatedCompositeFieldContainer[Node]
+    def __init__(self, name: _Optional[str] = ..., default_parallelism: _Optional[int] = ..., config: _Optional[_Mapping[str, str]] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
+
+class Node(_message.Message):
+    __slots__ = ("id", "uid", "name", "parallelism", "inputs", "output_schema", "source", "select", "filter", "map_batches", "keyed_aggregate", "union", "sink")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    SELECT_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    MAP_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    KEYED_AGGREGATE_FIELD_NUMBER: _ClassVar[int]
+    UNION_FIELD_NUMBER: _ClassVar[int]
+    SINK_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    uid: str
+    name: str
+    parallelism: int
+    inputs: _containers.RepeatedCompositeFieldContainer[Input]
+    output_schema: bytes
+    source: Source
+    select: Select
+    filter: Filter
+    map_batches: MapBatches
+    keyed_aggregate: KeyedAggregate
+    union: Union
+    sink: Sink
+    def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ...) -> None: ...
+
+class Input(_message.Message):
+    __slots__ = ("node", "partitioning")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONING_FIELD_NUMBER: _ClassVar[int]
+    node: int
+    partitioning: Partitioning
+    def __init__(self, node: _Optional[int] = ..., partitioning: _Optional[_Union[Partitioning, _Mapping]] = ...) -> None: ...
+
+class Partitioning(_message.Message):
+    __slots__ = ("kind", "keys")
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        FORWARD_IMPLICIT: _ClassVar[Partitioning.Kind]
+        FORWARD: _ClassVar[Partitioning.Kind]
+        REBALANCE: _ClassVar[Partitioning.Kind]
+        RESCALE: _ClassVar[Partitioning.Kind]
+        SHUFFLE: _ClassVar[Partitioning.Kind]
+        BROADCAST: _ClassVar[Partitioning.Kind]
+        GLOBAL: _ClassVar[Partitioning.Kind]
+        HASH: _ClassVar[Partitioning.Kind]
+    FORWARD_IMPLICIT: Partitioning.Kind
+    FORWARD: Partitioning.Kind
+    REBALANCE: Partitioning.Kind
+    RESCALE: Partitioning.Kind
+    SHUFFLE: Partitioning.Kind
+    BROADCAST: Partitioning.Kind
+    GLOBAL: Partitioning.Kind
+    HASH: Partitioning.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    kind: Partitioning.Kind
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, kind: _Optional[_Union[Partitioning.Kind, str]] = ..., keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Expr(_message.Message):
+    __slots__ = ("column", "literal", "call", "udf")
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    LITERAL_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    UDF_FIELD_NUMBER: _ClassVar[int]
+    column: str
+    literal: Literal
+    call: Call
+    udf: UdfExpr
+    def __init__(self, column: _Optional[str] = ..., literal: _Optional[_Union[Literal, _Mapping]] = ..., call: _Optional[_Union[Call, _Mapping]] = ..., udf: _Optional[_Union[UdfExpr, _Mapping]] = ...) -> None: ...
+
+class Literal(_message.Message):
+    __slots__ = ("null", "bool_value", "int_value", "float_value", "string_value", "type")
+    NULL_FIELD_NUMBER: _ClassVar[int]
+    BOOL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    INT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    FLOAT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    STRING_VALUE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    null: bool
+    bool_value: bool
+    int_value: int
+    float_value: float
+    string_value: str
+    type: str
+    def __init__(self, null: _Optional[bool] = ..., bool_value: _Optional[bool] = ..., int_value: _Optional[int] = ..., float_value: _Optional[float] = ..., string_value: _Optional[str] = ..., type: _Optional[str] = ...) -> None: ...
+
+class Call(_message.Message):
+    __slots__ = ("function", "args", "cast_to")
+    FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    CAST_TO_FIELD_NUMBER: _ClassVar[int]
+    function: str
+    args: _containers.RepeatedCompositeFieldContainer[Expr]
+    cast_to: str
+    def __init__(self, function: _Optional[str] = ..., args: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., cast_to: _Optional[str] = ...) -> None: ...
+
+class UdfExpr(_message.Message):
+    __slots__ = ("udf", "args")
+    UDF_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    udf: _worker_pb2.UdfSpec
+    args: _containers.RepeatedCompositeFieldContainer[Expr]
+    def __init__(self, udf: _Optional[_Union[_worker_pb2.UdfSpec, _Mapping]] = ..., args: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ...) -> None: ...
+
+class NamedExpr(_message.Message):
+    __slots__ = ("name", "expr")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    EXPR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    expr: Expr
+    def __init__(self, name: _Optional[str] = ..., expr: _Optional[_Union[Expr, _Mapping]] = ...) -> None: ...
+
+class Source(_message.Message):
+    __slots__ = ("arrow", "file", "datagen")
+    ARROW_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    DATAGEN_FIELD_NUMBER: _ClassVar[int]
+    arrow: ArrowSource
+    file: FileSource
+    datagen: DatagenSource
+    def __init__(self, arrow: _Optional[_Union[ArrowSource, _Mapping]] = ..., file: _Optional[_Union[FileSource, _Mapping]] = ..., datagen: _Optional[_Union[DatagenSource, _Mapping]] = ...) -> None: ...
+
+class ArrowSource(_message.Message):
+    __slots__ = ("ipc",)
+    IPC_FIELD_NUMBER: _ClassVar[int]
+    ipc: bytes
+    def __init__(self, ipc: _Optional[bytes] = ...) -> None: ...
+
+class FileSource(_message.Message):
+    __slots__ = ("format", "paths", "csv_has_header", "csv_delimiter")
+    class Format(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        FORMAT_UNSPECIFIED: _ClassVar[FileSource.Format]
+        CSV: _ClassVar[FileSource.Format]
+        JSONL: _ClassVar[FileSource.Format]
+        PARQUET: _ClassVar[FileSource.Format]
+    FORMAT_UNSPECIFIED: FileSource.Format
+    CSV: FileSource.Format
+    JSONL: FileSource.Format
+    PARQUET: FileSource.Format
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    CSV_HAS_HEADER_FIELD_NUMBER: _ClassVar[int]
+    CSV_DELIMITER_FIELD_NUMBER: _ClassVar[int]
+    format: FileSource.Format
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    csv_has_header: bool
+    csv_delimiter: str
+    def __init__(self, format: _Optional[_Union[FileSource.Format, str]] = ..., paths: _Optional[_Iterable[str]] = ..., csv_has_header: _Optional[bool] = ..., csv_delimiter: _Optional[str] = ...) -> None: ...
+
+class DatagenSource(_message.Message):
+    __slots__ = ("rows", "rows_per_second", "seed")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    rows_per_second: float
+    seed: int
+    def __init__(self, rows: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class Select(_message.Message):
+    __slots__ = ("columns",)
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    columns: _containers.RepeatedCompositeFieldContainer[NamedExpr]
+    def __init__(self, columns: _Optional[_Iterable[_Union[NamedExpr, _Mapping]]] = ...) -> None: ...
+
+class Filter(_message.Message):
+    __slots__ = ("predicate",)
+    PREDICATE_FIELD_NUMBER: _ClassVar[int]
+    predicate: Expr
+    def __init__(self, predicate: _Optional[_Union[Expr, _Mapping]] = ...) -> None: ...
+
+class MapBatches(_message.Message):
+    __slots__ = ("function",)
+    FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    function: _worker_pb2.UdfSpec
+    def __init__(self, function: _Optional[_Union[_worker_pb2.UdfSpec, _Mapping]] = ...) -> None: ...
+
+class KeyedAggregate(_message.Message):
+    __slots__ = ("keys", "aggregates", "emit")
+    class Emit(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        EMIT_AUTO: _ClassVar[KeyedAggregate.Emit]
+        EMIT_FINAL: _ClassVar[KeyedAggregate.Emit]
+        EMIT_UPDATES: _ClassVar[KeyedAggregate.Emit]
+    EMIT_AUTO: KeyedAggregate.Emit
+    EMIT_FINAL: KeyedAggregate.Emit
+    EMIT_UPDATES: KeyedAggregate.Emit
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    AGGREGATES_FIELD_NUMBER: _ClassVar[int]
+    EMIT_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    aggregates: _containers.RepeatedCompositeFieldContainer[Aggregate]
+    emit: KeyedAggregate.Emit
+    def __init__(self, keys: _Optional[_Iterable[str]] = ..., aggregates: _Optional[_Iterable[_Union[Aggregate, _Mapping]]] = ..., emit: _Optional[_Union[KeyedAggregate.Emit, str]] = ...) -> None: ...
+
+class Aggregate(_message.Message):
+    __slots__ = ("function", "column", "name")
+    FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    function: str
+    column: str
+    name: str
+    def __init__(self, function: _Optional[str] = ..., column: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class Union(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Sink(_message.Message):
+    __slots__ = ("print", "file", "collect")
+    PRINT_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    COLLECT_FIELD_NUMBER: _ClassVar[int]
+    print: PrintSink
+    file: FileSink
+    collect: CollectSink
+    def __init__(self, print: _Optional[_Union[PrintSink, _Mapping]] = ..., file: _Optional[_Union[FileSink, _Mapping]] = ..., collect: _Optional[_Union[CollectSink, _Mapping]] = ...) -> None: ...
+
+class PrintSink(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class FileSink(_message.Message):
+    __slots__ = ("format", "path")
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    format: FileSource.Format
+    path: str
+    def __init__(self, format: _Optional[_Union[FileSource.Format, str]] = ..., path: _Optional[str] = ...) -> None: ...
+
+class CollectSink(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
