@@ -18,7 +18,7 @@ Examples
 >>> @flinkgo.udf("int64")
 ... def add_one(x):
 ...     return x + 1
->>> add_one(1)
+>>> add_one.func(1)  # the function itself; add_one("temp") applies it to a column
 2
 >>> import pandas as pd
 >>> env = flinkgo.Environment()

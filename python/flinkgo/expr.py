@@ -681,9 +681,9 @@ def udf_call(udf: UdfLike, args: Sequence[Any], kwargs: dict[str, Any]) -> UdfCa
     label = f"udf {udf.name!r}"
     if kwargs:
         raise ArgumentTypeError(
-            f"{label}: applied to expressions, a UDF takes positional arguments only "
-            f"(got keywords {sorted(kwargs)}); pass the expressions in the order of the "
-            "function's parameters"
+            f"{label}: applied to columns, a UDF takes positional arguments only "
+            f"(got keywords {sorted(kwargs)}); pass the columns in the order of the "
+            f"function's parameters, or call the function itself with {udf.name}.func(...)"
         )
     try:
         signature = inspect.signature(udf.func)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import pyarrow as pa
 
 from flinkgo.exceptions import ArgumentTypeError, InvalidArgumentError, UdfPickleError
-from flinkgo.expr import Expr, udf_call
+from flinkgo.expr import UdfCall, udf_call
 from flinkgo.types import schema_ipc_bytes, to_arrow_type
 
 if TYPE_CHECKING:
@@ -90,7 +90,9 @@ class UserDefinedFunction:
     --------
     >>> import pyarrow as pa
     >>> add_one = UserDefinedFunction(lambda x: x + 1, pa.int64(), name="add_one")
-    >>> add_one(41)
+    >>> add_one("x")  # applied to the column x, in a pipeline
+    <Expr add_one(x)>
+    >>> add_one.func(41)  # the function itself
     42
     >>> add_one
     UserDefinedFunction(name='add_one', return_type=int64, func_type='general', is_async=False)
@@ -180,41 +182,39 @@ class UserDefinedFunction:
         """The explicit batch size in rows, or None when not given."""
         return self._batch_size
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Apply the UDF to columns, or call the function directly with plain values.
+    def __call__(self, *args: Any, **kwargs: Any) -> UdfCall:
+        """Apply the UDF to columns, for ``select``, ``with_column`` or ``filter``.
 
-        When any argument is an :class:`~flinkgo.expr.Expr` (such as :func:`flinkgo.col`),
-        the result is a UDF-call expression for ``select``, ``with_column`` or ``filter``:
-        there, a ``str`` argument names a column and other Python values become
-        literals; arguments are positional and must fit the function's signature; the
+        As in ``select``, ``key_by`` and PySpark, a ``str`` argument names a column; to
+        pass a string constant, wrap it in :func:`flinkgo.lit`. Expressions (such as
+        :func:`flinkgo.col`) are used as they are, and other Python values become
+        literals. Arguments are positional and must fit the function's signature; the
         expression's type is :attr:`return_type` and its name :attr:`name`.
 
-        Otherwise the function is called directly, e.g. in a unit test: the arguments
-        are passed through unchanged and nothing is checked against the return type. For
-        an ``async def`` UDF the result is a coroutine to await.
+        To call the function itself on plain values (in a unit test, say), use
+        :attr:`func`: ``f.func(1, 2)``. For an ``async def`` UDF that gives a coroutine
+        to await.
 
         Raises
         ------
         TypeError
-            Applied to expressions, if keyword arguments are given or the arguments do
-            not fit the function's signature.
+            If keyword arguments are given or the arguments do not fit the function's
+            signature.
 
         Examples
         --------
         >>> @udf("int64")
         ... def add(x, y):
         ...     return x + y
-        >>> add(1, 2)
-        3
-        >>> from flinkgo import col
-        >>> add(col("a"), "b")
+        >>> add("a", "b")
         <Expr add(a, b)>
+        >>> from flinkgo import col, lit
+        >>> add(col("a"), lit(1))
+        <Expr add(a, 1)>
+        >>> add.func(1, 2)
+        3
         """
-        if any(isinstance(a, Expr) for a in args) or any(
-            isinstance(v, Expr) for v in kwargs.values()
-        ):
-            return udf_call(self, args, kwargs)
-        return self._func(*args, **kwargs)
+        return udf_call(self, args, kwargs)
 
     def __repr__(self) -> str:
         """Show the name, return type and options that were set."""
@@ -409,7 +409,9 @@ def udf(
     >>> @udf("int64")
     ... def add_one(x: int) -> int:
     ...     return x + 1
-    >>> add_one(41)
+    >>> add_one("x")  # applied to the column x, in a pipeline
+    <Expr add_one(x)>
+    >>> add_one.func(41)  # the function itself
     42
 
     A vectorized pandas UDF running in two worker processes:
@@ -418,7 +420,7 @@ def udf(
     >>> @udf(return_type="double", func_type="pandas", concurrency=2)
     ... def scale(s: pd.Series) -> pd.Series:
     ...     return s * 0.5
-    >>> scale(pd.Series([1.0, 4.0])).tolist()
+    >>> scale.func(pd.Series([1.0, 4.0])).tolist()
     [0.5, 2.0]
 
     An async UDF with up to 16 calls in flight, and the call form:

@@ -226,6 +226,18 @@ def test_read_csv_schema_matches_header_by_name(env, tmp_path):
 # --- transformations and expressions -------------------------------------------------------------
 
 
+@udf("int64")
+def name_len(s):
+    return len(s)
+
+
+def test_a_str_argument_of_a_udf_names_a_column(env):
+    # As PySpark users write it: name_len("s") applies the UDF to the column s, never
+    # to the string "s" (which would give 1 in every row).
+    out = env.from_pandas(BASE).select("s", name_len("s").alias("n")).to_pandas()
+    assert_same(out, pd.DataFrame({"s": BASE.s, "n": BASE.s.str.len()}))
+
+
 def test_division_by_zero_follows_pandas(env):
     data = pd.DataFrame({"a": [1, 0, -1, 4], "b": [0, 0, 0, 2], "f": [1.5, 0.0, -2.0, 1.0]})
     out = (

@@ -370,10 +370,16 @@ def add(a, b):
     return a + b
 
 
-def test_calling_a_udf_with_plain_values_still_calls_the_function():
-    assert to_fahrenheit(100) == 212.0
-    # Strings alone are plain values, not column names.
-    assert add("a", "b") == "ab"
+def test_calling_a_udf_applies_it_to_columns_and_func_calls_the_function():
+    # As in select, key_by and PySpark, a str argument names a column, even alone:
+    # name_len("email") must never run the function on the string "email".
+    e = add("a", "b")
+    assert isinstance(e, UdfCall)
+    assert str(e) == "add(a, b)"
+    assert add("a", lit("b")).output_name() == "add"
+    # The function itself, on plain values.
+    assert to_fahrenheit.func(100) == 212.0
+    assert add.func("a", "b") == "ab"
 
 
 def test_calling_a_udf_with_an_expression_makes_a_udf_expression():
@@ -419,7 +425,7 @@ def test_udf_expression_arguments_are_checked():
 
 def test_udf_expression_rejects_keywords_and_bad_arity():
     with pytest.raises(
-        TypeError, match="udf 'add': applied to expressions, a UDF takes positional"
+        TypeError, match=r"udf 'add': applied to columns, a UDF takes positional.*add\.func"
     ):
         add(col("n"), b=col("small"))
     with pytest.raises(

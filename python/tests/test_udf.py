@@ -28,7 +28,7 @@ def test_decorator_with_positional_return_type():
 
     assert isinstance(add_one, UserDefinedFunction)
     assert add_one.return_type == pa.int64()
-    assert add_one(1) == 2
+    assert add_one.func(1) == 2
 
 
 def test_decorator_with_data_type():
@@ -37,7 +37,7 @@ def test_decorator_with_data_type():
         return s.upper()
 
     assert upper.return_type == pa.string()
-    assert upper("a") == "A"
+    assert upper.func("a") == "A"
 
 
 def test_decorator_with_keywords():
@@ -47,7 +47,7 @@ def test_decorator_with_keywords():
 
     assert add_one.return_type == pa.int64()
     assert add_one.concurrency == 2
-    assert add_one(41) == 42
+    assert add_one.func(41) == 42
 
 
 def test_call_form_positional():
@@ -58,7 +58,7 @@ def test_call_form_positional():
     assert isinstance(u, UserDefinedFunction)
     assert u.func is add_one
     assert u.return_type == pa.int64()
-    assert u(1) == 2
+    assert u.func(1) == 2
 
 
 def test_call_form_keyword_data_type():
@@ -68,7 +68,7 @@ def test_call_form_keyword_data_type():
     u = udf(add_one, return_type=pa.int64(), batch_size=500)
     assert u.return_type == pa.int64()
     assert u.batch_size == 500
-    assert u(2) == 3
+    assert u.func(2) == 3
 
 
 def test_decorator_factory_applied_later():
@@ -76,7 +76,7 @@ def test_decorator_factory_applied_later():
     u = make(lambda s: s * 2)
     assert u.return_type == pa.float64()
     assert u.func_type == "pandas"
-    assert u(pd.Series([1.0, 2.0])).tolist() == [2.0, 4.0]
+    assert u.func(pd.Series([1.0, 2.0])).tolist() == [2.0, 4.0]
 
 
 def test_defaults():
@@ -107,7 +107,7 @@ def test_all_options():
     assert f.func_type == "arrow"
     assert f.concurrency == 3
     assert f.batch_size == 1024
-    assert f(pa.array([2.0, 4.0])).to_pylist() == [1.0, 2.0]
+    assert f.func(pa.array([2.0, 4.0])).to_pylist() == [1.0, 2.0]
 
 
 def test_numpy_integers_are_accepted_as_plain_ints():
@@ -175,21 +175,21 @@ def test_name_defaults():
 
     u = udf(Scaler(), "int64")
     assert u.name == "Scaler"
-    assert u(3) == 6
+    assert u.func(3) == 6
 
 
-def test_call_passes_arguments_through():
+def test_func_passes_arguments_through():
     def f(*args, **kwargs):
         return args, kwargs
 
     u = udf(f, "string")
-    assert u(1, 2, k="v") == ((1, 2), {"k": "v"})
+    assert u.func(1, 2, k="v") == ((1, 2), {"k": "v"})
 
 
 # --- async detection ------------------------------------------------------------------
 
 
-def test_async_function_is_detected_and_call_returns_coroutine():
+def test_async_function_is_detected_and_func_returns_coroutine():
     @udf("string", concurrency=8)
     async def fetch(key):
         await asyncio.sleep(0)
@@ -198,7 +198,7 @@ def test_async_function_is_detected_and_call_returns_coroutine():
     assert fetch.is_async is True
     assert fetch.func_type == "general"
     assert fetch.concurrency == 8
-    coro = fetch("k")
+    coro = fetch.func("k")
     assert inspect.iscoroutine(coro)
     assert asyncio.run(coro) == "K"
 
@@ -505,7 +505,7 @@ def test_spec_unpicklable_function():
         with lock:
             return x
 
-    assert guarded(1) == 1  # declaring and calling it directly still work
+    assert guarded.func(1) == 1  # declaring and calling it directly still work
     with pytest.raises(TypeError) as info:
         guarded.to_bytes()
     message = str(info.value)
