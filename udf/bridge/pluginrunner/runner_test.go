@@ -488,7 +488,14 @@ func TestHostDeathLeavesNoWorker(t *testing.T) {
 func testHostDeathLeavesNoWorker(t *testing.T, w worker) {
 	testkit.NoLeakedWorkers(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), hostHelperEnv+"="+w.name)
+	// The killed host cannot remove go-plugin's socket directory: keep it in
+	// one the test removes (short: a socket path is at most 107 bytes).
+	tmp, err := os.MkdirTemp("", "host-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	cmd.Env = append(os.Environ(), hostHelperEnv+"="+w.name, "TMPDIR="+tmp)
 	if w.name == "python" {
 		cmd.Env = append(cmd.Env, testkit.PythonEnv+"="+w.python)
 	}

@@ -109,9 +109,13 @@ func serve(start Start) int {
 		},
 		Logger: logger,
 	})
-	// plugin.Serve returns when the host's Shutdown stopped the server. A
-	// batch still running (a hung UDF) must not keep the process alive.
+	// plugin.Serve returns when the host's Shutdown stopped the server, or
+	// at once when it could not start serving (it logged why). A batch
+	// still running (a hung UDF) must not keep the process alive.
 	worker.closeChain()
+	if !worker.registered.Load() {
+		exit(1)
+	}
 	exit(0)
 	return 0
 }
@@ -142,6 +146,7 @@ type udfPlugin struct {
 
 func (p udfPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	workerpb.RegisterUdfWorkerServer(s, p.worker)
+	p.worker.registered.Store(true)
 	return nil
 }
 

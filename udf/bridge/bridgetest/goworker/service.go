@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/protobuf/proto"
@@ -26,6 +27,8 @@ type service struct {
 	dir        string
 	maxMessage int
 	logger     hclog.Logger
+	// registered is set once go-plugin's server holds the service.
+	registered atomic.Bool
 
 	mu    sync.Mutex
 	chain *chain
