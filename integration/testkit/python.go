@@ -81,7 +81,10 @@ func hasFlinkgo(python string) error {
 		out, runErr := exec.Command(python, "-c",
 			"import importlib.util, sys; sys.exit(importlib.util.find_spec('flinkgo') is None)").CombinedOutput()
 		if runErr != nil {
-			err = fmt.Errorf("%s cannot import flinkgo (%v) %s", python, runErr, strings.TrimSpace(string(out)))
+			err = fmt.Errorf("%s does not find the flinkgo package (%v)", python, runErr)
+			if detail := strings.TrimSpace(string(out)); detail != "" {
+				err = fmt.Errorf("%w: %s", err, detail)
+			}
 		}
 	}
 	probes.Store(python, err)

@@ -49,7 +49,12 @@ func serve(start Start) int {
 		fmt.Fprintln(stderr, StartExitLine)
 		return 3
 	case HangAtStart:
-		select {}
+		// Until SIGTERM or SIGKILL; waiting on a signal, not on nothing, the
+		// runtime cannot take the wait for a deadlock.
+		terms := make(chan os.Signal, 1)
+		signal.Notify(terms, syscall.SIGTERM)
+		<-terms
+		return 0
 	default:
 		fmt.Fprintf(stderr, "goworker: %s=%q is not a known start (serve, exit-at-start, hang-at-start)\n", Env, start)
 		return 2
