@@ -8,28 +8,29 @@ import (
 	"testing"
 
 	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest"
 )
 
 // assertCanceledInOrder checks the cancel path: ShutdownNow before the
 // runner's Cancel (or its Close for a runner without Cancel), each once.
-func assertCanceledInOrder(t *testing.T, log *callLog, cancelable bool) {
+func assertCanceledInOrder(t *testing.T, log *bridgetest.CallLog, cancelable bool) {
 	t.Helper()
 	stop := "runner.Close"
 	if cancelable {
 		stop = "runner.Cancel"
-		if n := log.count("runner.Close"); n != 0 {
-			t.Errorf("runner.Close called %d times on a runner with Cancel; log %v", n, log.snapshot())
+		if n := log.Count("runner.Close"); n != 0 {
+			t.Errorf("runner.Close called %d times on a runner with Cancel; log %v", n, log.Snapshot())
 		}
 	}
-	now, cancel := log.index("executor.ShutdownNow"), log.index(stop)
+	now, cancel := log.Index("executor.ShutdownNow"), log.Index(stop)
 	if now < 0 || cancel < 0 || now > cancel {
-		t.Errorf("want executor.ShutdownNow before %s; log %v", stop, log.snapshot())
+		t.Errorf("want executor.ShutdownNow before %s; log %v", stop, log.Snapshot())
 	}
-	if n := log.count(stop); n != 1 {
-		t.Errorf("%s called %d times, want 1; log %v", stop, n, log.snapshot())
+	if n := log.Count(stop); n != 1 {
+		t.Errorf("%s called %d times, want 1; log %v", stop, n, log.Snapshot())
 	}
-	if n := log.count("executor.Shutdown"); n != 0 {
-		t.Errorf("orderly executor.Shutdown on the cancel path; log %v", log.snapshot())
+	if n := log.Count("executor.Shutdown"); n != 0 {
+		t.Errorf("orderly executor.Shutdown on the cancel path; log %v", log.Snapshot())
 	}
 }
 
@@ -42,9 +43,9 @@ func TestCancelWakesFlushBlockedForever(t *testing.T) {
 		{"Close", func(op *Operator) error { return op.Close(context.Background()) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Options{BatchSize: 4}, true, func(r *fakeRunner) {
-				r.blockFlush = true
-				r.holdUntilFlush = true
+			h := newHarness(t, Options{BatchSize: 4}, true, func(r *bridgetest.Runner) {
+				r.BlockFlush = true
+				r.HoldUntilFlush = true
 			})
 			defer h.mem.AssertSize(t, 0)
 			if err := h.process(t, 0, 10); err != nil {
@@ -53,7 +54,7 @@ func TestCancelWakesFlushBlockedForever(t *testing.T) {
 
 			errc := make(chan error, 1)
 			go func() { errc <- tc.call(h.op) }()
-			waitFor(t, h.runner.flushStarted, "flush to start")
+			waitFor(t, h.runner.FlushStarted(), "flush to start")
 			go h.op.Cancel(nil) // from another goroutine than the task's
 			err := waitFor(t, errc, tc.name+" to return after Cancel")
 
@@ -68,8 +69,8 @@ func TestCancelWakesFlushBlockedForever(t *testing.T) {
 			if err := h.op.Close(context.Background()); !errors.Is(err, ErrCanceled) {
 				t.Fatalf("Close after Cancel: %v, want ErrCanceled", err)
 			}
-			if n := h.log.count("runner.Close"); n != 0 {
-				t.Fatalf("runner.Close called after Cancel; log %v", h.log.snapshot())
+			if n := h.log.Count("runner.Close"); n != 0 {
+				t.Fatalf("runner.Close called after Cancel; log %v", h.log.Snapshot())
 			}
 		})
 	}
@@ -79,12 +80,12 @@ func TestFailureTakesCancelPath(t *testing.T) {
 	errFlush := errors.New("worker said no")
 	for _, tc := range []struct {
 		name    string
-		tweak   func(*fakeRunner)
+		tweak   func(*bridgetest.Runner)
 		failAt  int
 		wantErr error
 	}{
-		{"emit fails", func(r *fakeRunner) { r.holdUntilFlush = true }, 2, errEmit},
-		{"flush fails", func(r *fakeRunner) { r.flushErr = errFlush }, 0, errFlush},
+		{"emit fails", func(r *bridgetest.Runner) { r.HoldUntilFlush = true }, 2, errEmit},
+		{"flush fails", func(r *bridgetest.Runner) { r.FlushErr = errFlush }, 0, errFlush},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Options{BatchSize: 4}, true, tc.tweak)
@@ -117,35 +118,35 @@ func TestFailureTakesCancelPath(t *testing.T) {
 			if err := h.op.Close(context.Background()); !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Close after failure: %v, want the failure", err)
 			}
-			if n := h.log.count("runner.Close"); n != 0 {
-				t.Fatalf("runner.Close called on the failing path; log %v", h.log.snapshot())
+			if n := h.log.Count("runner.Close"); n != 0 {
+				t.Fatalf("runner.Close called on the failing path; log %v", h.log.Snapshot())
 			}
 		})
 	}
 }
 
 func TestCancelFallsBackToCloseWithoutCanceler(t *testing.T) {
-	h := newHarness(t, Options{BatchSize: 4}, false, func(r *fakeRunner) { r.blockFlush = true })
+	h := newHarness(t, Options{BatchSize: 4}, false, func(r *bridgetest.Runner) { r.BlockFlush = true })
 	defer h.mem.AssertSize(t, 0)
 	if err := h.process(t, 0, 8); err != nil {
 		t.Fatal(err)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- h.op.FinishBundle(context.Background()) }()
-	waitFor(t, h.runner.flushStarted, "flush to start")
+	waitFor(t, h.runner.FlushStarted(), "flush to start")
 	h.op.Cancel(nil)
 	if err := waitFor(t, errc, "FinishBundle to return"); !errors.Is(err, ErrCanceled) {
 		t.Fatalf("FinishBundle: %v, want ErrCanceled", err)
 	}
 	assertCanceledInOrder(t, h.log, false)
 	_ = h.op.Close(context.Background())
-	if n := h.log.count("runner.Close"); n != 1 {
+	if n := h.log.Count("runner.Close"); n != 1 {
 		t.Fatalf("runner.Close called %d times, want once (by Cancel)", n)
 	}
 }
 
 func TestCloseFinishesActiveBundle(t *testing.T) {
-	h := newHarness(t, Options{BatchSize: 4}, true, func(r *fakeRunner) { r.holdUntilFlush = true })
+	h := newHarness(t, Options{BatchSize: 4}, true, func(r *bridgetest.Runner) { r.HoldUntilFlush = true })
 	defer h.mem.AssertSize(t, 0)
 	for start := int64(0); start < 10; start += 5 {
 		if err := h.process(t, start, 5); err != nil {
@@ -159,29 +160,29 @@ func TestCloseFinishesActiveBundle(t *testing.T) {
 	if !slices.Equal(vals, seq(0, 10)) || !slices.Equal(seqs, seq(0, 3)) {
 		t.Fatalf("emitted seqs %v values %v, want every row in order", seqs, vals)
 	}
-	if got, want := h.runner.processedRows(), []int64{4, 4, 2}; !slices.Equal(got, want) {
+	if got, want := h.runner.ProcessedRows(), []int64{4, 4, 2}; !slices.Equal(got, want) {
 		t.Fatalf("runner got batches of %v rows, want %v", got, want)
 	}
-	lastEmit, closed, shutdown := h.log.lastIndex("emit"), h.log.index("runner.Close"), h.log.index("executor.Shutdown")
+	lastEmit, closed, shutdown := h.log.LastIndex("emit"), h.log.Index("runner.Close"), h.log.Index("executor.Shutdown")
 	if closed < 0 || lastEmit > closed || shutdown < closed {
-		t.Fatalf("want every emit, then runner.Close, then executor.Shutdown; log %v", h.log.snapshot())
+		t.Fatalf("want every emit, then runner.Close, then executor.Shutdown; log %v", h.log.Snapshot())
 	}
-	if h.log.count("executor.ShutdownNow") != 0 || h.log.count("runner.Cancel") != 0 {
-		t.Fatalf("graceful Close took the cancel path; log %v", h.log.snapshot())
+	if h.log.Count("executor.ShutdownNow") != 0 || h.log.Count("runner.Cancel") != 0 {
+		t.Fatalf("graceful Close took the cancel path; log %v", h.log.Snapshot())
 	}
 	if err := h.process(t, 10, 1); !errors.Is(err, bridge.ErrClosed) {
 		t.Fatalf("ProcessBatch after Close: %v, want ErrClosed", err)
 	}
 	h.op.Cancel(nil) // after Close: nothing left to cancel
-	if n := h.log.count("runner.Cancel"); n != 0 {
-		t.Fatalf("Cancel after Close reached the runner; log %v", h.log.snapshot())
+	if n := h.log.Count("runner.Cancel"); n != 0 {
+		t.Fatalf("Cancel after Close reached the runner; log %v", h.log.Snapshot())
 	}
 }
 
 func TestClearRunnerDuringFlushLosesNothing(t *testing.T) {
-	h := newHarness(t, Options{BatchSize: 4}, true, func(r *fakeRunner) {
-		r.blockFlush = true
-		r.holdUntilFlush = true
+	h := newHarness(t, Options{BatchSize: 4}, true, func(r *bridgetest.Runner) {
+		r.BlockFlush = true
+		r.HoldUntilFlush = true
 	})
 	defer h.mem.AssertSize(t, 0)
 	if err := h.process(t, 0, 10); err != nil {
@@ -189,7 +190,7 @@ func TestClearRunnerDuringFlushLosesNothing(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- h.op.FinishBundle(context.Background()) }()
-	waitFor(t, h.runner.flushStarted, "flush to start")
+	waitFor(t, h.runner.FlushStarted(), "flush to start")
 
 	cleared := make(chan struct{})
 	go func() {
@@ -197,7 +198,7 @@ func TestClearRunnerDuringFlushLosesNothing(t *testing.T) {
 		close(cleared)
 	}()
 	waitFor(t, cleared, "clearRunner")
-	close(h.runner.releaseFlush)
+	h.runner.ReleaseFlush()
 
 	if err := waitFor(t, errc, "FinishBundle"); err != nil {
 		t.Fatalf("FinishBundle: %v", err)
@@ -216,9 +217,9 @@ func TestClearRunnerDuringFlushLosesNothing(t *testing.T) {
 
 func TestSecondCloseWaitsForFirst(t *testing.T) {
 	errClose := errors.New("worker exited with status 3")
-	h := newHarness(t, Options{}, true, func(r *fakeRunner) {
-		r.blockClose = true
-		r.closeErr = errClose
+	h := newHarness(t, Options{}, true, func(r *bridgetest.Runner) {
+		r.BlockClose = true
+		r.CloseErr = errClose
 	})
 	defer h.mem.AssertSize(t, 0)
 	if err := h.process(t, 0, 3); err != nil {
@@ -227,15 +228,15 @@ func TestSecondCloseWaitsForFirst(t *testing.T) {
 
 	first, second := make(chan error, 1), make(chan error, 1)
 	go func() { first <- h.op.Close(context.Background()) }()
-	waitFor(t, h.runner.closeStarted, "runner.Close")
+	waitFor(t, h.runner.CloseStarted(), "runner.Close")
 	go func() {
 		err := h.op.Close(context.Background())
-		if !h.runner.closeReturned() {
+		if !h.runner.CloseReturned() {
 			err = errors.New("second Close returned before the first finished")
 		}
 		second <- err
 	}()
-	close(h.runner.releaseClose)
+	h.runner.ReleaseClose()
 
 	err1 := waitFor(t, first, "first Close")
 	err2 := waitFor(t, second, "second Close")
@@ -245,7 +246,7 @@ func TestSecondCloseWaitsForFirst(t *testing.T) {
 	if err2 != err1 {
 		t.Fatalf("second Close: %v, want the first's error %v", err2, err1)
 	}
-	if n := h.log.count("runner.Close"); n != 1 {
+	if n := h.log.Count("runner.Close"); n != 1 {
 		t.Fatalf("runner.Close called %d times, want 1", n)
 	}
 	if err := h.op.Close(context.Background()); err != err1 {
@@ -281,14 +282,14 @@ func TestProcessBatchAfterCancel(t *testing.T) {
 
 func TestCancelWithCause(t *testing.T) {
 	cause := errors.New("job canceled by user")
-	h := newHarness(t, Options{}, true, func(r *fakeRunner) { r.blockFlush = true })
+	h := newHarness(t, Options{}, true, func(r *bridgetest.Runner) { r.BlockFlush = true })
 	defer h.mem.AssertSize(t, 0)
 	if err := h.process(t, 0, 3); err != nil {
 		t.Fatal(err)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- h.op.FinishBundle(context.Background()) }()
-	waitFor(t, h.runner.flushStarted, "flush to start")
+	waitFor(t, h.runner.FlushStarted(), "flush to start")
 	h.op.Cancel(cause)
 	if err := waitFor(t, errc, "FinishBundle"); !errors.Is(err, cause) || errors.Is(err, ErrCanceled) {
 		t.Fatalf("FinishBundle: %v, want an error wrapping the given cause only", err)
@@ -297,7 +298,7 @@ func TestCancelWithCause(t *testing.T) {
 }
 
 func TestContextEndTakesCancelPath(t *testing.T) {
-	h := newHarness(t, Options{}, true, func(r *fakeRunner) { r.blockFlush = true })
+	h := newHarness(t, Options{}, true, func(r *bridgetest.Runner) { r.BlockFlush = true })
 	defer h.mem.AssertSize(t, 0)
 	if err := h.process(t, 0, 3); err != nil {
 		t.Fatal(err)
@@ -305,7 +306,7 @@ func TestContextEndTakesCancelPath(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- h.op.FinishBundle(ctx) }()
-	waitFor(t, h.runner.flushStarted, "flush to start")
+	waitFor(t, h.runner.FlushStarted(), "flush to start")
 	cancel()
 	if err := waitFor(t, errc, "FinishBundle"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("FinishBundle: %v, want context.Canceled", err)

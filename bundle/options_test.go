@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest"
 )
 
 func TestOptionsDefaults(t *testing.T) {
@@ -28,7 +29,7 @@ func TestOptionsDefaults(t *testing.T) {
 func TestNewOperatorReportsEveryProblem(t *testing.T) {
 	opts := Options{BatchSize: -1, BundleSize: -2, BundleTime: -3, MaxBatchBytes: -4}
 	saved := opts
-	_, err := NewOperator(opts, newFakeRunner(&callLog{}), func(bridge.Result) error { return nil })
+	_, err := NewOperator(opts, bridgetest.NewRunner(nil), func(bridge.Result) error { return nil })
 	if err == nil {
 		t.Fatal("want an error")
 	}
@@ -46,7 +47,7 @@ func TestNewOperatorNeedsRunnerAndEmit(t *testing.T) {
 	if _, err := NewOperator(Options{Name: "op"}, nil, func(bridge.Result) error { return nil }); err == nil {
 		t.Error("nil runner accepted")
 	}
-	if _, err := NewOperator(Options{Name: "op"}, newFakeRunner(&callLog{}), nil); err == nil {
+	if _, err := NewOperator(Options{Name: "op"}, bridgetest.NewRunner(nil), nil); err == nil {
 		t.Error("nil emit accepted")
 	}
 }

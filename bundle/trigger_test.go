@@ -6,16 +6,18 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest"
 )
 
 func TestSizeTriggerFinishesBundle(t *testing.T) {
-	h := newHarness(t, Options{BatchSize: 10, BundleSize: 20}, true, func(r *fakeRunner) { r.holdUntilFlush = true })
+	h := newHarness(t, Options{BatchSize: 10, BundleSize: 20}, true, func(r *bridgetest.Runner) { r.HoldUntilFlush = true })
 	defer h.mem.AssertSize(t, 0)
 
 	if err := h.process(t, 0, 25); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.log.count("runner.Flush"); n != 1 {
+	if n := h.log.Count("runner.Flush"); n != 1 {
 		t.Fatalf("%d flushes after 25 rows with BundleSize 20, want 1", n)
 	}
 	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 20)) {
@@ -24,10 +26,10 @@ func TestSizeTriggerFinishesBundle(t *testing.T) {
 	if err := h.op.FinishBundle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := h.runner.processedRows(), []int64{10, 10, 5}; !slices.Equal(got, want) {
+	if got, want := h.runner.ProcessedRows(), []int64{10, 10, 5}; !slices.Equal(got, want) {
 		t.Fatalf("batches of %v rows, want %v", got, want)
 	}
-	if n := h.log.count("runner.Flush"); n != 2 {
+	if n := h.log.Count("runner.Flush"); n != 2 {
 		t.Fatalf("%d flushes, want 2", n)
 	}
 	if err := h.op.Close(context.Background()); err != nil {
@@ -48,10 +50,10 @@ func TestEffectiveBatchSizeIsMinOfBatchAndBundle(t *testing.T) {
 	if err := h.op.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := h.runner.processedRows(), []int64{30, 30, 10}; !slices.Equal(got, want) {
+	if got, want := h.runner.ProcessedRows(), []int64{30, 30, 10}; !slices.Equal(got, want) {
 		t.Fatalf("batches of %v rows, want %v", got, want)
 	}
-	if n := h.log.count("runner.Flush"); n != 3 {
+	if n := h.log.Count("runner.Flush"); n != 3 {
 		t.Fatalf("%d flushes, want 3 (two full bundles, then close)", n)
 	}
 	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 70)) {
@@ -97,17 +99,17 @@ func TestTimeTriggerFinishesBundle(t *testing.T) {
 	if err := h.process(t, 5, 1); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.log.count("runner.Flush"); n != 0 {
+	if n := h.log.Count("runner.Flush"); n != 0 {
 		t.Fatalf("flushed before BundleTime passed")
 	}
 	clock.advance(time.Millisecond)
 	if err := h.process(t, 6, 1); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.log.count("runner.Flush"); n != 1 {
+	if n := h.log.Count("runner.Flush"); n != 1 {
 		t.Fatalf("%d flushes once BundleTime passed, want 1", n)
 	}
-	if got, want := h.runner.processedRows(), []int64{7}; !slices.Equal(got, want) {
+	if got, want := h.runner.ProcessedRows(), []int64{7}; !slices.Equal(got, want) {
 		t.Fatalf("batches of %v rows, want %v", got, want)
 	}
 	if _, ok := h.op.BundleDeadline(); ok {
@@ -131,13 +133,13 @@ func TestTimeTriggerFinishesBundle(t *testing.T) {
 }
 
 func TestExplicitFinishBundle(t *testing.T) {
-	h := newHarness(t, Options{BatchSize: 10}, true, func(r *fakeRunner) { r.holdUntilFlush = true })
+	h := newHarness(t, Options{BatchSize: 10}, true, func(r *bridgetest.Runner) { r.HoldUntilFlush = true })
 	defer h.mem.AssertSize(t, 0)
 
 	if err := h.op.FinishBundle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.log.count("runner.Flush"); n != 0 {
+	if n := h.log.Count("runner.Flush"); n != 0 {
 		t.Fatal("flushed an empty bundle")
 	}
 	if err := h.process(t, 0, 3); err != nil {
@@ -155,7 +157,7 @@ func TestExplicitFinishBundle(t *testing.T) {
 	if err := h.op.FinishBundle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.log.count("runner.Flush"); n != 1 {
+	if n := h.log.Count("runner.Flush"); n != 1 {
 		t.Fatalf("%d flushes, want 1: nothing was pending the second time", n)
 	}
 	if err := h.op.Close(context.Background()); err != nil {
@@ -169,7 +171,7 @@ func TestProcessBatchEmitsAvailableResults(t *testing.T) {
 	if err := h.process(t, 0, 10); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.log.count("runner.Flush"); n != 0 {
+	if n := h.log.Count("runner.Flush"); n != 0 {
 		t.Fatal("flushed before any trigger")
 	}
 	if seqs, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 8)) || !slices.Equal(seqs, seq(0, 2)) {
@@ -181,7 +183,7 @@ func TestProcessBatchEmitsAvailableResults(t *testing.T) {
 }
 
 func TestResultsInInputOrder(t *testing.T) {
-	h := newHarness(t, Options{BatchSize: 7, BundleSize: 20}, true, func(r *fakeRunner) { r.holdUntilFlush = true })
+	h := newHarness(t, Options{BatchSize: 7, BundleSize: 20}, true, func(r *bridgetest.Runner) { r.HoldUntilFlush = true })
 	defer h.mem.AssertSize(t, 0)
 	var next int64
 	for _, n := range []int64{1, 13, 6, 40, 2, 9} {
@@ -200,7 +202,7 @@ func TestResultsInInputOrder(t *testing.T) {
 	if !slices.Equal(seqs, seq(0, int64(len(seqs)))) {
 		t.Fatalf("result seqs %v, want 0, 1, 2, ...", seqs)
 	}
-	for i, rows := range h.runner.processedRows() {
+	for i, rows := range h.runner.ProcessedRows() {
 		if rows > 7 {
 			t.Fatalf("batch %d has %d rows, over BatchSize 7", i, rows)
 		}

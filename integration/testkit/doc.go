@@ -2,6 +2,11 @@
 // interpreter, turns Python UDF source into UdfSpecs with the flinkgo
 // package itself, and checks that no worker process outlives a test.
 //
+// Python is the one place Go tests look for the interpreter: where there is
+// none, a test that needs it skips with a message saying how to run it
+// (`make setup`, or $FLINKGO_PYTHON), unless $FLINKGO_REQUIRE_PYTHON is 1, as
+// under `make test`, where it fails.
+//
 // It is imported by tests only; it has no mocks: every spec it returns was
 // pickled by cloudpickle in a real Python process.
 package testkit

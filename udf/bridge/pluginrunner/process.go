@@ -83,7 +83,8 @@ func startProcess(ctx context.Context, opts Options, logger hclog.Logger) (*plug
 		Plugins:         plugin.PluginSet{"udf": udfPlugin{}},
 		// Our own runner, so that a start canceled half-way leaves no
 		// process (go-plugin's Kill does nothing before its Start began).
-		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+		RunnerFunc: func(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
+			guard.setSocketDir(socketDir)
 			return guard.newCmd(opts.Python, append(spec.Env, extraEnv...))
 		},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
@@ -124,16 +125,19 @@ func startProcess(ctx context.Context, opts Options, logger hclog.Logger) (*plug
 		guard.abort()
 		<-done
 		client.Kill()
+		guard.removeSocketDir()
 		return nil, fmt.Errorf("%w: %w", bridge.ErrWorkerStart, context.Cause(ctx))
 	}
 	p.wc = guard.cmd()
 	if p.wc == nil {
 		client.Kill()
+		guard.removeSocketDir()
 		return nil, p.startError(d.err)
 	}
 	p.cmd = p.wc.cmd
 	if d.err != nil {
 		client.Kill()
+		guard.removeSocketDir()
 		return nil, p.startError(d.err)
 	}
 	p.conn = d.conn
@@ -242,6 +246,24 @@ type startGuard struct {
 	mu      sync.Mutex
 	aborted bool
 	wc      *workerCmd
+	// socketDir is go-plugin's directory for the worker's sockets. Kill
+	// removes it only when a process was started, so a failed start does.
+	socketDir string
+}
+
+func (g *startGuard) setSocketDir(dir string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.socketDir = dir
+}
+
+func (g *startGuard) removeSocketDir() {
+	g.mu.Lock()
+	dir := g.socketDir
+	g.mu.Unlock()
+	if dir != "" && strings.HasPrefix(filepath.Base(dir), "plugin-dir") {
+		_ = os.RemoveAll(dir)
+	}
 }
 
 var errStartAborted = errors.New("start canceled")

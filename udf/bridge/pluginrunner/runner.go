@@ -229,7 +229,11 @@ func (r *Runner) Open(ctx context.Context) error {
 
 	stream, streamCancel, err := r.openStream(openCtx, resp)
 	if err != nil {
-		err = fmt.Errorf("%s: open %s stream: %w", r.label, r.opts.Transport, r.lostError(err))
+		if !errors.Is(err, errNoDataSocket) {
+			// The worker's fate says more than the dial error.
+			err = r.lostError(err)
+		}
+		err = fmt.Errorf("%s: open %s stream: %w", r.label, r.opts.Transport, err)
 		r.failOpen(proc, err)
 		return err
 	}
@@ -239,12 +243,16 @@ func (r *Runner) Open(ctx context.Context) error {
 	return nil
 }
 
+// errNoDataSocket is a worker that ignored TRANSPORT_UNIX_SOCKET: it is
+// alive and well, so it is named as it is, not as a lost worker.
+var errNoDataSocket = errors.New("the worker opened no data socket (is its flinkgo package older than the host?)")
+
 // openStream connects the batch stream. Its cancel func aborts it: Recv
 // returns at once.
 func (r *Runner) openStream(ctx context.Context, resp *workerpb.OpenResponse) (batchStream, context.CancelFunc, error) {
 	if r.opts.Transport == TransportUnixSocket {
 		if resp.GetDataSocket() == "" {
-			return nil, nil, errors.New("the worker opened no data socket (is its flinkgo package older than the host?)")
+			return nil, nil, errNoDataSocket
 		}
 		s, err := dialSocketStream(ctx, resp.GetDataSocket(), r.opts.MaxMessageBytes)
 		if err != nil {

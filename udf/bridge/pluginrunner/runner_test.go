@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,17 +25,22 @@ import (
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
-// hostHelperEnv makes the test binary act as a host that starts a worker,
-// prints its pid and waits to be killed (see TestHostDeathLeavesNoWorker).
+// hostHelperEnv makes the test binary act as a host that starts a worker
+// (its value names which: "python" or "go"), prints its pid and waits to be
+// killed (see TestHostDeathLeavesNoWorker).
 const hostHelperEnv = "FLINKGO_TEST_HOST_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(hostHelperEnv) != "" {
-		runHostHelper()
+	// First: the Go worker is this binary, started with goworker.Env (and,
+	// under the host helper, with hostHelperEnv inherited too).
+	goworker.Main()
+	if w := os.Getenv(hostHelperEnv); w != "" {
+		runHostHelper(w)
 		return
 	}
 	goleak.VerifyTestMain(m)
@@ -78,9 +84,57 @@ def wrong_type(x):
     return "not a number"
 `
 
+// goUDFs are the Go worker's counterparts of udfSource's UDFs, by the same
+// names, so one test body runs against either worker.
+var goUDFs = map[string]*workerpb.UdfSpec{
+	"affine":     goworker.UDF("affine", goworker.Affine, arrow.PrimitiveTypes.Float64),
+	"upper":      goworker.UDF("upper", goworker.Upper, arrow.BinaryTypes.String),
+	"plus_one":   goworker.UDF("plus_one", goworker.AddOne, arrow.PrimitiveTypes.Int64),
+	"boom":       goworker.UDF("boom", goworker.FailOn(3), arrow.PrimitiveTypes.Int64),
+	"sleepy":     goworker.UDF("sleepy", goworker.Hang, arrow.PrimitiveTypes.Int64),
+	"too_short":  goworker.UDF("too_short", goworker.ShortResult, arrow.PrimitiveTypes.Int64),
+	"wrong_type": goworker.UDF("wrong_type", goworker.WrongType, arrow.PrimitiveTypes.Int64),
+	"wrong_seq":  goworker.UDF("wrong_seq", goworker.WrongSeq, arrow.PrimitiveTypes.Int64),
+	"bad_arrow":  goworker.UDF("bad_arrow", goworker.BadArrow, arrow.PrimitiveTypes.Int64),
+	"ident":      goworker.UDF("ident", goworker.Identity, arrow.PrimitiveTypes.Int64),
+	"chatty":     goworker.UDF("chatty", goworker.Chatty, arrow.PrimitiveTypes.Int64),
+}
+
+// worker is one implementation of the worker side of the protocol: the
+// Python worker, or the Go worker of package goworker.
+type worker struct {
+	name string
+	// python and env start it (Options.Python, Options.Env).
+	python string
+	env    []string
+	// specs holds udfSource's UDFs, by name.
+	specs map[string]*workerpb.UdfSpec
+}
+
+// logName is the name go-plugin gives the logger of the worker's stderr.
+func (w worker) logName() string { return filepath.Base(w.python) }
+
+func goWorker(start goworker.Start) worker {
+	python, env := goworker.Command(start)
+	return worker{name: "go", python: python, env: env, specs: goUDFs}
+}
+
+// pythonWorker skips the test when no Python with flinkgo is installed.
+func pythonWorker(t *testing.T) worker {
+	t.Helper()
+	return worker{name: "python", python: testkit.Python(t), specs: testkit.UDFSpecs(t, udfSource)}
+}
+
+// eachWorker runs test against the Go worker, then the Python worker.
+func eachWorker(t *testing.T, test func(t *testing.T, w worker)) {
+	t.Run("go", func(t *testing.T) { test(t, goWorker(goworker.Serve)) })
+	t.Run("python", func(t *testing.T) { test(t, pythonWorker(t)) })
+}
+
 type fixture struct {
 	t         *testing.T
 	mem       *memory.CheckedAllocator
+	w         worker
 	specs     map[string]*workerpb.UdfSpec
 	transport pluginrunner.Transport
 }
@@ -92,25 +146,36 @@ func eachTransport(t *testing.T, test func(t *testing.T, transport pluginrunner.
 	}
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, w worker) *fixture {
 	t.Helper()
 	testkit.NoLeakedWorkers(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
-	return &fixture{t: t, mem: mem, specs: testkit.UDFSpecs(t, udfSource)}
+	return &fixture{t: t, mem: mem, w: w, specs: w.specs}
 }
 
-func (f *fixture) runner(schema *arrow.Schema, calls ...*workerpb.UdfCall) *pluginrunner.Runner {
-	f.t.Helper()
-	r, err := pluginrunner.NewRunner(pluginrunner.Options{
+// options are the runner options of the fixture's worker and transport.
+func (f *fixture) options(schema *arrow.Schema, calls ...*workerpb.UdfCall) pluginrunner.Options {
+	return pluginrunner.Options{
 		Calls:        calls,
 		InputSchema:  schema,
-		Python:       testkit.Python(f.t),
+		Python:       f.w.python,
+		Env:          f.w.env,
 		Allocator:    f.mem,
 		OperatorName: "test",
 		Transport:    f.transport,
 		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
-	})
+	}
+}
+
+func (f *fixture) runner(schema *arrow.Schema, calls ...*workerpb.UdfCall) *pluginrunner.Runner {
+	f.t.Helper()
+	return f.open(f.options(schema, calls...))
+}
+
+func (f *fixture) open(opts pluginrunner.Options) *pluginrunner.Runner {
+	f.t.Helper()
+	r, err := pluginrunner.NewRunner(opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -149,11 +214,13 @@ func flushAndTake(t *testing.T, r bridge.Runner) ([]bridge.Result, error) {
 }
 
 func TestPandasArrowAndGeneralUDFs(t *testing.T) {
-	eachTransport(t, testPandasArrowAndGeneralUDFs)
+	eachWorker(t, func(t *testing.T, w worker) {
+		eachTransport(t, func(t *testing.T, tr pluginrunner.Transport) { testPandasArrowAndGeneralUDFs(t, w, tr) })
+	})
 }
 
-func testPandasArrowAndGeneralUDFs(t *testing.T, transport pluginrunner.Transport) {
-	f := newFixture(t)
+func testPandasArrowAndGeneralUDFs(t *testing.T, w worker, transport pluginrunner.Transport) {
+	f := newFixture(t, w)
 	f.transport = transport
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "x", Type: arrow.PrimitiveTypes.Float64},
@@ -207,7 +274,11 @@ func testPandasArrowAndGeneralUDFs(t *testing.T, transport pluginrunner.Transpor
 }
 
 func TestUDFExceptionCarriesTraceback(t *testing.T) {
-	f := newFixture(t)
+	eachWorker(t, testUDFExceptionCarriesTraceback)
+}
+
+func testUDFExceptionCarriesTraceback(t *testing.T, w worker) {
+	f := newFixture(t, w)
 	r := f.runner(int64Schema, testkit.Call(f.specs["boom"], "y", "x"))
 	defer r.Cancel()
 	ok := f.int64Batch(1, 2)
@@ -224,10 +295,16 @@ func TestUDFExceptionCarriesTraceback(t *testing.T) {
 	if !errors.As(err, &udfErr) {
 		t.Fatalf("want a *bridge.UDFError, got %v", err)
 	}
-	if udfErr.UDF != "boom" || udfErr.Seq != 1 || udfErr.Type != "ZeroDivisionError" {
+	// What the worker reports of the failure: Python's exception and
+	// traceback, or the Go worker's error.
+	wantType, wantTraceback := "ZeroDivisionError", []string{"Traceback (most recent call last)", "udfs.py\", line 22, in boom", `raise ZeroDivisionError("three is not allowed")`}
+	if w.name == "go" {
+		wantType, wantTraceback = goworker.ErrorType, []string{`goworker: udf "boom": value 3 is not allowed`}
+	}
+	if udfErr.UDF != "boom" || udfErr.Seq != 1 || udfErr.Type != wantType {
 		t.Errorf("error fields: %+v", udfErr)
 	}
-	for _, want := range []string{"Traceback (most recent call last)", "udfs.py\", line 22, in boom", `raise ZeroDivisionError("three is not allowed")`} {
+	for _, want := range wantTraceback {
 		if !strings.Contains(udfErr.Traceback, want) {
 			t.Errorf("traceback lacks %q:\n%s", want, udfErr.Traceback)
 		}
@@ -242,11 +319,26 @@ func TestUDFExceptionCarriesTraceback(t *testing.T) {
 }
 
 func TestWrongResultShapeIsNamed(t *testing.T) {
-	f := newFixture(t)
-	for name, want := range map[string]string{
+	eachWorker(t, testWrongResultShapeIsNamed)
+}
+
+func testWrongResultShapeIsNamed(t *testing.T, w worker) {
+	f := newFixture(t, w)
+	// The Python worker checks its UDFs' results itself; the Go worker
+	// passes them on, so the runner's own checks catch them.
+	cases := map[string]string{
 		"too_short":  "returned 1 rows for a batch of 3 rows",
 		"wrong_type": "do not convert to its declared return type int64",
-	} {
+	}
+	if w.name == "go" {
+		cases = map[string]string{
+			"too_short":  "batch 0 had 3 rows but its result has 1",
+			"wrong_type": `column "y" is utf8, declared int64`,
+			"wrong_seq":  "got the result of batch 1 while batch 0 was next",
+			"bad_arrow":  "result of batch 0 is not a valid Arrow IPC stream",
+		}
+	}
+	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := f.runner(int64Schema, testkit.Call(f.specs[name], "y", "x"))
 			defer r.Cancel()
@@ -257,16 +349,21 @@ func TestWrongResultShapeIsNamed(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), name) {
 				t.Fatalf("want an error naming %s with %q, got %v", name, want, err)
 			}
+			if w.name == "go" && !errors.Is(err, bridge.ErrResultMismatch) {
+				t.Errorf("want an error wrapping ErrResultMismatch, got %v", err)
+			}
 		})
 	}
 }
 
 func TestWorkerKilledMidBundle(t *testing.T) {
-	eachTransport(t, testWorkerKilledMidBundle)
+	eachWorker(t, func(t *testing.T, w worker) {
+		eachTransport(t, func(t *testing.T, tr pluginrunner.Transport) { testWorkerKilledMidBundle(t, w, tr) })
+	})
 }
 
-func testWorkerKilledMidBundle(t *testing.T, transport pluginrunner.Transport) {
-	f := newFixture(t)
+func testWorkerKilledMidBundle(t *testing.T, w worker, transport pluginrunner.Transport) {
+	f := newFixture(t, w)
 	f.transport = transport
 	r := f.runner(int64Schema, testkit.Call(f.specs["sleepy"], "y", "x"))
 	defer r.Cancel()
@@ -295,13 +392,15 @@ func testWorkerKilledMidBundle(t *testing.T, transport pluginrunner.Transport) {
 }
 
 func TestCancelDoesNotWaitForHungWorker(t *testing.T) {
-	eachTransport(t, testCancelDoesNotWaitForHungWorker)
+	eachWorker(t, func(t *testing.T, w worker) {
+		eachTransport(t, func(t *testing.T, tr pluginrunner.Transport) { testCancelDoesNotWaitForHungWorker(t, w, tr) })
+	})
 }
 
-func testCancelDoesNotWaitForHungWorker(t *testing.T, transport pluginrunner.Transport) {
+func testCancelDoesNotWaitForHungWorker(t *testing.T, w worker, transport pluginrunner.Transport) {
 	for _, how := range []string{"sleep", "sigstop"} {
 		t.Run(how, func(t *testing.T) {
-			f := newFixture(t)
+			f := newFixture(t, w)
 			f.transport = transport
 			r := f.runner(int64Schema, testkit.Call(f.specs["sleepy"], "y", "x"))
 			b := f.int64Batch(1)
@@ -339,7 +438,11 @@ func testCancelDoesNotWaitForHungWorker(t *testing.T, transport pluginrunner.Tra
 }
 
 func TestCloseIsIdempotentAndRefusesWork(t *testing.T) {
-	f := newFixture(t)
+	eachWorker(t, testCloseIsIdempotentAndRefusesWork)
+}
+
+func testCloseIsIdempotentAndRefusesWork(t *testing.T, w worker) {
+	f := newFixture(t, w)
 	r := f.runner(int64Schema, testkit.Call(f.specs["plus_one"], "y", "x"))
 	pid := r.Pid()
 	errs := make(chan error, 2)
@@ -361,9 +464,10 @@ func TestCloseIsIdempotentAndRefusesWork(t *testing.T) {
 }
 
 func TestStartFailureIsClear(t *testing.T) {
-	f := newFixture(t)
+	// The interpreter is missing, so the spec is never read: the Go
+	// worker's will do.
 	r, err := pluginrunner.NewRunner(pluginrunner.Options{
-		Calls:       []*workerpb.UdfCall{testkit.Call(f.specs["plus_one"], "y", "x")},
+		Calls:       []*workerpb.UdfCall{testkit.Call(goUDFs["plus_one"], "y", "x")},
 		InputSchema: int64Schema,
 		Python:      "/nonexistent/python3",
 		Logger:      hclog.NewNullLogger(),
@@ -378,9 +482,23 @@ func TestStartFailureIsClear(t *testing.T) {
 }
 
 func TestHostDeathLeavesNoWorker(t *testing.T) {
+	eachWorker(t, testHostDeathLeavesNoWorker)
+}
+
+func testHostDeathLeavesNoWorker(t *testing.T, w worker) {
 	testkit.NoLeakedWorkers(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), hostHelperEnv+"=1", "FLINKGO_PYTHON="+testkit.Python(t))
+	// The killed host cannot remove go-plugin's socket directory: keep it in
+	// one the test removes (short: a socket path is at most 107 bytes).
+	tmp, err := os.MkdirTemp("", "host-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	cmd.Env = append(os.Environ(), hostHelperEnv+"="+w.name, "TMPDIR="+tmp)
+	if w.name == "python" {
+		cmd.Env = append(cmd.Env, testkit.PythonEnv+"="+w.python)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -408,22 +526,26 @@ func TestHostDeathLeavesNoWorker(t *testing.T) {
 	}
 }
 
-// runHostHelper starts a worker, prints its pid and blocks until killed.
-func runHostHelper() {
-	src := `
+// runHostHelper starts a worker ("python" or "go"), prints its pid and
+// blocks until killed.
+func runHostHelper(which string) {
+	opts := pluginrunner.Options{InputSchema: int64Schema, Logger: hclog.NewNullLogger()}
+	if which == "go" {
+		w := goWorker(goworker.Serve)
+		opts.Python, opts.Env = w.python, w.env
+		opts.Calls = []*workerpb.UdfCall{testkit.Call(w.specs["ident"], "y", "x")}
+	} else {
+		src := `
 from flinkgo import udf
 
 @udf("int64")
 def ident(x):
     return x
 `
-	t := &helperT{}
-	specs := testkit.UDFSpecs(t, src)
-	r, err := pluginrunner.NewRunner(pluginrunner.Options{
-		Calls:       []*workerpb.UdfCall{testkit.Call(specs["ident"], "y", "x")},
-		InputSchema: int64Schema,
-		Logger:      hclog.NewNullLogger(),
-	})
+		specs := testkit.UDFSpecs(&helperT{}, src)
+		opts.Calls = []*workerpb.UdfCall{testkit.Call(specs["ident"], "y", "x")}
+	}
+	r, err := pluginrunner.NewRunner(opts)
 	if err == nil {
 		err = r.Open(context.Background())
 	}
@@ -471,8 +593,14 @@ func (b *syncBuffer) String() string {
 }
 
 func TestWorkerOutputReachesLogsTagged(t *testing.T) {
+	eachWorker(t, testWorkerOutputReachesLogsTagged)
+}
+
+func testWorkerOutputReachesLogsTagged(t *testing.T, w worker) {
 	testkit.NoLeakedWorkers(t)
-	specs := testkit.UDFSpecs(t, `
+	specs := w.specs
+	if w.name == "python" {
+		specs = testkit.UDFSpecs(t, `
 import sys
 from flinkgo import udf
 
@@ -482,13 +610,15 @@ def chatty(x):
     sys.stderr.write("written to stderr by the udf\n")
     return x
 `)
+	}
 	var logs syncBuffer
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	r, err := pluginrunner.NewRunner(pluginrunner.Options{
 		Calls:        []*workerpb.UdfCall{testkit.Call(specs["chatty"], "y", "x")},
 		InputSchema:  int64Schema,
-		Python:       testkit.Python(t),
+		Python:       w.python,
+		Env:          w.env,
 		Allocator:    mem,
 		OperatorName: "op7",
 		Subtask:      3,
@@ -525,7 +655,7 @@ def chatty(x):
 	for _, want := range []string{
 		`udf stdout: operator=op7 subtask=3 udf=chatty line="printed by the udf 42"`,
 		"written to stderr by the udf",
-		"udf.python: udf chain opened: operator=op7 subtask=3 udf=chatty",
+		"udf." + w.logName() + ": udf chain opened: operator=op7 subtask=3 udf=chatty",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %q:\n%s", want, out)
@@ -539,7 +669,37 @@ def chatty(x):
 }
 
 func TestMapBatchesReturnsAnyNumberOfRows(t *testing.T) {
-	f := newFixture(t)
+	t.Run("go", func(t *testing.T) {
+		f := newFixture(t, goWorker(goworker.Serve))
+		spec := goworker.MapBatches("twice", goworker.Repeat, int64Schema)
+		r := f.runner(int64Schema, &workerpb.UdfCall{Udf: spec})
+		defer func() {
+			if err := r.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		b := f.int64Batch(1, 2, 3)
+		defer b.Release()
+		if err := r.Process(context.Background(), 0, b); err != nil {
+			t.Fatal(err)
+		}
+		results, err := flushAndTake(t, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != 1 {
+			t.Fatalf("%d results", len(results))
+		}
+		defer results[0].Batch.Release()
+		if got := fmt.Sprint(results[0].Batch.Column(0)); got != "[1 2 3 1 2 3]" {
+			t.Errorf("map_batches result %s", got)
+		}
+	})
+	t.Run("python", testMapBatchesReturnsAnyNumberOfRowsPython)
+}
+
+func testMapBatchesReturnsAnyNumberOfRowsPython(t *testing.T) {
+	f := newFixture(t, pythonWorker(t))
 	specs := testkit.UDFSpecs(t, `
 import pandas as pd
 from flinkgo import udf
@@ -587,12 +747,17 @@ def twice_big(df):
 }
 
 func TestCancelDuringStartLeavesNoProcess(t *testing.T) {
-	f := newFixture(t)
+	eachWorker(t, testCancelDuringStartLeavesNoProcess)
+}
+
+func testCancelDuringStartLeavesNoProcess(t *testing.T, w worker) {
+	f := newFixture(t, w)
 	for _, after := range []time.Duration{0, time.Millisecond, 20 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond} {
 		r, err := pluginrunner.NewRunner(pluginrunner.Options{
 			Calls:       []*workerpb.UdfCall{testkit.Call(f.specs["plus_one"], "y", "x")},
 			InputSchema: int64Schema,
-			Python:      testkit.Python(t),
+			Python:      w.python,
+			Env:         w.env,
 			Logger:      hclog.NewNullLogger(),
 		})
 		if err != nil {
