@@ -54,6 +54,7 @@ from flinkgo.exceptions import (
     SavepointError,
     SchemaError,
     UdfPickleError,
+    UnexecutedSinkWarning,
 )
 from flinkgo.expr import Expr, col, lit
 from flinkgo.job import JobResult, OperatorMetrics
@@ -95,6 +96,7 @@ __all__ = [
     "SchemaError",
     "Sink",
     "UdfPickleError",
+    "UnexecutedSinkWarning",
     "UserDefinedFunction",
     "__version__",
     "col",

@@ -28,6 +28,8 @@ client (grpc) when a job is first run.
 from __future__ import annotations
 
 import os
+import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
@@ -42,6 +44,7 @@ from flinkgo.exceptions import (
     InvalidArgumentError,
     RuntimeConnectionError,
     SchemaError,
+    UnexecutedSinkWarning,
 )
 from flinkgo.job import JobResult
 from flinkgo.job_client import JobClient
@@ -163,6 +166,10 @@ class Environment:
             raise (ArgumentTypeError if type_errors else InvalidArgumentError)(problems)
         self._endpoint = endpoint
         self._sinks: list[Step] = []
+        # The names of sinks added and not yet executed; a finalizer warns about
+        # them when the Environment is collected or the interpreter exits.
+        self._unexecuted: list[str] = []
+        weakref.finalize(self, _warn_unexecuted_sinks, self._unexecuted)
 
     @property
     def parallelism(self) -> int | None:
@@ -608,6 +615,7 @@ class Environment:
         """
         plan = self._plan_of(self._sinks, name)
         self._sinks = []
+        self._unexecuted.clear()
         return self._execute(plan, progress=progress)
 
     def execute_async(self, name: str = "flinkgo job") -> JobClient:
@@ -644,6 +652,7 @@ class Environment:
         """
         plan = self._plan_of(self._sinks, name)
         self._sinks = []
+        self._unexecuted.clear()
         return JobClient(
             name,
             lambda on_event: self._with_client(
@@ -740,3 +749,17 @@ class Environment:
 
     def _add_sink(self, step: Step) -> None:
         self._sinks.append(step)
+        self._unexecuted.append(step.name)
+
+
+def _warn_unexecuted_sinks(names: list[str]) -> None:
+    # Called when an Environment is collected or at interpreter exit: a sink that was
+    # defined but never executed wrote nothing, which is worth a word.
+    if names:
+        warnings.warn(
+            f"flinkgo: {len(names)} sink(s) were defined but never executed, so they "
+            f"wrote nothing: {', '.join(names)}; call env.execute() (or "
+            "env.execute_async()) after defining them",
+            UnexecutedSinkWarning,
+            stacklevel=1,
+        )

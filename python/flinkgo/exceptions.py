@@ -44,6 +44,7 @@ __all__ = [
     "SavepointError",
     "SchemaError",
     "UdfPickleError",
+    "UnexecutedSinkWarning",
 ]
 
 
@@ -251,4 +252,15 @@ class RuntimeConnectionError(FlinkgoError, ConnectionError):
     """The runtime could not be reached, or the connection to it broke during a job.
 
     The message names the endpoint and gRPC's status.
+    """
+
+
+# --- warnings ------------------------------------------------------------------------------
+
+
+class UnexecutedSinkWarning(UserWarning):
+    """Sinks were defined (``print``, ``write_csv``, ...) but their job never ran.
+
+    Warned when the :class:`~flinkgo.Environment` is garbage-collected or the interpreter
+    exits; the message names the sinks. Call ``env.execute()`` after defining them.
     """

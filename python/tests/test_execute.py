@@ -9,13 +9,17 @@ or started, every test here fails with the reason.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
 import os
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -830,3 +834,36 @@ def test_cancel_by_job_id(runtime):
     ]
     assert states[-2:] == ["JOB_STATE_CANCELING", "JOB_STATE_CANCELED"]
     assert no_children_left(runtime.pid)
+
+
+def test_a_sink_never_executed_is_warned_about_at_exit(tmp_path):
+    script = tmp_path / "forgot.py"
+    script.write_text(
+        "import pandas as pd\n"
+        "import flinkgo as fg\n"
+        "env = fg.Environment()\n"
+        f"env.from_pandas(pd.DataFrame({{'x': [1]}})).write_csv({str(tmp_path / 'out')!r})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "UnexecutedSinkWarning: flinkgo: 1 sink(s) were defined but never executed" in (
+        done.stderr
+    )
+    assert "write_csv" in done.stderr and "env.execute()" in done.stderr
+
+
+def test_a_sink_never_executed_is_warned_about_when_collected():
+    env = fg.Environment()
+    env.from_pandas(BASE).print()
+    with pytest.warns(fg.UnexecutedSinkWarning, match="print"):
+        del env
+        gc.collect()
+    executed = fg.Environment()
+    executed.from_pandas(BASE.iloc[:1]).filter(fg.col("x") > 1000).print()
+    executed.execute()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fg.UnexecutedSinkWarning)
+        del executed
+        gc.collect()
