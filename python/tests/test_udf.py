@@ -555,6 +555,7 @@ def test_package_exports():
         "SchemaError",
         "ExpressionTypeError",
         "UdfPickleError",
+        "UnexecutedSinkWarning",
         "NoSuchFileError",
         "PathIsDirectoryError",
         "PathIsFileError",
