@@ -134,3 +134,30 @@ func compareInt64(a, b int64) int {
 	}
 	return 0
 }
+
+// MergeGroup is a set of windows that intersect or touch, transitively, and
+// the window covering them.
+type MergeGroup struct {
+	Result  Window
+	Members []Window
+}
+
+// MergeWindows groups windows that intersect or touch (transitively), as
+// Flink's TimeWindow.mergeWindows, and returns every group by start, single
+// windows included (Flink calls back only for groups of more than one). An
+// operator can use it to merge a batch's session windows per key before
+// adding the groups to the key's MergingSet. windows is not modified.
+func MergeWindows(windows []Window) []MergeGroup {
+	sorted := slices.Clone(windows)
+	slices.SortFunc(sorted, func(a, b Window) int { return compareInt64(a.Start, b.Start) })
+	var groups []MergeGroup
+	for _, w := range sorted {
+		if n := len(groups); n > 0 && groups[n-1].Result.Intersects(w) {
+			groups[n-1].Result = groups[n-1].Result.Cover(w)
+			groups[n-1].Members = append(groups[n-1].Members, w)
+			continue
+		}
+		groups = append(groups, MergeGroup{Result: w, Members: []Window{w}})
+	}
+	return groups
+}

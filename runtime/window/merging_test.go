@@ -193,3 +193,31 @@ func TestMergingSetMatchesDefinition(t *testing.T) {
 		}
 	}
 }
+
+// The vectors of Flink's EventTimeSessionWindowsTest (mergeWindows).
+func TestMergeWindowsFlinkVectors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []Window
+		want []MergeGroup
+	}{
+		{"single point window", []Window{w(0, 0)}, []MergeGroup{{w(0, 0), []Window{w(0, 0)}}}},
+		{"single window", []Window{w(0, 1)}, []MergeGroup{{w(0, 1), []Window{w(0, 1)}}}},
+		{"consecutive windows", []Window{w(0, 1), w(1, 2), w(2, 3), w(4, 5), w(5, 6)}, []MergeGroup{
+			{w(0, 3), []Window{w(0, 1), w(1, 2), w(2, 3)}},
+			{w(4, 6), []Window{w(4, 5), w(5, 6)}},
+		}},
+		{"covering windows", []Window{w(1, 1), w(0, 2), w(4, 7), w(5, 6)}, []MergeGroup{
+			{w(0, 2), []Window{w(0, 2), w(1, 1)}},
+			{w(4, 7), []Window{w(4, 7), w(5, 6)}},
+		}},
+		{"none", nil, nil},
+	} {
+		got := MergeWindows(tc.in)
+		if !slices.EqualFunc(got, tc.want, func(a, b MergeGroup) bool {
+			return a.Result == b.Result && slices.Equal(a.Members, b.Members)
+		}) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -326,3 +326,23 @@ func BenchmarkSliceEnd(b *testing.B) {
 		})
 	}
 }
+
+// The cost a row would have without slices: one entry per window.
+func BenchmarkHopAssignWindows(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		h    Hop
+	}{
+		{"size/slide=2", Hop{Size: 10_000, Slide: 5_000}},
+		{"size/slide=100", Hop{Size: 100_000, Slide: 1_000}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			dst := make([]Window, 0, 100)
+			ts := int64(1_700_000_000_000)
+			for b.Loop() {
+				ts += 7
+				dst = tc.h.AssignWindows(ts, dst[:0])
+			}
+		})
+	}
+}

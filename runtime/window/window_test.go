@@ -179,12 +179,15 @@ func TestCumulateAndSessionAssignment(t *testing.T) {
 			t.Errorf("cumulate at %d = %v, want %v", tc.ts, got, tc.want)
 		}
 	}
-	s, err := NewSession(3)
+	// EventTimeSessionWindowsTest's testWindowAssignment.
+	s, err := NewSession(5000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.AssignWindows(10, nil); !slices.Equal(got, windows(10, 13)) {
-		t.Errorf("session at 10 = %v", got)
+	for _, ts := range []int64{0, 4999, 5000} {
+		if got := s.AssignWindows(ts, nil); !slices.Equal(got, windows(ts, ts+5000)) {
+			t.Errorf("session at %d = %v", ts, got)
+		}
 	}
 	if got := s.AssignWindows(math.MaxInt64-1, nil); !slices.Equal(got, windows(math.MaxInt64-1, math.MaxInt64)) {
 		t.Errorf("session near the greatest time = %v", got)
@@ -216,6 +219,7 @@ func TestValidation(t *testing.T) {
 		{"cumulate size not a multiple", second(NewCumulate(2000, 5000, 0)), "cumulate size 5000ms is not a multiple of the step 2000ms"},
 		{"cumulate offset", second(NewCumulate(1000, 5000, 5000)), "smaller than the size"},
 		{"session zero gap", second(NewSession(0)), "session gap is 0ms"},
+		{"session negative gap", second(NewSession(-1000)), "session gap is -1000ms; it must be positive"},
 	} {
 		switch {
 		case tc.want == "" && tc.err != nil:
