@@ -10,7 +10,8 @@
 //     WatermarksWithIdleness, with an injectable Clock).
 //   - Multiplexer: one output per split combined into the subtask's
 //     watermark, the minimum over non-idle splits (Flink's
-//     WatermarkOutputMultiplexer).
+//     WatermarkOutputMultiplexer); Splits: a generator per split feeding
+//     one, as Flink's SourceOperator wires them.
 //   - Valve: a task's input watermark over its input channels (Flink's
 //     StatusWatermarkValve), and InputCombiner: the minimum over the inputs
 //     of a two-input operator (Flink's IndexedCombinedWatermarkStatus as
