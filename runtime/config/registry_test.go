@@ -243,7 +243,7 @@ func TestRegistriesAreIndependentValues(t *testing.T) {
 func TestParseDuration(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"500": 500 * time.Millisecond, "500 ms": 500 * time.Millisecond, "10 s": 10 * time.Second, "10s": 10 * time.Second,
-		"1 min": time.Minute, "2h": 2 * time.Hour, "1 d": 24 * time.Hour, "1.5 s": 1500 * time.Millisecond, "0.3 s": 300 * time.Millisecond, "0.7 min": 42 * time.Second,
+		"1 min": time.Minute, "2h": 2 * time.Hour, "1 d": 24 * time.Hour, "1.5 s": 1500 * time.Millisecond, "0.3 s": 300 * time.Millisecond, "0.57 min": 34200 * time.Millisecond, "0.7 min": 42 * time.Second,
 		"1m30s": 90 * time.Second, " 0 ": 0,
 		// Every unit label of Flink's TimeUtils.parseDuration, singular and plural.
 		"2 d": 48 * time.Hour, "1 day": 24 * time.Hour, "2 days": 48 * time.Hour,

@@ -128,8 +128,8 @@ func ParseDuration(v string) (time.Duration, error) {
 			unit, known = time.Millisecond, true
 		}
 		if f, err := strconv.ParseFloat(number, 64); err == nil && known {
-			// Rounded to the nanosecond: 0.3 * 1e9 is 299999999.99999994 in
-			// floating point, and "0.3 s" means 300 ms.
+			// Rounded to the nanosecond: 0.57 * 6e10 is 34199999999.999996 in
+			// floating point, and "0.57 min" means 34.2 s.
 			length := math.Round(f * float64(unit))
 			if length >= math.MaxInt64 {
 				return 0, errors.New("duration too large: at most about 292 years (" + time.Duration(math.MaxInt64).String() + ")")
