@@ -244,14 +244,21 @@ func TestRegistriesAreIndependentValues(t *testing.T) {
 func TestParseDuration(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"500": 500 * time.Millisecond, "500 ms": 500 * time.Millisecond, "10 s": 10 * time.Second, "10s": 10 * time.Second,
-		"1 min": time.Minute, "2h": 2 * time.Hour, "1 d": 24 * time.Hour, "1.5 s": 1500 * time.Millisecond,
+		"1 min": time.Minute, "2h": 2 * time.Hour, "1 d": 24 * time.Hour, "1.5 s": 1500 * time.Millisecond, "0.3 s": 300 * time.Millisecond, "0.57 min": 34200 * time.Millisecond, "0.7 min": 42 * time.Second,
 		"1m30s": 90 * time.Second, " 0 ": 0,
+		// Every unit label of Flink's TimeUtils.parseDuration, singular and plural.
+		"2 d": 48 * time.Hour, "1 day": 24 * time.Hour, "2 days": 48 * time.Hour,
+		"1 hour": time.Hour, "3 HOURS": 3 * time.Hour, "5 minute": 5 * time.Minute, "5 minutes": 5 * time.Minute,
+		"10 sec": 10 * time.Second, "10 secs": 10 * time.Second, "1 second": time.Second, "30 seconds": 30 * time.Second,
+		"7 milli": 7 * time.Millisecond, "7 millis": 7 * time.Millisecond, "250 millisecond": 250 * time.Millisecond,
+		"250 milliseconds": 250 * time.Millisecond, "3 µs": 3 * time.Microsecond, "3 micro": 3 * time.Microsecond,
+		"3 microseconds": 3 * time.Microsecond, "9 ns": 9, "9 nano": 9, "9 nanoseconds": 9, "5m": 5 * time.Minute,
 	} {
 		if got, err := config.ParseDuration(in); err != nil || got != want {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "soon", "-1", "-1 s", "1 fortnight", "inf s"} {
+	for _, in := range []string{"", "soon", "-1", "-1 s", "1 fortnight", "inf s", "1 secondz", "99999999999 d", "1e3 ms", "s"} {
 		if _, err := config.ParseDuration(in); err == nil {
 			t.Errorf("ParseDuration(%q) succeeded", in)
 		}

@@ -85,27 +85,60 @@ func (k Key) enumValue(v string) (string, bool) {
 	return "", false
 }
 
-// ParseDuration reads Flink's duration syntax: a number of milliseconds, or
-// a number with a unit (ms, s, min, h, d; "10 s", "10s"), or a Go duration
-// ("1m30s"). Negative durations are refused.
-func ParseDuration(v string) (time.Duration, error) {
-	s := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(v), " ", ""))
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
-		return time.Duration(n) * time.Millisecond, nil
+// durationUnits maps Flink's duration unit labels (TimeUtils.parseDuration:
+// singular and plural spellings) to their length.
+var durationUnits = func() map[string]time.Duration {
+	units := map[string]time.Duration{
+		"d": 24 * time.Hour, "h": time.Hour, "min": time.Minute, "s": time.Second,
+		"ms": time.Millisecond, "µs": time.Microsecond, "μs": time.Microsecond, "us": time.Microsecond,
+		"ns": time.Nanosecond,
 	}
-	units := []struct {
-		suffix string
-		unit   time.Duration
-	}{{"ms", time.Millisecond}, {"min", time.Minute}, {"s", time.Second}, {"h", time.Hour}, {"d", 24 * time.Hour}}
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			if f, err := strconv.ParseFloat(num, 64); err == nil && f >= 0 && !math.IsInf(f, 0) {
-				return time.Duration(f * float64(u.unit)), nil
+	// Labels that also take a plural "s", as Flink's.
+	for label, unit := range map[string]time.Duration{
+		"day": 24 * time.Hour, "hour": time.Hour, "minute": time.Minute, "sec": time.Second,
+		"second": time.Second, "milli": time.Millisecond, "millisecond": time.Millisecond,
+		"micro": time.Microsecond, "microsecond": time.Microsecond, "nano": time.Nanosecond,
+		"nanosecond": time.Nanosecond,
+	} {
+		units[label] = unit
+		units[label+"s"] = unit
+	}
+	return units
+}()
+
+// durationSyntax is the help every refused duration carries.
+const durationSyntax = `write milliseconds or a number with a unit, as "500 ms", "10 s", "5 min", "1 h", "2 d" ` +
+	`(units: ms/milli(s)/millisecond(s), s/sec(s)/second(s), min/minute(s), h/hour(s), d/day(s), µs, ns)`
+
+// ParseDuration reads Flink's duration syntax (TimeUtils.parseDuration): a
+// number of milliseconds, or a number with a unit label ("10 s", "10s",
+// "5 min", "1 hour", "2 days"; every label Flink accepts, in any case), or a
+// Go duration ("1m30s"). Unlike Flink it also takes a decimal number
+// ("1.5 s"). Negative durations and durations beyond Go's range (about 292
+// years) are refused.
+func ParseDuration(v string) (time.Duration, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	numberEnd := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if numberEnd < 0 {
+		numberEnd = len(s)
+	}
+	if number, label := s[:numberEnd], strings.TrimSpace(s[numberEnd:]); number != "" {
+		unit, known := durationUnits[label]
+		if label == "" {
+			unit, known = time.Millisecond, true
+		}
+		if f, err := strconv.ParseFloat(number, 64); err == nil && known {
+			// Rounded to the nanosecond: 0.57 * 6e10 is 34199999999.999996 in
+			// floating point, and "0.57 min" means 34.2 s.
+			length := math.Round(f * float64(unit))
+			if length >= math.MaxInt64 {
+				return 0, errors.New("duration too large: at most about 292 years (" + time.Duration(math.MaxInt64).String() + ")")
 			}
+			return time.Duration(length), nil
 		}
 	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+	if d, err := time.ParseDuration(strings.ReplaceAll(s, " ", "")); err == nil && d >= 0 {
 		return d, nil
 	}
-	return 0, errors.New(`not a duration: write milliseconds or a number with a unit, as "500 ms", "10 s", "1 min"`)
+	return 0, errors.New("not a duration: " + durationSyntax)
 }
