@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -557,4 +558,177 @@ func TestTimersLayout(t *testing.T) {
 	if _, ok := metas["_timer_state/processing_t"]; !ok {
 		t.Fatal("no meta entry for the processing-time timers")
 	}
+}
+
+// fireAll advances s's watermark and processing time to the maximum and
+// returns the fired timers.
+func fireAll(t testing.TB, s *TimerService) (event, processing []string) {
+	t.Helper()
+	event = advance(t, s, math.MaxInt64)
+	if err := s.AdvanceProcessingTime(math.MaxInt64, func(tm Timer) error {
+		processing = append(processing, timerString(tm))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return event, processing
+}
+
+// inGroups returns the timers of m in key groups r.
+func (m timerModel) inGroups(r KeyGroupRange) timerModel {
+	out := timerModel{}
+	for id, tm := range m {
+		if r.Contains(tm.Key.Group) {
+			out[id] = tm
+		}
+	}
+	return out
+}
+
+// checkFiresExactly restores the snapshot handles into parallelism p and
+// checks that every subtask fires exactly the timers of event and
+// processing in its key groups, in order: together, every timer once, in
+// its owning subtask.
+func checkFiresExactly(t *testing.T, base string, hs []Handle, p int, event, processing timerModel) {
+	t.Helper()
+	total := 0
+	for i := range p {
+		opts := testOptions(t, SubtaskKeyGroups(128, p, i))
+		opts.Subtask = i
+		b := restoreBackend(t, opts, base, hs)
+		s := newTimerService(t, b, "window-timers")
+		gotE, gotP := fireAll(t, s)
+		wantE := event.inGroups(b.KeyGroups()).due(math.MaxInt64)
+		wantP := processing.inGroups(b.KeyGroups()).due(math.MaxInt64)
+		if d := firstDifference(gotE, wantE); d >= 0 {
+			t.Fatalf("parallelism %d subtask %d fired %d event-time timers, want %d; first difference at %d",
+				p, i, len(gotE), len(wantE), d)
+		}
+		if d := firstDifference(gotP, wantP); d >= 0 {
+			t.Fatalf("parallelism %d subtask %d fired %d processing-time timers, want %d; first difference at %d",
+				p, i, len(gotP), len(wantP), d)
+		}
+		total += len(gotE)
+		v, err := NewValue(b, "v", Int64Codec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := v.Get(testKey(firstKeyIn(b.KeyGroups()))); err != nil || !ok {
+			t.Fatalf("the value state did not travel with the timers: %v %v", ok, err)
+		}
+	}
+	if total != len(event) {
+		t.Fatalf("parallelism %d fired %d event-time timers in all, want %d", p, total, len(event))
+	}
+}
+
+// firstKeyIn returns the first test key (of the first 400) in key groups r.
+func firstKeyIn(r KeyGroupRange) int {
+	for i := range 400 {
+		if r.Contains(testKey(i).Group) {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestTimersSnapshotRestore(t *testing.T) {
+	st := initStorage(t)
+	savepoint := t.TempDir()
+	rng := rand.New(rand.NewPCG(5, 6))
+	event, processing := timerModel{}, timerModel{}
+
+	// Parallelism 2: timers and a value per key, some fired before the
+	// snapshot, some registered and fired after it.
+	var backends []*Backend
+	var services []*TimerService
+	for i := range 2 {
+		opts := testOptions(t, SubtaskKeyGroups(128, 2, i))
+		opts.Subtask = i
+		b := openBackend(t, opts)
+		s := newTimerService(t, b, "window-timers")
+		setCacheLimit(s, 2)
+		backends, services = append(backends, b), append(services, s)
+	}
+	owner := func(key Key) int {
+		if backends[0].KeyGroups().Contains(key.Group) {
+			return 0
+		}
+		return 1
+	}
+	for i := range 2000 {
+		key := testKey(i % 400)
+		o := owner(key)
+		tm := timer(rng.Int64N(2000)-1000, key, fmt.Sprint("w", i%3))
+		register(t, services[o], tm)
+		event.add(tm)
+		if i%5 == 0 {
+			if err := services[o].RegisterProcessingTimeTimer(tm.Key, tm.Namespace, tm.Timestamp+5000); err != nil {
+				t.Fatal(err)
+			}
+			processing.add(timer(tm.Timestamp+5000, tm.Key, string(tm.Namespace)))
+		}
+		v, err := NewValue(backends[o], "v", Int64Codec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Put(key, int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range services {
+		for _, f := range advance(t, s, -500) {
+			delete(event, f)
+		}
+	}
+	var checkpointHandles, savepointHandles []Handle
+	for i, b := range backends {
+		p, err := b.PrepareSnapshot(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := b.PrepareSnapshot(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// After the barrier: neither in the snapshot nor undone by it.
+		register(t, services[i], timer(10_000, testKey(firstKeyIn(b.KeyGroups())), "after"))
+		advance(t, services[i], 0)
+		h, err := p.Persist(t.Context(), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkpointHandles = append(checkpointHandles, h)
+		h, err = sp.PersistSelfContained(t.Context(), savepoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		savepointHandles = append(savepointHandles, h)
+	}
+	if len(event) < 1000 || len(processing) < 300 {
+		t.Fatalf("the snapshot holds %d event-time and %d processing-time timers: too few to test", len(event), len(processing))
+	}
+
+	t.Run("same parallelism", func(t *testing.T) {
+		checkFiresExactly(t, st.Root, checkpointHandles, 2, event, processing)
+	})
+	t.Run("savepoint", func(t *testing.T) {
+		checkFiresExactly(t, savepoint, savepointHandles, 2, event, processing)
+	})
+	t.Run("2 to 3", func(t *testing.T) {
+		checkFiresExactly(t, st.Root, checkpointHandles, 3, event, processing)
+	})
+	t.Run("2 to 1 to 3", func(t *testing.T) {
+		checkFiresExactly(t, st.Root, checkpointHandles, 1, event, processing)
+		// Restore into one subtask again, fire part of the timers, take a
+		// checkpoint and restore it into three.
+		b := restoreBackend(t, testOptions(t, KeyGroupRange{0, 127}), st.Root, checkpointHandles)
+		s := newTimerService(t, b, "window-timers")
+		left := maps.Clone(event)
+		for _, f := range advance(t, s, 200) {
+			delete(left, f)
+		}
+		h := checkpoint(t, b, st, 3)
+		checkFiresExactly(t, st.Root, []Handle{h}, 3, left, processing)
+	})
 }
