@@ -217,8 +217,8 @@ type timerQueue struct {
 	failed error
 }
 
-// timerCache holds the earliest timers of a key group, ascending, at most
-// limit of them. Invariant between calls: timers is empty only when
+// timerCache holds the earliest timers of a key group, ascending, about
+// limit of them (limit+1 right after a reload). Invariant between calls: timers is empty only when
 // complete, and every timer of the group in Pebble that is not in timers
 // sorts after its last one.
 type timerCache struct {
@@ -406,22 +406,26 @@ func (q *timerQueue) remove(k Key, namespace []byte, ts int64) error {
 	}
 	removed := c.timers[j]
 	c.timers = slices.Delete(c.timers, j, j+1)
+	var err error
 	if len(c.timers) == 0 && !c.complete {
-		if err := q.reload(i, removed.key); err != nil {
-			return q.errorf("delete", err)
-		}
+		err = q.reload(i, removed.key)
 	}
 	if j == 0 {
 		q.fix(i)
+	}
+	if err != nil {
+		return q.errorf("delete", err)
 	}
 	return nil
 }
 
 func compareCached(t cachedTimer, key []byte) int { return bytes.Compare(t.key, key) }
 
-// reload fills the empty cache of key group index i with the group's
-// earliest timers, which all sort after from (the last one removed, so the
-// iterator starts past the deletions of the timers fired before).
+// reload appends to the cache of key group index i the group's next
+// timers after from, up to limit of them: from is the last cached timer,
+// about to be fired, or the last one deleted, so every timer of the group
+// not cached sorts after it, and the iterator starts past the deletions of
+// the timers fired before.
 func (q *timerQueue) reload(i int, from []byte) error {
 	c := &q.caches[i]
 	upper := prefixSuccessor(q.keys.groupPrefix(q.groups.Start + i))
@@ -432,7 +436,10 @@ func (q *timerQueue) reload(i int, from []byte) error {
 	}
 	defer it.Close()
 	ok := it.First()
-	for ; ok && len(c.timers) < q.limit; ok = it.Next() {
+	if ok && bytes.Equal(it.Key(), from) {
+		ok = it.Next()
+	}
+	for n := 0; ok && n < q.limit; ok, n = it.Next(), n+1 {
 		t, err := q.cached(it.Key())
 		if err != nil {
 			q.failed = fmt.Errorf("an earlier load of timers failed: %w", err)
@@ -472,16 +479,18 @@ func (q *timerQueue) fireUntil(t int64, fire func(Timer) error) error {
 		if head.ts > t {
 			return nil
 		}
+		// Load the group's next timers before removing its last cached
+		// one, so that a failed load loses no timer.
+		if len(c.timers) == 1 && !c.complete {
+			if err := q.reload(i, head.key); err != nil {
+				return q.errorf("load timers", err)
+			}
+		}
 		if err := q.b.db.Delete(head.key, pebble.NoSync); err != nil {
 			return q.errorf("remove fired timer", err)
 		}
 		c.timers[0] = cachedTimer{}
 		c.timers = c.timers[1:]
-		if len(c.timers) == 0 && !c.complete {
-			if err := q.reload(i, head.key); err != nil {
-				return q.errorf("load timers", err)
-			}
-		}
 		q.fix(i)
 		timer, err := q.decode(head)
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // timerString formats a timer for comparisons: ts|group|key|namespace.
@@ -731,4 +733,49 @@ func TestTimersSnapshotRestore(t *testing.T) {
 		h := checkpoint(t, b, st, 3)
 		checkFiresExactly(t, st.Root, []Handle{h}, 3, left, processing)
 	})
+}
+
+// TestTimersCorrupt checks that a timer entry that does not decode fails
+// the advance that meets it, and every later call, with ErrCorrupt.
+func TestTimersCorrupt(t *testing.T) {
+	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	s := newTimerService(t, b, "t")
+	setCacheLimit(s, 2)
+	for ts := range int64(5) {
+		register(t, s, timer(ts, k(1, "a"), ""))
+	}
+	bad := append(s.event.keys.groupPrefix(1), timestampLen, 0xFF, 0xFF) // sorts after every timer
+	if err := b.db.Set(bad, nil, pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	var fired []string
+	err := s.AdvanceWatermark(math.MaxInt64, func(tm Timer) error {
+		fired = append(fired, timerString(tm))
+		return nil
+	})
+	if !errors.Is(err, ErrCorrupt) || len(fired) == 0 {
+		t.Fatalf("advance over a corrupt timer fired %q and returned %v, want ErrCorrupt", fired, err)
+	}
+	// The timers not fired are still stored: a failed load loses none.
+	if n := len(timerKeys(t, b, s.event)); n != 5-len(fired)+1 {
+		t.Fatalf("%d timers fired, %d entries left, want %d", len(fired), n, 5-len(fired)+1)
+	}
+	if err := s.RegisterEventTimeTimer(k(2, "b"), nil, 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("register after the corruption: %v", err)
+	}
+	if err := s.AdvanceWatermark(math.MaxInt64, func(Timer) error { return nil }); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("advance after the corruption: %v", err)
+	}
+	s.NextEventTime() // must not panic
+
+	// A service created on the database meets it when loading the heads.
+	delete(b.timerServices, "t")
+	for ts := range int64(5) {
+		if err := b.db.Delete(s.event.encode(k(1, "a"), nil, ts), pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := NewTimerService(b, "t"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("NewTimerService over a corrupt timer: %v", err)
+	}
 }
