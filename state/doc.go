@@ -92,8 +92,8 @@
 // restore handle them as any state: a timer is restored into the subtask
 // that owns its key group. Registering is one Pebble write without a read
 // (writing an existing timer again is the deduplication); firing is one
-// delete. In memory, each key group caches its earliest timers (up to 128,
-// fewer with many key groups, about 16384 per queue in all), reloaded from
+// delete. In memory, each key group caches its earliest timers (16384
+// divided among the key groups, between 8 and 128 each), reloaded from
 // Pebble, starting after the last one removed, when the cache drains; a
 // heap of the key groups ordered by their earliest timer gives the next
 // timer, so an advance with nothing due is one comparison and reads no

@@ -188,13 +188,13 @@ func decodeTimestamp(b []byte) int64 {
 	return int64(binary.BigEndian.Uint64(b) ^ (1 << 63))
 }
 
-// defaultTimerCacheEntries bounds the timers a queue keeps in memory over
-// all its key groups; each key group keeps between minTimerCache and
-// maxTimerCache of its earliest timers.
+// timerCacheEntries is the number of timers a queue caches in memory,
+// divided among its key groups; each key group caches between
+// minTimerCache and maxTimerCache of its earliest timers.
 const (
-	defaultTimerCacheEntries = 1 << 14
-	minTimerCache            = 8
-	maxTimerCache            = 128
+	timerCacheEntries = 1 << 14
+	minTimerCache     = 8
+	maxTimerCache     = 128
 )
 
 // timerQueue is one priority queue of timers (event or processing time),
@@ -217,10 +217,10 @@ type timerQueue struct {
 	failed error
 }
 
-// timerCache holds the earliest timers of a key group, ascending, about
-// limit of them (limit+1 right after a reload). Invariant between calls: timers is empty only when
-// complete, and every timer of the group in Pebble that is not in timers
-// sorts after its last one.
+// timerCache holds the earliest timers of a key group, ascending: about
+// limit of them (limit+1 right after a reload). Invariant between calls:
+// timers is empty only when complete, and every timer of the group in
+// Pebble that is not in timers sorts after its last one.
 type timerCache struct {
 	timers   []cachedTimer
 	complete bool // timers holds every timer of the key group
@@ -243,7 +243,7 @@ func newTimerQueue(b *Backend, name, domain string) (*timerQueue, error) {
 		groups: r,
 		caches: make([]timerCache, r.Len()),
 		pos:    make([]int32, r.Len()),
-		limit:  min(max(defaultTimerCacheEntries/r.Len(), minTimerCache), maxTimerCache),
+		limit:  min(max(timerCacheEntries/r.Len(), minTimerCache), maxTimerCache),
 	}
 	for i := range q.pos {
 		q.pos[i] = -1
