@@ -91,8 +91,8 @@
 // snapshots, incremental checkpoints, the TTL sweep and the rescaling
 // restore handle them as any state: a timer is restored into the subtask
 // that owns its key group. Registering is one Pebble write without a read
-// (writing an existing timer again is the deduplication); firing is one
-// delete. In memory, each key group caches its earliest timers (16384
+// (writing an existing timer again is the deduplication), or nothing when
+// the timer is in the cache already; firing is one delete. In memory, each key group caches its earliest timers (16384
 // divided among the key groups, between 8 and 128 each), reloaded from
 // Pebble, starting after the last one removed, when the cache drains; a
 // heap of the key groups ordered by their earliest timer gives the next

@@ -356,26 +356,30 @@ func (q *timerQueue) errorf(op string, err error) error {
 }
 
 // add stores the timer and caches it when it is among its key group's
-// cached earliest.
+// cached earliest. A timer found in the cache is registered already: no
+// write (a window operator registers its timer for every row of a window).
 func (q *timerQueue) add(k Key, namespace []byte, ts int64) error {
 	if err := q.check(k); err != nil {
 		return err
 	}
 	key := q.encode(k, namespace, ts)
-	// Setting an existing timer rewrites the same empty value: that is the
-	// deduplication, without a read.
-	if err := q.b.db.Set(key, nil, pebble.NoSync); err != nil {
-		return q.errorf("register", err)
-	}
 	i := k.Group - q.groups.Start
 	c := &q.caches[i]
-	n := len(c.timers)
-	if !c.complete && bytes.Compare(key, c.timers[n-1].key) > 0 {
-		return nil // after the cached ones: loaded when they are gone
+	if !c.complete && bytes.Compare(key, c.timers[len(c.timers)-1].key) > 0 {
+		// After the cached ones: loaded when they are gone. Setting an
+		// existing timer again rewrites the same empty value: that is the
+		// deduplication, without a read.
+		if err := q.b.db.Set(key, nil, pebble.NoSync); err != nil {
+			return q.errorf("register", err)
+		}
+		return nil
 	}
 	j, found := slices.BinarySearchFunc(c.timers, key, compareCached)
 	if found {
 		return nil
+	}
+	if err := q.b.db.Set(key, nil, pebble.NoSync); err != nil {
+		return q.errorf("register", err)
 	}
 	c.timers = slices.Insert(c.timers, j, cachedTimer{ts: ts, key: bytes.Clone(key)})
 	if len(c.timers) > q.limit {
