@@ -33,6 +33,10 @@ type Backend struct {
 	inherit inheritedFiles          // shared files restored from a checkpoint
 	snapSeq int
 
+	// timerServices are the registered timer services by name: one per
+	// name, since each caches its queues' earliest timers.
+	timerServices map[string]*TimerService
+
 	closed      atomic.Bool // set first thing in Close; state calls check it
 	closeCtx    context.Context
 	cancelClose context.CancelCauseFunc

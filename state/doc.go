@@ -1,8 +1,9 @@
 // Package state holds keyed operator state on Pebble, as Flink's RocksDB
 // keyed state backend: per-key value, list, map, reducing and aggregating
-// state split into key groups, with Flink's TTL semantics, incremental
-// checkpoints into a shared checkpoint storage, self-contained savepoints,
-// reference counting of shared files, and restore with rescaling.
+// state and event-time and processing-time timers, split into key groups,
+// with Flink's TTL semantics, incremental checkpoints into a shared
+// checkpoint storage, self-contained savepoints, reference counting of
+// shared files, and restore with rescaling.
 //
 // It depends on Pebble, the standard library, golang.org/x/sync/errgroup,
 // internal/fsutil and internal/keygroup (the key-group arithmetic) only. It
@@ -60,6 +61,44 @@
 // written before a state had a TTL have no timestamp and do not expire
 // until rewritten; a TTL changed across a restore applies to the old
 // timestamps.
+//
+// # Timers
+//
+// A TimerService (NewTimerService, one per name and backend: "window-timers",
+// "join-timers") holds an operator's timers, as Flink's InternalTimerService:
+// an event-time queue, fired by AdvanceWatermark, and a processing-time
+// queue, fired by AdvanceProcessingTime (NextProcessingTime says when to
+// wake up). A timer is (timestamp in ms, Key, namespace), registered and
+// deleted by that triple and deduplicated on it. AdvanceWatermark(wm)
+// fires every timer at or before wm in timestamp order, ties by key
+// (shorter first, then bytes) and then namespace, removing each before
+// calling back; a timer registered by the callback at or before wm fires in
+// the same call, as in Flink. The watermark itself is not stored: a
+// restored service starts from math.MinInt64 and fires what the next
+// watermark passes.
+//
+// Each queue is a state of kind "timers" named _timer_state/event_<name>
+// or _timer_state/processing_<name> (Flink's names), with a meta entry, so
+// no other state can take the name. Every timer is one Pebble entry with an
+// empty value whose key has the layout of a state entry, the 8-byte
+// timestamp standing as the key and the timer's key and namespace as the
+// rest:
+//
+//	group | uvarint len(name) | name | 0x08 | timestamp (8 bytes,
+//	big-endian, sign bit flipped) | uvarint len(key) | key | namespace
+//
+// Flipping the sign bit makes the bytes sort as the numbers, negative ones
+// first. So a key group's timers are one span ordered by firing order, and
+// snapshots, incremental checkpoints, the TTL sweep and the rescaling
+// restore handle them as any state: a timer is restored into the subtask
+// that owns its key group. Registering is one Pebble write without a read
+// (writing an existing timer again is the deduplication), or nothing when
+// the timer is in the cache already; firing is one delete. In memory, each key group caches its earliest timers (16384
+// divided among the key groups, between 8 and 128 each), reloaded from
+// Pebble, starting after the last one removed, when the cache drains; a
+// heap of the key groups ordered by their earliest timer gives the next
+// timer, so an advance with nothing due is one comparison and reads no
+// storage. NewTimerService reads the earliest timer of each key group.
 //
 // # Checkpoints, savepoints and restore
 //

@@ -46,6 +46,7 @@ var ErrIncompatibleHandle = errors.New("state: incompatible snapshot handle")
 var ErrSnapshotUsed = errors.New("state: pending snapshot already persisted or discarded")
 
 // ErrInvalidState is returned when a state cannot be registered as
-// described: an empty name, a nil codec or function, an invalid TTL. It is
-// a bug in the job.
+// described: an empty name, a nil codec or function, an invalid TTL; and
+// when a TimerService is advanced from one of its own timer callbacks. It
+// is a bug in the job.
 var ErrInvalidState = errors.New("state: invalid state descriptor")

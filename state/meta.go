@@ -16,6 +16,7 @@ const (
 	kindMap
 	kindReducing
 	kindAggregating
+	kindTimers // one queue of a TimerService
 )
 
 func (k stateKind) String() string {
@@ -30,6 +31,8 @@ func (k stateKind) String() string {
 		return "reducing"
 	case kindAggregating:
 		return "aggregating"
+	case kindTimers:
+		return "timers"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -69,7 +72,7 @@ func decodeMeta(b []byte) (stateMeta, error) {
 		return stateMeta{}, fmt.Errorf("%w: bad state meta entry %x", ErrCorrupt, b)
 	}
 	m := stateMeta{kind: stateKind(b[1])}
-	if m.kind < kindValue || m.kind > kindAggregating {
+	if m.kind < kindValue || m.kind > kindTimers {
 		return stateMeta{}, fmt.Errorf("%w: unknown state kind %d", ErrCorrupt, b[1])
 	}
 	ms, w := binary.Uvarint(b[2:])
