@@ -142,7 +142,7 @@ func ExampleTimerService() {
 		log.Fatal(err)
 	}
 	key := func(s string) state.Key {
-		return state.Key{Group: partition.KeyGroupForHash(int32(s[0]), maxP), Bytes: []byte(s)}
+		return state.Key{Group: keygroup.ForHash(int32(s[0]), maxP), Bytes: []byte(s)}
 	}
 	namespace := func(end int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(end)) }
 

@@ -32,7 +32,7 @@ func BenchmarkTimers(b *testing.B) {
 		}
 	}
 	newService := func(b *testing.B) *TimerService {
-		be := openBackend(b, benchOptions(b, KeyGroupRange{0, 127}, 0))
+		be := openBackend(b, benchOptions(b, KeyGroupRange{Start: 0, End: 127}, 0))
 		return newTimerService(b, be, "window-timers")
 	}
 	perTimer := func(b *testing.B) {

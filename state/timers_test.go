@@ -118,7 +118,7 @@ func setCacheLimit(s *TimerService, limit int) {
 func TestTimersFireInOrder(t *testing.T) {
 	for _, limit := range cacheLimits {
 		t.Run(fmt.Sprintf("cache=%d", limit), func(t *testing.T) {
-			b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+			b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 			s := newTimerService(t, b, "window-timers")
 			setCacheLimit(s, limit)
 			rng := rand.New(rand.NewPCG(7, uint64(limit)))
@@ -191,7 +191,7 @@ func timerKeys(t testing.TB, b *Backend, q *timerQueue) [][]byte {
 func TestTimersAgainstModel(t *testing.T) {
 	for _, limit := range cacheLimits {
 		t.Run(fmt.Sprintf("cache=%d", limit), func(t *testing.T) {
-			b := openBackend(t, testOptions(t, KeyGroupRange{10, 40}))
+			b := openBackend(t, testOptions(t, KeyGroupRange{Start: 10, End: 40}))
 			s := newTimerService(t, b, "t")
 			setCacheLimit(s, limit)
 			rng := rand.New(rand.NewPCG(11, uint64(limit)))
@@ -275,7 +275,7 @@ func anyTimer(m timerModel, rng *rand.Rand) (Timer, bool) {
 }
 
 func TestTimersDedupAndDelete(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	s := newTimerService(t, b, "t")
 	a, c := k(1, "a"), k(2, "c")
 	for _, tm := range []Timer{
@@ -318,7 +318,7 @@ func TestTimersDedupAndDelete(t *testing.T) {
 }
 
 func TestTimersRegisteredWhileFiring(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	s := newTimerService(t, b, "t")
 	a, c := k(1, "a"), k(2, "c")
 	register(t, s, timer(10, a, "x"))
@@ -361,7 +361,7 @@ func TestTimersNegativeTimestamps(t *testing.T) {
 			t.Fatalf("decode(encode(%d)) = %d", stamps[i], got)
 		}
 	}
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	s := newTimerService(t, b, "t")
 	var want []string
 	for i, ts := range stamps {
@@ -384,7 +384,7 @@ func TestTimersNegativeTimestamps(t *testing.T) {
 }
 
 func TestTimersKeyGroupOwnership(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{32, 63}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 32, End: 63}))
 	s := newTimerService(t, b, "t")
 	for _, g := range []int{31, 64, -1, 128} {
 		key := k(g, "a")
@@ -410,7 +410,7 @@ func TestTimersKeyGroupOwnership(t *testing.T) {
 }
 
 func TestTimersProcessingTime(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	s := newTimerService(t, b, "t")
 	a := k(5, "a")
 	register(t, s, timer(100, a, "e"))
@@ -446,7 +446,7 @@ func TestTimersProcessingTime(t *testing.T) {
 }
 
 func TestTimersErrors(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	s := newTimerService(t, b, "t")
 	if again := newTimerService(t, b, "t"); again != s {
 		t.Fatal("registering a timer service again returned another instance")
@@ -502,7 +502,7 @@ func TestTimersErrors(t *testing.T) {
 // TestTimersNothingDue checks that an advance with nothing due reads no
 // storage: it allocates nothing, which any Pebble read would.
 func TestTimersNothingDue(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	s := newTimerService(t, b, "t")
 	for i := range 1000 {
 		register(t, s, timer(int64(1000+i), testKey(i), ""))
@@ -521,7 +521,7 @@ func TestTimersNothingDue(t *testing.T) {
 }
 
 func TestTimersLayout(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	s := newTimerService(t, b, "t")
 	v, err := NewValue(b, "v", Int64Codec{})
 	if err != nil {
@@ -724,7 +724,7 @@ func TestTimersSnapshotRestore(t *testing.T) {
 		checkFiresExactly(t, st.Root, checkpointHandles, 1, event, processing)
 		// Restore into one subtask again, fire part of the timers, take a
 		// checkpoint and restore it into three.
-		b := restoreBackend(t, testOptions(t, KeyGroupRange{0, 127}), st.Root, checkpointHandles)
+		b := restoreBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}), st.Root, checkpointHandles)
 		s := newTimerService(t, b, "window-timers")
 		left := maps.Clone(event)
 		for _, f := range advance(t, s, 200) {
@@ -738,7 +738,7 @@ func TestTimersSnapshotRestore(t *testing.T) {
 // TestTimersCorrupt checks that a timer entry that does not decode fails
 // the advance that meets it, and every later call, with ErrCorrupt.
 func TestTimersCorrupt(t *testing.T) {
-	b := openBackend(t, testOptions(t, KeyGroupRange{0, 127}))
+	b := openBackend(t, testOptions(t, KeyGroupRange{Start: 0, End: 127}))
 	s := newTimerService(t, b, "t")
 	setCacheLimit(s, 2)
 	for ts := range int64(5) {
