@@ -5,7 +5,8 @@
 // reference counting of shared files, and restore with rescaling.
 //
 // It depends on Pebble, the standard library, golang.org/x/sync/errgroup,
-// internal/fsutil and runtime/partition (the key-group arithmetic) only.
+// internal/fsutil, internal/logging and runtime/partition (the key-group
+// arithmetic) only.
 // It must not import the runtime's tasks (runtime/exec), the udf packages
 // or protocol buffers, start goroutines that outlive a call, or know how
 // checkpoints are coordinated: the
@@ -98,8 +99,11 @@
 // Close cancels and waits for it. A SharedRegistry is safe for concurrent
 // use. Errors start with "state: ", name the state, operator and subtask,
 // and wrap one of the Err* sentinels that say how to react. I/O errors are
-// returned, never turned into panics, with one exception that is Pebble's:
-// when Pebble cannot write its MANIFEST it calls its Fatalf, which must
-// not return; the backend panics there with the operator's name instead of
-// exiting the process.
+// returned, never turned into panics. When Pebble cannot go on (a failed
+// MANIFEST write, corrupt data) it calls its Logger's Fatalf, which by
+// default exits the process; the backend logs the error instead, marks
+// itself failed and returns ErrBackendFailed from every later call, so only
+// the task fails. Pebble's background errors (a failed flush or
+// compaction, which it retries), write stalls and slow disks reach
+// Options.Logger as warnings.
 package state
