@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,7 +19,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
@@ -109,7 +109,7 @@ func (f *fixture) runner(schema *arrow.Schema, calls ...*workerpb.UdfCall) *plug
 		Allocator:    f.mem,
 		OperatorName: "test",
 		Transport:    f.transport,
-		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -366,7 +366,7 @@ func TestStartFailureIsClear(t *testing.T) {
 		Calls:       []*workerpb.UdfCall{testkit.Call(f.specs["plus_one"], "y", "x")},
 		InputSchema: int64Schema,
 		Python:      "/nonexistent/python3",
-		Logger:      hclog.NewNullLogger(),
+		Logger:      slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -422,7 +422,7 @@ def ident(x):
 	r, err := pluginrunner.NewRunner(pluginrunner.Options{
 		Calls:       []*workerpb.UdfCall{testkit.Call(specs["ident"], "y", "x")},
 		InputSchema: int64Schema,
-		Logger:      hclog.NewNullLogger(),
+		Logger:      slog.New(slog.DiscardHandler),
 	})
 	if err == nil {
 		err = r.Open(context.Background())
@@ -492,7 +492,7 @@ def chatty(x):
 		Allocator:    mem,
 		OperatorName: "op7",
 		Subtask:      3,
-		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &logs}),
+		Logger:       slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -593,7 +593,7 @@ func TestCancelDuringStartLeavesNoProcess(t *testing.T) {
 			Calls:       []*workerpb.UdfCall{testkit.Call(f.specs["plus_one"], "y", "x")},
 			InputSchema: int64Schema,
 			Python:      testkit.Python(t),
-			Logger:      hclog.NewNullLogger(),
+			Logger:      slog.New(slog.DiscardHandler),
 		})
 		if err != nil {
 			t.Fatal(err)
