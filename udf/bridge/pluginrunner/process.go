@@ -410,7 +410,7 @@ func (l *lineLogger) Write(b []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		l.log.Info(l.msg, "pid", l.pid.Load(), "line", string(l.buf[:i]))
+		l.log.Info(l.msg, "source", "worker", "pid", l.pid.Load(), "line", string(l.buf[:i]))
 		l.buf = l.buf[i+1:]
 	}
 	return len(b), nil

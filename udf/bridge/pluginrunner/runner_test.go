@@ -523,16 +523,18 @@ def chatty(x):
 	}
 	out := logs.String()
 	for _, want := range []string{
-		`udf stdout: operator=op7 subtask=3 udf=chatty line="printed by the udf 42"`,
+		`msg="udf stdout" udf=chatty operator=op7 subtask=3 source=worker`,
+		`line="printed by the udf 42"`,
 		"written to stderr by the udf",
-		"udf.python: udf chain opened: operator=op7 subtask=3 udf=chatty",
+		`msg="udf chain opened" udf=chatty operator=op7 subtask=3 source=worker`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %q:\n%s", want, out)
 		}
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, "written to stderr by the udf") && !strings.Contains(line, "udf=chatty") {
+		if (strings.Contains(line, "written to stderr by the udf") || strings.Contains(line, "printed by the udf")) &&
+			!strings.Contains(line, "udf=chatty operator=op7 subtask=3") {
 			t.Errorf("stderr line not tagged with the UDF: %s", line)
 		}
 	}
