@@ -351,9 +351,12 @@ func (j *Job) record(s CheckpointStats) {
 	if s.Savepoint {
 		kind = "savepoint"
 	}
-	if s.Status == "completed" {
+	switch s.Status {
+	case "completed":
 		j.opts.Logger.Debug(kind+" completed", "id", s.ID, "path", s.Path, "duration", s.Duration)
-	} else {
+	case "aborted": // the job stopped or a task finished first: routine
+		j.opts.Logger.Info(kind+" aborted", "id", s.ID, "cause", s.Err)
+	default:
 		j.opts.Logger.Warn(kind+" "+s.Status, "id", s.ID, "error", s.Err)
 	}
 	j.mu.Lock()

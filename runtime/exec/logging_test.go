@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,5 +121,30 @@ func TestCheckpointFailureIsLogged(t *testing.T) {
 	}
 	if len(logs.lines("level=INFO", "state=FAILED")) != 1 {
 		t.Errorf("the job's failure was not logged:\n%s", logs.String())
+	}
+}
+
+// A completed checkpoint is logged at debug with its id and path.
+func TestCheckpointCompletionIsLogged(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var logs logBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j, err := Start(ctx, datagenToCSV(t, 0, 1000, 1, 1, t.TempDir(), checkpointConfig(t.TempDir())), Options{Allocator: mem, Logger: debugLogger(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForCheckpoints(t, j, 1)
+	cancel()
+	_, _ = j.Wait()
+	for _, c := range j.Checkpoints() {
+		if c.Status != "completed" {
+			continue
+		}
+		id := "id=" + strconv.FormatInt(c.ID, 10)
+		if got := logs.lines("level=DEBUG", `msg="checkpoint completed"`, id+" ", "path="+c.Path); len(got) != 1 {
+			t.Errorf("want one debug record of checkpoint %d at %s:\n%s", c.ID, c.Path, logs.String())
+		}
 	}
 }
