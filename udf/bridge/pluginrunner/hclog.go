@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 
@@ -13,12 +14,13 @@ import (
 
 // slogHCLog is go-plugin's hclog.Logger writing into the runner's
 // *slog.Logger. go-plugin logs two kinds of records through it: its own
-// (process started, exited, handshake), which are demoted to debug because
-// the runner logs what matters itself (worker start, unexpected exit); and
-// the worker's stderr lines, through the child it makes with Named, which
-// keep the level the worker gave them (the Python worker writes JSON lines
-// that go-plugin parses). Every record carries the worker's pid once the
-// process has started.
+// (process started, exited, handshake, stdio stream), which are demoted to
+// debug because the runner logs what matters itself (worker start,
+// unexpected exit); and the worker's stderr lines, through the child it
+// names after the interpreter (Named(base name of the command)), which keep
+// the level the worker gave them (the Python worker writes JSON lines that
+// go-plugin parses). Every record carries the worker's pid once the process
+// has started.
 type slogHCLog struct {
 	log     *slog.Logger
 	name    string
@@ -26,16 +28,20 @@ type slogHCLog struct {
 	// pid is the worker's process id, 0 before it started; shared by every
 	// child logger of one worker.
 	pid *atomic.Int64
-	// worker is set on the children go-plugin makes for the worker's
-	// stderr: their levels are kept.
+	// workerName is the name go-plugin gives the logger of the worker's
+	// stderr: the base name of the interpreter.
+	workerName string
+	// worker is set on that logger and its children: their levels are
+	// kept.
 	worker bool
 }
 
 var _ hclog.Logger = (*slogHCLog)(nil)
 
-// newSlogHCLog returns go-plugin's logger for one worker.
-func newSlogHCLog(l *slog.Logger, pid *atomic.Int64) *slogHCLog {
-	return &slogHCLog{log: l, pid: pid}
+// newSlogHCLog returns go-plugin's logger for one worker started from the
+// command python.
+func newSlogHCLog(l *slog.Logger, pid *atomic.Int64, python string) *slogHCLog {
+	return &slogHCLog{log: l, pid: pid, workerName: filepath.Base(python)}
 }
 
 // slogLevel maps an hclog level to slog's; trace is below debug.
@@ -108,19 +114,19 @@ func (h *slogHCLog) With(args ...any) hclog.Logger {
 func (h *slogHCLog) Name() string { return h.name }
 
 // Named is how go-plugin makes the logger of the worker's stderr
-// (Named(base name of the interpreter)).
+// (Named(base name of the interpreter)) and of its own stdio stream
+// (Named("stdio")).
 func (h *slogHCLog) Named(name string) hclog.Logger {
-	c := *h
-	if c.name != "" {
-		name = c.name + "." + name
+	if h.name != "" {
+		name = h.name + "." + name
 	}
-	c.name, c.worker = name, true
-	return &c
+	return h.ResetNamed(name)
 }
 
 func (h *slogHCLog) ResetNamed(name string) hclog.Logger {
 	c := *h
-	c.name, c.worker = name, true
+	c.name = name
+	c.worker = h.worker || name == h.workerName
 	return &c
 }
 

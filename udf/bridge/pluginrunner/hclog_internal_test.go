@@ -11,13 +11,13 @@ import (
 )
 
 // The adapter's contract with go-plugin: its own records are debug at
-// most, the worker's (through Named) keep their level, every record
+// most, the worker's (through Named(interpreter)) keep their level, every record
 // carries the pid once known, and GetLevel follows the slog handler.
 func TestSlogHCLogAdapter(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	var pid atomic.Int64
-	h := newSlogHCLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), &pid)
+	h := newSlogHCLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), &pid, "/venv/bin/python3")
 
 	h.Error("plugin process exited", "id", 7)
 	if got := buf.String(); !strings.Contains(got, `level=DEBUG msg="plugin process exited" source=go-plugin id=7`) ||
@@ -41,12 +41,18 @@ func TestSlogHCLogAdapter(t *testing.T) {
 		t.Errorf("GetLevel = %s for a debug handler", worker.GetLevel())
 	}
 
-	warnOnly := newSlogHCLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})), &pid)
-	if warnOnly.Named("w").GetLevel() != hclog.Warn || warnOnly.IsWarn() {
+	warnOnly := newSlogHCLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})), &pid, "python3")
+	if warnOnly.Named("python3").GetLevel() != hclog.Warn || warnOnly.IsWarn() {
 		t.Error("at warn: the worker's level is Warn and go-plugin's own (debug) are off")
 	}
-	if l := newSlogHCLog(slog.New(slog.DiscardHandler), &pid).Named("w").GetLevel(); l != hclog.Off {
+	if l := newSlogHCLog(slog.New(slog.DiscardHandler), &pid, "python3").Named("python3").GetLevel(); l != hclog.Off {
 		t.Errorf("a discarding logger's level is %s; want Off, so go-plugin skips parsing", l)
+	}
+
+	buf.Reset()
+	h.Named("stdio").Error("error receiving data")
+	if got := buf.String(); !strings.Contains(got, `level=DEBUG msg="error receiving data" source=go-plugin`) {
+		t.Errorf("go-plugin's stdio logger record = %q; want it demoted to debug", got)
 	}
 
 	buf.Reset()

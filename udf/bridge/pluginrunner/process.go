@@ -92,7 +92,7 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 		},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     opts.StartTimeout,
-		Logger:           newSlogHCLog(log, pid),
+		Logger:           newSlogHCLog(log, pid, opts.Python),
 		Stderr:           stderr,
 		SyncStdout:       &lineLogger{log: log, pid: pid, msg: "udf stdout"},
 		SyncStderr:       &lineLogger{log: log, pid: pid, msg: "udf stderr"},
