@@ -313,9 +313,6 @@ func (j *Job) end(ctx context.Context, err error, to JobState, from ...JobState)
 		j.store.sweep()
 	}
 	j.metrics, j.err = j.Snapshot(), err
-	if to == Failed {
-		j.opts.Logger.Warn("job failed", "error", err)
-	}
 	j.lifecycle.move(to, from...)
 	close(j.done)
 }
