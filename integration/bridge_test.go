@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
@@ -50,7 +50,7 @@ func (e *env) options(parallelism int) chainrun.Options {
 		Name:        e.t.Name(),
 		Runner: pluginrunner.Options{
 			Python: testkit.Python(e.t),
-			Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
@@ -99,7 +99,7 @@ func runOptions(t *testing.T, mem memory.Allocator) runexec.Options {
 		Allocator: mem,
 		Runner: pluginrunner.Options{
 			Python: testkit.Python(t),
-			Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		},
 	}
 }

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/flinkgo/flinkgo/internal/logging"
 )
 
 // Backend holds the keyed state of one subtask of one operator: the key
@@ -24,7 +27,8 @@ import (
 // goroutine while the task keeps writing.
 type Backend struct {
 	opts     Options
-	instance string // random id naming the shared files of this instance
+	log      *slog.Logger // Options.Logger with the operator and subtask
+	instance string       // random id naming the shared files of this instance
 	db       *pebble.DB
 	dbDir    string // Dir/db: the Pebble database
 	snapDir  string // Dir/snapshots: staging of pending snapshots
@@ -37,7 +41,8 @@ type Backend struct {
 	// name, since each caches its queues' earliest timers.
 	timerServices map[string]*TimerService
 
-	closed      atomic.Bool // set first thing in Close; state calls check it
+	closed      atomic.Bool           // set first thing in Close; state calls check it
+	failure     atomic.Pointer[error] // Pebble's fatal error; state calls return it
 	closeCtx    context.Context
 	cancelClose context.CancelCauseFunc
 	persists    sync.WaitGroup // running Persist calls
@@ -97,6 +102,7 @@ func newBackend(opts Options) (*Backend, error) {
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	b := &Backend{
 		opts:     opts,
+		log:      logging.OrDiscard(opts.Logger).With("operator", opts.OperatorUID, "subtask", opts.Subtask),
 		instance: hex.EncodeToString(id[:]),
 		dbDir:    filepath.Join(opts.Dir, "db"),
 		snapDir:  filepath.Join(opts.Dir, "snapshots"),
@@ -148,35 +154,12 @@ func (b *Backend) pebbleOptions(readOnly bool) *pebble.Options {
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       uint64(b.opts.MemTableSize),
 		CacheSize:          cacheSize,
-		Logger:             pebbleLogger{opts: &b.opts},
+		Logger:             pebbleLogger{b: b},
+		EventListener:      b.pebbleEvents(),
+		FS:                 b.opts.fs, // nil: the operating system's
 		// List.Add appends with a merge: the concatenating merger.
 		Merger: pebble.DefaultMerger,
 	}
-}
-
-// pebbleLogger discards Pebble's informational messages and passes its
-// errors to Options.Logf.
-type pebbleLogger struct{ opts *Options }
-
-func (l pebbleLogger) Infof(string, ...any) {}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	if l.opts.Logf != nil {
-		l.opts.Logf("state: operator %q subtask %d: pebble: %s",
-			l.opts.OperatorUID, l.opts.Subtask, fmt.Sprintf(format, args...))
-	}
-}
-
-// Fatalf is called by Pebble when it cannot go on (a failed MANIFEST write,
-// a broken invariant) and must not return. It panics with the operator and
-// subtask rather than exiting the process.
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf("state: operator %q subtask %d: pebble fatal error: %s",
-		l.opts.OperatorUID, l.opts.Subtask, fmt.Sprintf(format, args...))
-	if l.opts.Logf != nil {
-		l.opts.Logf("%s", msg)
-	}
-	panic(msg)
 }
 
 // OperatorUID returns Options.OperatorUID.
@@ -232,10 +215,14 @@ func (b *Backend) Close() error {
 	return err
 }
 
-// checkOpen returns ErrClosed after Close.
+// checkOpen returns ErrClosed after Close, and Pebble's fatal error after
+// one (ErrBackendFailed).
 func (b *Backend) checkOpen() error {
 	if b.closed.Load() {
 		return ErrClosed
+	}
+	if err := b.failure.Load(); err != nil {
+		return *err
 	}
 	return nil
 }

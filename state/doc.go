@@ -6,7 +6,8 @@
 // shared files, and restore with rescaling.
 //
 // It depends on Pebble, the standard library, golang.org/x/sync/errgroup,
-// internal/fsutil and internal/keygroup (the key-group arithmetic) only. It
+// internal/fsutil, internal/logging and internal/keygroup (the key-group
+// arithmetic) only. It
 // must not import Arrow, the runtime's tasks (runtime/exec), the udf
 // packages or protocol buffers, start goroutines that outlive a call, or
 // know how checkpoints are coordinated: the runtime calls PrepareSnapshot at
@@ -138,8 +139,11 @@
 // Close cancels and waits for it. A SharedRegistry is safe for concurrent
 // use. Errors start with "state: ", name the state, operator and subtask,
 // and wrap one of the Err* sentinels that say how to react. I/O errors are
-// returned, never turned into panics, with one exception that is Pebble's:
-// when Pebble cannot write its MANIFEST it calls its Fatalf, which must
-// not return; the backend panics there with the operator's name instead of
-// exiting the process.
+// returned, never turned into panics. When Pebble cannot go on (a failed
+// MANIFEST write, corrupt data) it calls its Logger's Fatalf, which by
+// default exits the process; the backend logs the error instead, marks
+// itself failed and returns ErrBackendFailed from every later call, so only
+// the task fails. Pebble's background errors (a failed flush or
+// compaction, which it retries), write stalls and slow disks reach
+// Options.Logger as warnings.
 package state

@@ -50,3 +50,9 @@ var ErrSnapshotUsed = errors.New("state: pending snapshot already persisted or d
 // when a TimerService is advanced from one of its own timer callbacks. It
 // is a bug in the job.
 var ErrInvalidState = errors.New("state: invalid state descriptor")
+
+// ErrBackendFailed is returned by every state call and PrepareSnapshot
+// after Pebble reported a fatal error (a failed MANIFEST write, corrupt
+// data): the database can no longer be trusted. Fail the task; it restarts
+// from its last checkpoint with a new backend.
+var ErrBackendFailed = errors.New("state: backend failed")

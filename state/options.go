@@ -2,9 +2,12 @@ package state
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/flinkgo/flinkgo/internal/keygroup"
 )
@@ -50,10 +53,16 @@ type Options struct {
 	// reads and copies at a time, each with a goroutine and a Pebble
 	// instance of its own. Default min(GOMAXPROCS, 4).
 	RestoreConcurrency int
-	// Logf receives Pebble's error messages (background I/O errors, ...).
-	// Default: discarded. Pebble's informational messages are always
-	// discarded.
-	Logf func(format string, args ...any)
+	// Logger receives Pebble's messages and events, tagged with the
+	// operator and subtask: background errors (a failed flush or
+	// compaction), write stalls, slow disks and Pebble's own errors at warn
+	// or error; flushes, compactions and informational messages at debug.
+	// Nil discards them.
+	Logger *slog.Logger
+
+	// fs replaces the operating system's file system under Pebble; tests
+	// inject I/O errors with it.
+	fs vfs.FS
 
 	// restoreByBatch makes Restore copy rescaled state with batched writes
 	// instead of building sstables and ingesting them; for benchmarks.

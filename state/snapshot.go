@@ -56,6 +56,10 @@ func (b *Backend) PrepareSnapshot(checkpointID int64) (*PendingSnapshot, error) 
 	if err := b.db.Checkpoint(dir); err != nil {
 		return nil, b.wrapErr("snapshot for checkpoint %d: Pebble checkpoint: %w", checkpointID, err)
 	}
+	if err := b.checkOpen(); err != nil { // Pebble failed fatally during the flush
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)

@@ -1,7 +1,8 @@
 // Command flinkgo is the flinkgo runtime:
 //
-//	flinkgo serve [--listen ADDR] [--parent-pid N]   run a runtime server
-//	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] PIPELINE.py [ARGS...]
+//	flinkgo serve [--listen ADDR] [--parent-pid N] [LOG FLAGS]
+//	                                                  run a runtime server
+//	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [LOG FLAGS] PIPELINE.py [ARGS...]
 //	                                                  run a pipeline file on a runtime started for it
 //	flinkgo list [--endpoint ADDR]                    list the running jobs of a server
 //	flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]  take a savepoint of a running job
@@ -10,6 +11,11 @@
 //	flinkgo cancel [--endpoint ADDR] JOB_ID           cancel a job
 //	flinkgo config [-c KEY=VALUE]... [--plan FILE]    print the effective configuration
 //	flinkgo version
+//
+// LOG FLAGS are --log-level debug|info|warn|error (default warn; job state
+// changes are at info) and --log-format text|json (default text); the
+// environment variables FLINKGO_LOG_LEVEL and FLINKGO_LOG_FORMAT set them
+// when the flag is not given. Logs go to stderr.
 //
 // ADDR is unix:///path/to.sock or host:port (default 127.0.0.1:7781,
 // loopback only). The Python package starts `flinkgo serve` as its embedded
@@ -22,6 +28,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -31,10 +38,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 
 	"github.com/flinkgo/flinkgo/internal/gctune"
+	"github.com/flinkgo/flinkgo/internal/logging"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
@@ -85,8 +92,8 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
-  flinkgo serve [--listen ADDR] [--parent-pid N]
-  flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] PIPELINE.py [ARGS...]
+  flinkgo serve [--listen ADDR] [--parent-pid N] [--log-level LEVEL] [--log-format text|json]
+  flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [--log-level LEVEL] [--log-format text|json] PIPELINE.py [ARGS...]
   flinkgo list [--endpoint ADDR]
   flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]
   flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
@@ -99,7 +106,12 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	listen := fs.String("listen", "127.0.0.1:7781", "unix:///path.sock or host:port")
 	parent := fs.Int("parent-pid", 0, "exit when this process is gone (the embedded runtime's client)")
+	newLogger := logFlags(fs)
 	_ = fs.Parse(args)
+	logger, err := newLogger()
+	if err != nil {
+		return err
+	}
 	lis, err := listenOn(*listen)
 	if err != nil {
 		return err
@@ -110,7 +122,22 @@ func serve(args []string) error {
 		ctx = watchParent(ctx, *parent)
 	}
 	fmt.Printf("flinkgo: serving on %s\n", *listen)
-	return serveOn(ctx, lis, nil)
+	return serveOn(ctx, lis, nil, logger)
+}
+
+// logFlags adds --log-level and --log-format to fs; after fs.Parse, the
+// returned function builds the process's logger on stderr from them (or
+// from $FLINKGO_LOG_LEVEL and $FLINKGO_LOG_FORMAT when not given).
+func logFlags(fs *flag.FlagSet) func() (*slog.Logger, error) {
+	level := fs.String("log-level", "", "debug, info, warn or error (default $"+logging.LevelEnv+", else warn)")
+	format := fs.String("log-format", "", "text or json (default $"+logging.FormatEnv+", else text)")
+	return func() (*slog.Logger, error) {
+		cfg, err := logging.Resolve(*level, *format, os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		return logging.New(os.Stderr, cfg), nil
+	}
 }
 
 func listenOn(addr string) (net.Listener, error) {
@@ -122,11 +149,11 @@ func listenOn(addr string) (net.Listener, error) {
 }
 
 // serveOn serves the job service on lis until ctx ends; running jobs are
-// canceled then.
-func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string) error {
-	logger := hclog.New(&hclog.LoggerOptions{Name: "flinkgo", Level: hclog.Warn, Output: os.Stderr})
+// canceled then. logger receives the server's, the jobs' and the workers'
+// logs.
+func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger) error {
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))
-	jobs := server.New(runexec.Options{Runner: pluginrunner.Options{Logger: logger}}, defaults)
+	jobs := server.New(runexec.Options{Logger: logger}, defaults)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
@@ -173,7 +200,12 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	from := fs.String("from-savepoint", "", "start the jobs from this savepoint or retained checkpoint directory")
 	allow := fs.Bool("allow-non-restored-state", false, "start even when the savepoint holds state of an operator the job no longer has")
+	newLogger := logFlags(fs)
 	_ = fs.Parse(args)
+	logger, err := newLogger()
+	if err != nil {
+		return err
+	}
 	args = fs.Args()
 	if len(args) == 0 {
 		usage()
@@ -199,7 +231,7 @@ func run(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- serveOn(ctx, lis, defaults) }()
+	go func() { served <- serveOn(ctx, lis, defaults, logger) }()
 
 	python := os.Getenv(pluginrunner.PythonEnv)
 	if python == "" {

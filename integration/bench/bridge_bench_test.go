@@ -10,6 +10,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -18,7 +19,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -112,7 +112,7 @@ func runThroughput(b *testing.B, w workload, specs map[string]*workerpb.UdfSpec,
 		Allocator:   mem,
 		Runner: pluginrunner.Options{
 			Python: testkit.Python(b),
-			Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		},
 	}
 	batches := max(w.rows/batchSize, 2*concurrency)
@@ -173,7 +173,7 @@ func BenchmarkOneRowRoundTrip(b *testing.B) {
 				InputSchema: batch.Schema(),
 				Python:      testkit.Python(b),
 				Allocator:   mem,
-				Logger:      hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+				Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 			})
 			if err != nil {
 				b.Fatal(err)

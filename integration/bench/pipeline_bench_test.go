@@ -3,13 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
@@ -56,7 +56,7 @@ plan = env.plan("pipeline-bench")
 				b.Fatal(err)
 			}
 			specs := testkit.UDFSpecs(b, udfSource)
-			logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			var pipeline, bridge time.Duration
 			for b.Loop() {
 				start := time.Now()
@@ -91,7 +91,7 @@ plan = env.plan("pipeline-bench")
 
 // bridgeOnly sends pipelineRows float64 rows in batches of 10 000 (the
 // pipeline's batch size) through the pandas UDF on p workers.
-func bridgeOnly(b *testing.B, specs map[string]*workerpb.UdfSpec, p int, logger hclog.Logger) {
+func bridgeOnly(b *testing.B, specs map[string]*workerpb.UdfSpec, p int, logger *slog.Logger) {
 	mem := memory.NewGoAllocator()
 	batch := float64Batch(mem, 10_000)
 	defer batch.Release()

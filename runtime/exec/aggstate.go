@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -28,6 +29,7 @@ type keyedState struct {
 	// cacheGroups: see Options.KeyedCacheGroups.
 	cacheGroups int
 	buf         []byte
+	log         *slog.Logger // the job's, for the backend's Pebble logs
 	// persist is the asynchronous part of the last snapshot, until taken.
 	persist func(context.Context, *SubtaskState) error
 }
@@ -36,7 +38,7 @@ type keyedState struct {
 // job restores a snapshot that holds it, else opened at the first
 // checkpoint (a job that never checkpoints never opens it).
 func (p *aggProc) setupState(ctx context.Context, bc *buildContext, op *plan.Operator, subtask int) error {
-	p.keyed = keyedState{uid: op.UID, subtask: subtask, complete: true, cacheGroups: bc.opts.KeyedCacheGroups,
+	p.keyed = keyedState{uid: op.UID, subtask: subtask, complete: true, cacheGroups: bc.opts.KeyedCacheGroups, log: bc.opts.Logger,
 		keys: state.SubtaskKeyGroups(bc.g.MaxParallelism, op.Parallelism, subtask)}
 	dir, err := os.MkdirTemp(bc.opts.StateDir, "flinkgo-state-")
 	if err != nil {
@@ -65,7 +67,7 @@ func (p *aggProc) setupState(ctx context.Context, bc *buildContext, op *plan.Ope
 
 func (p *aggProc) stateOptions(maxP int) state.Options {
 	k := &p.keyed
-	return state.Options{Dir: filepath.Join(k.dir, "db"), OperatorUID: k.uid, Subtask: k.subtask, MaxParallelism: maxP, KeyGroups: k.keys}
+	return state.Options{Dir: filepath.Join(k.dir, "db"), OperatorUID: k.uid, Subtask: k.subtask, MaxParallelism: maxP, KeyGroups: k.keys, Logger: k.log}
 }
 
 func (p *aggProc) useBackend(b *state.Backend) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"sync"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/internal/logging"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 )
@@ -54,6 +56,11 @@ type Options struct {
 	// state (see JobState), in order, from the goroutine that made it. It
 	// must not block.
 	OnStateChange func(StateChange)
+	// Logger receives the job's logs, tagged with its id: state changes
+	// (info), restarts with their cause and checkpoint failures (warn),
+	// completed checkpoints (debug); the state backends' and, unless
+	// Runner.Logger is set, the Python workers'. Nil discards them.
+	Logger *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -145,12 +152,17 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	opts = cfg.withBundle(opts)
 	j := &Job{
 		g: g, opts: opts, config: cfg, id: opts.JobID, count: make([]counters, len(g.Operators)),
-		lifecycle: newLifecycle(opts.OnStateChange), restarts: newRestarter(cfg.restart),
+		restarts: newRestarter(cfg.restart),
 		requests: make(chan *snapshotRequest), watchDone: make(chan struct{}), done: make(chan struct{}),
 	}
 	if j.id == "" {
 		j.id = NewJobID()
 	}
+	j.opts.Logger = logging.OrDiscard(opts.Logger).With("job", j.id)
+	if j.opts.Runner.Logger == nil {
+		j.opts.Runner.Logger = j.opts.Logger
+	}
+	j.lifecycle = newLifecycle(logStateChanges(j.opts.Logger, g.Name, opts.OnStateChange))
 	j.store = newCheckpointStore(cfg.checkpoint, j.id)
 	ctx = compute.WithAllocator(ctx, opts.Allocator)
 	a, err := j.firstAttempt(ctx)
@@ -214,6 +226,7 @@ func (j *Job) run(ctx context.Context, a *attempt) {
 			j.end(ctx, err, Failed, Running, Failing)
 			return
 		}
+		j.opts.Logger.Warn("job restarting after a failure", "cause", err, "attempt", j.Attempts())
 		var next *attempt
 		next, err = j.restart(ctx, err)
 		if next == nil {
@@ -250,6 +263,7 @@ func (j *Job) restart(ctx context.Context, cause error) (*attempt, error) {
 			return a, nil
 		}
 		err = fmt.Errorf("exec: restarting after %v: %w", cause, err)
+		j.opts.Logger.Warn("job restart failed", "error", err)
 		if !j.restarts.allow() {
 			return nil, err
 		}
@@ -331,6 +345,18 @@ func (j *Job) Attempts() int {
 }
 
 func (j *Job) record(s CheckpointStats) {
+	kind := "checkpoint"
+	if s.Savepoint {
+		kind = "savepoint"
+	}
+	switch s.Status {
+	case "completed":
+		j.opts.Logger.Debug(kind+" completed", "id", s.ID, "path", s.Path, "duration", s.Duration)
+	case "aborted": // the job stopped or a task finished first: routine
+		j.opts.Logger.Info(kind+" aborted", "id", s.ID, "cause", s.Err)
+	default:
+		j.opts.Logger.Warn(kind+" "+s.Status, "id", s.ID, "error", s.Err)
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.mu.checkpoints = append(j.mu.checkpoints, s)

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -55,6 +56,17 @@ type lifecycle struct {
 		sync.Mutex
 		state   JobState
 		history []StateChange
+	}
+}
+
+// logStateChanges returns an observer that logs each change at info and
+// then calls observe (when set).
+func logStateChanges(log *slog.Logger, jobName string, observe func(StateChange)) func(StateChange) {
+	return func(c StateChange) {
+		log.Info("job state changed", "state", c.State, "name", jobName)
+		if observe != nil {
+			observe(c)
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/internal/logging"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/runtime/plan"
@@ -47,6 +49,8 @@ var errClientGone = errors.New("server: the client canceled the job or disconnec
 type Server struct {
 	jobpb.UnimplementedJobServiceServer
 	exec runexec.Options
+	// log is exec.Logger, or a discarding logger: job submissions and ends.
+	log *slog.Logger
 
 	// defaults are config entries added to every plan that lacks them
 	// (`flinkgo run --from-savepoint` sets the restore path).
@@ -75,9 +79,9 @@ type runningJob struct {
 
 // New returns a server running jobs with opts (its Collect is the
 // server's own). Config entries in defaults are added to every plan that
-// does not set them.
+// does not set them. opts.Logger receives the server's and the jobs' logs.
 func New(opts runexec.Options, defaults map[string]string) *Server {
-	s := &Server{exec: opts, defaults: defaults}
+	s := &Server{exec: opts, defaults: defaults, log: logging.OrDiscard(opts.Logger)}
 	s.mu.jobs = map[string]*runningJob{}
 	return s
 }
@@ -167,6 +171,7 @@ func (s *Server) Cancel(_ context.Context, req *jobpb.CancelRequest) (*jobpb.Can
 	r, ok := s.mu.jobs[req.GetJobId()]
 	s.mu.Unlock()
 	if ok {
+		s.log.Info("job cancel requested", "job", req.GetJobId(), "name", r.name)
 		r.cancel(ErrJobCanceled)
 	}
 	return &jobpb.CancelResponse{Found: ok}, nil
@@ -184,9 +189,12 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	}
 	g, err := s.plan(req.GetPlan())
 	if err != nil {
+		s.log.Warn("job rejected: it cannot be planned", "name", req.GetPlan().GetName(), "error", err)
 		return send(finished(jobpb.JobFinished_FAILED, &jobpb.JobError{Message: err.Error(), Kind: "PLAN"}, nil))
 	}
 	id := runexec.NewJobID()
+	log := s.log.With("job", id, "name", g.Name)
+	log.Info("job submitted")
 	running := &runningJob{name: g.Name, started: time.Now()}
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
@@ -235,6 +243,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	if err != nil {
 		close(states)
 		reporter.Wait()
+		log.Warn("job failed to start", "error", err)
 		return send(finished(jobpb.JobFinished_FAILED, jobError(err), nil))
 	}
 	s.mu.Lock()
@@ -247,14 +256,18 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	close(states)   // every change happens before Wait returns
 	reporter.Wait() // no send may follow Execute's return
 	metrics := progress(m, start)
+	log = log.With("duration", time.Since(start).Round(time.Millisecond))
 	switch {
 	case err == nil:
+		log.Info("job ended", "state", runexec.Finished)
 		return send(finished(jobpb.JobFinished_FINISHED, nil, metrics))
 	case errors.Is(err, ErrJobCanceled) || errors.Is(err, errClientGone):
+		log.Info("job ended", "state", runexec.Canceled, "cause", err)
 		// The client may be gone; the send is best effort.
 		_ = send(finished(jobpb.JobFinished_CANCELED, &jobpb.JobError{Message: err.Error(), Kind: "CANCELED"}, metrics))
 		return nil
 	default:
+		log.Warn("job ended", "state", runexec.Failed, "error", err)
 		return send(finished(jobpb.JobFinished_FAILED, jobError(err), metrics))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
@@ -59,7 +59,7 @@ func run(rows, workers int, udfFile string) error {
 		Name:        "sensors",
 		Runner: pluginrunner.Options{
 			Python: python,
-			Logger: hclog.New(&hclog.LoggerOptions{Name: "flinkgo", Level: hclog.Warn}),
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		},
 	}
 	resolved, err := chainrun.Resolve(chain, opts)

@@ -16,5 +16,12 @@
 // result of the wrong shape wraps bridge.ErrResultMismatch. Every pending
 // batch and waiter fails with the same error, so nothing stays blocked.
 //
+// Logging: everything goes to Options.Logger (a *slog.Logger; nil
+// discards), tagged with the UDF, operator, subtask and worker pid: the
+// worker's own log lines (JSON on its stderr, parsed by go-plugin through an
+// hclog adapter, levels kept), what user code prints (info), go-plugin's
+// messages (debug), the worker's start (debug) and an unexpected exit
+// (warn, with the exit status). Nothing is logged per batch.
+//
 // The package knows nothing about bundles or operators: see package bundle.
 package pluginrunner

@@ -3,13 +3,14 @@ package pluginrunner
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/hashicorp/go-hclog"
 
+	"github.com/flinkgo/flinkgo/internal/logging"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
@@ -58,8 +59,10 @@ type Options struct {
 	// OperatorName and Subtask tag logs and errors.
 	OperatorName string
 	Subtask      int
-	// Logger receives the worker's logs. Default: hclog at info on stderr.
-	Logger hclog.Logger
+	// Logger receives the runner's and the worker's logs (go-plugin's
+	// through an hclog adapter), tagged with the UDF, operator, subtask
+	// and worker pid. Nil discards them.
+	Logger *slog.Logger
 	// Allocator holds the result batches. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
 }
@@ -95,9 +98,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = 4
 	}
-	if o.Logger == nil {
-		o.Logger = hclog.New(&hclog.LoggerOptions{Name: "flinkgo", Level: hclog.Info, Output: os.Stderr})
-	}
+	o.Logger = logging.OrDiscard(o.Logger)
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
 	}

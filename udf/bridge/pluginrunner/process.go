@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,9 +76,11 @@ type pluginProcess struct {
 
 // startProcess starts the worker and connects to it. It blocks until the
 // handshake is done, opts.StartTimeout passes, or ctx ends.
-func startProcess(ctx context.Context, opts Options, logger hclog.Logger) (*pluginProcess, error) {
+// log is the runner's logger; go-plugin gets it through an hclog adapter.
+// pid is set once the process started.
+func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atomic.Int64) (*pluginProcess, error) {
 	stderr := newLineTail(20)
-	guard := &startGuard{}
+	guard := &startGuard{pid: pid}
 	extraEnv := append([]string{maxMessageEnv + "=" + strconv.Itoa(opts.MaxMessageBytes)}, opts.Env...)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: handshake,
@@ -89,10 +93,10 @@ func startProcess(ctx context.Context, opts Options, logger hclog.Logger) (*plug
 		},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     opts.StartTimeout,
-		Logger:           logger,
+		Logger:           newSlogHCLog(log, pid, opts.Python),
 		Stderr:           stderr,
-		SyncStdout:       &lineLogger{logger: logger, msg: "udf stdout"},
-		SyncStderr:       &lineLogger{logger: logger, msg: "udf stderr"},
+		SyncStdout:       &lineLogger{log: log, pid: pid, msg: "udf stdout"},
+		SyncStderr:       &lineLogger{log: log, pid: pid, msg: "udf stderr"},
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(opts.MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(opts.MaxMessageBytes),
@@ -246,6 +250,7 @@ type startGuard struct {
 	mu      sync.Mutex
 	aborted bool
 	wc      *workerCmd
+	pid     *atomic.Int64 // set once the process started, for the logs
 	// socketDir is go-plugin's directory for the worker's sockets. Kill
 	// removes it only when a process was started, so a failed start does.
 	socketDir string
@@ -329,7 +334,11 @@ func (w *workerCmd) Start(context.Context) error {
 	if w.guard.aborted {
 		return errStartAborted
 	}
-	return w.cmd.Start()
+	if err := w.cmd.Start(); err != nil {
+		return err
+	}
+	w.guard.pid.Store(int64(w.cmd.Process.Pid))
+	return nil
 }
 
 func (w *workerCmd) Wait(context.Context) error { return w.cmd.Wait() }
@@ -407,10 +416,11 @@ func (t *lineTail) Lines() []string {
 // lineLogger logs each line written to it; it receives what user code
 // prints in the worker (forwarded through go-plugin's GRPCStdio).
 type lineLogger struct {
-	logger hclog.Logger
-	msg    string
-	mu     sync.Mutex
-	buf    []byte
+	log *slog.Logger // the runner's: tagged with udf, operator, subtask
+	pid *atomic.Int64
+	msg string
+	mu  sync.Mutex
+	buf []byte
 }
 
 func (l *lineLogger) Write(b []byte) (int, error) {
@@ -422,7 +432,7 @@ func (l *lineLogger) Write(b []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		l.logger.Info(l.msg, "line", string(l.buf[:i]))
+		l.log.Info(l.msg, "source", "worker", "pid", l.pid.Load(), "line", string(l.buf[:i]))
 		l.buf = l.buf[i+1:]
 	}
 	return len(b), nil

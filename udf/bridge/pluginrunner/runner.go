@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/udf/bridge"
@@ -20,10 +21,15 @@ import (
 
 // Runner is a bridge.Runner backed by one Python worker process.
 type Runner struct {
-	opts         Options
-	label        string
-	udfNames     string
-	logger       hclog.Logger
+	opts     Options
+	label    string
+	udfNames string
+	log      *slog.Logger
+	// pid is the worker's process id once started; the worker's log
+	// records carry it.
+	pid atomic.Int64
+	// exitLogged makes an unexpected worker exit logged once.
+	exitLogged   atomic.Bool
 	inputSchema  []byte
 	outputSchema *arrow.Schema
 	// batchMap is set for a map_batches function: results may have any
@@ -120,7 +126,7 @@ func NewRunner(opts Options) (*Runner, error) {
 		opts:         opts,
 		label:        label,
 		udfNames:     strings.Join(names, "+"),
-		logger:       opts.Logger.Named("udf").With("udf", strings.Join(names, "+"), "operator", opts.OperatorName, "subtask", opts.Subtask),
+		log:          opts.Logger.With("udf", strings.Join(names, "+"), "operator", opts.OperatorName, "subtask", opts.Subtask),
 		inputSchema:  in,
 		outputSchema: out,
 		window:       make(chan struct{}, opts.MaxInFlight),
@@ -201,11 +207,12 @@ func (r *Runner) Open(ctx context.Context) error {
 	stop := context.AfterFunc(r.lifeCtx, func() { cancel(bridge.ErrClosed) })
 	defer stop()
 
-	proc, err := startProcess(openCtx, r.opts, r.logger)
+	proc, err := startProcess(openCtx, r.opts, r.log, &r.pid)
 	if err != nil {
 		r.markClosed(err)
 		return fmt.Errorf("%s: %w", r.label, err)
 	}
+	r.log.Debug("worker started", "pid", proc.Pid(), "python", r.opts.Python)
 	r.mu.Lock()
 	if r.mu.closing {
 		r.mu.Unlock()
@@ -225,7 +232,7 @@ func (r *Runner) Open(ctx context.Context) error {
 		r.failOpen(proc, err)
 		return err
 	}
-	r.logger.Debug("worker ready", "pid", resp.GetPid(), "python", resp.GetPythonVersion(), "pyarrow", resp.GetPyarrowVersion())
+	r.log.Debug("worker ready", "pid", resp.GetPid(), "python", resp.GetPythonVersion(), "pyarrow", resp.GetPyarrowVersion())
 
 	stream, streamCancel, err := r.openStream(openCtx, resp)
 	if err != nil {
@@ -587,7 +594,14 @@ func (r *Runner) lostError(cause error) error {
 		return fmt.Errorf("%w: %v", bridge.ErrWorkerLost, cause)
 	}
 	// The stream usually breaks a moment before the process is reaped.
-	r.proc.waitExited(time.Second)
+	exited := r.proc.waitExited(time.Second)
+	if r.exitLogged.CompareAndSwap(false, true) {
+		if exited {
+			r.log.Warn("worker exited unexpectedly", "pid", r.proc.Pid(), "status", r.proc.ExitStatus(), "cause", cause)
+		} else {
+			r.log.Warn("lost the connection to the worker", "pid", r.proc.Pid(), "cause", cause)
+		}
+	}
 	return &bridge.WorkerExitError{
 		UDF:        r.udfNames,
 		Operator:   r.opts.OperatorName,

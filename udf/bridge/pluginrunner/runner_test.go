@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,7 +19,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
@@ -111,9 +110,6 @@ type worker struct {
 	specs map[string]*workerpb.UdfSpec
 }
 
-// logName is the name go-plugin gives the logger of the worker's stderr.
-func (w worker) logName() string { return filepath.Base(w.python) }
-
 func goWorker(start goworker.Start) worker {
 	python, env := goworker.Command(start)
 	return worker{name: "go", python: python, env: env, specs: goUDFs}
@@ -164,7 +160,7 @@ func (f *fixture) options(schema *arrow.Schema, calls ...*workerpb.UdfCall) plug
 		Allocator:    f.mem,
 		OperatorName: "test",
 		Transport:    f.transport,
-		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 }
 
@@ -470,7 +466,7 @@ func TestStartFailureIsClear(t *testing.T) {
 		Calls:       []*workerpb.UdfCall{testkit.Call(goUDFs["plus_one"], "y", "x")},
 		InputSchema: int64Schema,
 		Python:      "/nonexistent/python3",
-		Logger:      hclog.NewNullLogger(),
+		Logger:      slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -529,7 +525,7 @@ func testHostDeathLeavesNoWorker(t *testing.T, w worker) {
 // runHostHelper starts a worker ("python" or "go"), prints its pid and
 // blocks until killed.
 func runHostHelper(which string) {
-	opts := pluginrunner.Options{InputSchema: int64Schema, Logger: hclog.NewNullLogger()}
+	opts := pluginrunner.Options{InputSchema: int64Schema, Logger: slog.New(slog.DiscardHandler)}
 	if which == "go" {
 		w := goWorker(goworker.Serve)
 		opts.Python, opts.Env = w.python, w.env
@@ -622,7 +618,7 @@ def chatty(x):
 		Allocator:    mem,
 		OperatorName: "op7",
 		Subtask:      3,
-		Logger:       hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: &logs}),
+		Logger:       slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -653,16 +649,18 @@ def chatty(x):
 	}
 	out := logs.String()
 	for _, want := range []string{
-		`udf stdout: operator=op7 subtask=3 udf=chatty line="printed by the udf 42"`,
+		`msg="udf stdout" udf=chatty operator=op7 subtask=3 source=worker`,
+		`line="printed by the udf 42"`,
 		"written to stderr by the udf",
-		"udf." + w.logName() + ": udf chain opened: operator=op7 subtask=3 udf=chatty",
+		`msg="udf chain opened" udf=chatty operator=op7 subtask=3 source=worker`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %q:\n%s", want, out)
 		}
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, "written to stderr by the udf") && !strings.Contains(line, "udf=chatty") {
+		if (strings.Contains(line, "written to stderr by the udf") || strings.Contains(line, "printed by the udf")) &&
+			!strings.Contains(line, "udf=chatty operator=op7 subtask=3") {
 			t.Errorf("stderr line not tagged with the UDF: %s", line)
 		}
 	}
@@ -758,7 +756,7 @@ func testCancelDuringStartLeavesNoProcess(t *testing.T, w worker) {
 			InputSchema: int64Schema,
 			Python:      w.python,
 			Env:         w.env,
-			Logger:      hclog.NewNullLogger(),
+			Logger:      slog.New(slog.DiscardHandler),
 		})
 		if err != nil {
 			t.Fatal(err)

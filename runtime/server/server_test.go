@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/grpc"
+
+	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+)
+
+// eventStream is the server side of one Execute call, in memory.
+type eventStream struct {
+	grpc.ServerStream
+	ctx    context.Context
+	events []*jobpb.JobEvent
+}
+
+func (s *eventStream) Send(ev *jobpb.JobEvent) error {
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *eventStream) Context() context.Context { return s.ctx }
+
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// datagenToCollect is a job plan: rows generated rows into a collect sink.
+func datagenToCollect(t *testing.T, name string, rows int64) *planpb.JobPlan {
+	t.Helper()
+	schema, err := arrowipc.EncodeSchema(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &planpb.JobPlan{Name: name, DefaultParallelism: 1, Nodes: []*planpb.Node{
+		{Id: 1, Name: "datagen", OutputSchema: schema, Kind: &planpb.Node_Source{Source: &planpb.Source{
+			Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: rows}}}}},
+		{Id: 2, Name: "collect", OutputSchema: schema, Inputs: []*planpb.Input{{Node: 1}},
+			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
+	}}
+}
+
+// The server logs a job's submission and end at info with its id and
+// name, and a plan it rejects at warn.
+func TestJobSubmissionAndEndAreLogged(t *testing.T) {
+	var logs logBuffer
+	s := New(runexec.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+	stream := &eventStream{ctx: context.Background()}
+	if err := s.Execute(&jobpb.ExecuteRequest{Plan: datagenToCollect(t, "numbers", 100)}, stream); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for _, ev := range stream.events {
+		if st := ev.GetStarted(); st != nil {
+			id = st.GetJobId()
+		}
+	}
+	if id == "" {
+		t.Fatalf("no job started: %v", stream.events)
+	}
+	out := logs.String()
+	for _, want := range []string{
+		`level=INFO msg="job submitted" job=` + id + ` name=numbers`,
+		`level=INFO msg="job ended" job=` + id + ` name=numbers duration=`,
+		"state=FINISHED",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("logs lack %q:\n%s", want, out)
+		}
+	}
+
+	bad := datagenToCollect(t, "broken", 100)
+	bad.Nodes[1].Inputs[0].Node = 7 // no such node
+	if err := s.Execute(&jobpb.ExecuteRequest{Plan: bad}, &eventStream{ctx: context.Background()}); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); !strings.Contains(out, `level=WARN msg="job rejected: it cannot be planned" name=broken error=`) {
+		t.Errorf("the rejected plan was not logged at warn:\n%s", out)
+	}
+}
