@@ -674,7 +674,8 @@ def test_udf_results_must_fit_the_declared_type_exactly():
     assert "int64" in str(info.value)
     with pytest.raises(fg.JobFailedError) as info:
         df.select(as_text(fg.col("x")).alias("t")).to_pandas()
-    assert "udf 'as_text' returned the string '4' at row 0 of the batch" in str(info.value)
+    # (pyarrow < 19 refuses the strings itself, in its own words.)
+    assert "udf 'as_text' returned" in str(info.value) and "'4'" in str(info.value)
     # What loses nothing passes: 8.0 into int64, integers into float64.
     out = df.select(exact_int(fg.col("x")).alias("e"), int_series(fg.col("x")).alias("f"))
     assert_same(out.to_pandas(), pd.DataFrame({"e": [8, 10, 12], "f": [8.0, 10.0, 12.0]}))
