@@ -6,7 +6,7 @@
 //
 // It depends on Pebble, the standard library, golang.org/x/sync/errgroup,
 // internal/fsutil and runtime/partition (the key-group arithmetic) only.
-// It must not import the runtime's tasks (runtime/exec), the udf packages
+// It must not import the runtime's tasks (runtime/task, runtime/job), the udf packages
 // or protocol buffers, start goroutines that outlive a call, or know how
 // checkpoints are coordinated: the
 // runtime calls PrepareSnapshot at the barrier, Persist on a goroutine of

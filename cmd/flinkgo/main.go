@@ -34,7 +34,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/flinkgo/flinkgo/internal/gctune"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -118,7 +119,7 @@ func listenOn(addr string) (net.Listener, error) {
 func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string) error {
 	logger := hclog.New(&hclog.LoggerOptions{Name: "flinkgo", Level: hclog.Warn, Output: os.Stderr})
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))
-	jobs := server.New(runexec.Options{Runner: pluginrunner.Options{Logger: logger}}, defaults)
+	jobs := server.New(job.Options{Runner: pluginrunner.Options{Logger: logger}}, defaults)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
@@ -173,10 +174,10 @@ func run(args []string) error {
 	}
 	defaults := map[string]string{}
 	if *from != "" {
-		defaults[runexec.ConfigRestorePath] = *from
+		defaults[config.ConfigRestorePath] = *from
 	}
 	if *allow {
-		defaults[runexec.ConfigIgnoreUnclaimedState] = "true"
+		defaults[config.ConfigIgnoreUnclaimedState] = "true"
 	}
 	dir, err := os.MkdirTemp("", "flinkgo-run-")
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -31,7 +31,7 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Run(fmt.Sprintf("parallelism=%d", p), func(b *testing.B) {
 			dir := b.TempDir()
 			b.Setenv("BENCH_PARALLELISM", fmt.Sprint(p))
-			job := testkit.JobPlan(b, fmt.Sprintf(`
+			jp := testkit.JobPlan(b, fmt.Sprintf(`
 import os
 import flinkgo as fg
 from flinkgo import udf
@@ -46,12 +46,12 @@ df = df.with_column("y", affine(fg.col("x"))).with_column("k", (fg.col("x") * 10
 df.key_by("k").agg(fg.sum("y").alias("total")).write_csv(os.path.join(os.environ["FLINKGO_TEST_DIR"], "out"))
 plan = env.plan("pipeline-bench")
 `, pipelineRows), dir)
-			for _, n := range job.GetNodes() {
+			for _, n := range jp.GetNodes() {
 				if n.GetSink() != nil {
 					n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
 				}
 			}
-			g, err := plan.Plan(job, plan.Options{})
+			g, err := plan.Plan(jp, plan.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -61,7 +61,7 @@ plan = env.plan("pipeline-bench")
 			for b.Loop() {
 				start := time.Now()
 				groups := 0
-				_, err := runexec.Run(context.Background(), g, runexec.Options{
+				_, err := job.Run(context.Background(), g, job.Options{
 					Runner: pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
 					Collect: func(_ *plan.Operator, _ int, r arrow.RecordBatch) error {
 						groups += int(r.NumRows())

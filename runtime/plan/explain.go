@@ -71,6 +71,19 @@ func explainWork(sb *strings.Builder, op *Operator) {
 	case op.Kind == KindMapBatches:
 		fn := op.Node.GetMapBatches().GetFunction()
 		fmt.Fprintf(sb, "    function %s (batch size %d)\n", explainSpec(fn.GetName(), fn), op.BatchSize)
+	case op.Kind == KindKeyedAggregate:
+		mode := "final: one row per key when its input ends"
+		if op.EmitUpdates {
+			mode = "updates: the keys that changed, every pipeline.keyed-aggregate.update-interval"
+		}
+		how := "as the plan asks"
+		if op.Node.GetKeyedAggregate().GetEmit() == planpb.KeyedAggregate_EMIT_AUTO {
+			how = "auto, input unbounded"
+			if op.Bounded {
+				how = "auto, input bounded"
+			}
+		}
+		fmt.Fprintf(sb, "    emits %s (%s)\n", mode, how)
 	case op.Role == "":
 	case op.Kind == KindSelect:
 		cols := make([]string, len(op.Node.GetSelect().GetColumns()))

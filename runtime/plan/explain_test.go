@@ -64,3 +64,37 @@ func TestExplainWithoutChanges(t *testing.T) {
 		t.Fatalf("want source and udf in chain 0, the rest in chain 1:\n%s", g.Explain())
 	}
 }
+
+// The planner resolves a keyed aggregation's AUTO emit mode from the
+// boundedness its sources declare, and Explain shows it.
+func TestExplainKeyedAggregationEmitMode(t *testing.T) {
+	unbounded := source(1, "ticks")
+	unbounded.GetSource().GetDatagen().Rows = 0
+	for _, tc := range []struct {
+		name    string
+		src     *planpb.Node
+		emit    planpb.KeyedAggregate_Emit
+		updates bool
+		line    string
+	}{
+		{"bounded auto", source(1, "src"), planpb.KeyedAggregate_EMIT_AUTO, false,
+			"    emits final: one row per key when its input ends (auto, input bounded)\n"},
+		{"unbounded auto", unbounded, planpb.KeyedAggregate_EMIT_AUTO, true,
+			"    emits updates: the keys that changed, every pipeline.keyed-aggregate.update-interval (auto, input unbounded)\n"},
+		{"unbounded final", unbounded, planpb.KeyedAggregate_EMIT_FINAL, false,
+			"    emits final: one row per key when its input ends (as the plan asks)\n"},
+		{"bounded updates", source(1, "src"), planpb.KeyedAggregate_EMIT_UPDATES, true,
+			"    emits updates: the keys that changed, every pipeline.keyed-aggregate.update-interval (as the plan asks)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agg := keyedAgg(2, "counts", fromP(1, planpb.Partitioning_HASH, "x"), []string{"x"})
+			agg.GetKeyedAggregate().Emit = tc.emit
+			g := mustPlan(t, job(tc.src, agg, sink(3, "out", from(2))), Options{})
+			op := g.Operators[1]
+			if bounded := tc.src != unbounded; op.EmitUpdates != tc.updates || op.Bounded != bounded {
+				t.Errorf("emit updates %v, bounded %v; want %v, %v", op.EmitUpdates, op.Bounded, tc.updates, bounded)
+			}
+			wantContains(t, g.Explain(), tc.line)
+		})
+	}
+}

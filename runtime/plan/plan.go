@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	readsource "github.com/flinkgo/flinkgo/runtime/source" // aliased: the tests have a source helper
 )
 
 // nodeInfo is what the planner derives for one logical node.
@@ -56,6 +57,7 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 		return nil, invalid(job, b.problems)
 	}
 	b.chain()
+	b.resolveBoundedness()
 	return b.g, nil
 }
 
@@ -283,5 +285,32 @@ func (b *builder) chain() {
 			ids[head[i]] = id
 		}
 		op.ChainID = id
+	}
+}
+
+// resolveBoundedness marks the operators whose input ends (every source
+// upstream is bounded, as the source declares) and resolves the AUTO emit
+// mode of keyed aggregations from it: final over a bounded input, updates
+// over one that never ends.
+func (b *builder) resolveBoundedness() {
+	for _, op := range b.g.Operators { // topological order
+		if op.Kind == KindSource {
+			op.Bounded = readsource.Bounded(op.Node.GetSource())
+		} else {
+			op.Bounded = true
+			for _, e := range b.g.Inputs(op.ID) {
+				op.Bounded = op.Bounded && b.g.Operators[e.From].Bounded
+			}
+		}
+		if op.Kind == KindKeyedAggregate {
+			switch op.Node.GetKeyedAggregate().GetEmit() {
+			case planpb.KeyedAggregate_EMIT_FINAL:
+				op.EmitUpdates = false
+			case planpb.KeyedAggregate_EMIT_UPDATES:
+				op.EmitUpdates = true
+			default:
+				op.EmitUpdates = !op.Bounded
+			}
+		}
 	}
 }
