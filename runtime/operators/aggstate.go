@@ -3,79 +3,19 @@ package operators
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/state"
 )
 
-// keyedState is a keyed aggregation subtask's Pebble backend: the groups,
-// each under its key and key group, as one value state.
-type keyedState struct {
-	uid      string
-	subtask  int
-	keys     state.KeyGroupRange
-	dir      string // the backend's scratch directory
-	backend  *state.Backend
-	groups   *state.Value[[]byte]
-	complete bool // every group is in memory (nothing only in the backend)
-	// cacheGroups: see Options.KeyedCacheGroups of package job.
-	cacheGroups int
-	buf         []byte
-	// persist is the asynchronous part of the last snapshot, until taken.
-	persist func(context.Context, *checkpoint.SubtaskState) error
-}
-
-// setupState prepares the aggregation's keyed state: restored now when the
-// job restores a snapshot that holds it, else opened at the first
-// checkpoint (a job that never checkpoints never opens it).
+// setupState prepares the aggregation's keyed state (keyed.go): the
+// groups, each under its key and key group, as one value state.
 func (p *aggProc) setupState(ctx context.Context, c *operator.Context, cacheGroups int) error {
-	p.keyed = keyedState{uid: c.Op.UID, subtask: c.Subtask, complete: true, cacheGroups: cacheGroups,
-		keys: c.Keyed.KeyGroups}
-	dir, err := os.MkdirTemp(c.Keyed.StateDir, "flinkgo-state-")
-	if err != nil {
-		return fmt.Errorf("creating the local state directory: %w", err)
-	}
-	p.keyed.dir = dir
-	st := c.Restored
-	if st == nil {
-		return nil
-	}
-	var handles []state.Handle
-	for _, sub := range st.Subtasks {
-		var h state.Handle
-		if err := json.Unmarshal(sub.Keyed, &h); err != nil {
-			return fmt.Errorf("restoring keyed state: subtask %d's handle is invalid: %w", sub.Subtask, err)
-		}
-		handles = append(handles, h)
-	}
-	b, err := state.Restore(ctx, p.stateOptions(c.MaxParallelism), c.RestoreBase, handles)
-	if err != nil {
-		return fmt.Errorf("restoring keyed state: %w", err)
-	}
-	p.keyed.complete = false
-	return p.useBackend(b)
-}
-
-func (p *aggProc) stateOptions(maxP int) state.Options {
-	k := &p.keyed
-	return state.Options{Dir: filepath.Join(k.dir, "db"), OperatorUID: k.uid, Subtask: k.subtask, MaxParallelism: maxP, KeyGroups: k.keys}
-}
-
-func (p *aggProc) useBackend(b *state.Backend) error {
-	groups, err := state.NewValue(b, "groups", state.BytesCodec{})
-	if err != nil {
-		_ = b.Close()
-		return err
-	}
-	p.keyed.backend, p.keyed.groups = b, groups
-	return nil
+	return p.keyed.setup(ctx, c, "groups", cacheGroups)
 }
 
 // load reads a group from the backend, if it may be there.
@@ -83,7 +23,7 @@ func (p *aggProc) load(k state.Key) (*group, bool, error) {
 	if p.keyed.complete {
 		return nil, false, nil
 	}
-	data, ok, err := p.keyed.groups.Get(k)
+	data, ok, err := p.keyed.values.Get(k)
 	if err != nil || !ok {
 		return nil, false, err
 	}
@@ -102,7 +42,7 @@ func (p *aggProc) flush() error {
 			continue
 		}
 		p.keyed.buf = p.encodeGroup(p.keyed.buf[:0], g)
-		if err := p.keyed.groups.Put(g.stateKey, p.keyed.buf); err != nil {
+		if err := p.keyed.values.Put(g.stateKey, p.keyed.buf); err != nil {
 			return err
 		}
 		g.dirty = false
@@ -120,7 +60,7 @@ func (p *aggProc) loadAll() error {
 		return err
 	}
 	p.forgetGroups()
-	return p.keyed.groups.ForEach(func(k state.Key, data []byte) error {
+	return p.keyed.values.ForEach(func(k state.Key, data []byte) error {
 		g, err := p.decodeGroup(data)
 		if err != nil {
 			return err
@@ -151,14 +91,8 @@ func (p *aggProc) SnapshotState(ctx context.Context, target checkpoint.Target, e
 			return err
 		}
 	}
-	if p.keyed.backend == nil {
-		b, err := state.Open(p.stateOptions(p.maxP))
-		if err != nil {
-			return fmt.Errorf("opening keyed state: %w", err)
-		}
-		if err := p.useBackend(b); err != nil {
-			return err
-		}
+	if err := p.keyed.open(); err != nil {
+		return err
 	}
 	if err := p.flush(); err != nil {
 		return err
@@ -166,48 +100,17 @@ func (p *aggProc) SnapshotState(ctx context.Context, target checkpoint.Target, e
 	if len(p.list) > p.keyed.cacheGroups {
 		p.forgetGroups()
 	}
-	pending, err := p.keyed.backend.PrepareSnapshot(target.ID)
-	if err != nil {
-		return err
-	}
-	p.keyed.persist = func(ctx context.Context, st *checkpoint.SubtaskState) error {
-		var h state.Handle
-		var err error
-		if target.Savepoint {
-			h, err = pending.PersistSelfContained(ctx, target.Dir)
-		} else {
-			h, err = pending.Persist(ctx, state.Storage{Root: target.Dir})
-		}
-		if err != nil {
-			return errors.Join(err, pending.Discard())
-		}
-		st.Keyed, err = json.Marshal(h)
-		return err
-	}
-	return nil
+	return p.keyed.snapshot(target)
 }
 
-// TakePersist returns the asynchronous part of the last snapshot: it
-// writes the Pebble checkpoint out (incrementally into the checkpoint
-// storage, or whole into a savepoint's directory) and fills st.Keyed. It
-// may run on another goroutine while the task writes to the backend.
+// TakePersist returns the asynchronous part of the last snapshot
+// (keyedState.takePersist).
 func (p *aggProc) TakePersist() func(context.Context, *checkpoint.SubtaskState) error {
-	f := p.keyed.persist
-	p.keyed.persist = nil
-	return f
+	return p.keyed.takePersist()
 }
 
 // Release closes the backend and removes its scratch directory.
-func (p *aggProc) Release() {
-	if p.keyed.backend != nil {
-		_ = p.keyed.backend.Close()
-		p.keyed.backend = nil
-	}
-	if p.keyed.dir != "" {
-		_ = os.RemoveAll(p.keyed.dir)
-		p.keyed.dir = ""
-	}
-}
+func (p *aggProc) Release() { p.keyed.release() }
 
 // encodeGroup appends g's keys and accumulators.
 func (p *aggProc) encodeGroup(buf []byte, g *group) []byte {

@@ -49,6 +49,7 @@ func Registry(opts Options) *operator.Registry {
 		udfKind(opts),
 		mapBatchesKind(opts),
 		keyedAggregateKind(opts),
+		dropDuplicatesKind(opts),
 		sinkKind(opts),
 	)
 	if err != nil {

@@ -84,6 +84,8 @@ func explainWork(sb *strings.Builder, op *Operator) {
 			}
 		}
 		fmt.Fprintf(sb, "    emits %s (%s)\n", mode, how)
+	case op.Kind == KindDropDuplicates:
+		fmt.Fprintf(sb, "    keeps the first row of each (%s)\n", strings.Join(op.Node.GetDropDuplicates().GetSubset(), ", "))
 	case op.Role == "":
 	case op.Kind == KindSelect:
 		cols := make([]string, len(op.Node.GetSelect().GetColumns()))

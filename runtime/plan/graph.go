@@ -21,6 +21,7 @@ const (
 	KindKeyedAggregate
 	KindUnion
 	KindSink
+	KindDropDuplicates
 )
 
 var kindNames = [...]string{
@@ -32,6 +33,7 @@ var kindNames = [...]string{
 	KindKeyedAggregate: "keyed_aggregate",
 	KindUnion:          "union",
 	KindSink:           "sink",
+	KindDropDuplicates: "drop_duplicates",
 }
 
 func (k Kind) String() string {

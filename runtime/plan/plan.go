@@ -135,8 +135,8 @@ func (b *builder) add(n *planpb.Node) {
 		if !e.Explicit {
 			e.Partitioning = planpb.Partitioning_FORWARD
 		}
-		if info.kind == KindKeyedAggregate {
-			b.keyedInput(info, first, e)
+		if keys, keyed := keyedBy(n); keyed {
+			b.keyedInput(info, first, e, keys)
 		}
 		// Internal edges of a node come before its input edges in the list;
 		// keep Edges sorted by downstream operator.
@@ -149,11 +149,22 @@ func (b *builder) add(n *planpb.Node) {
 	b.output[n.GetId()] = ops[len(ops)-1].ID
 }
 
-// keyedInput makes a keyed aggregate read its input by key: an input without
-// partitioning becomes HASH on the group keys (GLOBAL without keys); an
-// explicit one must send all rows of a group to one subtask.
-func (b *builder) keyedInput(info nodeInfo, op *Operator, e *Edge) {
-	keys := info.node.GetKeyedAggregate().GetKeys()
+// keyedBy returns the keys of a node that reads its input by key (over
+// keyed state): a keyed aggregation's group keys, drop_duplicates' subset.
+func keyedBy(n *planpb.Node) ([]string, bool) {
+	switch k := n.GetKind().(type) {
+	case *planpb.Node_KeyedAggregate:
+		return k.KeyedAggregate.GetKeys(), true
+	case *planpb.Node_DropDuplicates:
+		return k.DropDuplicates.GetSubset(), true
+	}
+	return nil, false
+}
+
+// keyedInput makes a keyed operator read its input by key: an input without
+// partitioning becomes HASH on the keys (GLOBAL without keys); an explicit
+// one must send all rows of a key to one subtask.
+func (b *builder) keyedInput(info nodeInfo, op *Operator, e *Edge, keys []string) {
 	switch e.Partitioning {
 	case planpb.Partitioning_FORWARD:
 		if e.Explicit {
@@ -176,8 +187,8 @@ func (b *builder) keyedInput(info nodeInfo, op *Operator, e *Edge) {
 		return
 	}
 	upstream := b.g.Operators[e.From]
-	b.problem("%s: keyed_aggregate with parallelism %d reads %s with %s partitioning, which would split its groups over several subtasks; "+
-		"partition by group keys %v (key_by), or leave the input's partitioning unset", nodeLabel(info.node), op.Parallelism, opLabel(upstream), partitioningName(e), keys)
+	b.problem("%s: %s with parallelism %d reads %s with %s partitioning, which would split its groups over several subtasks; "+
+		"partition by group keys %v (key_by), or leave the input's partitioning unset", nodeLabel(info.node), info.kind, op.Parallelism, opLabel(upstream), partitioningName(e), keys)
 }
 
 // checkUIDs reports operators that share a uid.
