@@ -59,6 +59,11 @@ type Options struct {
 	// JobID names the job (its checkpoints go under <dir>/<JobID>).
 	// Default: a random id.
 	JobID string
+	// Registry, when set, builds the job's operators instead of
+	// operators.Registry of these options (whose operator fields, Runner to
+	// Collect and KeyedCacheGroups, then go unused): a program embedding
+	// the runtime replaces a row, as package chainrun its source.
+	Registry *operator.Registry
 	// OnStateChange, when set, is called on every change of the job's
 	// state (see JobState), in order, from the goroutine that made it. It
 	// must not block.
@@ -155,11 +160,10 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 		lifecycle: newLifecycle(opts.OnStateChange), restarts: newRestarter(cfg.Restart),
 		requests: make(chan *checkpoint.Request), watchDone: make(chan struct{}), done: make(chan struct{}),
 	}
-	j.registry = operators.Registry(operators.Options{
-		Runner: opts.Runner, NewRunner: opts.NewRunner, BundleSize: opts.BundleSize, BundleTime: opts.BundleTime,
-		SourceBatchRows: opts.SourceBatchRows, Stdout: opts.Stdout, Collect: opts.Collect,
-		KeyedCacheGroups: opts.KeyedCacheGroups, UpdateInterval: cfg.UpdateInterval,
-	})
+	j.registry = opts.Registry
+	if j.registry == nil {
+		j.registry = operators.Registry(j.operatorOptions())
+	}
 	if j.id == "" {
 		j.id = NewJobID()
 	}
@@ -412,5 +416,15 @@ func (j *Job) request(ctx context.Context, r *checkpoint.Request) (string, error
 		return a.Path, a.Err
 	case <-ctx.Done():
 		return "", context.Cause(ctx)
+	}
+}
+
+// operatorOptions are the settings of the job's operators.
+func (j *Job) operatorOptions() operators.Options {
+	o := j.opts
+	return operators.Options{
+		Runner: o.Runner, NewRunner: o.NewRunner, BundleSize: o.BundleSize, BundleTime: o.BundleTime,
+		SourceBatchRows: o.SourceBatchRows, Stdout: o.Stdout, Collect: o.Collect,
+		KeyedCacheGroups: o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval,
 	}
 }

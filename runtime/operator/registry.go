@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -85,4 +86,17 @@ func (r *Registry) Schemas(g *plan.Graph) ([]*arrow.Schema, error) {
 		}
 	}
 	return out, nil
+}
+
+// With returns a copy of r in which kinds replace the rows of their
+// plan.Kind (or add them): a program that embeds the runtime gives it its
+// own source, say. r is unchanged.
+func (r *Registry) With(kinds ...Kind) (*Registry, error) {
+	all := make([]Kind, 0, len(r.kinds)+len(kinds))
+	for k, row := range r.kinds {
+		if !slices.ContainsFunc(kinds, func(n Kind) bool { return n.Kind == k }) {
+			all = append(all, row)
+		}
+	}
+	return NewRegistry(append(all, kinds...)...)
 }
