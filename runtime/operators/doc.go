@@ -6,7 +6,7 @@
 // returns the table from plan.Kind to each operator's factory, output
 // schema and state.
 //
-// It must not import the task, job or checkpoint-coordination code
-// (packages task and job): operators see their task only through
-// operator.Context and the methods it calls.
+// It must not import packages task or job, and of package checkpoint uses
+// only the snapshot types (Target, SubtaskState, OperatorState): operators
+// see their task only through operator.Context and the methods it calls.
 package operators
