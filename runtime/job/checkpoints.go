@@ -7,6 +7,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -33,17 +34,21 @@ func NewJobID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// PlanOptions returns the planner options a job plan needs: when its
-// config restores a snapshot (config.ConfigRestorePath), the snapshot's
-// max parallelism, which the job must keep.
+// PlanOptions returns the planner options a job plan needs: the runtime's
+// operators derive every output schema (so Explain shows them and a schema
+// problem fails the planning), and when the config restores a snapshot
+// (config.ConfigRestorePath), the snapshot's max parallelism, which the job
+// must keep.
 func PlanOptions(job *planpb.JobPlan) (plan.Options, error) {
+	opts := plan.Options{Schemas: operators.Registry(operators.Options{})}
 	path := strings.TrimSpace(job.GetConfig()[config.ConfigRestorePath])
 	if path == "" {
-		return plan.Options{}, nil
+		return opts, nil
 	}
 	m, _, err := LoadMetadata(path)
 	if err != nil {
 		return plan.Options{}, err
 	}
-	return plan.Options{RestoredMaxParallelism: m.MaxParallelism}, nil
+	opts.RestoredMaxParallelism = m.MaxParallelism
+	return opts, nil
 }

@@ -69,6 +69,17 @@ func (r *Registry) Lookup(k plan.Kind) (Kind, error) {
 	return kind, nil
 }
 
+// Schema derives op's output schema from its inputs' (plan.SchemaDeriver:
+// planning with the registry in plan.Options.Schemas shows the schemas in
+// Explain).
+func (r *Registry) Schema(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) {
+	kind, err := r.Lookup(op.Kind)
+	if err != nil {
+		return nil, err
+	}
+	return kind.Schema(op, in)
+}
+
 // Schemas computes every operator's output schema, in topological order.
 func (r *Registry) Schemas(g *plan.Graph) ([]*arrow.Schema, error) {
 	out := make([]*arrow.Schema, len(g.Operators))
@@ -77,11 +88,8 @@ func (r *Registry) Schemas(g *plan.Graph) ([]*arrow.Schema, error) {
 		for _, e := range g.Inputs(op.ID) {
 			in = append(in, out[e.From])
 		}
-		kind, err := r.Lookup(op.Kind)
-		if err == nil {
-			out[op.ID], err = kind.Schema(op, in)
-		}
-		if err != nil {
+		var err error
+		if out[op.ID], err = r.Schema(op, in); err != nil {
 			return nil, fmt.Errorf("operator %q (uid %s): %w", op.Name, op.UID, err)
 		}
 	}

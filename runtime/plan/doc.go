@@ -44,6 +44,11 @@
 //     every other operator's input ends when all its sources' do. A keyed
 //     aggregation's AUTO emit mode resolves to UPDATES over an input that
 //     never ends, else FINAL (Operator.Bounded, EmitUpdates).
+//   - Output schemas: planned with Options.Schemas (the runtime's operator
+//     registry, as job.PlanOptions does), every operator's output schema is
+//     derived at planning (Operator.Schema) and Explain shows it; a schema
+//     that cannot be derived (an unknown column, a type mismatch) fails the
+//     planning.
 //   - Chaining follows Flink: a forward edge of equal parallelism into an
 //     operator with one input chains; an operator may chain with several
 //     downstream operators; a union of several inputs starts a chain.

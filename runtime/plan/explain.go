@@ -32,6 +32,13 @@ func (g *Graph) Explain() string {
 			sb.WriteString("\n")
 		}
 		explainWork(&sb, op)
+		if op.Schema != nil {
+			fields := make([]string, op.Schema.NumFields())
+			for i, f := range op.Schema.Fields() {
+				fields[i] = f.Name + " " + f.Type.String()
+			}
+			fmt.Fprintf(&sb, "    output: %s\n", strings.Join(fields, ", "))
+		}
 	}
 	if len(g.Changes) == 0 {
 		fmt.Fprintf(&sb, "forward edges changed by %s: none\n", ConfigForwardMismatch)

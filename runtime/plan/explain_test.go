@@ -1,8 +1,11 @@
 package plan
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -96,5 +99,31 @@ func TestExplainKeyedAggregationEmitMode(t *testing.T) {
 			}
 			wantContains(t, g.Explain(), tc.line)
 		})
+	}
+}
+
+// schemaOf derives every output as one int64 column named after the
+// operator, failing for the operator named "bad".
+type schemaOf struct{}
+
+func (schemaOf) Schema(op *Operator, in []*arrow.Schema) (*arrow.Schema, error) {
+	if op.Name == "bad" {
+		return nil, errors.New("no such column")
+	}
+	return arrow.NewSchema([]arrow.Field{{Name: op.Name, Type: arrow.PrimitiveTypes.Int64}}, nil), nil
+}
+
+// Planned with a schema deriver (the runtime's operator registry), every
+// operator has its output schema, Explain shows it, and a schema that
+// cannot be derived fails the planning, naming the operator.
+func TestExplainShowsDerivedSchemas(t *testing.T) {
+	g := mustPlan(t, job(source(1, "src"), sink(2, "out", from(1))), Options{Schemas: schemaOf{}})
+	wantContains(t, g.Explain(), "    output: src int64\n", "    output: out int64\n")
+	if g.Operators[1].Schema.Field(0).Name != "out" {
+		t.Fatalf("sink schema %s", g.Operators[1].Schema)
+	}
+	_, err := Plan(job(source(1, "src"), sink(2, "bad", from(1))), Options{Schemas: schemaOf{}})
+	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), `"bad"`) || !strings.Contains(err.Error(), "output schema: no such column") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -137,6 +139,9 @@ type Operator struct {
 	// AUTO over an input that never ends), false when it emits every group
 	// once at the end of its input (FINAL, or AUTO over a bounded input).
 	EmitUpdates bool
+	// Schema is the operator's output schema when the graph was planned
+	// with Options.Schemas, else nil.
+	Schema *arrow.Schema
 	// OutputSchema is the Arrow IPC schema the client computed for the
 	// logical node, set on the operator that produces the node's output and
 	// nil on the operators the planner added before it. The planner never

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	readsource "github.com/flinkgo/flinkgo/runtime/source" // aliased: the tests have a source helper
 )
@@ -58,6 +60,12 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 	}
 	b.chain()
 	b.resolveBoundedness()
+	if opts.Schemas != nil {
+		b.deriveSchemas(opts.Schemas)
+		if len(b.problems) > 0 {
+			return nil, invalid(job, b.problems)
+		}
+	}
 	return b.g, nil
 }
 
@@ -323,5 +331,24 @@ func (b *builder) resolveBoundedness() {
 				op.EmitUpdates = !op.Bounded
 			}
 		}
+	}
+}
+
+// deriveSchemas fills every operator's output schema, in topological order.
+func (b *builder) deriveSchemas(d SchemaDeriver) {
+	for _, op := range b.g.Operators {
+		var in []*arrow.Schema
+		for _, e := range b.g.Inputs(op.ID) {
+			in = append(in, b.g.Operators[e.From].Schema)
+		}
+		if slices.Contains(in, nil) {
+			continue // an input failed: reported already
+		}
+		s, err := d.Schema(op, in)
+		if err != nil {
+			b.problem("%s: output schema: %v", describe(op), err)
+			continue
+		}
+		op.Schema = s
 	}
 }
