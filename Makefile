@@ -29,7 +29,7 @@ $(VENV)/.installed: python/pyproject.toml python/setup.py scripts/genproto-requi
 example: setup
 	$(PY) examples/python/sensors.py
 
-# The Go-only demo of the UDF bridge (no runtime): pandas UDFs over generated rows.
+# The Go API demo: pandas UDFs over generated rows, run on the runtime by package chainrun.
 example-bridge: setup
 	go run ./examples/go/bridge
 

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 )
@@ -41,9 +41,9 @@ plan = env.plan("bundles")
 func batchSizes(t *testing.T, bundleSizeEntry string) map[int64]int {
 	t.Helper()
 	src := strings.Replace(batchSizesPipeline, "BUNDLE_SIZE", bundleSizeEntry, 1)
-	job := testkit.JobPlan(t, src, t.TempDir())
-	collectInstead(job)
-	g, err := plan.Plan(job, plan.Options{})
+	jp := testkit.JobPlan(t, src, t.TempDir())
+	collectInstead(jp)
+	g, err := plan.Plan(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func batchSizes(t *testing.T, bundleSizeEntry string) map[int64]int {
 		}
 		return nil
 	}
-	if _, err := runexec.Run(context.Background(), g, opts); err != nil {
+	if _, err := job.Run(context.Background(), g, opts); err != nil {
 		t.Fatalf("%v\n%s", err, g.Explain())
 	}
 	return sizes
@@ -85,7 +85,7 @@ func TestBundleSizeFromTheConfigCutsBundles(t *testing.T) {
 func TestServerRefusesUnknownConfigKeys(t *testing.T) {
 	testkit.NoLeakedWorkers(t)
 	client := startServer(t, memory.NewGoAllocator())
-	job := testkit.JobPlan(t, pipelinePrelude+`
+	jp := testkit.JobPlan(t, pipelinePrelude+`
 env = fg.Environment(config={
     "python.fn-execution.bundle.sise": "1000",
     "execution.checkpointing.interval": "often",
@@ -97,7 +97,7 @@ plan = env.plan("typo")
 		`unknown key "python.fn-execution.bundle.sise": did you mean "python.fn-execution.bundle.size"?`,
 		`execution.checkpointing.interval="often": expected a duration`,
 	}
-	explained, err := client.Explain(context.Background(), &jobpb.ExplainRequest{Plan: job})
+	explained, err := client.Explain(context.Background(), &jobpb.ExplainRequest{Plan: jp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ plan = env.plan("typo")
 			t.Errorf("explain error %q lacks %q", explained.GetError(), w)
 		}
 	}
-	stream, err := client.Execute(context.Background(), &jobpb.ExecuteRequest{Plan: job})
+	stream, err := client.Execute(context.Background(), &jobpb.ExecuteRequest{Plan: jp})
 	if err != nil {
 		t.Fatal(err)
 	}

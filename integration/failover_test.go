@@ -19,7 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
@@ -40,7 +40,7 @@ func TestFailoverKeepsFileSinkExactlyOnce(t *testing.T) {
 	testkit.NoLeakedWorkers(t)
 	faults, failoverRows := failoverFaults(t)
 	dir := t.TempDir()
-	job := testkit.JobPlan(t, `
+	jp := testkit.JobPlan(t, `
 import os
 import flinkgo as fg
 from flinkgo import udf
@@ -72,13 +72,13 @@ keyed = doubled.with_column("k", fg.col("id") % 10).key_by("k").agg(fg.sum("y").
 keyed.write_csv(os.path.join(DIR, "sums"))
 plan = env.plan("failover")
 `, dir)
-	g, err := plan.Plan(job, plan.Options{})
+	g, err := plan.Plan(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	j, err := runexec.Start(context.Background(), g, runOptions(t, mem))
+	j, err := job.Start(context.Background(), g, runOptions(t, mem))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
@@ -24,8 +24,8 @@ func partsOf(t *testing.T, body string, sinkParallelism int) [][]int {
 	t.Helper()
 	testkit.NoLeakedWorkers(t)
 	dir := t.TempDir()
-	job := testkit.JobPlan(t, pipelinePrelude+body, dir)
-	g, err := plan.Plan(job, plan.Options{})
+	jp := testkit.JobPlan(t, pipelinePrelude+body, dir)
+	g, err := plan.Plan(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func partsOf(t *testing.T, body string, sinkParallelism int) [][]int {
 	// Partitioners that move whole batches (rebalance, rescale, global)
 	// need several batches to show their choice of subtasks.
 	opts.SourceBatchRows = 100
-	if _, err := runexec.Run(context.Background(), g, opts); err != nil {
+	if _, err := job.Run(context.Background(), g, opts); err != nil {
 		t.Fatalf("%v\n%s", err, g.Explain())
 	}
 	parts := make([][]int, sinkParallelism)
@@ -139,13 +139,13 @@ plan = env.plan()
 }
 
 func TestForwardMismatchFailNamesBothOperators(t *testing.T) {
-	job := testkit.JobPlan(t, pipelinePrelude+`
+	jp := testkit.JobPlan(t, pipelinePrelude+`
 env = fg.Environment(config={"pipeline.forward-mismatch": "fail"})
 src = env.datagen(rows=10, schema={"id": "int64"}).set_parallelism(2)
 src.select("id").write_csv(OUT).set_parallelism(3)
 plan = env.plan()
 `, t.TempDir())
-	_, err := plan.Plan(job, plan.Options{})
+	_, err := plan.Plan(jp, plan.Options{})
 	if err == nil {
 		t.Fatal("planning succeeded under pipeline.forward-mismatch=fail")
 	}

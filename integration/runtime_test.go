@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -59,19 +59,19 @@ print(f"{len(got)} rows match")
 
 // runPipeline builds the pipeline's plan with Python, plans and runs it,
 // and compares the output with pandas' answer.
-func runPipeline(t *testing.T, body string, parallelism int) *runexec.Metrics {
+func runPipeline(t *testing.T, body string, parallelism int) *job.Metrics {
 	t.Helper()
 	testkit.NoLeakedWorkers(t)
 	dir := t.TempDir()
 	t.Setenv("FLINKGO_TEST_PARALLELISM", fmt.Sprint(parallelism))
-	job := testkit.JobPlan(t, pipelinePrelude+body, dir)
-	g, err := plan.Plan(job, plan.Options{})
+	jp := testkit.JobPlan(t, pipelinePrelude+body, dir)
+	g, err := plan.Plan(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	m, err := runexec.Run(context.Background(), g, runOptions(t, mem))
+	m, err := job.Run(context.Background(), g, runOptions(t, mem))
 	if err != nil {
 		t.Fatalf("%v\nplan:\n%s", err, g.Explain())
 	}
@@ -94,8 +94,8 @@ func runAtParallelism1And3(t *testing.T, body string) {
 	}
 }
 
-func runOptions(t *testing.T, mem memory.Allocator) runexec.Options {
-	return runexec.Options{
+func runOptions(t *testing.T, mem memory.Allocator) job.Options {
+	return job.Options{
 		Allocator: mem,
 		Runner: pluginrunner.Options{
 			Python: testkit.Python(t),
@@ -152,7 +152,7 @@ plan = env.plan("aggregate")
 func TestPipelineFailingUDFFailsTheJob(t *testing.T) {
 	testkit.NoLeakedWorkers(t)
 	dir := t.TempDir()
-	job := testkit.JobPlan(t, pipelinePrelude+`
+	jp := testkit.JobPlan(t, pipelinePrelude+`
 @udf("float64")
 def fragile(t):
     if t > 40:
@@ -162,13 +162,13 @@ def fragile(t):
 env.from_pandas(readings).with_column("x", fragile(fg.col("temp"))).write_csv(OUT)
 plan = env.plan("failing")
 `, dir)
-	g, err := plan.Plan(job, plan.Options{})
+	g, err := plan.Plan(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	_, err = runexec.Run(context.Background(), g, runOptions(t, mem))
+	_, err = job.Run(context.Background(), g, runOptions(t, mem))
 	var udfErr *bridge.UDFError
 	if !errors.As(err, &udfErr) || udfErr.UDF != "fragile" || !strings.Contains(err.Error(), "sensor overheated") ||
 		!strings.Contains(udfErr.Traceback, `raise ArithmeticError(f"sensor overheated: {t}")`) {
@@ -183,7 +183,7 @@ plan = env.plan("failing")
 func TestPipelineCancelStopsPromptly(t *testing.T) {
 	testkit.NoLeakedWorkers(t)
 	dir := t.TempDir()
-	job := testkit.JobPlan(t, pipelinePrelude+`
+	jp := testkit.JobPlan(t, pipelinePrelude+`
 import time
 
 @udf("float64")
@@ -194,7 +194,7 @@ def slow(t):
 env.datagen(schema={"id": "int64", "temp": "float64"}).with_column("x", slow(fg.col("temp"))).write_csv(OUT)
 plan = env.plan("cancel")
 `, dir)
-	g, err := plan.Plan(job, plan.Options{})
+	g, err := plan.Plan(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ plan = env.plan("cancel")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := runexec.Run(ctx, g, runOptions(t, mem))
+		_, err := job.Run(ctx, g, runOptions(t, mem))
 		done <- err
 	}()
 	time.Sleep(2 * time.Second) // let the worker start and hang in the UDF
@@ -222,7 +222,7 @@ plan = env.plan("cancel")
 func TestSlowSinkBoundsTheMemoryOfAFastSource(t *testing.T) {
 	testkit.NoLeakedWorkers(t)
 	dir := t.TempDir()
-	job := testkit.JobPlan(t, pipelinePrelude+`
+	jp := testkit.JobPlan(t, pipelinePrelude+`
 import time
 
 @udf("float64", func_type="pandas")
@@ -234,14 +234,14 @@ def slow(v):
 env.datagen(schema={"id": "int64", "v": "float64"}).with_column("w", slow(fg.col("v"))).write_csv(OUT)
 plan = env.plan("backpressure")
 `, dir)
-	g, err := plan.Plan(job, plan.Options{})
+	g, err := plan.Plan(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx, cancel := context.WithCancel(context.Background())
-	j, err := runexec.Start(ctx, g, runOptions(t, mem))
+	j, err := job.Start(ctx, g, runOptions(t, mem))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,20 +275,20 @@ func TestModuleMissingInTheWorkerIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PYTHONPATH", dir)
-	job := testkit.JobPlan(t, pipelinePrelude+`
+	jp := testkit.JobPlan(t, pipelinePrelude+`
 import sensorlib
 calibrated = udf(sensorlib.calibrate, "float64", name="calibrate")
 env.from_pandas(readings).with_column("c", calibrated(fg.col("temp"))).write_csv(OUT)
 plan = env.plan("missing-module")
 `, dir)
 	os.Unsetenv("PYTHONPATH")
-	g, err := plan.Plan(job, plan.Options{})
+	g, err := plan.Plan(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	_, err = runexec.Run(context.Background(), g, runOptions(t, mem))
+	_, err = job.Run(context.Background(), g, runOptions(t, mem))
 	var udfErr *bridge.UDFError
 	if !errors.As(err, &udfErr) || udfErr.UDF != "calibrate" || udfErr.Type != "ModuleNotFoundError" ||
 		!strings.Contains(err.Error(), "'sensorlib'") || !strings.Contains(err.Error(), "install it") {

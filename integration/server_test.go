@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
@@ -37,7 +37,7 @@ func startServer(t *testing.T, mem memory.Allocator) jobpb.JobServiceClient {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	jobs := server.New(runexec.Options{
+	jobs := server.New(job.Options{
 		Allocator: mem,
 		Runner: pluginrunner.Options{
 			Python: testkit.Python(t),
@@ -59,8 +59,8 @@ func startServer(t *testing.T, mem memory.Allocator) jobpb.JobServiceClient {
 }
 
 // collectInstead turns every sink of the plan into a collect sink.
-func collectInstead(job *planpb.JobPlan) {
-	for _, n := range job.GetNodes() {
+func collectInstead(jp *planpb.JobPlan) {
+	for _, n := range jp.GetNodes() {
 		if n.GetSink() != nil {
 			n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
 		}
@@ -88,7 +88,7 @@ func TestServerRunsAJobAndStreamsRows(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	client := startServer(t, mem)
-	job := testkit.JobPlan(t, pipelinePrelude+`
+	jp := testkit.JobPlan(t, pipelinePrelude+`
 @udf("string")
 def label(t):
     return "hot" if t > 25 else "ok"
@@ -96,13 +96,13 @@ def label(t):
 env.from_pandas(readings).with_column("label", label(fg.col("temp"))).select("id", "label").write_csv(OUT)
 plan = env.plan("server")
 `, t.TempDir())
-	collectInstead(job)
+	collectInstead(jp)
 
-	explained, err := client.Explain(context.Background(), &jobpb.ExplainRequest{Plan: job})
+	explained, err := client.Explain(context.Background(), &jobpb.ExplainRequest{Plan: jp})
 	if err != nil || explained.GetError() != "" || !strings.Contains(explained.GetExplain(), "label") {
 		t.Fatalf("explain: %v %v", explained, err)
 	}
-	stream, err := client.Execute(context.Background(), &jobpb.ExecuteRequest{Plan: job, ProgressIntervalMs: 50})
+	stream, err := client.Execute(context.Background(), &jobpb.ExecuteRequest{Plan: jp, ProgressIntervalMs: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@
 // It depends on Pebble, the standard library, golang.org/x/sync/errgroup,
 // internal/fsutil, internal/logging and internal/keygroup (the key-group
 // arithmetic) only. It
-// must not import Arrow, the runtime's tasks (runtime/exec), the udf
+// must not import Arrow, the runtime's tasks (runtime/task, runtime/job), the udf
 // packages or protocol buffers, start goroutines that outlive a call, or
 // know how checkpoints are coordinated: the runtime calls PrepareSnapshot at
 // the barrier, Persist on a goroutine of its own, stores the returned

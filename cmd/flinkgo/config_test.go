@@ -41,10 +41,10 @@ func TestConfigPrintsEveryKeyWithItsEffectiveValue(t *testing.T) {
 			}
 			text := out.String()
 			for _, want := range []string{
-				"python.fn-execution.bundle.size = 1000  (set; default 100000)\n    an integer of at least 1; read by runtime/exec: UDF operators",
+				"python.fn-execution.bundle.size = 1000  (set; default 100000)\n    an integer of at least 1; read by runtime/operators: UDF operators",
 				"execution.checkpointing.interval = 1 min  (set; default 0 ms)",
 				"python.fn-execution.bundle.time = 1 s  (default)",
-				"execution.checkpointing.dir  (unset)\n    a path; read by runtime/exec: checkpoint coordinator\n    Checkpoint storage",
+				"execution.checkpointing.dir  (unset)\n    a path; read by runtime/checkpoint: checkpoint coordinator\n    Checkpoint storage",
 			} {
 				if !strings.Contains(text, want) {
 					t.Errorf("output lacks %q:\n%s", want, text)

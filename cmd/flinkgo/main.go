@@ -42,7 +42,8 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/gctune"
 	"github.com/flinkgo/flinkgo/internal/logging"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -153,7 +154,7 @@ func listenOn(addr string) (net.Listener, error) {
 // logs.
 func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger) error {
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))
-	jobs := server.New(runexec.Options{Logger: logger}, defaults)
+	jobs := server.New(job.Options{Logger: logger}, defaults)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
@@ -213,10 +214,10 @@ func run(args []string) error {
 	}
 	defaults := map[string]string{}
 	if *from != "" {
-		defaults[runexec.ConfigRestorePath] = *from
+		defaults[config.ConfigRestorePath] = *from
 	}
 	if *allow {
-		defaults[runexec.ConfigIgnoreUnclaimedState] = "true"
+		defaults[config.ConfigIgnoreUnclaimedState] = "true"
 	}
 	dir, err := os.MkdirTemp("", "flinkgo-run-")
 	if err != nil {

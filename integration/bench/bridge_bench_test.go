@@ -1,4 +1,6 @@
-// Package bench measures the UDF bridge with real Python workers:
+// Package bench measures the UDF bridge with real Python workers (the
+// runner and its worker behind a bundle operator, without planner or
+// tasks: bridgeAlone) and the runtime's pipelines over it:
 //
 //	go test -run '^$' -bench . -benchtime 3x ./integration/bench/
 //
@@ -13,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +26,6 @@ import (
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
-	"github.com/flinkgo/flinkgo/udf/chainrun"
 )
 
 const udfSource = `
@@ -105,21 +107,16 @@ func runThroughput(b *testing.B, w workload, specs map[string]*workerpb.UdfSpec,
 	mem := memory.NewGoAllocator()
 	batch := w.batch(mem, batchSize)
 	defer batch.Release()
-	chain := chainrun.Chain{Calls: w.calls(specs), InputSchema: batch.Schema()}
-	opts := chainrun.Options{
-		Parallelism: concurrency,
-		BatchSize:   batchSize,
-		Allocator:   mem,
-		Runner: pluginrunner.Options{
-			Python: testkit.Python(b),
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		},
+	runner := pluginrunner.Options{
+		Python: testkit.Python(b),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	batches := max(w.rows/batchSize, 2*concurrency)
 	// One warm-up batch per worker, answered before the clock starts.
 	warmRows := int64(concurrency * batchSize)
 	in := make(chan arrow.RecordBatch, 2*concurrency)
 	warmedUp := make(chan struct{})
+	var mu sync.Mutex
 	var seen int64
 	var start, end time.Time
 	go func() {
@@ -134,15 +131,15 @@ func runThroughput(b *testing.B, w workload, specs map[string]*workerpb.UdfSpec,
 			in <- batch
 		}
 	}()
-	err := chainrun.Run(context.Background(), chain, opts, in, func(r arrow.RecordBatch) error {
-		seen += r.NumRows()
-		r.Release()
+	err := bridgeAlone(context.Background(), w.calls(specs), batch.Schema(), concurrency, batchSize, runner, mem, in, func(rows int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen += rows
 		if seen == warmRows {
 			start = time.Now()
 			close(warmedUp)
 		}
 		end = time.Now()
-		return nil
 	})
 	if err != nil {
 		b.Fatal(err)

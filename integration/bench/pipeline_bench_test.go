@@ -12,26 +12,26 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
-	"github.com/flinkgo/flinkgo/udf/chainrun"
 )
 
 const pipelineRows = 5_000_000
 
 // BenchmarkPipeline runs datagen → pandas UDF → keyed sum → collect on the
 // runtime, and the same UDF over the same rows through the bridge alone
-// (chainrun), both timed from start to last row (worker start included),
-// and reports the runtime's overhead over the bridge.
+// (bridgeAlone: runner and worker, no planner, no tasks), both timed from
+// start to last row (worker start included), and reports the runtime's
+// overhead over the bridge.
 func BenchmarkPipeline(b *testing.B) {
 	for _, p := range []int{1, 2} {
 		b.Run(fmt.Sprintf("parallelism=%d", p), func(b *testing.B) {
 			dir := b.TempDir()
 			b.Setenv("BENCH_PARALLELISM", fmt.Sprint(p))
-			job := testkit.JobPlan(b, fmt.Sprintf(`
+			jp := testkit.JobPlan(b, fmt.Sprintf(`
 import os
 import flinkgo as fg
 from flinkgo import udf
@@ -46,12 +46,12 @@ df = df.with_column("y", affine(fg.col("x"))).with_column("k", (fg.col("x") * 10
 df.key_by("k").agg(fg.sum("y").alias("total")).write_csv(os.path.join(os.environ["FLINKGO_TEST_DIR"], "out"))
 plan = env.plan("pipeline-bench")
 `, pipelineRows), dir)
-			for _, n := range job.GetNodes() {
+			for _, n := range jp.GetNodes() {
 				if n.GetSink() != nil {
 					n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
 				}
 			}
-			g, err := plan.Plan(job, plan.Options{})
+			g, err := plan.Plan(jp, plan.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -61,7 +61,7 @@ plan = env.plan("pipeline-bench")
 			for b.Loop() {
 				start := time.Now()
 				groups := 0
-				_, err := runexec.Run(context.Background(), g, runexec.Options{
+				_, err := job.Run(context.Background(), g, job.Options{
 					Runner: pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
 					Collect: func(_ *plan.Operator, _ int, r arrow.RecordBatch) error {
 						groups += int(r.NumRows())
@@ -90,12 +90,12 @@ plan = env.plan("pipeline-bench")
 }
 
 // bridgeOnly sends pipelineRows float64 rows in batches of 10 000 (the
-// pipeline's batch size) through the pandas UDF on p workers.
+// pipeline's batch size) through the pandas UDF on p workers, the bridge
+// alone (bridgeAlone: no planner, no tasks).
 func bridgeOnly(b *testing.B, specs map[string]*workerpb.UdfSpec, p int, logger *slog.Logger) {
 	mem := memory.NewGoAllocator()
 	batch := float64Batch(mem, 10_000)
 	defer batch.Release()
-	chain := chainrun.Chain{Calls: []*workerpb.UdfCall{testkit.Call(specs["affine"], "y", "x")}, InputSchema: batch.Schema()}
 	in := make(chan arrow.RecordBatch, 4)
 	go func() {
 		defer close(in)
@@ -104,11 +104,9 @@ func bridgeOnly(b *testing.B, specs map[string]*workerpb.UdfSpec, p int, logger 
 			in <- batch
 		}
 	}()
-	err := chainrun.Run(context.Background(), chain, chainrun.Options{
-		Parallelism: p, Allocator: mem,
-		Runner: pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
-	}, in, func(r arrow.RecordBatch) error { r.Release(); return nil })
-	if err != nil {
+	calls := []*workerpb.UdfCall{testkit.Call(specs["affine"], "y", "x")}
+	runner := pluginrunner.Options{Python: testkit.Python(b), Logger: logger}
+	if err := bridgeAlone(context.Background(), calls, batch.Schema(), p, 10_000, runner, mem, in, func(int64) {}); err != nil {
 		b.Fatal(err)
 	}
 }

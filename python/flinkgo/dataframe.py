@@ -34,7 +34,7 @@ module is imported on first use.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -388,6 +388,74 @@ class DataFrame:
                 "(); key_by partitions by the hash of the keys, so drop the other call"
             )
         return KeyedDataFrame(self, tuple(names))
+
+    def drop_duplicates(self, *, subset: str | Sequence[str] | None = None) -> DataFrame:
+        """Keep the first row seen of each combination of values (Spark's dropDuplicates).
+
+        The combinations seen are kept as keyed state: checkpoints save them, and a job
+        restored from a checkpoint or savepoint, at any parallelism, drops the rows of
+        combinations seen before it. Rows come out as they arrive, so this works on
+        unbounded input too (the state grows with the number of distinct combinations).
+
+        Parameters
+        ----------
+        subset
+            The column, or columns, whose values identify a duplicate; ``None`` (the
+            default) for every column. The input is partitioned by their hash.
+
+        Returns
+        -------
+        DataFrame
+            The same columns; of the rows with equal `subset` values, the first a subtask
+            receives.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If a subset column is not a column of the input.
+        ValueError
+            If `subset` is empty or names a column twice.
+        TypeError
+            If `subset` holds something other than column names.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"sensor": ["a", "a", "b"], "temp": [20.0, 22.0, 19.5]})
+        ... )
+        >>> df.drop_duplicates(subset="sensor")
+        <DataFrame drop_duplicates(sensor) [sensor: ...string, temp: double]>
+        """
+        op = "drop_duplicates"
+        if subset is None:
+            names = list(self.schema.names)
+        else:
+            given = [subset] if isinstance(subset, str) else list(subset)
+            if not given:
+                raise InvalidArgumentError(
+                    "drop_duplicates: subset is empty; give column names, or None for all"
+                )
+            names = []
+            for c in given:
+                if not isinstance(c, str):
+                    raise ArgumentTypeError(
+                        f"drop_duplicates: subset holds column names, got {c!r}"
+                    )
+                if self.schema.get_field_index(c) < 0:
+                    raise unknown_column(op, c, self.schema.names)
+                if c in names:
+                    raise InvalidArgumentError(f"drop_duplicates: the column {c!r} is given twice")
+                names.append(c)
+        from flinkgo._proto import plan_pb2 as pb
+
+        return self._then(
+            "drop_duplicates",
+            pb.DropDuplicates(subset=names),
+            f"drop_duplicates({', '.join(names)})",
+            self.schema,
+        )
 
     def union(self, *others: DataFrame) -> DataFrame:
         """Concatenate the rows of DataFrames that have the same schema.

@@ -778,6 +778,31 @@ def test_agg_errors(env, readings):
         fg.sum(col("n") + 1)
 
 
+# --- drop_duplicates ------------------------------------------------------------------------
+
+
+def test_drop_duplicates_plan_and_errors(env, readings):
+    df = env.from_pandas(readings)
+    out = df.drop_duplicates(subset="sensor")
+    assert out.schema == df.schema
+    out.print()
+    df.drop_duplicates().print()
+    subsets = [
+        list(n.drop_duplicates.subset) for n in env.plan().nodes if n.HasField("drop_duplicates")
+    ]
+    assert subsets == [["sensor"], ["sensor", "temp", "n"]]
+    with pytest.raises(ColumnNotFoundError, match="drop_duplicates: unknown column 'tmp'"):
+        df.drop_duplicates(subset=["tmp"])
+    with pytest.raises(ValueError, match="drop_duplicates: subset is empty"):
+        df.drop_duplicates(subset=[])
+    with pytest.raises(ValueError, match="the column 'n' is given twice"):
+        df.drop_duplicates(subset=["n", "n"])
+    with pytest.raises(TypeError, match="subset holds column names, got 1"):
+        df.drop_duplicates(subset=[1])
+    with pytest.raises(TypeError):
+        df.drop_duplicates(["sensor"])  # keyword-only
+
+
 # --- union ----------------------------------------------------------------------------------
 
 

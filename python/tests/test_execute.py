@@ -463,6 +463,18 @@ def test_keyed_aggregate_on_a_large_string_dictionary_key(env):
     assert_same(out.to_pandas(), BASE.groupby("k")["x"].sum().reset_index())
 
 
+def test_drop_duplicates(env):
+    twice = pd.concat([BASE, BASE.iloc[::-1]], ignore_index=True)
+    df = env.from_pandas(twice)
+    # Every column: the distinct rows (null equals null, as Spark's dropDuplicates).
+    assert_same(df.drop_duplicates().to_pandas(), BASE)
+    # A subset: one row per key, which is one of the key's rows.
+    firsts = df.drop_duplicates(subset=["k"]).to_pandas()
+    assert sorted(firsts["k"]) == sorted(BASE["k"].unique())
+    # "s" is unique per input row: the kept rows are input rows, whole.
+    assert_same(firsts, BASE[BASE["s"].isin(firsts["s"])])
+
+
 def test_union(env):
     df = env.from_pandas(BASE)
     a = df.filter(fg.col("x") < 0)

@@ -9,7 +9,7 @@
 // wrong type or out of range, fails at submission with every problem in one
 // error (an unknown key comes with its close matches, "did you mean ...").
 // The server validates before planning (Execute and Explain alike) and
-// package exec validates when a job starts, which covers the Go API.
+// package job validates when a job starts, which covers the Go API.
 // Registry.Effective lists every key with the value a plan gives it or its
 // default (`flinkgo config`).
 //
@@ -23,4 +23,9 @@
 //
 // The package is a leaf: it imports only the standard library, so the
 // planner, the runtime, the server and the command can all depend on it.
+//
+// Parse turns a plan's config into the typed values the runtime reads
+// (Runtime), reporting every problem at once. It must not import the
+// runtime's other packages (job, task, checkpoint, operators), so that any
+// of them can read it.
 package config

@@ -55,7 +55,7 @@ type Key struct {
 	// Description says what the key does, in a sentence or two.
 	Description string
 	// ReadBy names the component that reads the key, e.g.
-	// "runtime/exec: checkpoint coordinator".
+	// "runtime/checkpoint: checkpoint coordinator".
 	ReadBy string
 	// Values are the accepted values of an enum, canonical spelling.
 	Values []string
@@ -101,11 +101,11 @@ func (k Key) Expected() string {
 // Components that read keys (Key.ReadBy).
 const (
 	readByPlanner    = "runtime/plan: planner"
-	readByCheckpoint = "runtime/exec: checkpoint coordinator"
-	readByRestore    = "runtime/exec: restore"
-	readByRestart    = "runtime/exec: restart strategy"
-	readByAggregate  = "runtime/exec: keyed aggregation"
-	readByUDF        = "runtime/exec: UDF operators (package bundle)"
+	readByCheckpoint = "runtime/checkpoint: checkpoint coordinator"
+	readByRestore    = "runtime/job: restore"
+	readByRestart    = "runtime/job: restart strategy"
+	readByAggregate  = "runtime/operators: keyed aggregation"
+	readByUDF        = "runtime/operators: UDF operators (package bundle)"
 )
 
 // Known returns the registry of every key the runtime reads. Each call

@@ -10,7 +10,6 @@ import (
 	"github.com/flinkgo/flinkgo/bundle"
 	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/runtime/config"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
@@ -45,13 +44,13 @@ func TestRegistryAgreesWithTheReaders(t *testing.T) {
 	r := config.Known()
 	for _, name := range []string{
 		plan.ConfigForwardMismatch, plan.ConfigMaxParallelism, plan.ConfigBatchSize,
-		runexec.ConfigCheckpointInterval, runexec.ConfigCheckpointDir, runexec.ConfigCheckpointsRetained,
-		runexec.ConfigCheckpointTimeout, runexec.ConfigTolerableFailures, runexec.ConfigCheckpointRetention,
-		runexec.ConfigCreateDirsOnCheckpoint, runexec.ConfigSavepointDir, runexec.ConfigRestorePath,
-		runexec.ConfigIgnoreUnclaimedState, runexec.ConfigRestartStrategy, runexec.ConfigFixedDelayAttempts,
-		runexec.ConfigFixedDelay, runexec.ConfigExponentialInitialBackoff, runexec.ConfigExponentialMaxBackoff,
-		runexec.ConfigExponentialMultiplier, runexec.ConfigExponentialAttempts, runexec.ConfigUpdateInterval,
-		runexec.ConfigBundleSize, runexec.ConfigBundleTime,
+		config.ConfigCheckpointInterval, config.ConfigCheckpointDir, config.ConfigCheckpointsRetained,
+		config.ConfigCheckpointTimeout, config.ConfigTolerableFailures, config.ConfigCheckpointRetention,
+		config.ConfigCreateDirsOnCheckpoint, config.ConfigSavepointDir, config.ConfigRestorePath,
+		config.ConfigIgnoreUnclaimedState, config.ConfigRestartStrategy, config.ConfigFixedDelayAttempts,
+		config.ConfigFixedDelay, config.ConfigExponentialInitialBackoff, config.ConfigExponentialMaxBackoff,
+		config.ConfigExponentialMultiplier, config.ConfigExponentialAttempts, config.ConfigUpdateInterval,
+		config.ConfigBundleSize, config.ConfigBundleTime,
 	} {
 		if _, ok := r.Lookup(name); !ok {
 			t.Errorf("%s is read but not registered", name)
@@ -70,11 +69,11 @@ func TestRegistryAgreesWithTheReaders(t *testing.T) {
 	if k, _ := r.Lookup(plan.ConfigMaxParallelism); k.Max != strconv.Itoa(keygroup.UpperBoundMaxParallelism) {
 		t.Errorf("max-parallelism bound %s, planner's %d", k.Max, keygroup.UpperBoundMaxParallelism)
 	}
-	if got := def(runexec.ConfigBundleSize); got != strconv.Itoa(bundle.DefaultBundleSize) {
+	if got := def(config.ConfigBundleSize); got != strconv.Itoa(bundle.DefaultBundleSize) {
 		t.Errorf("bundle size default %s, bundle's %d", got, bundle.DefaultBundleSize)
 	}
-	if d, err := config.ParseDuration(def(runexec.ConfigBundleTime)); err != nil || d != bundle.DefaultBundleTime {
-		t.Errorf("bundle time default %s (%v), bundle's %s", def(runexec.ConfigBundleTime), err, bundle.DefaultBundleTime)
+	if d, err := config.ParseDuration(def(config.ConfigBundleTime)); err != nil || d != bundle.DefaultBundleTime {
+		t.Errorf("bundle time default %s (%v), bundle's %s", def(config.ConfigBundleTime), err, bundle.DefaultBundleTime)
 	}
 }
 

@@ -14,6 +14,6 @@
 // integer truncates towards zero.
 //
 // UDF calls are not expressions here: the planner moves them into UDF
-// operators (package udf/chainrun). This package must not import the bridge
+// operators (package runtime/operators). This package must not import the bridge
 // or start processes.
 package expr

@@ -38,10 +38,20 @@
 //     columns symbolically (Operator.KeepInput, DropColumns).
 //   - Edges: an input without partitioning is FORWARD with Explicit false.
 //     The forward-mismatch policy applies to every forward edge, also those
-//     between operators the planner added. A keyed_aggregate's input without
-//     partitioning becomes HASH on its group keys (GLOBAL when it has none);
-//     an explicit partitioning that would split a group over subtasks is an
-//     error unless the aggregate's parallelism is 1.
+//     between operators the planner added. A keyed operator's input
+//     (keyed_aggregate: its group keys; drop_duplicates: its subset) without
+//     partitioning becomes HASH on its keys (GLOBAL when it has none); an
+//     explicit partitioning that would split a key over subtasks is an
+//     error unless the operator's parallelism is 1.
+//   - Boundedness: a source declares whether it ends (source.Bounded);
+//     every other operator's input ends when all its sources' do. A keyed
+//     aggregation's AUTO emit mode resolves to UPDATES over an input that
+//     never ends, else FINAL (Operator.Bounded, EmitUpdates).
+//   - Output schemas: planned with Options.Schemas (the runtime's operator
+//     registry, as job.PlanOptions does), every operator's output schema is
+//     derived at planning (Operator.Schema) and Explain shows it; a schema
+//     that cannot be derived (an unknown column, a type mismatch) fails the
+//     planning.
 //   - Chaining follows Flink: a forward edge of equal parallelism into an
 //     operator with one input chains; an operator may chain with several
 //     downstream operators; a union of several inputs starts a chain.

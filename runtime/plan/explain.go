@@ -32,6 +32,13 @@ func (g *Graph) Explain() string {
 			sb.WriteString("\n")
 		}
 		explainWork(&sb, op)
+		if op.Schema != nil {
+			fields := make([]string, op.Schema.NumFields())
+			for i, f := range op.Schema.Fields() {
+				fields[i] = f.Name + " " + f.Type.String()
+			}
+			fmt.Fprintf(&sb, "    output: %s\n", strings.Join(fields, ", "))
+		}
 	}
 	if len(g.Changes) == 0 {
 		fmt.Fprintf(&sb, "forward edges changed by %s: none\n", ConfigForwardMismatch)
@@ -71,6 +78,21 @@ func explainWork(sb *strings.Builder, op *Operator) {
 	case op.Kind == KindMapBatches:
 		fn := op.Node.GetMapBatches().GetFunction()
 		fmt.Fprintf(sb, "    function %s (batch size %d)\n", explainSpec(fn.GetName(), fn), op.BatchSize)
+	case op.Kind == KindKeyedAggregate:
+		mode := "final: one row per key when its input ends"
+		if op.EmitUpdates {
+			mode = "updates: the keys that changed, every pipeline.keyed-aggregate.update-interval"
+		}
+		how := "as the plan asks"
+		if op.Node.GetKeyedAggregate().GetEmit() == planpb.KeyedAggregate_EMIT_AUTO {
+			how = "auto, input unbounded"
+			if op.Bounded {
+				how = "auto, input bounded"
+			}
+		}
+		fmt.Fprintf(sb, "    emits %s (%s)\n", mode, how)
+	case op.Kind == KindDropDuplicates:
+		fmt.Fprintf(sb, "    keeps the first row of each (%s)\n", strings.Join(op.Node.GetDropDuplicates().GetSubset(), ", "))
 	case op.Role == "":
 	case op.Kind == KindSelect:
 		cols := make([]string, len(op.Node.GetSelect().GetColumns()))

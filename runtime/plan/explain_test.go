@@ -1,8 +1,11 @@
 package plan
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -62,5 +65,65 @@ func TestExplainWithoutChanges(t *testing.T) {
 	// The UDF operator's output starts a new chain.
 	if strings.Count(g.Explain(), "chain=0") != 2 || strings.Count(g.Explain(), "chain=1") != 3 {
 		t.Fatalf("want source and udf in chain 0, the rest in chain 1:\n%s", g.Explain())
+	}
+}
+
+// The planner resolves a keyed aggregation's AUTO emit mode from the
+// boundedness its sources declare, and Explain shows it.
+func TestExplainKeyedAggregationEmitMode(t *testing.T) {
+	unbounded := source(1, "ticks")
+	unbounded.GetSource().GetDatagen().Rows = 0
+	for _, tc := range []struct {
+		name    string
+		src     *planpb.Node
+		emit    planpb.KeyedAggregate_Emit
+		updates bool
+		line    string
+	}{
+		{"bounded auto", source(1, "src"), planpb.KeyedAggregate_EMIT_AUTO, false,
+			"    emits final: one row per key when its input ends (auto, input bounded)\n"},
+		{"unbounded auto", unbounded, planpb.KeyedAggregate_EMIT_AUTO, true,
+			"    emits updates: the keys that changed, every pipeline.keyed-aggregate.update-interval (auto, input unbounded)\n"},
+		{"unbounded final", unbounded, planpb.KeyedAggregate_EMIT_FINAL, false,
+			"    emits final: one row per key when its input ends (as the plan asks)\n"},
+		{"bounded updates", source(1, "src"), planpb.KeyedAggregate_EMIT_UPDATES, true,
+			"    emits updates: the keys that changed, every pipeline.keyed-aggregate.update-interval (as the plan asks)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agg := keyedAgg(2, "counts", fromP(1, planpb.Partitioning_HASH, "x"), []string{"x"})
+			agg.GetKeyedAggregate().Emit = tc.emit
+			g := mustPlan(t, job(tc.src, agg, sink(3, "out", from(2))), Options{})
+			op := g.Operators[1]
+			if bounded := tc.src != unbounded; op.EmitUpdates != tc.updates || op.Bounded != bounded {
+				t.Errorf("emit updates %v, bounded %v; want %v, %v", op.EmitUpdates, op.Bounded, tc.updates, bounded)
+			}
+			wantContains(t, g.Explain(), tc.line)
+		})
+	}
+}
+
+// schemaOf derives every output as one int64 column named after the
+// operator, failing for the operator named "bad".
+type schemaOf struct{}
+
+func (schemaOf) Schema(op *Operator, in []*arrow.Schema) (*arrow.Schema, error) {
+	if op.Name == "bad" {
+		return nil, errors.New("no such column")
+	}
+	return arrow.NewSchema([]arrow.Field{{Name: op.Name, Type: arrow.PrimitiveTypes.Int64}}, nil), nil
+}
+
+// Planned with a schema deriver (the runtime's operator registry), every
+// operator has its output schema, Explain shows it, and a schema that
+// cannot be derived fails the planning, naming the operator.
+func TestExplainShowsDerivedSchemas(t *testing.T) {
+	g := mustPlan(t, job(source(1, "src"), sink(2, "out", from(1))), Options{Schemas: schemaOf{}})
+	wantContains(t, g.Explain(), "    output: src int64\n", "    output: out int64\n")
+	if g.Operators[1].Schema.Field(0).Name != "out" {
+		t.Fatalf("sink schema %s", g.Operators[1].Schema)
+	}
+	_, err := Plan(job(source(1, "src"), sink(2, "bad", from(1))), Options{Schemas: schemaOf{}})
+	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), `"bad"`) || !strings.Contains(err.Error(), "output schema: no such column") {
+		t.Fatalf("got %v", err)
 	}
 }

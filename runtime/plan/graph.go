@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -21,6 +23,7 @@ const (
 	KindKeyedAggregate
 	KindUnion
 	KindSink
+	KindDropDuplicates
 )
 
 var kindNames = [...]string{
@@ -32,6 +35,7 @@ var kindNames = [...]string{
 	KindKeyedAggregate: "keyed_aggregate",
 	KindUnion:          "union",
 	KindSink:           "sink",
+	KindDropDuplicates: "drop_duplicates",
 }
 
 func (k Kind) String() string {
@@ -126,6 +130,18 @@ type Operator struct {
 	// python.fn-execution.arrow.batch.size, else DefaultBatchSize. The
 	// bundle package caps it at the bundle size when it runs.
 	BatchSize int
+	// Bounded reports whether the operator's input ends: a source's says
+	// so itself (package source), any other operator's ends when every
+	// source upstream of it is bounded.
+	Bounded bool
+	// EmitUpdates is a keyed aggregation's emit mode, resolved: true when
+	// it emits the groups that changed every update interval (UPDATES, or
+	// AUTO over an input that never ends), false when it emits every group
+	// once at the end of its input (FINAL, or AUTO over a bounded input).
+	EmitUpdates bool
+	// Schema is the operator's output schema when the graph was planned
+	// with Options.Schemas, else nil.
+	Schema *arrow.Schema
 	// OutputSchema is the Arrow IPC schema the client computed for the
 	// logical node, set on the operator that produces the node's output and
 	// nil on the operators the planner added before it. The planner never

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -50,6 +52,17 @@ type Options struct {
 	// different parallelism: "rebalance", "rescale" or "fail". "" reads the
 	// plan's pipeline.forward-mismatch, else "rebalance".
 	ForwardMismatch string
+	// Schemas, when set, derives each operator's output schema (the
+	// runtime's operator registry, *operator.Registry): Plan then fills
+	// every Operator.Schema, Explain shows them, and an operator whose
+	// schema cannot be derived is a planning error.
+	Schemas SchemaDeriver
+}
+
+// SchemaDeriver derives an operator's output schema from its inputs'
+// schemas, in plan order.
+type SchemaDeriver interface {
+	Schema(op *Operator, in []*arrow.Schema) (*arrow.Schema, error)
 }
 
 // settings are the options once defaulted from Options and the plan.

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	readsource "github.com/flinkgo/flinkgo/runtime/source" // aliased: the tests have a source helper
 )
 
 // nodeInfo is what the planner derives for one logical node.
@@ -57,6 +60,13 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 		return nil, invalid(job, b.problems)
 	}
 	b.chain()
+	b.resolveBoundedness()
+	if opts.Schemas != nil {
+		b.deriveSchemas(opts.Schemas)
+		if len(b.problems) > 0 {
+			return nil, invalid(job, b.problems)
+		}
+	}
 	return b.g, nil
 }
 
@@ -134,8 +144,8 @@ func (b *builder) add(n *planpb.Node) {
 		if !e.Explicit {
 			e.Partitioning = planpb.Partitioning_FORWARD
 		}
-		if info.kind == KindKeyedAggregate {
-			b.keyedInput(info, first, e)
+		if keys, keyed := keyedBy(n); keyed {
+			b.keyedInput(info, first, e, keys)
 		}
 		// Internal edges of a node come before its input edges in the list;
 		// keep Edges sorted by downstream operator.
@@ -148,11 +158,22 @@ func (b *builder) add(n *planpb.Node) {
 	b.output[n.GetId()] = ops[len(ops)-1].ID
 }
 
-// keyedInput makes a keyed aggregate read its input by key: an input without
-// partitioning becomes HASH on the group keys (GLOBAL without keys); an
-// explicit one must send all rows of a group to one subtask.
-func (b *builder) keyedInput(info nodeInfo, op *Operator, e *Edge) {
-	keys := info.node.GetKeyedAggregate().GetKeys()
+// keyedBy returns the keys of a node that reads its input by key (over
+// keyed state): a keyed aggregation's group keys, drop_duplicates' subset.
+func keyedBy(n *planpb.Node) ([]string, bool) {
+	switch k := n.GetKind().(type) {
+	case *planpb.Node_KeyedAggregate:
+		return k.KeyedAggregate.GetKeys(), true
+	case *planpb.Node_DropDuplicates:
+		return k.DropDuplicates.GetSubset(), true
+	}
+	return nil, false
+}
+
+// keyedInput makes a keyed operator read its input by key: an input without
+// partitioning becomes HASH on the keys (GLOBAL without keys); an explicit
+// one must send all rows of a key to one subtask.
+func (b *builder) keyedInput(info nodeInfo, op *Operator, e *Edge, keys []string) {
 	switch e.Partitioning {
 	case planpb.Partitioning_FORWARD:
 		if e.Explicit {
@@ -175,8 +196,8 @@ func (b *builder) keyedInput(info nodeInfo, op *Operator, e *Edge) {
 		return
 	}
 	upstream := b.g.Operators[e.From]
-	b.problem("%s: keyed_aggregate with parallelism %d reads %s with %s partitioning, which would split its groups over several subtasks; "+
-		"partition by group keys %v (key_by), or leave the input's partitioning unset", nodeLabel(info.node), op.Parallelism, opLabel(upstream), partitioningName(e), keys)
+	b.problem("%s: %s with parallelism %d reads %s with %s partitioning, which would split its groups over several subtasks; "+
+		"partition by group keys %v (key_by), or leave the input's partitioning unset", nodeLabel(info.node), info.kind, op.Parallelism, opLabel(upstream), partitioningName(e), keys)
 }
 
 // checkUIDs reports operators that share a uid.
@@ -285,5 +306,51 @@ func (b *builder) chain() {
 			ids[head[i]] = id
 		}
 		op.ChainID = id
+	}
+}
+
+// resolveBoundedness marks the operators whose input ends (every source
+// upstream is bounded, as the source declares) and resolves the AUTO emit
+// mode of keyed aggregations from it: final over a bounded input, updates
+// over one that never ends.
+func (b *builder) resolveBoundedness() {
+	for _, op := range b.g.Operators { // topological order
+		if op.Kind == KindSource {
+			op.Bounded = readsource.Bounded(op.Node.GetSource())
+		} else {
+			op.Bounded = true
+			for _, e := range b.g.Inputs(op.ID) {
+				op.Bounded = op.Bounded && b.g.Operators[e.From].Bounded
+			}
+		}
+		if op.Kind == KindKeyedAggregate {
+			switch op.Node.GetKeyedAggregate().GetEmit() {
+			case planpb.KeyedAggregate_EMIT_FINAL:
+				op.EmitUpdates = false
+			case planpb.KeyedAggregate_EMIT_UPDATES:
+				op.EmitUpdates = true
+			default:
+				op.EmitUpdates = !op.Bounded
+			}
+		}
+	}
+}
+
+// deriveSchemas fills every operator's output schema, in topological order.
+func (b *builder) deriveSchemas(d SchemaDeriver) {
+	for _, op := range b.g.Operators {
+		var in []*arrow.Schema
+		for _, e := range b.g.Inputs(op.ID) {
+			in = append(in, b.g.Operators[e.From].Schema)
+		}
+		if slices.Contains(in, nil) {
+			continue // an input failed: reported already
+		}
+		s, err := d.Schema(op, in)
+		if err != nil {
+			b.problem("%s: output schema: %v", describe(op), err)
+			continue
+		}
+		op.Schema = s
 	}
 }

@@ -29,6 +29,8 @@ func nodeKind(n *planpb.Node) Kind {
 		return KindUnion
 	case *planpb.Node_Sink:
 		return KindSink
+	case *planpb.Node_DropDuplicates:
+		return KindDropDuplicates
 	}
 	return 0
 }
@@ -69,7 +71,7 @@ func validate(job *planpb.JobPlan) []string {
 		}
 		kind := nodeKind(n)
 		if kind == 0 {
-			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, union or sink)")
+			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, union or sink)")
 		}
 		problems = append(problems, validateInputs(job, n, kind, i, index, label)...)
 		for _, p := range validateKind(n, kind) {
@@ -199,6 +201,14 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		// Aggregate functions are checked where they are evaluated.
 		for j, a := range agg.GetAggregates() {
 			column(fmt.Sprintf("aggregate #%d output name", j), a.GetName())
+		}
+	case KindDropDuplicates:
+		subset := n.GetDropDuplicates().GetSubset()
+		if len(subset) == 0 {
+			bad("drop_duplicates has no subset columns (the client lists every column for subset=None)")
+		}
+		for _, c := range subset {
+			column("drop_duplicates subset column", c)
 		}
 	}
 	return problems

@@ -1,5 +1,5 @@
 // Package server serves the job service (runtime/proto/job.proto): clients
-// submit plans, the server plans and runs them with package exec and
+// submit plans, the server plans and runs them with package job and
 // streams progress, collected rows and the outcome back.
 //
 // A job lives as long as its Execute call: a client that cancels the call
@@ -32,7 +32,7 @@ import (
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/internal/logging"
 	"github.com/flinkgo/flinkgo/runtime/config"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -48,8 +48,8 @@ var errClientGone = errors.New("server: the client canceled the job or disconnec
 // Server implements jobpb.JobServiceServer.
 type Server struct {
 	jobpb.UnimplementedJobServiceServer
-	exec runexec.Options
-	// log is exec.Logger, or a discarding logger: job submissions and ends.
+	jobOptions job.Options
+	// log is jobOptions.Logger, or a discarding logger: job submissions and ends.
 	log *slog.Logger
 
 	// defaults are config entries added to every plan that lacks them
@@ -74,14 +74,14 @@ type runningJob struct {
 	name    string
 	started time.Time
 	cancel  context.CancelCauseFunc
-	job     *runexec.Job // nil until it started
+	job     *job.Job // nil until it started
 }
 
 // New returns a server running jobs with opts (its Collect is the
 // server's own). Config entries in defaults are added to every plan that
 // does not set them. opts.Logger receives the server's and the jobs' logs.
-func New(opts runexec.Options, defaults map[string]string) *Server {
-	s := &Server{exec: opts, defaults: defaults, log: logging.OrDiscard(opts.Logger)}
+func New(opts job.Options, defaults map[string]string) *Server {
+	s := &Server{jobOptions: opts, defaults: defaults, log: logging.OrDiscard(opts.Logger)}
 	s.mu.jobs = map[string]*runningJob{}
 	return s
 }
@@ -89,30 +89,30 @@ func New(opts runexec.Options, defaults map[string]string) *Server {
 // plan checks a job's config against the known keys (an unknown key or a
 // bad value fails it here, before anything runs) and plans it, restoring
 // its snapshot's max parallelism when it restores one.
-func (s *Server) plan(job *planpb.JobPlan) (*plan.Graph, error) {
+func (s *Server) plan(jp *planpb.JobPlan) (*plan.Graph, error) {
 	if len(s.defaults) > 0 {
-		job = proto.CloneOf(job)
-		if job.Config == nil {
-			job.Config = map[string]string{}
+		jp = proto.CloneOf(jp)
+		if jp.Config == nil {
+			jp.Config = map[string]string{}
 		}
 		for k, v := range s.defaults {
-			if _, ok := job.Config[k]; !ok {
-				job.Config[k] = v
+			if _, ok := jp.Config[k]; !ok {
+				jp.Config[k] = v
 			}
 		}
 	}
-	if err := config.Known().Validate(job.GetConfig()); err != nil {
+	if err := config.Known().Validate(jp.GetConfig()); err != nil {
 		return nil, err
 	}
-	opts, err := runexec.PlanOptions(job)
+	opts, err := job.PlanOptions(jp)
 	if err != nil {
 		return nil, err
 	}
-	return plan.Plan(job, opts)
+	return plan.Plan(jp, opts)
 }
 
 // job returns the running job with id, or a NOT_FOUND status.
-func (s *Server) job(id string) (*runexec.Job, error) {
+func (s *Server) job(id string) (*job.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.mu.jobs[id]
@@ -125,13 +125,13 @@ func (s *Server) job(id string) (*runexec.Job, error) {
 // TriggerSavepoint takes a savepoint of a running job, and stops it after
 // when asked.
 func (s *Server) TriggerSavepoint(ctx context.Context, req *jobpb.SavepointRequest) (*jobpb.SavepointResponse, error) {
-	job, err := s.job(req.GetJobId())
+	j, err := s.job(req.GetJobId())
 	if err != nil {
 		return nil, err
 	}
-	take := job.TriggerSavepoint
+	take := j.TriggerSavepoint
 	if req.GetStop() {
-		take = job.StopWithSavepoint
+		take = j.StopWithSavepoint
 	}
 	path, err := take(ctx, req.GetDirectory())
 	if err != nil {
@@ -192,7 +192,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		s.log.Warn("job rejected: it cannot be planned", "name", req.GetPlan().GetName(), "error", err)
 		return send(finished(jobpb.JobFinished_FAILED, &jobpb.JobError{Message: err.Error(), Kind: "PLAN"}, nil))
 	}
-	id := runexec.NewJobID()
+	id := job.NewJobID()
 	log := s.log.With("job", id, "name", g.Name)
 	log.Info("job submitted")
 	running := &runningJob{name: g.Name, started: time.Now()}
@@ -213,7 +213,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		return err
 	}
 
-	opts := s.exec
+	opts := s.jobOptions
 	opts.JobID = id
 	opts.Collect = func(op *plan.Operator, subtask int, b arrow.RecordBatch) error {
 		defer b.Release()
@@ -230,16 +230,16 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	// State changes are queued, never sent from the job's goroutines (a
 	// slow client must not hold up a cancel); a job changes state at most
 	// a handful of times, so the queue never fills.
-	states := make(chan runexec.StateChange, 16)
-	opts.OnStateChange = func(c runexec.StateChange) { states <- c }
+	states := make(chan job.StateChange, 16)
+	opts.OnStateChange = func(c job.StateChange) { states <- c }
 	var reporter sync.WaitGroup
 	reporter.Go(func() {
 		for c := range states {
 			_ = send(stateChanged(c.State, c.At.Sub(start)))
 		}
 	})
-	_ = send(stateChanged(runexec.Created, 0))
-	job, err := runexec.Start(ctx, g, opts)
+	_ = send(stateChanged(job.Created, 0))
+	j, err := job.Start(ctx, g, opts)
 	if err != nil {
 		close(states)
 		reporter.Wait()
@@ -247,47 +247,47 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		return send(finished(jobpb.JobFinished_FAILED, jobError(err), nil))
 	}
 	s.mu.Lock()
-	running.job = job
+	running.job = j
 	s.mu.Unlock()
 	if every := time.Duration(req.GetProgressIntervalMs()) * time.Millisecond; every > 0 {
-		reporter.Go(func() { reportProgress(job, every, start, send) })
+		reporter.Go(func() { reportProgress(j, every, start, send) })
 	}
-	m, err := job.Wait()
+	m, err := j.Wait()
 	close(states)   // every change happens before Wait returns
 	reporter.Wait() // no send may follow Execute's return
 	metrics := progress(m, start)
 	log = log.With("duration", time.Since(start).Round(time.Millisecond))
 	switch {
 	case err == nil:
-		log.Info("job ended", "state", runexec.Finished)
+		log.Info("job ended", "state", job.Finished)
 		return send(finished(jobpb.JobFinished_FINISHED, nil, metrics))
 	case errors.Is(err, ErrJobCanceled) || errors.Is(err, errClientGone):
-		log.Info("job ended", "state", runexec.Canceled, "cause", err)
+		log.Info("job ended", "state", job.Canceled, "cause", err)
 		// The client may be gone; the send is best effort.
 		_ = send(finished(jobpb.JobFinished_CANCELED, &jobpb.JobError{Message: err.Error(), Kind: "CANCELED"}, metrics))
 		return nil
 	default:
-		log.Warn("job ended", "state", runexec.Failed, "error", err)
+		log.Warn("job ended", "state", job.Failed, "error", err)
 		return send(finished(jobpb.JobFinished_FAILED, jobError(err), metrics))
 	}
 }
 
-func reportProgress(job *runexec.Job, every time.Duration, start time.Time, send func(*jobpb.JobEvent) error) {
+func reportProgress(j *job.Job, every time.Duration, start time.Time, send func(*jobpb.JobEvent) error) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-job.Done():
+		case <-j.Done():
 			return
 		case <-t.C:
-			if send(&jobpb.JobEvent{Kind: &jobpb.JobEvent_Progress{Progress: progress(job.Snapshot(), start)}}) != nil {
+			if send(&jobpb.JobEvent{Kind: &jobpb.JobEvent_Progress{Progress: progress(j.Snapshot(), start)}}) != nil {
 				return
 			}
 		}
 	}
 }
 
-func progress(m *runexec.Metrics, start time.Time) *jobpb.Progress {
+func progress(m *job.Metrics, start time.Time) *jobpb.Progress {
 	p := &jobpb.Progress{ElapsedSeconds: time.Since(start).Seconds()}
 	if m == nil {
 		return p
@@ -301,18 +301,18 @@ func progress(m *runexec.Metrics, start time.Time) *jobpb.Progress {
 }
 
 // jobStates maps the runtime's states onto the protocol's.
-var jobStates = map[runexec.JobState]jobpb.JobState{
-	runexec.Created:    jobpb.JobState_JOB_STATE_CREATED,
-	runexec.Running:    jobpb.JobState_JOB_STATE_RUNNING,
-	runexec.Canceling:  jobpb.JobState_JOB_STATE_CANCELING,
-	runexec.Canceled:   jobpb.JobState_JOB_STATE_CANCELED,
-	runexec.Failing:    jobpb.JobState_JOB_STATE_FAILING,
-	runexec.Failed:     jobpb.JobState_JOB_STATE_FAILED,
-	runexec.Finished:   jobpb.JobState_JOB_STATE_FINISHED,
-	runexec.Restarting: jobpb.JobState_JOB_STATE_RESTARTING,
+var jobStates = map[job.JobState]jobpb.JobState{
+	job.Created:    jobpb.JobState_JOB_STATE_CREATED,
+	job.Running:    jobpb.JobState_JOB_STATE_RUNNING,
+	job.Canceling:  jobpb.JobState_JOB_STATE_CANCELING,
+	job.Canceled:   jobpb.JobState_JOB_STATE_CANCELED,
+	job.Failing:    jobpb.JobState_JOB_STATE_FAILING,
+	job.Failed:     jobpb.JobState_JOB_STATE_FAILED,
+	job.Finished:   jobpb.JobState_JOB_STATE_FINISHED,
+	job.Restarting: jobpb.JobState_JOB_STATE_RESTARTING,
 }
 
-func stateChanged(s runexec.JobState, elapsed time.Duration) *jobpb.JobEvent {
+func stateChanged(s job.JobState, elapsed time.Duration) *jobpb.JobEvent {
 	return &jobpb.JobEvent{Kind: &jobpb.JobEvent_StateChanged{StateChanged: &jobpb.StateChanged{
 		State: jobStates[s], ElapsedSeconds: elapsed.Seconds(),
 	}}}
@@ -327,7 +327,7 @@ func jobError(err error) *jobpb.JobError {
 	e := &jobpb.JobError{Message: err.Error(), Kind: "RUNTIME"}
 	var udfErr *bridge.UDFError
 	var exitErr *bridge.WorkerExitError
-	var taskErr *runexec.TaskError
+	var taskErr *job.TaskError
 	switch {
 	case errors.As(err, &udfErr):
 		e.Kind, e.Udf, e.Operator, e.Traceback = "UDF", udfErr.UDF, udfErr.Operator, udfErr.Traceback

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
-	runexec "github.com/flinkgo/flinkgo/runtime/exec"
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -66,7 +66,7 @@ func datagenToCollect(t *testing.T, name string, rows int64) *planpb.JobPlan {
 // name, and a plan it rejects at warn.
 func TestJobSubmissionAndEndAreLogged(t *testing.T) {
 	var logs logBuffer
-	s := New(runexec.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+	s := New(job.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
 	stream := &eventStream{ctx: context.Background()}
 	if err := s.Execute(&jobpb.ExecuteRequest{Plan: datagenToCollect(t, "numbers", 100)}, stream); err != nil {
 		t.Fatal(err)

@@ -171,6 +171,18 @@ func Open(src *planpb.Source, cfg Config) (Reader, error) {
 	return nil, errors.New("source: the source node has no kind")
 }
 
+// Bounded reports whether a source ends: in-memory tables and files do, a
+// generator does when it has a row count (rows = 0 generates forever).
+// The planner reads it (a keyed aggregation over an unbounded input emits
+// updates); each kind of source declares it here, beside Open.
+func Bounded(src *planpb.Source) bool {
+	switch k := src.GetKind().(type) {
+	case *planpb.Source_Datagen:
+		return k.Datagen.GetRows() > 0
+	}
+	return true
+}
+
 // ReadAll drains r; the caller releases the batches. For tests and
 // collecting small sources.
 func ReadAll(ctx context.Context, r Reader) ([]arrow.RecordBatch, error) {

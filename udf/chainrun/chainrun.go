@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/runtime/job"
+	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -41,15 +45,14 @@ type Options struct {
 	// Runner is the template of every worker's options; Calls, InputSchema,
 	// OutputSchema, Subtask and Allocator are filled in per subtask.
 	Runner pluginrunner.Options
-	// Name names the operator in logs and errors. Default "udf-chain".
+	// Name names the job in errors. Default "udf-chain".
 	Name string
 	// Allocator holds every batch the run creates. Default
 	// memory.DefaultAllocator.
 	Allocator memory.Allocator
 }
 
-// Resolved is how a chain runs once the rules of
-// docs/semantics.md#concurrency-and-batch-size are applied.
+// Resolved is how a chain runs once the planner's rules are applied.
 type Resolved struct {
 	// Parallelism: the explicit concurrency of the chain's synchronous UDFs,
 	// else Options.Parallelism.
@@ -59,10 +62,19 @@ type Resolved struct {
 	BatchSize int
 }
 
-// Resolve applies the per-UDF concurrency and batch-size rules to a chain.
-// Synchronous UDFs with different explicit concurrency cannot share a chain:
-// the planner puts them in separate operators.
+// Resolve plans the chain as the runtime does (package plan: the per-UDF
+// concurrency and batch-size rules) and says how it runs. Synchronous UDFs
+// with different explicit concurrency cannot share a chain: the planner
+// puts them in separate operators.
 func Resolve(chain Chain, opts Options) (Resolved, error) {
+	_, res, err := planChain(chain, opts)
+	return res, err
+}
+
+// planChain plans source → the chain's UDF operator → collect sink, every
+// operator at the UDF operator's parallelism (so each subtask is one task
+// and keeps its input's order).
+func planChain(chain Chain, opts Options) (*plan.Graph, Resolved, error) {
 	var bad []string
 	if opts.Parallelism < 0 {
 		bad = append(bad, fmt.Sprintf("Parallelism is %d", opts.Parallelism))
@@ -74,39 +86,99 @@ func Resolve(chain Chain, opts Options) (Resolved, error) {
 		bad = append(bad, "the chain needs calls and an input schema")
 	}
 	if len(bad) > 0 {
-		return Resolved{}, fmt.Errorf("chainrun: invalid run of udf %q: %s (zero means the default)", label(chain), strings.Join(bad, "; "))
+		return nil, Resolved{}, fmt.Errorf("chainrun: invalid run of udf %q: %s (zero means the default)", label(chain), strings.Join(bad, "; "))
 	}
-	res := Resolved{Parallelism: max(opts.Parallelism, 1), BatchSize: opts.BatchSize}
-	if res.BatchSize <= 0 {
-		res.BatchSize = plan.DefaultBatchSize
-	}
-	concurrency, owner := 0, ""
-	smallest := 0
-	for _, c := range chain.Calls {
-		spec := c.GetUdf()
-		if n := int(spec.GetConcurrency()); n > 0 && !spec.GetIsAsync() {
-			if concurrency != 0 && n != concurrency {
-				return Resolved{}, fmt.Errorf("chainrun: udf %q (concurrency=%d) and udf %q (concurrency=%d) cannot share a chain: "+
-					"UDFs with different concurrency run in separate operators", owner, concurrency, spec.GetName(), n)
+	p := max(opts.Parallelism, 1)
+	for {
+		g, err := planAt(chain, opts, p)
+		if err != nil {
+			return nil, Resolved{}, err
+		}
+		var udfs []*plan.Operator
+		for _, op := range g.Operators {
+			if op.Kind == plan.KindUDF {
+				udfs = append(udfs, op)
 			}
-			concurrency, owner = n, spec.GetName()
 		}
-		if n := int(spec.GetBatchSize()); n > 0 && (smallest == 0 || n < smallest) {
-			smallest = n
+		if len(udfs) > 1 {
+			a, b := udfs[0].UDF, udfs[1].UDF
+			return nil, Resolved{}, fmt.Errorf("chainrun: udf %q (concurrency=%d) and udf %q (concurrency=%d) cannot share a chain: "+
+				"UDFs with different concurrency run in separate operators",
+				a.Calls[0].GetUdf().GetName(), a.Concurrency, b.Calls[0].GetUdf().GetName(), b.Concurrency)
+		}
+		udf := udfs[0]
+		if udf.Parallelism == p {
+			return g, Resolved{Parallelism: p, BatchSize: udf.BatchSize}, nil
+		}
+		p = udf.Parallelism // the UDFs' concurrency: plan every operator at it
+	}
+}
+
+// planAt plans the chain with every node at parallelism p.
+func planAt(chain Chain, opts Options, p int) (*plan.Graph, error) {
+	schema, err := arrowipc.EncodeSchema(chain.InputSchema)
+	if err != nil {
+		return nil, err
+	}
+	exprs := map[string]*planpb.Expr{}
+	var outputs []string
+	for i, c := range chain.Calls {
+		output := c.GetOutput()
+		if output == "" {
+			// Resolve may be asked about specs alone: name the result.
+			output = fmt.Sprintf("result_%d", i)
+		}
+		args := make([]*planpb.Expr, len(c.GetArgs()))
+		for i, a := range c.GetArgs() {
+			if e, ok := exprs[a]; ok {
+				args[i] = e // an earlier call's output: nested, the planner fuses it
+			} else {
+				args[i] = &planpb.Expr{Kind: &planpb.Expr_Column{Column: a}}
+			}
+		}
+		exprs[output] = &planpb.Expr{Kind: &planpb.Expr_Udf{Udf: &planpb.UdfExpr{Udf: c.GetUdf(), Args: args}}}
+		outputs = append(outputs, output)
+	}
+	if chain.OutputSchema != nil {
+		outputs = outputs[:0]
+		for _, f := range chain.OutputSchema.Fields() {
+			outputs = append(outputs, f.Name)
 		}
 	}
-	if concurrency > 0 {
-		res.Parallelism = concurrency
+	var columns []*planpb.NamedExpr
+	for _, name := range outputs {
+		e, ok := exprs[name]
+		if !ok {
+			e = &planpb.Expr{Kind: &planpb.Expr_Column{Column: name}}
+		}
+		columns = append(columns, &planpb.NamedExpr{Name: name, Expr: e})
 	}
-	if smallest > 0 {
-		res.BatchSize = smallest
+	name := opts.Name
+	if name == "" {
+		name = "udf-chain"
 	}
-	return res, nil
+	config := map[string]string{}
+	if opts.BatchSize > 0 {
+		config[plan.ConfigBatchSize] = strconv.Itoa(opts.BatchSize)
+	}
+	par := int32(p)
+	return plan.Plan(&planpb.JobPlan{Name: name, Config: config, Nodes: []*planpb.Node{
+		{Id: 1, Uid: "input", Name: "input", Parallelism: par, OutputSchema: schema,
+			Kind: &planpb.Node_Source{Source: &planpb.Source{Kind: &planpb.Source_Arrow{Arrow: &planpb.ArrowSource{}}}}},
+		{Id: 2, Uid: "chain", Name: label(chain), Parallelism: par, Inputs: []*planpb.Input{{Node: 1}},
+			Kind: &planpb.Node_Select{Select: &planpb.Select{Columns: columns}}},
+		{Id: 3, Uid: "results", Name: "results", Parallelism: par, Inputs: []*planpb.Input{{Node: 2}},
+			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
+	}}, plan.Options{})
 }
 
 // Run runs chain over the batches read from in until in is closed, and calls
 // emit with the results in input order: the k-th result row belongs to the
 // k-th input row. Result batches need not align with input batches.
+//
+// The chain runs on the runtime (package job): per subtask one task reading
+// its share of in (round robin), the runtime's UDF operator, and a collect
+// sink; a merger restores input order across subtasks.
 //
 // Run takes ownership of every batch it reads from in; emit owns each batch
 // it is given and must Release it. Run blocks until every worker is gone.
@@ -114,37 +186,72 @@ func Resolve(chain Chain, opts Options) (Resolved, error) {
 // on), Run stops reading in (what is left there stays the caller's) and
 // returns the first error.
 func Run(ctx context.Context, chain Chain, opts Options, in <-chan arrow.RecordBatch, emit func(arrow.RecordBatch) error) error {
-	res, err := Resolve(chain, opts)
+	g, res, err := planChain(chain, opts)
 	if err != nil {
 		drain(in)
 		return err
 	}
-	if opts.Name == "" {
-		opts.Name = "udf-chain"
-	}
 	if opts.Allocator == nil {
 		opts.Allocator = memory.DefaultAllocator
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	subtasks := make([]*subtask, res.Parallelism)
 	for i := range subtasks {
-		s, err := newSubtask(chain, opts, res, i)
-		if err != nil {
-			drain(in)
-			return err
+		subtasks[i] = &subtask{in: make(chan arrow.RecordBatch, inBuffer), out: make(chan arrow.RecordBatch, outBuffer)}
+	}
+	collect := func(_ *plan.Operator, i int, b arrow.RecordBatch) error {
+		select {
+		case subtasks[i].out <- b:
+			return nil
+		case <-ctx.Done():
+			b.Release()
+			return context.Cause(ctx)
 		}
-		subtasks[i] = s
+	}
+	reg, err := operators.Registry(operators.Options{
+		Runner: opts.Runner, BundleSize: opts.BundleSize, BundleTime: opts.BundleTime, Collect: collect,
+	}).With(channelSource(chain.InputSchema, subtasks))
+	if err != nil {
+		drain(in)
+		return err
+	}
+	j, err := job.Start(ctx, g, job.Options{Allocator: opts.Allocator, Registry: reg})
+	if err != nil {
+		drain(in)
+		return err
 	}
 	m := newMerger(subtasks, emit)
-	for _, s := range subtasks {
-		g.Go(func() error { return s.run(gctx) })
+	merged := make(chan error, 1)
+	go func() {
+		err := m.run(ctx)
+		if err != nil {
+			cancel(err)
+		}
+		merged <- err
+	}()
+	distributed := make(chan error, 1)
+	go func() { distributed <- distribute(ctx, in, subtasks, m) }()
+	_, runErr := j.Wait()
+	if runErr != nil {
+		cancel(runErr)
 	}
-	g.Go(func() error { return m.run(gctx) })
-	g.Go(func() error { return distribute(gctx, in, subtasks, m) })
-	err = g.Wait()
+	distErr := <-distributed
+	for _, s := range subtasks {
+		close(s.out) // every task has ended: nothing sends any more
+		s.releaseInput()
+	}
+	mergeErr := <-merged
 	m.release()
-	if err != nil {
-		return err
+	switch {
+	case mergeErr != nil && !errors.Is(mergeErr, context.Canceled) && !errors.Is(mergeErr, runErr):
+		return mergeErr
+	case runErr != nil:
+		return runErr
+	case distErr != nil:
+		return distErr
+	case mergeErr != nil:
+		return mergeErr
 	}
 	return m.checkComplete()
 }

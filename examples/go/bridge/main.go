@@ -1,5 +1,6 @@
 // Command bridge pushes a generated data set of sensor readings through two
 // fused pandas UDFs (examples/python/bridge_udfs.py) on real Python workers,
+// run on the runtime through the Go API (package chainrun),
 // prints the first results and the throughput. It runs with `make example`.
 package main
 

@@ -297,6 +297,7 @@ type Node struct {
 	//	*Node_KeyedAggregate
 	//	*Node_Union
 	//	*Node_Sink
+	//	*Node_DropDuplicates
 	Kind          isNode_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -444,6 +445,15 @@ func (x *Node) GetSink() *Sink {
 	return nil
 }
 
+func (x *Node) GetDropDuplicates() *DropDuplicates {
+	if x != nil {
+		if x, ok := x.Kind.(*Node_DropDuplicates); ok {
+			return x.DropDuplicates
+		}
+	}
+	return nil
+}
+
 type isNode_Kind interface {
 	isNode_Kind()
 }
@@ -476,6 +486,10 @@ type Node_Sink struct {
 	Sink *Sink `protobuf:"bytes,16,opt,name=sink,proto3,oneof"`
 }
 
+type Node_DropDuplicates struct {
+	DropDuplicates *DropDuplicates `protobuf:"bytes,17,opt,name=drop_duplicates,json=dropDuplicates,proto3,oneof"`
+}
+
 func (*Node_Source) isNode_Kind() {}
 
 func (*Node_Select) isNode_Kind() {}
@@ -489,6 +503,8 @@ func (*Node_KeyedAggregate) isNode_Kind() {}
 func (*Node_Union) isNode_Kind() {}
 
 func (*Node_Sink) isNode_Kind() {}
+
+func (*Node_DropDuplicates) isNode_Kind() {}
 
 // Input is one incoming edge and how its rows are distributed.
 type Input struct {
@@ -1495,6 +1511,57 @@ func (x *KeyedAggregate) GetEmit() KeyedAggregate_Emit {
 	return KeyedAggregate_EMIT_AUTO
 }
 
+// DropDuplicates keeps the first row seen of each combination of the
+// subset's values (Spark's dropDuplicates), remembering the combinations
+// seen as keyed state; rows with a combination seen before are dropped.
+// Its input is partitioned by the hash of the subset (as a keyed
+// aggregation's by its keys), and its output schema is its input's.
+type DropDuplicates struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The columns that identify a duplicate, at least one; the client lists
+	// every column for subset=None.
+	Subset        []string `protobuf:"bytes,1,rep,name=subset,proto3" json:"subset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropDuplicates) Reset() {
+	*x = DropDuplicates{}
+	mi := &file_plan_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropDuplicates) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropDuplicates) ProtoMessage() {}
+
+func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropDuplicates.ProtoReflect.Descriptor instead.
+func (*DropDuplicates) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DropDuplicates) GetSubset() []string {
+	if x != nil {
+		return x.Subset
+	}
+	return nil
+}
+
 type Aggregate struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// sum, count, min, max, mean.
@@ -1509,7 +1576,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1588,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1601,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{17}
+	return file_plan_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -1567,7 +1634,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +1646,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +1659,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18}
+	return file_plan_proto_rawDescGZIP(), []int{19}
 }
 
 type Sink struct {
@@ -1609,7 +1676,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1688,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1701,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -1701,7 +1768,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1713,7 +1780,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1726,7 +1793,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{21}
 }
 
 type FileSink struct {
@@ -1740,7 +1807,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +1819,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +1832,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -1791,7 +1858,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +1870,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +1883,7 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 var File_plan_proto protoreflect.FileDescriptor
@@ -1832,7 +1899,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x05nodes\x18\x04 \x03(\v2\x15.flinkgo.plan.v1.NodeR\x05nodes\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbd\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x05\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x12\n" +
@@ -1848,7 +1915,8 @@ const file_plan_proto_rawDesc = "" +
 	"mapBatches\x12J\n" +
 	"\x0fkeyed_aggregate\x18\x0e \x01(\v2\x1f.flinkgo.plan.v1.KeyedAggregateH\x00R\x0ekeyedAggregate\x12.\n" +
 	"\x05union\x18\x0f \x01(\v2\x16.flinkgo.plan.v1.UnionH\x00R\x05union\x12+\n" +
-	"\x04sink\x18\x10 \x01(\v2\x15.flinkgo.plan.v1.SinkH\x00R\x04sinkB\x06\n" +
+	"\x04sink\x18\x10 \x01(\v2\x15.flinkgo.plan.v1.SinkH\x00R\x04sink\x12J\n" +
+	"\x0fdrop_duplicates\x18\x11 \x01(\v2\x1f.flinkgo.plan.v1.DropDuplicatesH\x00R\x0edropDuplicatesB\x06\n" +
 	"\x04kind\"^\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
@@ -1931,7 +1999,9 @@ const file_plan_proto_rawDesc = "" +
 	"\tEMIT_AUTO\x10\x00\x12\x0e\n" +
 	"\n" +
 	"EMIT_FINAL\x10\x01\x12\x10\n" +
-	"\fEMIT_UPDATES\x10\x02\"S\n" +
+	"\fEMIT_UPDATES\x10\x02\"(\n" +
+	"\x0eDropDuplicates\x12\x16\n" +
+	"\x06subset\x18\x01 \x03(\tR\x06subset\"S\n" +
 	"\tAggregate\x12\x1a\n" +
 	"\bfunction\x18\x01 \x01(\tR\bfunction\x12\x16\n" +
 	"\x06column\x18\x02 \x01(\tR\x06column\x12\x12\n" +
@@ -1961,7 +2031,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_plan_proto_goTypes = []any{
 	(Partitioning_Kind)(0),   // 0: flinkgo.plan.v1.Partitioning.Kind
 	(FileSource_Format)(0),   // 1: flinkgo.plan.v1.FileSource.Format
@@ -1983,17 +2053,18 @@ var file_plan_proto_goTypes = []any{
 	(*Filter)(nil),           // 17: flinkgo.plan.v1.Filter
 	(*MapBatches)(nil),       // 18: flinkgo.plan.v1.MapBatches
 	(*KeyedAggregate)(nil),   // 19: flinkgo.plan.v1.KeyedAggregate
-	(*Aggregate)(nil),        // 20: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),            // 21: flinkgo.plan.v1.Union
-	(*Sink)(nil),             // 22: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),        // 23: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),         // 24: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),      // 25: flinkgo.plan.v1.CollectSink
-	nil,                      // 26: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil), // 27: flinkgo.worker.v1.UdfSpec
+	(*DropDuplicates)(nil),   // 20: flinkgo.plan.v1.DropDuplicates
+	(*Aggregate)(nil),        // 21: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),            // 22: flinkgo.plan.v1.Union
+	(*Sink)(nil),             // 23: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),        // 24: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),         // 25: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),      // 26: flinkgo.plan.v1.CollectSink
+	nil,                      // 27: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*workerpb.UdfSpec)(nil), // 28: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	26, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	27, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
 	4,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
 	5,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
 	12, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
@@ -2001,35 +2072,36 @@ var file_plan_proto_depIdxs = []int32{
 	17, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
 	18, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
 	19, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	21, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	22, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	6,  // 10: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
-	0,  // 11: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	8,  // 12: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	9,  // 13: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	10, // 14: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	7,  // 15: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	27, // 16: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	7,  // 17: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	7,  // 18: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	13, // 19: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	14, // 20: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	15, // 21: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	1,  // 22: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	11, // 23: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	7,  // 24: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	27, // 25: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	20, // 26: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	2,  // 27: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	23, // 28: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	24, // 29: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	25, // 30: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 31: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	22, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	23, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	20, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
+	6,  // 11: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	0,  // 12: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
+	8,  // 13: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	9,  // 14: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	10, // 15: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	7,  // 16: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	28, // 17: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	7,  // 18: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	7,  // 19: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	13, // 20: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	14, // 21: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	15, // 22: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	1,  // 23: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	11, // 24: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	7,  // 25: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	28, // 26: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	21, // 27: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	2,  // 28: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	24, // 29: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	25, // 30: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	26, // 31: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	1,  // 32: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -2045,6 +2117,7 @@ func file_plan_proto_init() {
 		(*Node_KeyedAggregate)(nil),
 		(*Node_Union)(nil),
 		(*Node_Sink)(nil),
+		(*Node_DropDuplicates)(nil),
 	}
 	file_plan_proto_msgTypes[4].OneofWrappers = []any{
 		(*Expr_Column)(nil),
@@ -2064,7 +2137,7 @@ func file_plan_proto_init() {
 		(*Source_File)(nil),
 		(*Source_Datagen)(nil),
 	}
-	file_plan_proto_msgTypes[19].OneofWrappers = []any{
+	file_plan_proto_msgTypes[20].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
@@ -2075,7 +2148,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,131 @@
+package checkpoint
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/flinkgo/flinkgo/internal/fsutil"
+)
+
+// MetadataVersion is the version of the _metadata format written here.
+const MetadataVersion = 1
+
+// Metadata is a completed checkpoint's or savepoint's _metadata file: the
+// state of every operator subtask, matched to operators by uid on restore
+// (docs/semantics.md#uids). Paths inside are relative to the checkpoint storage
+// root (<dir>/<job-id>) for checkpoints, and to the savepoint's own
+// directory for savepoints, so a savepoint can be moved.
+type Metadata struct {
+	Version        int             `json:"version"`
+	JobID          string          `json:"job_id"`
+	JobName        string          `json:"job_name"`
+	CheckpointID   int64           `json:"checkpoint_id"`
+	Savepoint      bool            `json:"savepoint"`
+	Timestamp      time.Time       `json:"timestamp"`
+	MaxParallelism int             `json:"max_parallelism"`
+	Operators      []OperatorState `json:"operators"`
+}
+
+// OperatorState is one operator's state in a snapshot.
+type OperatorState struct {
+	UID         string         `json:"uid"`
+	Name        string         `json:"name"`
+	Kind        string         `json:"kind"`
+	Parallelism int            `json:"parallelism"`
+	Subtasks    []SubtaskState `json:"subtasks"`
+}
+
+// SubtaskState is one operator subtask's state. Each kind of operator
+// fills its own field; the encodings belong to the source, sink and state
+// packages.
+type SubtaskState struct {
+	Subtask int             `json:"subtask"`
+	Source  json.RawMessage `json:"source,omitempty"`
+	Sink    json.RawMessage `json:"sink,omitempty"`
+	Keyed   json.RawMessage `json:"keyed,omitempty"`
+}
+
+// Empty reports whether the subtask has no state at all.
+func (s SubtaskState) Empty() bool { return s.Source == nil && s.Sink == nil && s.Keyed == nil }
+
+// unwrapPath drops the path of an *os.PathError, which the message
+// already names.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// WriteMetadata writes dir/_metadata atomically: a reader sees the whole
+// file or none (a checkpoint without _metadata never completed).
+func WriteMetadata(dir string, m *Metadata) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create %s: %w", dir, unwrapPath(err))
+	}
+	tmp := filepath.Join(dir, "._metadata.inprogress")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, "_metadata"))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", filepath.Join(dir, "_metadata"), err)
+	}
+	return fsutil.SyncDir(dir)
+}
+
+// LoadMetadata reads the _metadata of a savepoint or checkpoint: path is
+// its directory or the _metadata file itself. It returns the metadata and
+// the directory that relative paths in a savepoint resolve against.
+func LoadMetadata(path string) (*Metadata, string, error) {
+	file := path
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		file = filepath.Join(path, "_metadata")
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, "", fmt.Errorf("checkpoint: cannot read the snapshot to restore at %s: %w (give a savepoint directory, a retained chk-<n> directory or its _metadata file)", path, unwrapPath(err))
+	}
+	m := &Metadata{}
+	if err := json.Unmarshal(data, m); err != nil {
+		return nil, "", fmt.Errorf("checkpoint: %s is not a flinkgo snapshot's _metadata: %w", file, err)
+	}
+	if m.Version != MetadataVersion {
+		return nil, "", fmt.Errorf("checkpoint: %s has metadata version %d; this runtime reads version %d", file, m.Version, MetadataVersion)
+	}
+	return m, filepath.Dir(file), nil
+}
+
+// NewSavepointDir returns a fresh savepoint directory under dir, named as
+// Flink's: savepoint-<first 6 characters of the job id>-<random>.
+func NewSavepointDir(dir, jobID string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := jobID
+	if len(prefix) > 6 {
+		prefix = prefix[:6]
+	}
+	return filepath.Join(dir, fmt.Sprintf("savepoint-%s-%s", prefix, hex.EncodeToString(b[:])))
+}

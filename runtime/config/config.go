@@ -1,0 +1,273 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Plan config keys the runtime reads, with Flink's names where Flink has
+// the option. Each is registered, with its type, default and description,
+// in package config (Known).
+const (
+	ConfigCheckpointInterval        = "execution.checkpointing.interval"
+	ConfigCheckpointDir             = "execution.checkpointing.dir"
+	ConfigCheckpointsRetained       = "execution.checkpointing.num-retained"
+	ConfigCheckpointTimeout         = "execution.checkpointing.timeout"
+	ConfigTolerableFailures         = "execution.checkpointing.tolerable-failed-checkpoints"
+	ConfigCheckpointRetention       = "execution.checkpointing.externalized-checkpoint-retention"
+	ConfigCreateDirsOnCheckpoint    = "execution.checkpointing.create-dirs-on-first-checkpoint"
+	ConfigSavepointDir              = "execution.checkpointing.savepoint-dir"
+	ConfigRestorePath               = "execution.state-recovery.path"
+	ConfigIgnoreUnclaimedState      = "execution.state-recovery.ignore-unclaimed-state"
+	ConfigRestartStrategy           = "restart-strategy.type"
+	ConfigFixedDelayAttempts        = "restart-strategy.fixed-delay.attempts"
+	ConfigFixedDelay                = "restart-strategy.fixed-delay.delay"
+	ConfigExponentialInitialBackoff = "restart-strategy.exponential-delay.initial-backoff"
+	ConfigExponentialMaxBackoff     = "restart-strategy.exponential-delay.max-backoff"
+	ConfigExponentialMultiplier     = "restart-strategy.exponential-delay.backoff-multiplier"
+	ConfigExponentialAttempts       = "restart-strategy.exponential-delay.attempts"
+	// ConfigUpdateInterval is how often a keyed aggregation in updates
+	// mode emits the keys that changed. Default 1 s.
+	ConfigUpdateInterval = "pipeline.keyed-aggregate.update-interval"
+	// ConfigBundleSize and ConfigBundleTime set the UDF operators' bundle
+	// (package bundle); when set they override Options.BundleSize and
+	// Options.BundleTime.
+	ConfigBundleSize = "python.fn-execution.bundle.size"
+	ConfigBundleTime = "python.fn-execution.bundle.time"
+)
+
+// Values of ConfigCheckpointRetention, as Flink's.
+const (
+	RetainOnCancellation = "RETAIN_ON_CANCELLATION"
+	DeleteOnCancellation = "DELETE_ON_CANCELLATION"
+)
+
+// CheckpointConfig says when and where a job checkpoints. The zero value
+// (Interval 0) takes checkpoints only on demand (savepoints).
+type CheckpointConfig struct {
+	// Interval between the starts of periodic checkpoints; 0 for none.
+	Interval time.Duration
+	// Dir is the checkpoint storage: a job's checkpoints go under
+	// Dir/<job-id>/. Required when Interval > 0.
+	Dir string
+	// Retained is how many completed checkpoints are kept. Default 1.
+	Retained int
+	// Timeout aborts a checkpoint not completed in time. Default 10 min.
+	Timeout time.Duration
+	// TolerableFailures is how many checkpoint failures in a row the job
+	// tolerates; one more fails the job. Default 0, as Flink.
+	TolerableFailures int
+	// RetainOnCancel keeps the retained checkpoints when the job is
+	// canceled. They are always kept when it fails, and deleted when it
+	// finishes.
+	RetainOnCancel bool
+	// CreateDirsOnFirstCheckpoint creates Dir/<job-id>/... when the first
+	// checkpoint starts, not when the job starts: a storage problem then
+	// fails that checkpoint, not the job's start.
+	CreateDirsOnFirstCheckpoint bool
+	// SavepointDir is where savepoints go when their trigger names none.
+	SavepointDir string
+}
+
+// RestoreConfig says which checkpoint or savepoint a job starts from.
+type RestoreConfig struct {
+	// Path of a savepoint directory, a retained checkpoint's chk-<n>
+	// directory, or a _metadata file. Empty for a fresh start.
+	Path string
+	// IgnoreUnclaimedState lets the job start when the snapshot holds
+	// state of an operator uid the job no longer has (Flink's
+	// allow-non-restored-state).
+	IgnoreUnclaimedState bool
+}
+
+// RestartConfig is the restart strategy after a failure, as Flink's.
+type RestartConfig struct {
+	// Strategy is "none", "fixed-delay" or "exponential-delay".
+	Strategy string
+	// Attempts is how many restarts are allowed (fixed-delay: in all;
+	// exponential-delay: in all too, unlike Flink's unbounded default, so
+	// that a UDF failing on every row fails the job in the end).
+	Attempts int
+	// Delay before each restart (fixed-delay), or the first backoff
+	// (exponential-delay), multiplied by Multiplier up to MaxBackoff.
+	Delay      time.Duration
+	MaxBackoff time.Duration
+	Multiplier float64
+}
+
+// runtimeConfig is everything the runtime reads from the plan's config.
+type runtimeConfig struct {
+	checkpoint     CheckpointConfig
+	restore        RestoreConfig
+	restart        RestartConfig
+	updateInterval time.Duration
+	// bundleSize and bundleTime are the job's bundle settings, 0 where the
+	// plan sets none.
+	bundleSize int
+	bundleTime time.Duration
+}
+
+// parseConfig checks a plan's config against the registry of known keys
+// (an unknown key fails the job) and reads the runtime's keys, reporting
+// every problem in one error.
+func parseConfig(cfg map[string]string) (runtimeConfig, error) {
+	p := configParser{cfg: cfg}
+	var invalid *Error
+	if err := Known().Validate(cfg); err != nil {
+		if !errors.As(err, &invalid) {
+			return runtimeConfig{}, fmt.Errorf("config: %w", err)
+		}
+		p.reported = map[string]bool{}
+		for _, pr := range invalid.Problems {
+			p.reported[pr.Key] = true
+		}
+	}
+	var c runtimeConfig
+	cp := &c.checkpoint
+	cp.Interval = p.duration(ConfigCheckpointInterval, 0)
+	cp.Dir = p.str(ConfigCheckpointDir, "")
+	cp.Retained = p.integer(ConfigCheckpointsRetained, 1, 1)
+	cp.Timeout = p.duration(ConfigCheckpointTimeout, 10*time.Minute)
+	cp.TolerableFailures = p.integer(ConfigTolerableFailures, 0, 0)
+	switch v := strings.ToUpper(p.str(ConfigCheckpointRetention, DeleteOnCancellation)); v {
+	case RetainOnCancellation, DeleteOnCancellation:
+		cp.RetainOnCancel = v == RetainOnCancellation
+	default:
+		p.problem(ConfigCheckpointRetention, "must be %s or %s", RetainOnCancellation, DeleteOnCancellation)
+	}
+	cp.CreateDirsOnFirstCheckpoint = p.boolean(ConfigCreateDirsOnCheckpoint, false)
+	cp.SavepointDir = p.str(ConfigSavepointDir, "")
+	if cp.Interval > 0 && cp.Dir == "" {
+		p.problems = append(p.problems, fmt.Sprintf("%s is set but %s is not: say where checkpoints go", ConfigCheckpointInterval, ConfigCheckpointDir))
+	}
+	if cp.Interval < 0 || cp.Timeout <= 0 {
+		p.problems = append(p.problems, fmt.Sprintf("%s must not be negative and %s must be positive", ConfigCheckpointInterval, ConfigCheckpointTimeout))
+	}
+
+	c.updateInterval = p.duration(ConfigUpdateInterval, time.Second)
+	if c.updateInterval <= 0 {
+		p.problem(ConfigUpdateInterval, "must be positive")
+		c.updateInterval = time.Second
+	}
+	c.bundleSize = p.integer(ConfigBundleSize, 0, 1)
+	c.bundleTime = p.duration(ConfigBundleTime, 0)
+	c.restore.Path = p.str(ConfigRestorePath, "")
+	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState, false)
+
+	// Flink's default: no restarts without checkpointing, else
+	// exponential-delay.
+	def := "none"
+	if cp.Interval > 0 {
+		def = "exponential-delay"
+	}
+	r := &c.restart
+	r.Strategy = strings.ToLower(p.str(ConfigRestartStrategy, def))
+	switch r.Strategy {
+	case "none", "disable", "off":
+		r.Strategy = "none"
+	case "fixed-delay", "fixeddelay":
+		r.Strategy = "fixed-delay"
+		r.Attempts = p.integer(ConfigFixedDelayAttempts, 1, 0)
+		r.Delay = p.duration(ConfigFixedDelay, time.Second)
+		r.Multiplier, r.MaxBackoff = 1, r.Delay
+	case "exponential-delay", "exponentialdelay":
+		r.Strategy = "exponential-delay"
+		r.Attempts = p.integer(ConfigExponentialAttempts, 10, 0)
+		r.Delay = p.duration(ConfigExponentialInitialBackoff, time.Second)
+		r.MaxBackoff = p.duration(ConfigExponentialMaxBackoff, time.Minute)
+		r.Multiplier = p.float(ConfigExponentialMultiplier, 1.5, 1)
+	default:
+		p.problem(ConfigRestartStrategy, "must be none, fixed-delay or exponential-delay")
+	}
+	if invalid == nil && len(p.problems) == 0 {
+		return c, nil
+	}
+	if invalid == nil {
+		invalid = &Error{}
+	}
+	for _, msg := range p.problems {
+		invalid.Problems = append(invalid.Problems, Problem{Message: msg})
+	}
+	return c, fmt.Errorf("exec: %w", invalid)
+}
+
+// configParser reads typed values and collects every problem.
+type configParser struct {
+	cfg      map[string]string
+	problems []string
+	// reported are the keys the registry found wrong, whose problems are
+	// not reported twice.
+	reported map[string]bool
+}
+
+func (p *configParser) problem(key, format string, args ...any) {
+	if p.reported[key] {
+		return
+	}
+	p.problems = append(p.problems, fmt.Sprintf("%s=%q: ", key, p.cfg[key])+fmt.Sprintf(format, args...))
+}
+
+func (p *configParser) str(key, def string) string {
+	if v, ok := p.cfg[key]; ok && strings.TrimSpace(v) != "" {
+		return strings.TrimSpace(v)
+	}
+	return def
+}
+
+func (p *configParser) integer(key string, def, least int) int {
+	v, ok := p.cfg[key]
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < least {
+		p.problem(key, "must be an integer of at least %d", least)
+		return def
+	}
+	return n
+}
+
+func (p *configParser) float(key string, def, least float64) float64 {
+	v, ok := p.cfg[key]
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < least || math.IsInf(f, 0) {
+		p.problem(key, "must be a number of at least %g", least)
+		return def
+	}
+	return f
+}
+
+func (p *configParser) boolean(key string, def bool) bool {
+	v, ok := p.cfg[key]
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		p.problem(key, "must be true or false")
+		return def
+	}
+	return b
+}
+
+// duration reads Flink's duration syntax: a number of milliseconds, or a
+// number with a unit (ms, s, min, h, d; "10 s", "10s"), or a Go duration.
+func (p *configParser) duration(key string, def time.Duration) time.Duration {
+	v, ok := p.cfg[key]
+	if !ok {
+		return def
+	}
+	d, err := ParseDuration(v)
+	if err != nil {
+		p.problem(key, "%v", err)
+		return def
+	}
+	return d
+}

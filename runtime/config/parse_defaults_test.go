@@ -1,0 +1,123 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The defaults parseConfig applies are the registry's, so `flinkgo config`
+// tells the truth about a key left unset.
+func TestParseConfigDefaultsAreTheRegistrys(t *testing.T) {
+	registered := func(name string) string {
+		k, ok := Known().Lookup(name)
+		if !ok {
+			t.Fatalf("%s is read but not registered", name)
+		}
+		return k.Default
+	}
+	dur := func(name string) time.Duration {
+		d, err := ParseDuration(registered(name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return d
+	}
+	num := func(name string) int {
+		n, err := strconv.Atoi(registered(name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return n
+	}
+	parse := func(cfg map[string]string) runtimeConfig {
+		c, err := parseConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := parse(nil)
+	cp := c.checkpoint
+	for _, check := range []struct {
+		name     string
+		got, def any
+	}{
+		{ConfigCheckpointInterval, cp.Interval, dur(ConfigCheckpointInterval)},
+		{ConfigCheckpointDir, cp.Dir, registered(ConfigCheckpointDir)},
+		{ConfigCheckpointsRetained, cp.Retained, num(ConfigCheckpointsRetained)},
+		{ConfigCheckpointTimeout, cp.Timeout, dur(ConfigCheckpointTimeout)},
+		{ConfigTolerableFailures, cp.TolerableFailures, num(ConfigTolerableFailures)},
+		{ConfigCheckpointRetention, cp.RetainOnCancel, registered(ConfigCheckpointRetention) == RetainOnCancellation},
+		{ConfigCreateDirsOnCheckpoint, strconv.FormatBool(cp.CreateDirsOnFirstCheckpoint), registered(ConfigCreateDirsOnCheckpoint)},
+		{ConfigSavepointDir, cp.SavepointDir, registered(ConfigSavepointDir)},
+		{ConfigRestorePath, c.restore.Path, registered(ConfigRestorePath)},
+		{ConfigIgnoreUnclaimedState, strconv.FormatBool(c.restore.IgnoreUnclaimedState), registered(ConfigIgnoreUnclaimedState)},
+		{ConfigUpdateInterval, c.updateInterval, dur(ConfigUpdateInterval)},
+		{ConfigRestartStrategy, c.restart.Strategy, registered(ConfigRestartStrategy)},
+	} {
+		if check.got != check.def {
+			t.Errorf("%s: parseConfig's default %v, the registry's %v", check.name, check.got, check.def)
+		}
+	}
+	if c.bundleSize != 0 || c.bundleTime != 0 {
+		t.Errorf("unset bundle keys must leave Options' settings: %d %v", c.bundleSize, c.bundleTime)
+	}
+
+	fixed := parse(map[string]string{ConfigRestartStrategy: "fixed-delay"}).restart
+	if fixed.Attempts != num(ConfigFixedDelayAttempts) || fixed.Delay != dur(ConfigFixedDelay) {
+		t.Errorf("fixed-delay defaults %+v", fixed)
+	}
+	exp := parse(map[string]string{ConfigRestartStrategy: "exponential-delay"}).restart
+	mult, _ := strconv.ParseFloat(registered(ConfigExponentialMultiplier), 64)
+	if exp.Attempts != num(ConfigExponentialAttempts) || exp.Delay != dur(ConfigExponentialInitialBackoff) ||
+		exp.MaxBackoff != dur(ConfigExponentialMaxBackoff) || exp.Multiplier != mult {
+		t.Errorf("exponential-delay defaults %+v", exp)
+	}
+}
+
+// Start refuses a config with an unknown key or a bad value, naming both
+// and the close match, each problem once.
+func TestParseConfigRefusesUnknownKeysAndBadValues(t *testing.T) {
+	_, err := parseConfig(map[string]string{
+		"python.fn-execution.bundle.sise":    "1000",
+		ConfigCheckpointsRetained:            "none",
+		ConfigCheckpointInterval:             "1 s", // without a dir
+		"restart-strategy.fixed-delay.tries": "3",
+	})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`unknown key "python.fn-execution.bundle.sise": did you mean "python.fn-execution.bundle.size"?`,
+		`execution.checkpointing.num-retained="none": expected an integer of at least 1`,
+		`execution.checkpointing.interval is set but execution.checkpointing.dir is not`,
+		`unknown key "restart-strategy.fixed-delay.tries"`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%s\nlacks %q", msg, want)
+		}
+	}
+	if n := strings.Count(msg, "num-retained"); n != 1 {
+		t.Errorf("num-retained reported %d times:\n%s", n, msg)
+	}
+}
+
+// A job's bundle settings reach the runtime (Runtime's BundleSize and
+// BundleTime, with which package job overrides its options); unset, they
+// are zero, so the runtime's options stand.
+func TestBundleKeysAreParsed(t *testing.T) {
+	rt, err := Parse(map[string]string{ConfigBundleSize: "1000", ConfigBundleTime: "250 ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.BundleSize != 1000 || rt.BundleTime != 250*time.Millisecond {
+		t.Errorf("bundle %d %v, want the plan's 1000 250ms", rt.BundleSize, rt.BundleTime)
+	}
+	unset, _ := Parse(nil)
+	if unset.BundleSize != 0 || unset.BundleTime != 0 {
+		t.Errorf("unset keys gave bundle %d %v, want 0 0", unset.BundleSize, unset.BundleTime)
+	}
+}

@@ -1,0 +1,26 @@
+package config
+
+import "time"
+
+// Runtime is everything the runtime reads from a plan's config, parsed
+// and checked: what checkpoints, restores and restarts do, and how often
+// a keyed aggregation in updates mode emits.
+type Runtime struct {
+	Checkpoint     CheckpointConfig
+	Restore        RestoreConfig
+	Restart        RestartConfig
+	UpdateInterval time.Duration
+	// BundleSize and BundleTime are the job's UDF bundle settings
+	// (ConfigBundleSize, ConfigBundleTime), 0 where the plan sets none; set,
+	// they override the runtime's options.
+	BundleSize int
+	BundleTime time.Duration
+}
+
+// Parse reads the runtime's keys of a plan's config, reporting every
+// problem in one error.
+func Parse(cfg map[string]string) (Runtime, error) {
+	c, err := parseConfig(cfg)
+	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, UpdateInterval: c.updateInterval,
+		BundleSize: c.bundleSize, BundleTime: c.bundleTime}, err
+}

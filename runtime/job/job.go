@@ -1,0 +1,463 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/internal/logging"
+	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/operator"
+	"github.com/flinkgo/flinkgo/runtime/operators"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/task"
+	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
+)
+
+// Options tune a run. Zero fields take defaults.
+type Options struct {
+	// Runner is the template of every Python worker's options (interpreter,
+	// logger, timeouts).
+	Runner pluginrunner.Options
+	// NewRunner starts the worker of one UDF operator subtask from its
+	// options (the template Runner, completed). Default
+	// pluginrunner.NewRunner; tests give a fake.
+	NewRunner func(pluginrunner.Options) (bridge.Runner, error)
+	// BundleSize and BundleTime: see package bundle.
+	BundleSize int
+	BundleTime time.Duration
+	// ChannelCapacity is how many batches an inbox holds before producers
+	// block. Default 4.
+	ChannelCapacity int
+	// SourceBatchRows is the largest batch a source reads. Default 10000.
+	SourceBatchRows int
+	// Allocator holds every batch. Default memory.DefaultAllocator.
+	Allocator memory.Allocator
+	// Stdout receives print sinks' rows. Default os.Stdout.
+	Stdout io.Writer
+	// Collect receives collect sinks' batches (retained: it releases them).
+	Collect func(op *plan.Operator, subtask int, b arrow.RecordBatch) error
+	// StateDir holds the working directories of keyed state backends
+	// (Pebble databases, a cache of what checkpoints hold). Default: the
+	// system's temporary directory.
+	StateDir string
+	// KeyedCacheGroups is how many groups a keyed aggregation subtask keeps
+	// in memory after a checkpoint wrote them to its state backend; beyond
+	// it they are dropped from memory and read back as their keys recur.
+	// Default 65536.
+	KeyedCacheGroups int
+	// JobID names the job (its checkpoints go under <dir>/<JobID>).
+	// Default: a random id.
+	JobID string
+	// Registry, when set, builds the job's operators instead of
+	// operators.Registry of these options (whose operator fields, Runner to
+	// Collect and KeyedCacheGroups, then go unused): a program embedding
+	// the runtime replaces a row, as package chainrun its source.
+	Registry *operator.Registry
+	// OnStateChange, when set, is called on every change of the job's
+	// state (see JobState), in order, from the goroutine that made it. It
+	// must not block.
+	OnStateChange func(StateChange)
+	// Logger receives the job's logs, tagged with its id: state changes
+	// (info), restarts with their cause and checkpoint failures (warn),
+	// completed checkpoints (debug); the state backends' and, unless
+	// Runner.Logger is set, the Python workers'. Nil discards them.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.ChannelCapacity == 0 {
+		o.ChannelCapacity = 4
+	}
+	if o.SourceBatchRows == 0 {
+		o.SourceBatchRows = 10000
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	if o.KeyedCacheGroups == 0 {
+		o.KeyedCacheGroups = 1 << 16
+	}
+	return o
+}
+
+// Metrics counts the rows each operator took in and gave out.
+type Metrics struct {
+	Operators []OperatorMetrics
+}
+
+// OperatorMetrics are one operator's totals over its subtasks.
+type OperatorMetrics struct {
+	Name, UID   string
+	Kind        string
+	Parallelism int
+	RowsIn      int64
+	RowsOut     int64
+}
+
+// Run executes g until every source is exhausted and every operator has
+// finished, or until ctx ends or a task fails; it returns when every task
+// and worker is gone. The error of a failed run is the first failure (it
+// names the operator, and for a UDF the Python traceback); of a canceled
+// run, ctx's cause.
+func Run(ctx context.Context, g *plan.Graph, opts Options) (*Metrics, error) {
+	j, err := Start(ctx, g, opts)
+	if err != nil {
+		return nil, err
+	}
+	return j.Wait()
+}
+
+// Job is a started run: one attempt after another (a failure restarts the
+// job from its latest completed checkpoint when the restart strategy
+// allows), until it finishes, is canceled, or fails for good.
+type Job struct {
+	g         *plan.Graph
+	opts      Options
+	config    config.Runtime
+	registry  *operator.Registry
+	id        string
+	count     []operator.Counters
+	lifecycle *lifecycle
+	store     *checkpoint.Store
+	restarts  *restarter
+	// requests carries savepoint and checkpoint requests to the running
+	// attempt's coordinator.
+	requests chan *checkpoint.Request
+	// stopWatch stops the watch of the caller's ctx; watchDone is closed
+	// when a watch that fired has moved the job to Canceling.
+	stopWatch func() bool
+	watchDone chan struct{}
+	done      chan struct{}
+	metrics   *Metrics
+	err       error
+
+	mu struct {
+		sync.Mutex
+		tasks       int // goroutines running operators: one per chain subtask
+		attempts    int
+		checkpoints []CheckpointStats
+	}
+}
+
+// Start builds every task of g and starts them; see Run. Errors in
+// building (an expression that does not compile, a worker that cannot be
+// configured, a snapshot to restore that does not fit) are returned before
+// anything runs.
+func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
+	opts = opts.withDefaults()
+	cfg, err := config.Parse(g.Config)
+	if err != nil {
+		return nil, err
+	}
+	// The job's bundle settings override the runtime's.
+	if cfg.BundleSize > 0 {
+		opts.BundleSize = cfg.BundleSize
+	}
+	if cfg.BundleTime > 0 {
+		opts.BundleTime = cfg.BundleTime
+	}
+	j := &Job{
+		g: g, opts: opts, config: cfg, id: opts.JobID, count: make([]operator.Counters, len(g.Operators)),
+		restarts: newRestarter(cfg.Restart),
+		requests: make(chan *checkpoint.Request), watchDone: make(chan struct{}), done: make(chan struct{}),
+	}
+	if j.id == "" {
+		j.id = NewJobID()
+	}
+	j.opts.Logger = logging.OrDiscard(opts.Logger).With("job", j.id)
+	if j.opts.Runner.Logger == nil {
+		j.opts.Runner.Logger = j.opts.Logger
+	}
+	j.registry = opts.Registry
+	if j.registry == nil {
+		j.registry = operators.Registry(j.operatorOptions())
+	}
+	j.lifecycle = newLifecycle(logStateChanges(j.opts.Logger, g.Name, opts.OnStateChange))
+	j.store = checkpoint.NewStore(cfg.Checkpoint, j.id)
+	ctx = compute.WithAllocator(ctx, opts.Allocator)
+	a, err := j.firstAttempt(ctx)
+	if err != nil {
+		j.lifecycle.move(Failed, Created)
+		return nil, err
+	}
+	j.lifecycle.move(Running, Created)
+	j.stopWatch = context.AfterFunc(ctx, func() {
+		defer close(j.watchDone)
+		j.lifecycle.move(Canceling, Running, Restarting)
+	})
+	a.start()
+	go j.run(ctx, a)
+	return j, nil
+}
+
+// firstAttempt prepares the checkpoint storage and the snapshot to start
+// from, and builds the first attempt.
+func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
+	cp := j.config.Checkpoint
+	if cp.Interval > 0 && !cp.CreateDirsOnFirstCheckpoint {
+		if err := j.store.EnsureStorage(); err != nil {
+			return nil, fmt.Errorf("job: %w", err)
+		}
+	}
+	var from *checkpoint.RestorePoint
+	if path := j.config.Restore.Path; path != "" {
+		m, base, err := LoadMetadata(path)
+		if err != nil {
+			return nil, err
+		}
+		from = &checkpoint.RestorePoint{Meta: m, Base: base}
+		if !m.Savepoint {
+			from.Base = filepath.Dir(base) // a checkpoint's paths are relative to its storage root
+		}
+		if err := checkRestore(j.g, m, j.config.Restore); err != nil {
+			return nil, err
+		}
+		j.store.ContinueAfter(m.CheckpointID)
+	}
+	return j.newAttempt(ctx, from)
+}
+
+// run drives attempts until the job ends.
+func (j *Job) run(ctx context.Context, a *attempt) {
+	for {
+		err := a.wait()
+		if err == nil {
+			err = a.publishFinalParts()
+		}
+		if err == nil || errors.Is(err, checkpoint.ErrStoppedWithSavepoint) {
+			j.end(ctx, nil, Finished, Running, Canceling)
+			return
+		}
+		if ctx.Err() != nil {
+			j.end(ctx, err, Canceled, Canceling)
+			return
+		}
+		if j.lifecycle.state() != Restarting {
+			j.end(ctx, err, Failed, Running, Failing)
+			return
+		}
+		j.opts.Logger.Warn("job restarting after a failure", "cause", err, "attempt", j.Attempts())
+		var next *attempt
+		next, err = j.restart(ctx, err)
+		if next == nil {
+			if ctx.Err() != nil {
+				j.end(ctx, context.Cause(ctx), Canceled, Canceling)
+			} else {
+				j.end(ctx, err, Failed, Restarting)
+			}
+			return
+		}
+		a = next
+	}
+}
+
+// restart waits the restart strategy's delay and starts a new attempt from
+// the latest completed checkpoint (or the snapshot the job started from).
+// It returns nil when the job must stop instead, with the reason.
+func (j *Job) restart(ctx context.Context, cause error) (*attempt, error) {
+	for {
+		select {
+		case <-time.After(j.restarts.nextDelay()):
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		j.store.Sweep() // no task runs: uploads of unfinished checkpoints go
+		from := j.latestRestorePoint()
+		a, err := j.newAttempt(ctx, from)
+		if err == nil {
+			if !j.lifecycle.move(Running, Restarting) { // canceled meanwhile
+				a.release()
+				return nil, context.Cause(ctx)
+			}
+			a.start()
+			return a, nil
+		}
+		err = fmt.Errorf("job: restarting after %v: %w", cause, err)
+		j.opts.Logger.Warn("job restart failed", "error", err)
+		if !j.restarts.allow() {
+			return nil, err
+		}
+		cause = err
+	}
+}
+
+// latestRestorePoint is where a restart resumes from.
+func (j *Job) latestRestorePoint() *checkpoint.RestorePoint {
+	if m, dir, ok := j.store.Latest(); ok {
+		return &checkpoint.RestorePoint{Meta: m, Base: filepath.Dir(dir)}
+	}
+	if path := j.config.Restore.Path; path != "" {
+		if m, base, err := LoadMetadata(path); err == nil {
+			if !m.Savepoint {
+				base = filepath.Dir(base)
+			}
+			return &checkpoint.RestorePoint{Meta: m, Base: base}
+		}
+	}
+	return nil
+}
+
+// onFailure decides, on an attempt's first failure, whether the job
+// restarts or fails.
+func (j *Job) onFailure() {
+	if j.restarts.allow() {
+		j.lifecycle.move(Restarting, Running)
+	} else {
+		j.lifecycle.move(Failing, Running)
+	}
+}
+
+// end records the job's outcome, and keeps or deletes its checkpoints as
+// Flink does: deleted when it finishes, kept when it fails, and when it is
+// canceled only with RETAIN_ON_CANCELLATION.
+func (j *Job) end(ctx context.Context, err error, to JobState, from ...JobState) {
+	if !j.stopWatch() {
+		<-j.watchDone // Canceling is reported before the end
+	} else if ctx.Err() != nil {
+		// Canceled, but the watch has not run yet (and now never will).
+		j.lifecycle.move(Canceling, Running, Restarting)
+	}
+	switch {
+	case to == Finished, to == Canceled && !j.config.Checkpoint.RetainOnCancel:
+		j.store.DiscardAll()
+	default:
+		j.store.Sweep()
+	}
+	j.metrics, j.err = j.Snapshot(), err
+	j.lifecycle.move(to, from...)
+	close(j.done)
+}
+
+// State returns the job's current state. Safe at any time.
+func (j *Job) State() JobState { return j.lifecycle.state() }
+
+// ID returns the job's id (Options.JobID, else a random one); checkpoints
+// go under <checkpoint dir>/<id>.
+func (j *Job) ID() string { return j.id }
+
+// History returns every state the job has been in, with when it entered
+// it, starting with Created.
+func (j *Job) History() []StateChange { return j.lifecycle.history() }
+
+// Checkpoints returns the job's checkpoints and savepoints so far, oldest
+// first. Safe at any time.
+func (j *Job) Checkpoints() []CheckpointStats {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]CheckpointStats(nil), j.mu.checkpoints...)
+}
+
+// Attempts returns how many attempts the job has started (1 + restarts).
+func (j *Job) Attempts() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.mu.attempts
+}
+
+func (j *Job) record(s CheckpointStats) {
+	kind := "checkpoint"
+	if s.Savepoint {
+		kind = "savepoint"
+	}
+	switch s.Status {
+	case "completed":
+		j.opts.Logger.Debug(kind+" completed", "id", s.ID, "path", s.Path, "duration", s.Duration)
+	case "aborted": // the job stopped or a task finished first: routine
+		j.opts.Logger.Info(kind+" aborted", "id", s.ID, "cause", s.Err)
+	default:
+		j.opts.Logger.Warn(kind+" "+s.Status, "id", s.ID, "error", s.Err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.mu.checkpoints = append(j.mu.checkpoints, s)
+}
+
+// Wait blocks until every task and worker is gone and returns the final
+// metrics and the run's error. Safe to call from several goroutines.
+func (j *Job) Wait() (*Metrics, error) {
+	<-j.done
+	return j.metrics, j.err
+}
+
+// Done is closed when the job has ended.
+func (j *Job) Done() <-chan struct{} { return j.done }
+
+// Snapshot returns the rows counted so far. Safe at any time.
+func (j *Job) Snapshot() *Metrics {
+	m := &Metrics{}
+	for _, op := range j.g.Operators {
+		m.Operators = append(m.Operators, OperatorMetrics{
+			Name: op.Name, UID: op.UID, Parallelism: op.Parallelism, Kind: op.Kind.String(),
+			RowsIn: j.count[op.ID].In.Load(), RowsOut: j.count[op.ID].Out.Load(),
+		})
+	}
+	return m
+}
+
+// TaskError is the failure of one operator subtask.
+type TaskError = task.TaskError
+
+// TriggerSavepoint takes a savepoint into dir (or the configured savepoint
+// directory when dir is "") and returns its path; the job keeps running.
+// It blocks until the savepoint completed or failed, or ctx ends.
+func (j *Job) TriggerSavepoint(ctx context.Context, dir string) (string, error) {
+	return j.savepoint(ctx, dir, false)
+}
+
+// TriggerCheckpoint takes a checkpoint now (as a periodic one, into the
+// checkpoint storage) and returns its chk-<n> directory once it completed.
+func (j *Job) TriggerCheckpoint(ctx context.Context) (string, error) {
+	return j.request(ctx, &checkpoint.Request{Checkpoint: true})
+}
+
+// StopWithSavepoint takes a savepoint, lets every sink commit up to it,
+// and stops the job, which then ends FINISHED (as Flink's stop with
+// savepoint). It returns the savepoint's path once the savepoint
+// completed; Wait for the job's end.
+func (j *Job) StopWithSavepoint(ctx context.Context, dir string) (string, error) {
+	return j.savepoint(ctx, dir, true)
+}
+
+func (j *Job) savepoint(ctx context.Context, dir string, stop bool) (string, error) {
+	return j.request(ctx, &checkpoint.Request{Dir: dir, Stop: stop})
+}
+
+func (j *Job) request(ctx context.Context, r *checkpoint.Request) (string, error) {
+	r.Answer = make(chan checkpoint.Answer, 1)
+	select {
+	case j.requests <- r:
+	case <-j.done:
+		return "", errors.New("job: no snapshot: the job has ended")
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	}
+	select {
+	case a := <-r.Answer:
+		return a.Path, a.Err
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	}
+}
+
+// operatorOptions are the settings of the job's operators.
+func (j *Job) operatorOptions() operators.Options {
+	o := j.opts
+	return operators.Options{
+		Runner: o.Runner, NewRunner: o.NewRunner, BundleSize: o.BundleSize, BundleTime: o.BundleTime,
+		SourceBatchRows: o.SourceBatchRows, Stdout: o.Stdout, Collect: o.Collect,
+		KeyedCacheGroups: o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval,
+	}
+}

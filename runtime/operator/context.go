@@ -1,0 +1,72 @@
+package operator
+
+import (
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/sink"
+	"github.com/flinkgo/flinkgo/state"
+)
+
+// Context is what an operator subtask is built with: which subtask of which
+// operator it is, its schemas, and the services of the job it runs in.
+// Factories may keep it.
+type Context struct {
+	Op          *plan.Operator
+	Subtask     int
+	Parallelism int
+	// MaxParallelism is the job's number of key groups.
+	MaxParallelism int
+	// In are the schemas of the operator's inputs, in plan order; Out its
+	// output schema (as the registry's Schema computed them).
+	In  []*arrow.Schema
+	Out *arrow.Schema
+	// Allocator holds every batch.
+	Allocator memory.Allocator
+	// Logger names the operator and subtask. Never nil.
+	Logger *slog.Logger
+	// Counters count the rows of the operator, over all its subtasks; the
+	// task counts rows in and out, operators may read them.
+	Counters *Counters
+	// Restored is the operator's state in the snapshot the job starts
+	// from (all its old subtasks'), nil for a fresh start; relative paths
+	// inside resolve against RestoreBase.
+	Restored    *checkpoint.OperatorState
+	RestoreBase string
+	// Keyed is the subtask's keyed state access, for kinds whose
+	// StateDescriptor says Keyed; nil otherwise.
+	Keyed *KeyedContext
+	// AttemptID names the attempt, "" when no attempt may follow (sinks
+	// name their part files with it).
+	AttemptID string
+	// PublishAtEnd, when set, takes a file sink subtask's last parts at
+	// the end of its input: the job publishes them when every task has
+	// finished, so that a restart before then replays no row of a
+	// published part.
+	PublishAtEnd func(sink.SinkState)
+}
+
+// KeyedContext is where a keyed operator subtask keeps its keyed state.
+type KeyedContext struct {
+	// KeyGroups are the key groups the subtask owns.
+	KeyGroups state.KeyGroupRange
+	// StateDir is the parent of the subtask's scratch directory (its
+	// Pebble database); "" for the system's temporary directory.
+	StateDir string
+}
+
+// Counters count an operator's rows.
+type Counters struct{ In, Out atomic.Int64 }
+
+// Input is the schema of the operator's only input, or nil for none.
+func (c *Context) Input() *arrow.Schema {
+	if len(c.In) == 0 {
+		return nil
+	}
+	return c.In[0]
+}

@@ -1,0 +1,588 @@
+package operators
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/runtime/operator"
+	"github.com/flinkgo/flinkgo/runtime/partition"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/state"
+)
+
+// keyedAggregateKind groups rows by key over keyed state; the planner
+// resolved its emit mode (plan.Operator.EmitUpdates).
+func keyedAggregateKind(opts Options) operator.Kind {
+	return operator.Kind{
+		Kind: plan.KindKeyedAggregate,
+		Schema: func(op *plan.Operator, _ []*arrow.Schema) (*arrow.Schema, error) {
+			return decodeSchema(op.OutputSchema)
+		},
+		State: operator.StateDescriptor{Keyed: true, What: "one accumulator row per key"},
+		New: func(c *operator.Context) (operator.Operator, error) {
+			p, err := newAggProc(c.Op.Node, c.Input(), c.Out, c.Allocator, c.MaxParallelism, c.Op.EmitUpdates, opts.UpdateInterval)
+			if err != nil {
+				return nil, err
+			}
+			if err := p.setupState(context.Background(), c, opts.KeyedCacheGroups); err != nil {
+				p.Release()
+				return nil, err
+			}
+			return p, nil
+		},
+	}
+}
+
+// aggProc groups rows by key and emits one row per group when its input
+// ends: keys first, then the aggregates, as the node's schema declares.
+//
+// Groups live in memory (index, list) as a cache of the keyed state
+// (aggstate.go): a checkpoint writes the groups changed since the last one
+// into the subtask's Pebble backend and snapshots it, so the aggregation
+// survives failover and rescales by key group.
+type aggProc struct {
+	operator.Base
+	keys   []int
+	aggs   []aggSpec
+	schema *arrow.Schema
+	mem    memory.Allocator
+	// index maps an encoded key to its group in list (order of first
+	// appearance).
+	index  map[string]int
+	list   []*group
+	keyBuf []byte
+	gids   []int // per batch: each row's group, reused
+	kgs    []int32
+	maxP   int
+	// stateful: the keyed state backend and what it holds (aggstate.go).
+	keyed keyedState
+	// updates mode (else final): emit changed groups every updateInterval.
+	updates        bool
+	updateInterval time.Duration
+	nextUpdate     time.Time
+	// intKey: a single int64 key, looked up without encoding; nullGroup is
+	// the group of its null key, -1 until one comes.
+	intKey    bool
+	intIndex  map[int64]int
+	nullGroup int
+	// smallIndex[k] is 1 + the group of the int64 key k in [0, smallKeys),
+	// 0 for none: small keys, the common case, without a map lookup.
+	smallIndex []int32
+}
+
+// smallKeys bounds the int64 keys looked up in a slice (256 KiB at most).
+const smallKeys = 1 << 16
+
+type aggSpec struct {
+	fn     string
+	column int // -1 for count(*)
+	isInt  bool
+	isStr  bool
+}
+
+type group struct {
+	key  []string // ValueStr of each key, "" when null
+	null []bool
+	acc  []accumulator
+	// stateKey is the group's key in the state backend (the encoded key
+	// and its key group); dirty: changed since the backend last saw it.
+	stateKey state.Key
+	dirty    bool
+	// changed: since the last emission (updates mode).
+	changed bool
+}
+
+type accumulator struct {
+	count      int64
+	isum       int64
+	fsum       float64
+	seen       bool // a numeric value came
+	imin, imax int64
+	fmin, fmax float64
+	min, max   any // strings
+}
+
+func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int, updates bool, interval time.Duration) (*aggProc, error) {
+	spec := node.GetKeyedAggregate()
+	p := &aggProc{schema: out, mem: mem, index: map[string]int{}, maxP: maxP,
+		updates: updates, updateInterval: interval, nextUpdate: time.Now().Add(interval)}
+	for _, k := range spec.GetKeys() {
+		idx := in.FieldIndices(k)
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("key %q is not a column of %s", k, in)
+		}
+		p.keys = append(p.keys, idx[0])
+	}
+	for _, a := range spec.GetAggregates() {
+		s := aggSpec{fn: a.GetFunction(), column: -1}
+		switch s.fn {
+		case "sum", "count", "min", "max", "mean":
+		default:
+			return nil, fmt.Errorf("unknown aggregate %q (sum, count, min, max, mean)", s.fn)
+		}
+		if a.GetColumn() != "" {
+			idx := in.FieldIndices(a.GetColumn())
+			if len(idx) == 0 {
+				return nil, fmt.Errorf("aggregate %s(%s): unknown column; columns are %s", s.fn, a.GetColumn(), in)
+			}
+			s.column = idx[0]
+			t := in.Field(idx[0]).Type
+			s.isInt = arrow.IsInteger(t.ID())
+			s.isStr = arrow.IsBaseBinary(t.ID())
+			if s.isStr && (s.fn == "sum" || s.fn == "mean") {
+				return nil, fmt.Errorf("aggregate %s(%s): the column is %s, not numeric", s.fn, a.GetColumn(), t)
+			}
+		} else if s.fn != "count" {
+			return nil, fmt.Errorf("aggregate %s needs a column", s.fn)
+		}
+		p.aggs = append(p.aggs, s)
+	}
+	p.intKey = len(p.keys) == 1 && in.Field(p.keys[0]).Type.ID() == arrow.INT64
+	p.intIndex, p.nullGroup = map[int64]int{}, -1
+	if out.NumFields() != len(p.keys)+len(p.aggs) {
+		return nil, fmt.Errorf("declared schema %s does not have %d keys and %d aggregates", out, len(p.keys), len(p.aggs))
+	}
+	return p, nil
+}
+
+func (p *aggProc) Process(_ context.Context, _ int, b arrow.RecordBatch, _ operator.Emit) error {
+	n := int(b.NumRows())
+	if cap(p.gids) < n {
+		p.gids = make([]int, n)
+	}
+	gids := p.gids[:n]
+	keyCols := make([]arrow.Array, len(p.keys))
+	for i, k := range p.keys {
+		keyCols[i] = b.Column(k)
+	}
+	p.kgs = nil // key groups of b's rows, computed when a new key needs them
+	var err error
+	if p.intKey {
+		err = p.intGroups(b, keyCols[0].(*array.Int64), gids)
+	} else {
+		err = p.rowGroups(b, keyCols, gids)
+	}
+	if err != nil {
+		return err
+	}
+	for i, a := range p.aggs {
+		p.accumulate(i, a, b, gids)
+	}
+	return nil
+}
+
+// rowGroups assigns the group of each row of b.
+func (p *aggProc) rowGroups(b arrow.RecordBatch, keyCols []arrow.Array, gids []int) error {
+	for row := range gids {
+		p.keyBuf = p.keyBuf[:0]
+		for _, col := range keyCols {
+			p.keyBuf = appendKey(p.keyBuf, col, row)
+		}
+		gid, ok := p.index[string(p.keyBuf)]
+		if !ok {
+			var key []string
+			var null []bool
+			for _, col := range keyCols {
+				null = append(null, col.IsNull(row))
+				if col.IsNull(row) {
+					key = append(key, "")
+				} else {
+					key = append(key, col.ValueStr(row))
+				}
+			}
+			var err error
+			if gid, err = p.group(b, row, string(p.keyBuf), key, null); err != nil {
+				return err
+			}
+			p.index[string(p.keyBuf)] = gid
+		}
+		gids[row] = gid
+		p.list[gid].dirty, p.list[gid].changed = true, true
+	}
+	return nil
+}
+
+// intGroups assigns the group of each row of a single int64 key.
+func (p *aggProc) intGroups(b arrow.RecordBatch, keys *array.Int64, gids []int) error {
+	for row := range gids {
+		if keys.IsNull(row) {
+			if p.nullGroup < 0 {
+				gid, err := p.group(b, row, string(appendKey(nil, keys, row)), []string{""}, []bool{true})
+				if err != nil {
+					return err
+				}
+				p.nullGroup = gid
+			}
+			gids[row] = p.nullGroup
+			p.list[p.nullGroup].dirty, p.list[p.nullGroup].changed = true, true
+			continue
+		}
+		k := keys.Value(row)
+		var gid int
+		ok := false
+		if uint64(k) < uint64(len(p.smallIndex)) {
+			gid = int(p.smallIndex[k]) - 1
+			ok = gid >= 0
+		} else if uint64(k) >= smallKeys {
+			gid, ok = p.intIndex[k]
+		}
+		if !ok {
+			var err error
+			gid, err = p.group(b, row, string(appendKey(nil, keys, row)), []string{strconv.FormatInt(k, 10)}, []bool{false})
+			if err != nil {
+				return err
+			}
+			if uint64(k) < smallKeys {
+				if need := int(k) + 1; need > len(p.smallIndex) {
+					p.smallIndex = append(p.smallIndex, make([]int32, need-len(p.smallIndex))...)
+				}
+				p.smallIndex[k] = int32(gid) + 1
+			} else {
+				p.intIndex[k] = gid
+			}
+		}
+		gids[row] = gid
+		p.list[gid].dirty, p.list[gid].changed = true, true
+	}
+	return nil
+}
+
+// group returns the index in list of the group of row `row` of b, whose
+// encoded key is encoded: loaded from the state backend when a checkpoint
+// or restore put it there, else new.
+func (p *aggProc) group(b arrow.RecordBatch, row int, encoded string, key []string, null []bool) (int, error) {
+	kg, err := p.keyGroup(b, row)
+	if err != nil {
+		return 0, err
+	}
+	g := &group{key: key, null: null, stateKey: state.Key{Group: kg, Bytes: []byte(encoded)}, dirty: true}
+	if loaded, ok, err := p.load(g.stateKey); err != nil {
+		return 0, err
+	} else if ok {
+		g = loaded
+	} else {
+		g.acc = make([]accumulator, len(p.aggs))
+	}
+	p.list = append(p.list, g)
+	return len(p.list) - 1, nil
+}
+
+// keyGroup returns the key group of row `row` of b, hashing the batch's
+// keys once, on its first new key.
+func (p *aggProc) keyGroup(b arrow.RecordBatch, row int) (int, error) {
+	if p.kgs == nil {
+		kgs, err := partition.KeyGroups(b, p.keys, p.maxP)
+		if err != nil {
+			return 0, err
+		}
+		p.kgs = kgs
+	}
+	return int(p.kgs[row]), nil
+}
+
+// appendKey encodes one key value so that equal values, and only they,
+// encode equally: a type tag, then the value's bytes.
+func appendKey(buf []byte, col arrow.Array, row int) []byte {
+	if col.IsNull(row) {
+		return append(buf, 'N')
+	}
+	switch c := col.(type) {
+	case *array.Int64:
+		return binary.LittleEndian.AppendUint64(append(buf, 'i'), uint64(c.Value(row)))
+	case *array.Int32:
+		return binary.LittleEndian.AppendUint32(append(buf, 'i'), uint32(c.Value(row)))
+	case *array.Float64:
+		return binary.LittleEndian.AppendUint64(append(buf, 'f'), math.Float64bits(c.Value(row)))
+	case *array.String:
+		v := c.Value(row)
+		buf = binary.LittleEndian.AppendUint32(append(buf, 's'), uint32(len(v)))
+		return append(buf, v...)
+	case *array.Boolean:
+		if c.Value(row) {
+			return append(buf, 't')
+		}
+		return append(buf, 'F')
+	}
+	v := col.ValueStr(row)
+	buf = binary.LittleEndian.AppendUint32(append(buf, 'v'), uint32(len(v)))
+	return append(buf, v...)
+}
+
+// accumulate folds one aggregate's column into the groups, column-wise.
+func (p *aggProc) accumulate(i int, a aggSpec, b arrow.RecordBatch, gids []int) {
+	if a.column < 0 {
+		for _, g := range gids {
+			p.list[g].acc[i].count++
+		}
+		return
+	}
+	col := b.Column(a.column)
+	if f, ok := col.(*array.Float64); ok && col.NullN() == 0 {
+		// The common case, without per-row checks and type switches.
+		for row, v := range f.Float64Values() {
+			p.list[gids[row]].acc[i].addFloat(v)
+		}
+		return
+	}
+	for row, gid := range gids {
+		if col.IsNull(row) {
+			continue // SQL: aggregates skip nulls
+		}
+		acc := &p.list[gid].acc[i]
+		switch {
+		case a.isStr:
+			v := col.ValueStr(row)
+			acc.count++
+			if acc.min == nil || v < acc.min.(string) {
+				acc.min = v
+			}
+			if acc.max == nil || v > acc.max.(string) {
+				acc.max = v
+			}
+		case a.isInt:
+			v := intValue(col, row)
+			acc.count++
+			acc.isum += v
+			acc.fsum += float64(v)
+			if !acc.seen || v < acc.imin {
+				acc.imin = v
+			}
+			if !acc.seen || v > acc.imax {
+				acc.imax = v
+			}
+			acc.seen = true
+		default:
+			acc.addFloat(floatValue(col, row))
+		}
+	}
+}
+
+func (acc *accumulator) addFloat(v float64) {
+	acc.count++
+	acc.fsum += v
+	if !acc.seen || v < acc.fmin {
+		acc.fmin = v
+	}
+	if !acc.seen || v > acc.fmax {
+		acc.fmax = v
+	}
+	acc.seen = true
+}
+
+func pick(isInt bool, i int64, f float64) any {
+	if isInt {
+		return i
+	}
+	return f
+}
+
+func intValue(col arrow.Array, row int) int64 {
+	switch c := col.(type) {
+	case *array.Int8:
+		return int64(c.Value(row))
+	case *array.Int16:
+		return int64(c.Value(row))
+	case *array.Int32:
+		return int64(c.Value(row))
+	case *array.Int64:
+		return c.Value(row)
+	case *array.Uint8:
+		return int64(c.Value(row))
+	case *array.Uint16:
+		return int64(c.Value(row))
+	case *array.Uint32:
+		return int64(c.Value(row))
+	case *array.Uint64:
+		return int64(c.Value(row))
+	}
+	v, _ := strconv.ParseInt(col.ValueStr(row), 10, 64)
+	return v
+}
+
+func floatValue(col arrow.Array, row int) float64 {
+	switch c := col.(type) {
+	case *array.Float64:
+		return c.Value(row)
+	case *array.Float32:
+		return float64(c.Value(row))
+	}
+	v, err := strconv.ParseFloat(col.ValueStr(row), 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+// Finish emits the results. Final mode: every group, in order of first
+// appearance when every group is in memory, else in key-group order from
+// the state backend. Updates mode: the groups changed since the last
+// emission.
+func (p *aggProc) Finish(ctx context.Context, emit operator.Emit) error {
+	if p.updates {
+		return p.emitChanged(ctx, emit)
+	}
+	if err := p.loadAll(); err != nil {
+		return err
+	}
+	return p.emitGroups(ctx, emit, p.list)
+}
+
+// emitChanged emits the current row of every group changed since the last
+// emission (updates mode).
+func (p *aggProc) emitChanged(ctx context.Context, emit operator.Emit) error {
+	p.nextUpdate = time.Now().Add(p.updateInterval)
+	var changed []*group
+	for _, g := range p.list {
+		if g.changed {
+			changed = append(changed, g)
+			g.changed = false
+		}
+	}
+	return p.emitGroups(ctx, emit, changed)
+}
+
+func (p *aggProc) Deadline() (time.Time, bool) { return p.nextUpdate, p.updates }
+
+func (p *aggProc) OnTimer(ctx context.Context, emit operator.Emit) error {
+	return p.emitChanged(ctx, emit)
+}
+
+// emitGroups emits one row per group.
+func (p *aggProc) emitGroups(ctx context.Context, emit operator.Emit, groups []*group) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	cols := make([]arrow.Array, 0, p.schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for i := range p.keys {
+		c, err := p.keyColumn(i, groups)
+		if err != nil {
+			return fmt.Errorf("key %s: %w", p.schema.Field(i).Name, err)
+		}
+		cols = append(cols, c)
+	}
+	for i, a := range p.aggs {
+		f := p.schema.Field(len(p.keys) + i)
+		b := array.NewBuilder(p.mem, f.Type)
+		for _, g := range groups {
+			if err := appendAggregate(b, a, g.acc[i]); err != nil {
+				b.Release()
+				return fmt.Errorf("aggregate %s: %w", f.Name, err)
+			}
+		}
+		cols = append(cols, b.NewArray())
+		b.Release()
+	}
+	return emit(ctx, array.NewRecordBatch(p.schema, cols, int64(len(groups))))
+}
+
+// keyColumn builds the output column of key i. A dictionary-encoded key
+// (a pandas Categorical) is built as its values, each group's value once,
+// and given identity indices: arrow-go has no builder for every dictionary
+// value type (large_string, say).
+func (p *aggProc) keyColumn(i int, groups []*group) (arrow.Array, error) {
+	typ := p.schema.Field(i).Type
+	dict, isDict := typ.(*arrow.DictionaryType)
+	if isDict {
+		typ = dict.ValueType
+	}
+	b := array.NewBuilder(p.mem, typ)
+	defer b.Release()
+	for _, g := range groups {
+		if g.null[i] {
+			b.AppendNull()
+		} else if err := b.AppendValueFromString(g.key[i]); err != nil {
+			return nil, err
+		}
+	}
+	values := b.NewArray()
+	if !isDict {
+		return values, nil
+	}
+	defer values.Release()
+	ib := array.NewBuilder(p.mem, dict.IndexType)
+	defer ib.Release()
+	for row := range values.Len() {
+		if values.IsNull(row) {
+			ib.AppendNull()
+		} else if err := ib.AppendValueFromString(strconv.Itoa(row)); err != nil {
+			return nil, fmt.Errorf("%d groups do not fit the dictionary's %s indices: %w", values.Len(), dict.IndexType, err)
+		}
+	}
+	indices := ib.NewArray()
+	defer indices.Release()
+	return array.NewDictionaryArray(dict, indices, values), nil
+}
+
+func appendAggregate(b array.Builder, a aggSpec, acc accumulator) error {
+	var v any
+	switch a.fn {
+	case "count":
+		v = acc.count
+	case "sum":
+		if a.isInt {
+			v = acc.isum
+		} else {
+			v = acc.fsum
+		}
+	case "mean":
+		if acc.count > 0 {
+			v = acc.fsum / float64(acc.count)
+		}
+	case "min":
+		v = acc.min
+		if acc.seen {
+			v = pick(a.isInt, acc.imin, acc.fmin)
+		}
+	case "max":
+		v = acc.max
+		if acc.seen {
+			v = pick(a.isInt, acc.imax, acc.fmax)
+		}
+	}
+	if v == nil {
+		b.AppendNull()
+		return nil
+	}
+	switch b := b.(type) {
+	case *array.Int64Builder:
+		switch x := v.(type) {
+		case int64:
+			b.Append(x)
+			return nil
+		case float64:
+			b.Append(int64(x))
+			return nil
+		}
+	case *array.Float64Builder:
+		switch x := v.(type) {
+		case int64:
+			b.Append(float64(x))
+			return nil
+		case float64:
+			b.Append(x)
+			return nil
+		}
+	}
+	switch x := v.(type) {
+	case float64:
+		return b.AppendValueFromString(strconv.FormatFloat(x, 'g', -1, 64))
+	case int64:
+		return b.AppendValueFromString(strconv.FormatInt(x, 10))
+	default:
+		return b.AppendValueFromString(fmt.Sprint(x))
+	}
+}

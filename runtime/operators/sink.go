@@ -1,0 +1,174 @@
+package operators
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/operator"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/sink"
+)
+
+// sinkKind writes into a sink.Writer: file sinks exactly-once (their parts
+// published when a checkpoint completes, or at the end), print and collect
+// sinks at-least-once across restarts.
+func sinkKind(opts Options) operator.Kind {
+	return operator.Kind{
+		Kind:   plan.KindSink,
+		Schema: sameAsInput,
+		State:  operator.StateDescriptor{What: "file sinks: pending parts and the part counter"},
+		New: func(c *operator.Context) (operator.Operator, error) {
+			var collect func(int, arrow.RecordBatch) error
+			if opts.Collect != nil {
+				op := c.Op
+				collect = func(subtask int, b arrow.RecordBatch) error { return opts.Collect(op, subtask, b) }
+			}
+			restore, err := restoredSink(c.Restored, c.Subtask)
+			if err != nil {
+				return nil, err
+			}
+			w, err := sink.Open(c.Op.Node.GetSink(), sink.Config{
+				Schema: c.Out, Subtask: c.Subtask, Parallelism: c.Parallelism,
+				Stdout: opts.Stdout, Collect: collect, Restore: restore, AttemptID: c.AttemptID,
+			})
+			if err != nil {
+				return nil, err
+			}
+			p := &sinkProc{w: w, file: c.Op.Node.GetSink().GetFile() != nil}
+			if p.file {
+				p.publishAtEnd = c.PublishAtEnd
+			}
+			return p, nil
+		},
+	}
+}
+
+// sinkProc writes into a sink.Writer: published on finish, dropped on
+// cancel.
+type sinkProc struct {
+	operator.Base
+	w       sink.Writer
+	file    bool // a file sink (exactly-once), not print or collect
+	written bool
+	// publishAtEnd, when set, takes a file sink's last parts at the end of
+	// its input, hidden: the job publishes them once every task has
+	// finished, so that a restart before then replays no row of a
+	// published part.
+	publishAtEnd func(sink.SinkState)
+}
+
+func (s *sinkProc) Process(_ context.Context, _ int, b arrow.RecordBatch, _ operator.Emit) error {
+	return s.w.Write(b)
+}
+
+func (s *sinkProc) Finish(context.Context, operator.Emit) error {
+	if s.publishAtEnd != nil {
+		st, err := s.w.PreCommit(finalCheckpoint)
+		if err != nil {
+			return err
+		}
+		s.publishAtEnd(st)
+		return nil // release's Abort keeps pending parts
+	}
+	s.written = true
+	return s.w.Close()
+}
+
+func (s *sinkProc) Release() {
+	if !s.written {
+		s.w.Abort()
+	}
+}
+
+// finalCheckpoint is the checkpoint id under which a file sink holds its
+// last parts back for the job's end.
+const finalCheckpoint = int64(1<<63 - 1)
+
+// SnapshotState precommits what the sink wrote before the barrier.
+func (s *sinkProc) SnapshotState(_ context.Context, target checkpoint.Target, _ operator.Emit, st *checkpoint.SubtaskState) error {
+	state, err := s.w.PreCommit(target.ID)
+	if err != nil {
+		return err
+	}
+	if !s.file {
+		return nil // print and collect keep nothing
+	}
+	st.Sink, err = json.Marshal(state)
+	return err
+}
+
+// NotifyCheckpointComplete publishes the parts of every checkpoint up to
+// id.
+func (s *sinkProc) NotifyCheckpointComplete(id int64) error { return s.w.Commit(id) }
+
+// sinkState decodes one subtask's sink state.
+func sinkState(op *checkpoint.OperatorState, st checkpoint.SubtaskState) (sink.SinkState, error) {
+	var s sink.SinkState
+	if err := json.Unmarshal(st.Sink, &s); err != nil {
+		return s, fmt.Errorf("restoring the sink %q (uid %s): subtask %d's state is invalid: %w", op.Name, op.UID, st.Subtask, err)
+	}
+	return s, nil
+}
+
+// restoredSink is what sink subtask i restores: the part counter of the
+// old subtask i, if there was one (RecoverSinks published the pending
+// parts of all of them before any task starts).
+func restoredSink(op *checkpoint.OperatorState, subtask int) (*sink.SinkState, error) {
+	if op == nil {
+		return nil, nil
+	}
+	for _, st := range op.Subtasks {
+		if st.Subtask == subtask {
+			s, err := sinkState(op, st)
+			if err != nil {
+				return nil, err
+			}
+			return &sink.SinkState{Counter: s.Counter}, nil
+		}
+	}
+	return &sink.SinkState{}, nil
+}
+
+// RecoverSinks publishes the parts pending in the snapshot of every file
+// sink (its checkpoint completed) and deletes what a failed attempt wrote
+// after it, before any task runs. A restart without a snapshot deletes
+// everything hidden the failed attempt wrote; the first attempt of a fresh
+// job touches nothing.
+func RecoverSinks(g *plan.Graph, from *checkpoint.RestorePoint, restarting bool) error {
+	for _, op := range g.Operators {
+		file := op.Node.GetSink().GetFile()
+		if op.Kind != plan.KindSink || file == nil {
+			continue
+		}
+		var states []sink.SinkState
+		if st := from.Operator(op.UID); st != nil {
+			for _, sub := range st.Subtasks {
+				s, err := sinkState(st, sub)
+				if err != nil {
+					return err
+				}
+				states = append(states, s)
+			}
+		} else if from == nil && !restarting {
+			continue
+		}
+		if err := sink.Recover(file, states); err != nil {
+			return fmt.Errorf("recovering the sink %q (uid %s): %w", op.Name, op.UID, err)
+		}
+	}
+	return nil
+}
+
+// PublishFinalParts publishes the last parts file sink subtasks kept for
+// the job's end (operator.Context.PublishAtEnd), once every task has
+// finished.
+func PublishFinalParts(op *plan.Operator, states []sink.SinkState) error {
+	if err := sink.Recover(op.Node.GetSink().GetFile(), states); err != nil {
+		return fmt.Errorf("publishing the parts of the sink %q (uid %s): %w", op.Name, op.UID, err)
+	}
+	return nil
+}

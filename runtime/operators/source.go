@@ -1,0 +1,53 @@
+package operators
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/operator"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/source"
+)
+
+// sourceKind reads a source (package source) in its task; the client
+// declared its schema.
+func sourceKind(opts Options) operator.Kind {
+	return operator.Kind{
+		Kind: plan.KindSource,
+		Schema: func(op *plan.Operator, _ []*arrow.Schema) (*arrow.Schema, error) {
+			return decodeSchema(op.OutputSchema)
+		},
+		State: operator.StateDescriptor{What: "split positions (union list state)"},
+		OpenSource: func(c *operator.Context) (source.Reader, error) {
+			restore, err := restoredSplits(c.Restored)
+			if err != nil {
+				return nil, err
+			}
+			return source.Open(c.Op.Node.GetSource(), source.Config{
+				Schema: c.Out, Subtask: c.Subtask, Parallelism: c.Parallelism,
+				BatchRows: opts.SourceBatchRows, Allocator: c.Allocator, Restore: restore,
+			})
+		},
+	}
+}
+
+// restoredSplits is the union of the split positions of every subtask of a
+// source in a snapshot (each new subtask picks the splits it owns, as
+// Flink's union list state); nil for a fresh start.
+func restoredSplits(op *checkpoint.OperatorState) ([]source.SplitState, error) {
+	if op == nil {
+		return nil, nil
+	}
+	union := []source.SplitState{}
+	for _, st := range op.Subtasks {
+		var splits []source.SplitState
+		if err := json.Unmarshal(st.Source, &splits); err != nil {
+			return nil, fmt.Errorf("restoring the source %q (uid %s): subtask %d's position is invalid: %w", op.Name, op.UID, st.Subtask, err)
+		}
+		union = append(union, splits...)
+	}
+	return union, nil
+}

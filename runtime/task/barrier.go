@@ -1,0 +1,217 @@
+package task
+
+import (
+	"context"
+
+	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+)
+
+// Checkpoint barriers travel in-band, after the batches before them, as
+// Flink's aligned checkpoints: a source task sends the barrier of
+// checkpoint n when the coordinator asks (between two batches, after
+// recording its position); a task with several producers waits for the
+// barrier of n from every producer still running, holding back what a
+// producer sends after its barrier (alignment), then snapshots its
+// operators in chain order (a UDF finishes its bundle first, emitting its
+// results before the barrier, as docs/semantics.md#bundles says), forwards the barrier on
+// every edge leaving its chain, and acknowledges to the coordinator.
+
+// alignment is a task's progress towards a barrier from every producer.
+type alignment struct {
+	id      int64 // 0: not aligning
+	arrived []bool
+	blocked []message // sent after their producer's barrier, held back
+}
+
+// RequestBarrier asks a source task to send checkpoint id's barrier.
+// Safe from any goroutine; a newer request replaces an older one.
+func (t *Task) RequestBarrier(id int64) {
+	t.barrierRequest.Store(id)
+	t.wake()
+}
+
+// NotifyComplete tells the task checkpoint id completed. Safe from any
+// goroutine.
+func (t *Task) NotifyComplete(id int64) {
+	t.completed.Store(id)
+	t.wake()
+}
+
+// IsSource reports whether the task reads a source.
+func (t *Task) IsSource() bool { return t.reader != nil }
+
+// StopSource makes a source task read nothing more (a stop with
+// savepoint). Safe from any goroutine.
+func (t *Task) StopSource() { t.stopping.Store(true) }
+
+// Finished reports whether the task has finished its input. Safe from any
+// goroutine.
+func (t *Task) Finished() bool { return t.finished.Load() }
+
+// CommittedUpTo is the latest checkpoint completion the task has acted on.
+// Safe from any goroutine.
+func (t *Task) CommittedUpTo() int64 { return t.committedUpTo.Load() }
+
+// SetCoordinator gives the task its attempt's checkpoint coordinator,
+// before Run.
+func (t *Task) SetCoordinator(c Coordinator) { t.coord = c }
+
+func (t *Task) wake() {
+	select {
+	case t.signal <- struct{}{}:
+	default:
+	}
+}
+
+// onSignal acts on barrier requests and completions that came since the
+// last call. Task goroutine only.
+func (t *Task) onSignal(ctx context.Context) error {
+	if id := t.barrierRequest.Load(); t.reader != nil && id > t.lastBarrier {
+		t.lastBarrier = id
+		if err := t.checkpoint(ctx, id); err != nil {
+			return err
+		}
+	}
+	if id := t.completed.Load(); id > t.committed {
+		t.committed = id
+		for _, l := range t.links {
+			if l.proc != nil {
+				if err := l.named(l.proc.NotifyCheckpointComplete(id)); err != nil {
+					return err
+				}
+			}
+		}
+		t.committedUpTo.Store(id)
+	}
+	if t.reader != nil && t.stopping.Load() {
+		// Stopped with a savepoint: read nothing more, and wait for the
+		// coordinator to end the attempt.
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// handle takes one message from the inbox (or the replay of held-back
+// ones).
+func (t *Task) handle(ctx context.Context, m message) error {
+	if t.align.id > 0 && t.align.arrived[m.producer] {
+		t.align.blocked = append(t.align.blocked, m)
+		return nil
+	}
+	switch {
+	case m.isEnd():
+		t.ended[m.producer] = true
+		t.endedCount++
+		return t.checkAligned(ctx)
+	case m.barrier > 0:
+		return t.onBarrier(ctx, m)
+	}
+	err := t.head.process(ctx, m.input, m.batch)
+	m.batch.Release()
+	return err
+}
+
+func (t *Task) onBarrier(ctx context.Context, m message) error {
+	if m.barrier <= t.lastBarrier || (t.align.id > 0 && m.barrier < t.align.id) {
+		return nil // the barrier of a checkpoint this task gave up
+	}
+	if t.align.id > 0 && m.barrier > t.align.id {
+		// A newer checkpoint started: the older one cannot complete
+		// any more (the coordinator aborted it); stop aligning for it.
+		t.replay = append(t.align.blocked, t.replay...)
+		t.align = alignment{}
+	}
+	if t.align.id == 0 {
+		t.align = alignment{id: m.barrier, arrived: make([]bool, t.in.producers)}
+	}
+	t.align.arrived[m.producer] = true
+	return t.checkAligned(ctx)
+}
+
+// checkAligned snapshots when every producer still running has sent the
+// barrier being aligned.
+func (t *Task) checkAligned(ctx context.Context) error {
+	if t.align.id == 0 {
+		return nil
+	}
+	for p, arrived := range t.align.arrived {
+		if !arrived && !t.ended[p] {
+			return nil
+		}
+	}
+	id := t.align.id
+	// Held-back messages come before anything still in the inbox.
+	t.replay = append(t.align.blocked, t.replay...)
+	t.align = alignment{}
+	t.lastBarrier = id
+	return t.checkpoint(ctx, id)
+}
+
+// checkpoint snapshots the chain's operators for checkpoint id, forwards
+// the barrier and acknowledges, at once or when the asynchronous parts of
+// the snapshots are written out.
+func (t *Task) checkpoint(ctx context.Context, id int64) error {
+	target, ok := t.coord.Target(id)
+	if !ok {
+		// The coordinator gave the checkpoint up (it expired, say): pass
+		// the barrier on, so that downstream alignments end, and take
+		// nothing.
+		for _, l := range t.links {
+			if err := l.outs.barrier(ctx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	type operatorState struct {
+		link    *link
+		st      checkpoint.SubtaskState
+		persist func(context.Context, *checkpoint.SubtaskState) error
+	}
+	states := make([]*operatorState, 0, len(t.links))
+	for _, l := range t.links {
+		o := &operatorState{link: l, st: checkpoint.SubtaskState{Subtask: t.subtask}}
+		if l.op == t.head.op && t.reader != nil {
+			if err := t.snapshotSource(&o.st); err != nil {
+				return l.named(err)
+			}
+		}
+		if l.proc != nil {
+			if err := l.named(l.proc.SnapshotState(ctx, target, l.emit, &o.st)); err != nil {
+				return err
+			}
+			o.persist = l.proc.TakePersist()
+		}
+		states = append(states, o)
+	}
+	for _, l := range t.links {
+		if err := l.outs.barrier(ctx, id); err != nil {
+			return err
+		}
+	}
+	acknowledge := func() checkpoint.Ack {
+		a := checkpoint.Ack{ID: id, Task: t, States: map[string]checkpoint.SubtaskState{}}
+		for _, o := range states {
+			if o.persist != nil {
+				if err := o.persist(ctx, &o.st); err != nil {
+					a.Err = o.link.named(err)
+					return a
+				}
+			}
+			if !o.st.Empty() {
+				a.States[o.link.op.UID] = o.st
+			}
+		}
+		return a
+	}
+	send := func(a checkpoint.Ack) error { return t.coord.Acknowledge(ctx, a) }
+	for _, o := range states {
+		if o.persist != nil {
+			// The task goes on; Release waits for this goroutine.
+			t.persisting.Go(func() { _ = send(acknowledge()) })
+			return nil
+		}
+	}
+	return send(acknowledge())
+}

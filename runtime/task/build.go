@@ -1,0 +1,98 @@
+package task
+
+import (
+	"log/slog"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/operator"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/sink"
+)
+
+// Config is what building the tasks of one attempt needs.
+type Config struct {
+	Graph    *plan.Graph
+	Registry *operator.Registry
+	// Counters has one entry per operator of Graph; they outlive attempts.
+	Counters []operator.Counters
+	// ChannelCapacity is how many batches an inbox holds before its
+	// producers block.
+	ChannelCapacity int
+	Allocator       memory.Allocator
+	// StateDir is where keyed operators make their scratch directories.
+	StateDir string
+	Logger   *slog.Logger
+	// From is the snapshot to restore, nil for a fresh start.
+	From *checkpoint.RestorePoint
+	// AttemptID names the attempt for sinks' part files; "" when no
+	// attempt may follow.
+	AttemptID string
+	// PublishAtEnd, when set, receives a file sink subtask's last parts,
+	// to publish when the job ends (operator.Context.PublishAtEnd).
+	PublishAtEnd func(op *plan.Operator, st sink.SinkState)
+}
+
+type buildContext struct {
+	Config
+	schemas []*arrow.Schema
+	inboxes [][]*inbox
+	outs    [][]outputs
+}
+
+// Set is every task of one attempt, with the channels between them.
+type Set struct {
+	Tasks   []*Task
+	inboxes [][]*inbox
+}
+
+// Build builds every task of the graph, one per subtask of each chain, and
+// the exchange between them. Nothing runs until the tasks' Run.
+func Build(cfg Config) (*Set, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := cfg.Graph
+	sch, err := cfg.Registry.Schemas(g)
+	if err != nil {
+		return nil, err
+	}
+	inboxes, outs, err := wire(g, sch, cfg.ChannelCapacity, cfg.Allocator)
+	if err != nil {
+		return nil, err
+	}
+	bc := &buildContext{Config: cfg, schemas: sch, inboxes: inboxes, outs: outs}
+	s := &Set{inboxes: inboxes}
+	for _, head := range g.Operators {
+		if isChained(g, head.ID) {
+			continue // runs inside its chain head's task
+		}
+		for i := range head.Parallelism {
+			t, err := build(bc, head, i)
+			if err != nil {
+				s.Release()
+				return nil, err
+			}
+			s.Tasks = append(s.Tasks, t)
+		}
+	}
+	return s, nil
+}
+
+// Release frees the tasks of a set that never ran.
+func (s *Set) Release() {
+	for _, t := range s.Tasks {
+		t.Release()
+	}
+}
+
+// Drain frees the batches still queued between tasks, once no task runs.
+func (s *Set) Drain() {
+	for _, subtasks := range s.inboxes {
+		for _, in := range subtasks {
+			drain(in)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/runtime/partition"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+)
+
+// message is what travels on an inbox from one of its producers: a batch
+// of input `input`, a checkpoint barrier, or the end of the producer's
+// stream.
+type message struct {
+	input    int
+	producer int               // the producer's index among the inbox's
+	batch    arrow.RecordBatch // nil for a barrier or the end of stream
+	barrier  int64             // > 0: the barrier of this checkpoint
+}
+
+func (m message) isEnd() bool { return m.batch == nil && m.barrier == 0 }
+
+// inbox is one subtask's input channel, shared by all its producers.
+type inbox struct {
+	ch chan message
+	// producers counts the producers, each of which ends its stream once.
+	producers int
+}
+
+// output sends one subtask's batches along one edge: its partitioner picks
+// channels among the consumer subtasks this producer is connected to.
+type output struct {
+	part    partition.Partitioner
+	targets []*inbox
+	// producer is this subtask's index among each target's producers.
+	producer []int
+	input    int // the edge's index among the consumer's inputs
+}
+
+// outputs is a subtask's fan-out over all its out edges.
+type outputs []*output
+
+// emit sends b along every out edge; it takes ownership of b.
+func (outs outputs) emit(ctx context.Context, b arrow.RecordBatch) error {
+	defer b.Release()
+	for _, o := range outs {
+		parts, err := o.part.Split(b)
+		if err != nil {
+			return err
+		}
+		for i, p := range parts {
+			select {
+			case o.targets[p.Channel].ch <- message{input: o.input, producer: o.producer[p.Channel], batch: p.Batch}:
+			case <-ctx.Done():
+				partition.ReleaseParts(parts[i:])
+				return context.Cause(ctx)
+			}
+		}
+	}
+	return nil
+}
+
+// end tells every connected consumer that this producer is done.
+func (outs outputs) end(ctx context.Context) error { return outs.broadcast(ctx, 0) }
+
+// barrier sends the barrier of checkpoint id to every connected consumer,
+// after every batch sent before it.
+func (outs outputs) barrier(ctx context.Context, id int64) error { return outs.broadcast(ctx, id) }
+
+func (outs outputs) broadcast(ctx context.Context, barrier int64) error {
+	for _, o := range outs {
+		for i, t := range o.targets {
+			select {
+			case t.ch <- message{input: o.input, producer: o.producer[i], barrier: barrier}:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+	}
+	return nil
+}
+
+// partitionKind maps the plan's partitioning to a partitioner.
+func partitionKind(k planpb.Partitioning_Kind) (partition.Kind, error) {
+	switch k {
+	case planpb.Partitioning_FORWARD, planpb.Partitioning_FORWARD_IMPLICIT:
+		return partition.Forward, nil
+	case planpb.Partitioning_REBALANCE:
+		return partition.Rebalance, nil
+	case planpb.Partitioning_RESCALE:
+		return partition.Rescale, nil
+	case planpb.Partitioning_SHUFFLE:
+		return partition.Shuffle, nil
+	case planpb.Partitioning_BROADCAST:
+		return partition.Broadcast, nil
+	case planpb.Partitioning_GLOBAL:
+		return partition.Global, nil
+	case planpb.Partitioning_HASH:
+		return partition.Hash, nil
+	}
+	return 0, fmt.Errorf("unknown partitioning %s", k)
+}
+
+// wire builds every subtask's inbox and the outputs of every edge between
+// chains (an operator chained to its input has an inbox that stays empty).
+func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Allocator) ([][]*inbox, [][]outputs, error) {
+	inboxes := make([][]*inbox, len(g.Operators))
+	outs := make([][]outputs, len(g.Operators))
+	for _, op := range g.Operators {
+		inboxes[op.ID] = make([]*inbox, op.Parallelism)
+		for i := range inboxes[op.ID] {
+			inboxes[op.ID][i] = &inbox{ch: make(chan message, capacity)}
+		}
+		outs[op.ID] = make([]outputs, op.Parallelism)
+	}
+	for _, to := range g.Operators {
+		if isChained(g, to.ID) {
+			continue // batches reach it by function call, not on an edge
+		}
+		for input, e := range g.Inputs(to.ID) {
+			from := g.Operators[e.From]
+			kind, err := partitionKind(e.Partitioning)
+			if err != nil {
+				return nil, nil, err
+			}
+			p, q := from.Parallelism, to.Parallelism
+			var keys []int
+			for _, k := range e.Keys {
+				idx := schemas[from.ID].FieldIndices(k)
+				if len(idx) == 0 {
+					return nil, nil, fmt.Errorf("key %q of the edge into %q is not a column of %q (%s)", k, to.Name, from.Name, schemas[from.ID])
+				}
+				keys = append(keys, idx[0])
+			}
+			for j := range p {
+				channels := partition.Outputs(kind, p, q, j)
+				part, err := partition.New(kind, partition.Config{
+					NumChannels:    len(channels),
+					KeyColumns:     keys,
+					MaxParallelism: g.MaxParallelism,
+					Rand:           rand.New(rand.NewPCG(uint64(e.From)<<32|uint64(j), uint64(e.To))),
+					Allocator:      mem,
+				})
+				if err != nil {
+					return nil, nil, fmt.Errorf("edge %q → %q: %w", from.Name, to.Name, err)
+				}
+				o := &output{part: part, input: input}
+				for _, c := range channels {
+					target := inboxes[to.ID][c]
+					o.targets = append(o.targets, target)
+					o.producer = append(o.producer, target.producers)
+					target.producers++
+				}
+				outs[from.ID][j] = append(outs[from.ID][j], o)
+			}
+		}
+	}
+	return inboxes, outs, nil
+}

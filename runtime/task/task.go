@@ -1,0 +1,367 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/operator"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/sink"
+	"github.com/flinkgo/flinkgo/runtime/source"
+	"github.com/flinkgo/flinkgo/state"
+	"github.com/flinkgo/flinkgo/udf/bridge"
+)
+
+// Coordinator is the checkpoint coordinator as a task sees it (package
+// checkpoint's Coordinator).
+type Coordinator interface {
+	// Target returns what checkpoint id is for, false once the coordinator
+	// gave it up.
+	Target(id int64) (checkpoint.Target, bool)
+	// Acknowledge hands the task's answer over; it blocks until taken or
+	// ctx ends.
+	Acknowledge(ctx context.Context, a checkpoint.Ack) error
+}
+
+// Task is one subtask of a chain of operators and its goroutine: the
+// chain's head reads its inbox (or its source) and hands its batches to the
+// operators chained to it by function call.
+type Task struct {
+	subtask int
+	head    *link
+	links   []*link // the chain, head first, in topological order
+	in      *inbox
+	reader  source.Reader // a source head's
+	coord   Coordinator
+
+	// Set from other goroutines (see barrier.go): the latest barrier a
+	// source is asked to send, the latest completed checkpoint, a wake-up
+	// for both, and whether the task has finished its input.
+	barrierRequest atomic.Int64
+	completed      atomic.Int64
+	signal         chan struct{}
+	finished       atomic.Bool
+	// committedUpTo is the latest completion the task has acted on (its
+	// sinks committed); stopping makes a source stop reading (a stop with
+	// savepoint).
+	committedUpTo atomic.Int64
+	stopping      atomic.Bool
+	// persisting counts the goroutines writing snapshots out (barrier.go).
+	persisting sync.WaitGroup
+
+	// Task goroutine only.
+	lastBarrier int64 // the latest checkpoint this task snapshotted or gave up
+	committed   int64 // the latest completion acted on
+	align       alignment
+	ended       []bool // producers whose stream ended
+	endedCount  int
+	replay      []message // held back during an alignment, to handle next
+}
+
+// link is one operator of a task's chain.
+type link struct {
+	op       *plan.Operator
+	proc     operator.Operator // nil for a source
+	count    *operator.Counters
+	children []*link // operators chained to this one
+	outs     outputs // edges leaving the chain
+}
+
+// isChained reports whether op runs in the task of an upstream operator.
+func isChained(g *plan.Graph, op int) bool {
+	in := g.Inputs(op)
+	return len(in) == 1 && g.Operators[in[0].From].ChainID == g.Operators[op].ChainID
+}
+
+// build builds subtask i of the chain that starts at head.
+func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
+	g := bc.Graph
+	in := bc.inboxes[head.ID][i]
+	t := &Task{subtask: i, in: in, signal: make(chan struct{}, 1), ended: make([]bool, in.producers)}
+	var add func(op *plan.Operator) (*link, error)
+	add = func(op *plan.Operator) (*link, error) {
+		l := &link{op: op, count: &bc.Counters[op.ID], outs: bc.outs[op.ID][i]}
+		t.links = append(t.links, l)
+		if err := t.build(bc, l); err != nil {
+			return nil, fmt.Errorf("operator %q (uid %s, subtask %d): %w", op.Name, op.UID, i, err)
+		}
+		for _, e := range g.Outputs(op.ID) {
+			if isChained(g, e.To) {
+				child, err := add(g.Operators[e.To])
+				if err != nil {
+					return nil, err
+				}
+				l.children = append(l.children, child)
+			}
+		}
+		return l, nil
+	}
+	var err error
+	t.head, err = add(head)
+	if err != nil {
+		t.Release()
+		return nil, err
+	}
+	return t, nil
+}
+
+// build makes l's operator (or the task's source reader) as the registry
+// says.
+func (t *Task) build(bc *buildContext, l *link) error {
+	op := l.op
+	kind, err := bc.Registry.Lookup(op.Kind)
+	if err != nil {
+		return err
+	}
+	var in []*arrow.Schema
+	for _, e := range bc.Graph.Inputs(op.ID) {
+		in = append(in, bc.schemas[e.From])
+	}
+	c := &operator.Context{
+		Op: op, Subtask: t.subtask, Parallelism: op.Parallelism, MaxParallelism: bc.Graph.MaxParallelism,
+		In: in, Out: bc.schemas[op.ID], Allocator: bc.Allocator, Counters: l.count,
+		Logger:    bc.Logger.With("operator", op.Name, "uid", op.UID, "subtask", t.subtask),
+		AttemptID: bc.AttemptID,
+	}
+	if st := bc.From.Operator(op.UID); st != nil {
+		c.Restored, c.RestoreBase = st, bc.From.Base
+	}
+	if kind.State.Keyed {
+		c.Keyed = &operator.KeyedContext{
+			KeyGroups: state.SubtaskKeyGroups(bc.Graph.MaxParallelism, op.Parallelism, t.subtask),
+			StateDir:  bc.StateDir,
+		}
+	}
+	if bc.PublishAtEnd != nil {
+		c.PublishAtEnd = func(st sink.SinkState) { bc.PublishAtEnd(op, st) }
+	}
+	if kind.OpenSource != nil {
+		t.reader, err = kind.OpenSource(c)
+		return err
+	}
+	l.proc, err = kind.New(c)
+	return err
+}
+
+// Release frees what the task holds: its source reader and every
+// operator. After Run has returned, or for a task that never ran.
+func (t *Task) Release() {
+	t.persisting.Wait() // before the state backends close
+	if t.reader != nil {
+		_ = t.reader.Close()
+	}
+	for _, l := range t.links {
+		if l.proc != nil {
+			l.proc.Release()
+		}
+	}
+}
+
+// cancel takes every chained processor's cancel path.
+func (t *Task) cancel(cause error) {
+	for _, l := range t.links {
+		if l.proc != nil {
+			l.proc.Cancel(cause)
+		}
+	}
+}
+
+// emit hands b, which l produced, to the operators chained to l (by
+// function call; they do not take b) and to the edges leaving the chain
+// (which do). It takes ownership of b.
+func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
+	l.count.Out.Add(b.NumRows())
+	for _, c := range l.children {
+		if err := c.process(ctx, 0, b); err != nil {
+			b.Release()
+			return err
+		}
+	}
+	if len(l.outs) == 0 {
+		b.Release()
+		return nil
+	}
+	return l.outs.emit(ctx, b)
+}
+
+// process runs l's processor on b, of its input `input`; the caller keeps b.
+func (l *link) process(ctx context.Context, input int, b arrow.RecordBatch) error {
+	l.count.In.Add(b.NumRows())
+	return l.named(l.proc.Process(ctx, input, b, l.emit))
+}
+
+// named makes err name l's operator unless an operator further down the
+// chain, or a Python worker, is named in it already.
+func (l *link) named(err error) error {
+	var taskErr *TaskError
+	var udfErr *bridge.UDFError
+	if err == nil || errors.As(err, &taskErr) || errors.As(err, &udfErr) ||
+		errors.Is(err, bridge.ErrWorkerLost) || errors.Is(err, bridge.ErrWorkerStart) {
+		return err
+	}
+	return &TaskError{Operator: l.op.Name, UID: l.op.UID, Err: err}
+}
+
+// Run is the task goroutine. On failure or cancel it takes every
+// processor's cancel path, frees what it holds and drains its inbox so no
+// producer stays blocked.
+func (t *Task) Run(ctx context.Context) (err error) {
+	defer func() {
+		// A bug in an operator fails its job, never the whole runtime
+		// process (a server runs other jobs).
+		if r := recover(); r != nil {
+			err = t.head.named(fmt.Errorf("internal error: %v\n%s", r, debug.Stack()))
+		}
+		if err != nil {
+			t.cancel(err)
+			var taskErr *TaskError
+			if errors.As(err, &taskErr) {
+				taskErr.Subtask = t.subtask
+			}
+		}
+		t.Release()
+	}()
+	// Cancel comes from outside the task goroutine, which may be blocked
+	// inside a processor (a send to a hung worker): as Flink's task
+	// canceler, it takes the processors' cancel path at once.
+	stop := context.AfterFunc(ctx, func() { t.cancel(context.Cause(ctx)) })
+	defer stop()
+	for _, l := range t.links {
+		if l.proc != nil {
+			if err := l.proc.Open(ctx); err != nil {
+				return l.named(err)
+			}
+		}
+	}
+	if t.reader != nil {
+		return t.runSource(ctx)
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for t.endedCount < t.in.producers || len(t.replay) > 0 {
+		if len(t.replay) > 0 {
+			m := t.replay[0]
+			t.replay = t.replay[1:]
+			if err := t.handle(ctx, m); err != nil {
+				return err
+			}
+			continue
+		}
+		var deadline <-chan time.Time
+		if at, ok := t.deadline(); ok {
+			timer.Reset(time.Until(at))
+			deadline = timer.C
+		}
+		select {
+		case m := <-t.in.ch:
+			if err := t.handle(ctx, m); err != nil {
+				return err
+			}
+		case <-deadline:
+			if err := t.onTimer(ctx); err != nil {
+				return err
+			}
+		case <-t.signal:
+			if err := t.onSignal(ctx); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return t.finish(ctx)
+}
+
+// finish ends the chain's operators upstream first, so that what one emits
+// as it finishes reaches the next before that one finishes, then tells the
+// consumers of every edge leaving the chain that this subtask is done.
+func (t *Task) finish(ctx context.Context) error {
+	t.finished.Store(true)
+	for _, l := range t.links {
+		if l.proc != nil {
+			if err := l.named(l.proc.Finish(ctx, l.emit)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, l := range t.links {
+		if err := l.outs.end(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deadline is the earliest time trigger of the chain's processors.
+func (t *Task) deadline() (time.Time, bool) {
+	var first time.Time
+	found := false
+	for _, l := range t.links {
+		if l.proc == nil {
+			continue
+		}
+		if at, ok := l.proc.Deadline(); ok && (!found || at.Before(first)) {
+			first, found = at, true
+		}
+	}
+	return first, found
+}
+
+// onTimer runs the time triggers that are due.
+func (t *Task) onTimer(ctx context.Context) error {
+	now := time.Now()
+	for _, l := range t.links {
+		if l.proc == nil {
+			continue
+		}
+		if at, ok := l.proc.Deadline(); ok && !at.After(now) {
+			if err := l.named(l.proc.OnTimer(ctx, l.emit)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t *Task) runSource(ctx context.Context) error {
+	for {
+		// Barriers go between batches.
+		if err := t.onSignal(ctx); err != nil {
+			return err
+		}
+		b, err := t.reader.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return t.finish(ctx)
+		}
+		if err != nil {
+			return t.head.named(err)
+		}
+		t.head.count.In.Add(b.NumRows())
+		if err := t.head.emit(ctx, b); err != nil {
+			return err
+		}
+	}
+}
+
+// drain frees the batches left in an inbox once no task runs.
+func drain(in *inbox) {
+	for {
+		select {
+		case m := <-in.ch:
+			if m.batch != nil {
+				m.batch.Release()
+			}
+		default:
+			return
+		}
+	}
+}
