@@ -788,7 +788,7 @@ def test_drop_duplicates_plan_and_errors(env, readings):
     out.print()
     df.drop_duplicates().print()
     subsets = [
-        list(n.drop_duplicates.subset) for n in env.plan().nodes if n.HasField("drop_duplicates")
+        list(n.drop_duplicates.subset) for n in plan_of(env).nodes if n.HasField("drop_duplicates")
     ]
     assert subsets == [["sensor"], ["sensor", "temp", "n"]]
     with pytest.raises(ColumnNotFoundError, match="drop_duplicates: unknown column 'tmp'"):
