@@ -1,6 +1,9 @@
 // Command flinkgo is the flinkgo runtime:
 //
-//	flinkgo serve [--listen ADDR] [--parent-pid N]   run a runtime server
+//	flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]...
+//	    [--allow-group GROUP] [--token-file PATH]
+//	    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
+//	                                                  run a runtime server
 //	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] PIPELINE.py [ARGS...]
 //	                                                  run a pipeline file on a runtime started for it
 //	flinkgo list [--endpoint ADDR]                    list the running jobs of a server
@@ -11,9 +14,14 @@
 //	flinkgo config [-c KEY=VALUE]... [--plan FILE]    print the effective configuration
 //	flinkgo version
 //
-// ADDR is unix:///path/to.sock or host:port (default 127.0.0.1:7781,
-// loopback only). The Python package starts `flinkgo serve` as its embedded
-// local runtime; `Environment(endpoint=ADDR)` submits to a server started by
+// ADDR is unix:///path/to.sock or host:port; the default is a Unix socket
+// in a private directory ($XDG_RUNTIME_DIR/flinkgo, else flinkgo-<uid> in
+// the temp dir) that admits only the server's user and root. TCP calls
+// need the server's token (and TLS off loopback); see package
+// runtime/server/listen. The control commands take --token, --token-file
+// or $FLINKGO_TOKEN, and --tls, --tls-ca, --tls-cert, --tls-key. The
+// Python package starts `flinkgo serve` as its embedded local runtime;
+// `Environment(endpoint=ADDR, token=...)` submits to a server started by
 // hand.
 package main
 
@@ -27,6 +35,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +47,8 @@ import (
 	runexec "github.com/flinkgo/flinkgo/runtime/exec"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
+	"github.com/flinkgo/flinkgo/runtime/server/allowpath"
+	"github.com/flinkgo/flinkgo/runtime/server/listen"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 )
 
@@ -81,22 +92,54 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
-  flinkgo serve [--listen ADDR] [--parent-pid N]
+  flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]... [--allow-group GROUP]
+                [--token-file PATH] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
   flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] PIPELINE.py [ARGS...]
   flinkgo list [--endpoint ADDR]
   flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]
   flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
   flinkgo cancel [--endpoint ADDR] JOB_ID
   flinkgo config [-c KEY=VALUE]... [--plan FILE]
-  flinkgo version`)
+  flinkgo version
+list, savepoint, stop and cancel also take --token TOKEN, --token-file PATH
+(else $FLINKGO_TOKEN), --tls, --tls-ca PEM, --tls-cert PEM and --tls-key PEM.`)
 }
+
+// repeatedFlag collects a repeatable string flag.
+type repeatedFlag []string
+
+func (r *repeatedFlag) String() string { return strings.Join(*r, ",") }
+
+func (r *repeatedFlag) Set(v string) error {
+	*r = append(*r, v)
+	return nil
+}
+
+// AllowPathEnv lists further roots of client-chosen paths, separated like
+// $PATH; "/" allows any path (the embedded runtime sets it so).
+const AllowPathEnv = "FLINKGO_ALLOW_PATH"
 
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	listen := fs.String("listen", "127.0.0.1:7781", "unix:///path.sock or host:port")
+	addr := fs.String("listen", "", "unix:///path.sock or host:port (default: unix://"+filepath.Join(listen.DefaultDir(), listen.SocketName)+", a private directory)")
 	parent := fs.Int("parent-pid", 0, "exit when this process is gone (the embedded runtime's client)")
+	group := fs.String("allow-group", "", "Unix socket: also admit the members of this group (name or gid)")
+	tokenFile := fs.String("token-file", "", "TCP: the file holding the clients' bearer token, generated (0600) when missing (default: "+filepath.Join(listen.DefaultDir(), listen.TokenName)+")")
+	tlsCert := fs.String("tls-cert", "", "TCP: serve TLS with this PEM certificate (chain)")
+	tlsKey := fs.String("tls-key", "", "TCP: the PEM private key of --tls-cert")
+	tlsClientCA := fs.String("tls-client-ca", "", "TCP: require client certificates signed by this PEM CA (mutual TLS)")
+	var allowPaths repeatedFlag
+	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and the temp dir; / allows any)")
 	_ = fs.Parse(args)
-	lis, err := listenOn(*listen)
+	roots, err := pathRoots(allowPaths)
+	if err != nil {
+		return err
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "flinkgo", Level: hclog.Warn, Output: os.Stderr})
+	lis, err := listen.Open(listen.Options{
+		Addr: *addr, AllowGroup: *group, TokenFile: *tokenFile,
+		TLSCert: *tlsCert, TLSKey: *tlsKey, TLSClientCA: *tlsClientCA, Logger: logger,
+	})
 	if err != nil {
 		return err
 	}
@@ -105,24 +148,48 @@ func serve(args []string) error {
 	if *parent > 0 {
 		ctx = watchParent(ctx, *parent)
 	}
-	fmt.Printf("flinkgo: serving on %s\n", *listen)
-	return serveOn(ctx, lis, nil)
+	if lis.TokenFile != "" {
+		made := ""
+		if lis.TokenCreated {
+			made = " (generated now)"
+		}
+		fmt.Fprintf(os.Stderr, "flinkgo: clients authenticate with the token in %s%s: --token-file or $FLINKGO_TOKEN, Python Environment(token=...)\n", lis.TokenFile, made)
+	}
+	if !roots.AllowsAny() {
+		fmt.Fprintf(os.Stderr, "flinkgo: clients may use paths under %s (--allow-path adds more)\n", roots)
+	}
+	fmt.Printf("flinkgo: serving on %s\n", lis.Address)
+	return serveOn(ctx, lis, nil, roots, lis.ServerOptions()...)
 }
 
-func listenOn(addr string) (net.Listener, error) {
-	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
-		_ = os.Remove(path)
-		return net.Listen("unix", path)
+// pathRoots returns the roots of client-chosen paths: the --allow-path
+// flags and $FLINKGO_ALLOW_PATH, else the working directory and the temp
+// dir.
+func pathRoots(flags []string) (*allowpath.Roots, error) {
+	dirs := slices.Clone(flags)
+	for _, d := range filepath.SplitList(os.Getenv(AllowPathEnv)) {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
 	}
-	return net.Listen("tcp", addr)
+	if len(dirs) == 0 {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		dirs = []string{wd, os.TempDir()}
+	}
+	return allowpath.New(dirs)
 }
 
 // serveOn serves the job service on lis until ctx ends; running jobs are
-// canceled then.
-func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string) error {
+// canceled then. Clients may use the paths under roots; guard are the
+// listener's server options (token check, TLS).
+func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, roots *allowpath.Roots, guard ...grpc.ServerOption) error {
 	logger := hclog.New(&hclog.LoggerOptions{Name: "flinkgo", Level: hclog.Warn, Output: os.Stderr})
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))
+	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage)}, guard...)...)
 	jobs := server.New(runexec.Options{Runner: pluginrunner.Options{Logger: logger}}, defaults)
+	jobs.AllowPaths(roots)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
@@ -188,14 +255,15 @@ func run(args []string) error {
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "runtime.sock")
-	lis, err := net.Listen("unix", sock)
+	lis, err := listen.Open(listen.Options{Addr: "unix://" + sock})
 	if err != nil {
 		return err
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- serveOn(ctx, lis, defaults) }()
+	// The pipeline runs as this user: any path is its to choose.
+	go func() { served <- serveOn(ctx, lis, defaults, allowpath.Any()) }()
 
 	python := os.Getenv(pluginrunner.PythonEnv)
 	if python == "" {
