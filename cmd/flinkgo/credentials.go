@@ -85,11 +85,11 @@ func (c *credentialFlags) resolveToken() (string, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("flinkgo: reading the token file: %w", err)
+		return "", fmt.Errorf("reading the token file: %w", err)
 	}
 	token := strings.TrimSpace(string(data))
 	if token == "" {
-		return "", fmt.Errorf("flinkgo: the token file %s is empty", path)
+		return "", fmt.Errorf("the token file %s is empty", path)
 	}
 	return token, nil
 }
@@ -99,21 +99,21 @@ func (c *credentialFlags) tlsConfig() (*tls.Config, error) {
 	if c.tlsCA != "" {
 		pem, err := os.ReadFile(c.tlsCA)
 		if err != nil {
-			return nil, fmt.Errorf("flinkgo: --tls-ca: %w", err)
+			return nil, fmt.Errorf("--tls-ca: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("flinkgo: --tls-ca %s holds no PEM certificate", c.tlsCA)
+			return nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", c.tlsCA)
 		}
 		cfg.RootCAs = pool
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return nil, errors.New("flinkgo: a client certificate needs both --tls-cert and --tls-key")
+		return nil, errors.New("a client certificate needs both --tls-cert and --tls-key")
 	}
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
 		if err != nil {
-			return nil, fmt.Errorf("flinkgo: --tls-cert %s / --tls-key %s: %w", c.tlsCert, c.tlsKey, err)
+			return nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", c.tlsCert, c.tlsKey, err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}

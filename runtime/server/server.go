@@ -136,12 +136,12 @@ func (s *Server) job(id string) (*runexec.Job, error) {
 // TriggerSavepoint takes a savepoint of a running job, and stops it after
 // when asked.
 func (s *Server) TriggerSavepoint(ctx context.Context, req *jobpb.SavepointRequest) (*jobpb.SavepointResponse, error) {
+	if err := s.checkPath("the savepoint directory", req.GetDirectory()); err != nil {
+		return nil, status.Error(codes.PermissionDenied, err.Error())
+	}
 	job, err := s.job(req.GetJobId())
 	if err != nil {
 		return nil, err
-	}
-	if err := s.checkPath("the savepoint directory", req.GetDirectory()); err != nil {
-		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
 	take := job.TriggerSavepoint
 	if req.GetStop() {

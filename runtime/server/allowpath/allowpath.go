@@ -33,11 +33,11 @@ func New(dirs []string) (*Roots, error) {
 	for _, d := range dirs {
 		real, err := resolve(d)
 		if err != nil {
-			return nil, fmt.Errorf("flinkgo: %s %s: %w", Flag, d, err)
+			return nil, fmt.Errorf("%s %s: %w", Flag, d, err)
 		}
 		fi, err := os.Stat(real)
 		if err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("flinkgo: %s %s: not an existing directory", Flag, d)
+			return nil, fmt.Errorf("%s %s: not an existing directory", Flag, d)
 		}
 		if real == "/" {
 			return Any(), nil
@@ -69,7 +69,7 @@ func (r *Roots) Check(what, path string) error {
 	}
 	real, err := resolve(path)
 	if err != nil {
-		return fmt.Errorf("flinkgo: %s %q cannot be checked against the allowed directories (%s): %w", what, path, r, err)
+		return fmt.Errorf("%s %q cannot be checked against the allowed directories (%s): %w", what, path, r, err)
 	}
 	for _, root := range r.roots {
 		if real == root || strings.HasPrefix(real, root+string(filepath.Separator)) {
@@ -80,7 +80,7 @@ func (r *Roots) Check(what, path string) error {
 	if real != path {
 		shown += fmt.Sprintf(" (%s)", real)
 	}
-	return fmt.Errorf("flinkgo: %s %s is outside the directories this server lets clients use (%s); pick a path under one of them, or start the server with %s DIR to allow another",
+	return fmt.Errorf("%s %s is outside the directories this server lets clients use (%s); pick a path under one of them, or start the server with %s DIR to allow another",
 		what, shown, r, Flag)
 }
 

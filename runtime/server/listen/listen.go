@@ -56,16 +56,16 @@ func Open(o Options) (*Listener, error) {
 	}
 	if o.Addr == "" || strings.HasPrefix(o.Addr, "unix:") {
 		if o.TLSCert != "" || o.TLSKey != "" || o.TLSClientCA != "" || o.TokenFile != "" {
-			return nil, errors.New("flinkgo: --token-file and --tls-* apply to a TCP listener (--listen host:port); a Unix socket admits peers by their uid (--allow-group)")
+			return nil, errors.New("--token-file and --tls-* apply to a TCP listener (--listen host:port); a Unix socket admits peers by their uid (--allow-group)")
 		}
 		path := strings.TrimPrefix(o.Addr, "unix://")
 		if o.Addr != "" && (path == o.Addr || path == "") {
-			return nil, fmt.Errorf("flinkgo: --listen %q: write a socket as unix:///absolute/path.sock", o.Addr)
+			return nil, fmt.Errorf("--listen %q: write a socket as unix:///absolute/path.sock", o.Addr)
 		}
 		return openUnix(path, o)
 	}
 	if o.AllowGroup != "" {
-		return nil, errors.New("flinkgo: --allow-group applies to a Unix socket; TCP clients authenticate with the token")
+		return nil, errors.New("--allow-group applies to a Unix socket; TCP clients authenticate with the token")
 	}
 	return openTCP(o)
 }

@@ -34,14 +34,14 @@ const TokenName = "token"
 func openTCP(o Options) (*Listener, error) {
 	host, _, err := net.SplitHostPort(o.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("flinkgo: --listen %q is neither unix:///path nor host:port: %w", o.Addr, err)
+		return nil, fmt.Errorf("--listen %q is neither unix:///path nor host:port: %w", o.Addr, err)
 	}
 	tlsOn := o.TLSCert != "" || o.TLSKey != ""
 	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return nil, errors.New("flinkgo: TLS needs both --tls-cert and --tls-key")
+		return nil, errors.New("TLS needs both --tls-cert and --tls-key")
 	}
 	if o.TLSClientCA != "" && !tlsOn {
-		return nil, errors.New("flinkgo: --tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)")
+		return nil, errors.New("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)")
 	}
 	if !tlsOn {
 		loopback, err := isLoopback(host)
@@ -49,7 +49,7 @@ func openTCP(o Options) (*Listener, error) {
 			return nil, err
 		}
 		if !loopback {
-			return nil, fmt.Errorf("flinkgo: --listen %s is not a loopback address, and the server does not take calls (or their tokens) from the network in clear: give --tls-cert and --tls-key (and --tls-client-ca for mutual TLS), or listen on 127.0.0.1 or localhost", o.Addr)
+			return nil, fmt.Errorf("--listen %s is not a loopback address, and the server does not take calls (or their tokens) from the network in clear: give --tls-cert and --tls-key (and --tls-client-ca for mutual TLS), or listen on 127.0.0.1 or localhost", o.Addr)
 		}
 	}
 	l := &Listener{TLS: tlsOn, ClientCerts: o.TLSClientCA != ""}
@@ -81,7 +81,7 @@ func openTCP(o Options) (*Listener, error) {
 		grpc.ChainUnaryInterceptor(check.unary), grpc.ChainStreamInterceptor(check.stream))
 	lis, err := net.Listen("tcp", o.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("flinkgo: listening on %s: %w", o.Addr, err)
+		return nil, fmt.Errorf("listening on %s: %w", o.Addr, err)
 	}
 	l.Listener = lis
 	l.Address = o.Addr
@@ -101,7 +101,7 @@ func isLoopback(host string) (bool, error) {
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
 	if err != nil {
-		return false, fmt.Errorf("flinkgo: --listen: resolving %s: %w", host, err)
+		return false, fmt.Errorf("--listen: resolving %s: %w", host, err)
 	}
 	for _, a := range addrs {
 		if !a.IP.IsLoopback() {
@@ -114,17 +114,17 @@ func isLoopback(host string) (bool, error) {
 func serverTLS(o Options) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
 	if err != nil {
-		return nil, fmt.Errorf("flinkgo: --tls-cert %s / --tls-key %s: %w", o.TLSCert, o.TLSKey, err)
+		return nil, fmt.Errorf("--tls-cert %s / --tls-key %s: %w", o.TLSCert, o.TLSKey, err)
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	if o.TLSClientCA != "" {
 		pem, err := os.ReadFile(o.TLSClientCA)
 		if err != nil {
-			return nil, fmt.Errorf("flinkgo: --tls-client-ca: %w", err)
+			return nil, fmt.Errorf("--tls-client-ca: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("flinkgo: --tls-client-ca %s holds no PEM certificate", o.TLSClientCA)
+			return nil, fmt.Errorf("--tls-client-ca %s holds no PEM certificate", o.TLSClientCA)
 		}
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
@@ -146,39 +146,39 @@ func loadToken(path string) (token string, created bool, err error) {
 		token = hex.EncodeToString(b[:])
 		// O_CREATE's mode went through the umask; set it exactly.
 		if err := f.Chmod(0o600); err != nil {
-			return "", false, fmt.Errorf("flinkgo: the token file %s: %w", path, err)
+			return "", false, fmt.Errorf("the token file %s: %w", path, err)
 		}
 		if _, err := f.WriteString(token + "\n"); err != nil {
-			return "", false, fmt.Errorf("flinkgo: writing the token file %s: %w", path, err)
+			return "", false, fmt.Errorf("writing the token file %s: %w", path, err)
 		}
 		if err := f.Close(); err != nil {
-			return "", false, fmt.Errorf("flinkgo: writing the token file %s: %w", path, err)
+			return "", false, fmt.Errorf("writing the token file %s: %w", path, err)
 		}
 		return token, true, nil
 	}
 	if !errors.Is(err, fs.ErrExist) {
-		return "", false, fmt.Errorf("flinkgo: creating the token file %s: %w", path, err)
+		return "", false, fmt.Errorf("creating the token file %s: %w", path, err)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", false, fmt.Errorf("flinkgo: the token file %s: %w", path, err)
+		return "", false, fmt.Errorf("the token file %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", false, fmt.Errorf("flinkgo: the token file %s is not a regular file", path)
+		return "", false, fmt.Errorf("the token file %s is not a regular file", path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", false, fmt.Errorf("flinkgo: the token file %s has mode %04o: others may read it; run chmod 600 %s", path, perm, path)
+		return "", false, fmt.Errorf("the token file %s has mode %04o: others may read it; run chmod 600 %s", path, perm, path)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() && st.Uid != 0 {
-		return "", false, fmt.Errorf("flinkgo: the token file %s belongs to uid %d, neither this user nor root", path, st.Uid)
+		return "", false, fmt.Errorf("the token file %s belongs to uid %d, neither this user nor root", path, st.Uid)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", false, fmt.Errorf("flinkgo: reading the token file %s: %w", path, err)
+		return "", false, fmt.Errorf("reading the token file %s: %w", path, err)
 	}
 	token = strings.TrimSpace(string(data))
 	if token == "" {
-		return "", false, fmt.Errorf("flinkgo: the token file %s is empty; remove it to have a token generated, or write one", path)
+		return "", false, fmt.Errorf("the token file %s is empty; remove it to have a token generated, or write one", path)
 	}
 	return token, false, nil
 }

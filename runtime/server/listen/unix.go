@@ -46,32 +46,32 @@ func privateDir(dir string, gid int) error {
 	if err := os.Mkdir(dir, want); errors.Is(err, fs.ErrExist) {
 		created = false
 	} else if err != nil {
-		return fmt.Errorf("flinkgo: creating the server's directory: %w", err)
+		return fmt.Errorf("creating the server's directory: %w", err)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return fmt.Errorf("flinkgo: the server's directory: %w", err)
+		return fmt.Errorf("the server's directory: %w", err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("flinkgo: %s, the server's directory, is not a directory (a %s); remove it, or set --listen", dir, fi.Mode().Type())
+		return fmt.Errorf("%s, the server's directory, is not a directory (a %s); remove it, or set --listen", dir, fi.Mode().Type())
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return fmt.Errorf("flinkgo: cannot tell the owner of %s, the server's directory", dir)
+		return fmt.Errorf("cannot tell the owner of %s, the server's directory", dir)
 	}
 	if int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("flinkgo: %s, the server's directory, belongs to uid %d, not to this user (uid %d): someone else made it, so its socket and token cannot be trusted; remove it as its owner or root, or set --listen and --token-file", dir, st.Uid, os.Geteuid())
+		return fmt.Errorf("%s, the server's directory, belongs to uid %d, not to this user (uid %d): someone else made it, so its socket and token cannot be trusted; remove it as its owner or root, or set --listen and --token-file", dir, st.Uid, os.Geteuid())
 	}
 	if perm := fi.Mode().Perm(); perm&^want != 0 {
-		return fmt.Errorf("flinkgo: %s, the server's directory, has mode %04o, wider than %04o: others could reach or replace the socket and token in it; run chmod %o %s (and check what is in it), then start again", dir, perm, want, want, dir)
+		return fmt.Errorf("%s, the server's directory, has mode %04o, wider than %04o: others could reach or replace the socket and token in it; run chmod %o %s (and check what is in it), then start again", dir, perm, want, want, dir)
 	}
 	// Mkdir's mode went through the umask; set it exactly.
 	if err := os.Chmod(dir, want); err != nil {
-		return fmt.Errorf("flinkgo: setting the mode of %s: %w", dir, err)
+		return fmt.Errorf("setting the mode of %s: %w", dir, err)
 	}
 	if gid >= 0 && (created || int(st.Gid) != gid) {
 		if err := os.Lchown(dir, -1, gid); err != nil {
-			return fmt.Errorf("flinkgo: giving %s to the group of --allow-group (gid %d): %w; the server's user must be a member of that group", dir, gid, err)
+			return fmt.Errorf("giving %s to the group of --allow-group (gid %d): %w; the server's user must be a member of that group", dir, gid, err)
 		}
 	}
 	return nil
@@ -107,7 +107,7 @@ func openUnix(path string, o Options) (*Listener, error) {
 	}
 	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return nil, fmt.Errorf("flinkgo: listening on %s: %w", path, err)
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
 	}
 	// The umask decided the socket's mode; set it. Peers are checked by
 	// uid either way, so a connection made before the chmod gains nothing.
@@ -116,12 +116,12 @@ func openUnix(path string, o Options) (*Listener, error) {
 		mode = 0o660
 		if err := os.Chown(path, -1, rule.gid); err != nil {
 			lis.Close()
-			return nil, fmt.Errorf("flinkgo: giving the socket %s to the group %s: %w; the server's user must be a member of it", path, rule.group, err)
+			return nil, fmt.Errorf("giving the socket %s to the group %s: %w; the server's user must be a member of it", path, rule.group, err)
 		}
 	}
 	if err := os.Chmod(path, mode); err != nil {
 		lis.Close()
-		return nil, fmt.Errorf("flinkgo: setting the mode of the socket %s: %w", path, err)
+		return nil, fmt.Errorf("setting the mode of the socket %s: %w", path, err)
 	}
 	return &Listener{
 		Listener: &peerChecked{UnixListener: lis, rule: rule, log: o.Logger},
@@ -137,21 +137,21 @@ func removeStale(path string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("flinkgo: --listen %s: %w", path, err)
+		return fmt.Errorf("--listen %s: %w", path, err)
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("flinkgo: --listen %s: the path exists and is not a socket (mode %s); flinkgo removes only a stale socket: pick another path or remove it yourself", path, fi.Mode())
+		return fmt.Errorf("--listen %s: the path exists and is not a socket (mode %s); flinkgo removes only a stale socket: pick another path or remove it yourself", path, fi.Mode())
 	}
 	conn, err := net.DialTimeout("unix", path, 2*time.Second)
 	if err == nil {
 		conn.Close()
-		return fmt.Errorf("flinkgo: --listen %s: another server is listening on this socket; stop it or pick another path", path)
+		return fmt.Errorf("--listen %s: another server is listening on this socket; stop it or pick another path", path)
 	}
 	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("flinkgo: --listen %s: a socket is there and it cannot be told whether it is in use (%v); not removing it: pick another path or remove it yourself", path, err)
+		return fmt.Errorf("--listen %s: a socket is there and it cannot be told whether it is in use (%v); not removing it: pick another path or remove it yourself", path, err)
 	}
 	if err := os.Remove(path); err != nil {
-		return fmt.Errorf("flinkgo: removing the stale socket %s: %w", path, err)
+		return fmt.Errorf("removing the stale socket %s: %w", path, err)
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func lookupGroup(name string) (int, error) {
 		g, err = user.LookupGroupId(name)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("flinkgo: --allow-group %s: no such group", name)
+		return 0, fmt.Errorf("--allow-group %s: no such group", name)
 	}
 	return strconv.Atoi(g.Gid)
 }
