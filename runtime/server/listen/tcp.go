@@ -84,7 +84,7 @@ func openTCP(o Options) (*Listener, error) {
 		return nil, fmt.Errorf("listening on %s: %w", o.Addr, err)
 	}
 	l.Listener = lis
-	l.Address = o.Addr
+	l.Address = lis.Addr().String() // the port that ":0" got
 	return l, nil
 }
 
