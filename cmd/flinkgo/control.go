@@ -11,27 +11,33 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
+	"github.com/flinkgo/flinkgo/runtime/server/listen"
 )
 
 // control runs the commands that talk to a running server: list,
 // savepoint, stop and cancel.
 func control(cmd string, args []string) error {
 	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
-	endpoint := fs.String("endpoint", os.Getenv("FLINKGO_ENDPOINT"), "the server: unix:///path.sock or host:port (default $FLINKGO_ENDPOINT, else 127.0.0.1:7781)")
+	endpoint := fs.String("endpoint", os.Getenv("FLINKGO_ENDPOINT"), "the server: unix:///path.sock or host:port (default $FLINKGO_ENDPOINT, else "+listen.DefaultAddress()+")")
 	savepointDir := fs.String("savepoint-dir", "", "stop: where the savepoint goes (default: the job's execution.checkpointing.savepoint-dir)")
+	var cred credentialFlags
+	cred.register(fs)
 	_ = fs.Parse(args)
 	args = fs.Args()
 	if *endpoint == "" {
-		*endpoint = "127.0.0.1:7781"
+		*endpoint = listen.DefaultAddress()
+	}
+	opts, err := cred.dialOptions(*endpoint)
+	if err != nil {
+		return err
 	}
 	target := *endpoint
 	if !strings.HasPrefix(target, "unix://") {
 		target = "passthrough:///" + target
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", *endpoint, err)
 	}

@@ -1,6 +1,8 @@
 // Command flinkgo is the flinkgo runtime:
 //
-//	flinkgo serve [--listen ADDR] [--parent-pid N] [LOG FLAGS]
+//	flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]...
+//	    [--allow-group GROUP] [--token-file PATH] [LOG FLAGS]
+//	    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
 //	                                                  run a runtime server
 //	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [LOG FLAGS] PIPELINE.py [ARGS...]
 //	                                                  run a pipeline file on a runtime started for it
@@ -17,9 +19,14 @@
 // environment variables FLINKGO_LOG_LEVEL and FLINKGO_LOG_FORMAT set them
 // when the flag is not given. Logs go to stderr.
 //
-// ADDR is unix:///path/to.sock or host:port (default 127.0.0.1:7781,
-// loopback only). The Python package starts `flinkgo serve` as its embedded
-// local runtime; `Environment(endpoint=ADDR)` submits to a server started by
+// ADDR is unix:///path/to.sock or host:port; the default is a Unix socket
+// in a private directory ($XDG_RUNTIME_DIR/flinkgo, else flinkgo-<uid> in
+// the temp dir) that admits only the server's user and root. TCP calls
+// need the server's token (and TLS off loopback); see package
+// runtime/server/listen. The control commands take --token, --token-file
+// or $FLINKGO_TOKEN, and --tls, --tls-ca, --tls-cert, --tls-key. The
+// Python package starts `flinkgo serve` as its embedded local runtime;
+// `Environment(endpoint=ADDR, token=...)` submits to a server started by
 // hand.
 package main
 
@@ -34,6 +41,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +54,8 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
+	"github.com/flinkgo/flinkgo/runtime/server/allowpath"
+	"github.com/flinkgo/flinkgo/runtime/server/listen"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 )
 
@@ -93,27 +103,59 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
-  flinkgo serve [--listen ADDR] [--parent-pid N] [--log-level LEVEL] [--log-format text|json]
+  flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]... [--allow-group GROUP]
+                [--token-file PATH] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
+                [--log-level LEVEL] [--log-format text|json]
   flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [--log-level LEVEL] [--log-format text|json] PIPELINE.py [ARGS...]
   flinkgo list [--endpoint ADDR]
   flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]
   flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
   flinkgo cancel [--endpoint ADDR] JOB_ID
   flinkgo config [-c KEY=VALUE]... [--plan FILE]
-  flinkgo version`)
+  flinkgo version
+list, savepoint, stop and cancel also take --token TOKEN, --token-file PATH
+(else $FLINKGO_TOKEN), --tls, --tls-ca PEM, --tls-cert PEM and --tls-key PEM.`)
 }
+
+// repeatedFlag collects a repeatable string flag.
+type repeatedFlag []string
+
+func (r *repeatedFlag) String() string { return strings.Join(*r, ",") }
+
+func (r *repeatedFlag) Set(v string) error {
+	*r = append(*r, v)
+	return nil
+}
+
+// AllowPathEnv lists further roots of client-chosen paths, separated like
+// $PATH; "/" allows any path (the embedded runtime sets it so).
+const AllowPathEnv = "FLINKGO_ALLOW_PATH"
 
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	listen := fs.String("listen", "127.0.0.1:7781", "unix:///path.sock or host:port")
+	addr := fs.String("listen", "", "unix:///path.sock or host:port (default: unix://"+filepath.Join(listen.DefaultDir(), listen.SocketName)+", a private directory)")
 	parent := fs.Int("parent-pid", 0, "exit when this process is gone (the embedded runtime's client)")
+	group := fs.String("allow-group", "", "Unix socket: also admit the members of this group (name or gid)")
+	tokenFile := fs.String("token-file", "", "TCP: the file holding the clients' bearer token, generated (0600) when missing (default: "+filepath.Join(listen.DefaultDir(), listen.TokenName)+")")
+	tlsCert := fs.String("tls-cert", "", "TCP: serve TLS with this PEM certificate (chain)")
+	tlsKey := fs.String("tls-key", "", "TCP: the PEM private key of --tls-cert")
+	tlsClientCA := fs.String("tls-client-ca", "", "TCP: require client certificates signed by this PEM CA (mutual TLS)")
+	var allowPaths repeatedFlag
+	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and the temp dir; / allows any)")
 	newLogger := logFlags(fs)
 	_ = fs.Parse(args)
 	logger, err := newLogger()
 	if err != nil {
 		return err
 	}
-	lis, err := listenOn(*listen)
+	roots, err := pathRoots(allowPaths)
+	if err != nil {
+		return err
+	}
+	lis, err := listen.Open(listen.Options{
+		Addr: *addr, AllowGroup: *group, TokenFile: *tokenFile,
+		TLSCert: *tlsCert, TLSKey: *tlsKey, TLSClientCA: *tlsClientCA, Logger: logger,
+	})
 	if err != nil {
 		return err
 	}
@@ -122,8 +164,18 @@ func serve(args []string) error {
 	if *parent > 0 {
 		ctx = watchParent(ctx, *parent)
 	}
-	fmt.Printf("flinkgo: serving on %s\n", *listen)
-	return serveOn(ctx, lis, nil, logger)
+	if lis.TokenFile != "" {
+		made := ""
+		if lis.TokenCreated {
+			made = " (generated now)"
+		}
+		fmt.Fprintf(os.Stderr, "flinkgo: clients authenticate with the token in %s%s: --token-file or $FLINKGO_TOKEN, Python Environment(token=...)\n", lis.TokenFile, made)
+	}
+	if !roots.AllowsAny() {
+		fmt.Fprintf(os.Stderr, "flinkgo: clients may use paths under %s (--allow-path adds more)\n", roots)
+	}
+	fmt.Printf("flinkgo: serving on %s\n", lis.Address)
+	return serveOn(ctx, lis, nil, logger, roots, lis.ServerOptions()...)
 }
 
 // logFlags adds --log-level and --log-format to fs; after fs.Parse, the
@@ -141,20 +193,34 @@ func logFlags(fs *flag.FlagSet) func() (*slog.Logger, error) {
 	}
 }
 
-func listenOn(addr string) (net.Listener, error) {
-	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
-		_ = os.Remove(path)
-		return net.Listen("unix", path)
+// pathRoots returns the roots of client-chosen paths: the --allow-path
+// flags and $FLINKGO_ALLOW_PATH, else the working directory and the temp
+// dir.
+func pathRoots(flags []string) (*allowpath.Roots, error) {
+	dirs := slices.Clone(flags)
+	for _, d := range filepath.SplitList(os.Getenv(AllowPathEnv)) {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
 	}
-	return net.Listen("tcp", addr)
+	if len(dirs) == 0 {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		dirs = []string{wd, os.TempDir()}
+	}
+	return allowpath.New(dirs)
 }
 
 // serveOn serves the job service on lis until ctx ends; running jobs are
 // canceled then. logger receives the server's, the jobs' and the workers'
-// logs.
-func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger) error {
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))
+// logs. Clients may use the paths under roots; guard are the listener's
+// server options (token check, TLS).
+func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, roots *allowpath.Roots, guard ...grpc.ServerOption) error {
+	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage)}, guard...)...)
 	jobs := server.New(job.Options{Logger: logger}, defaults)
+	jobs.AllowPaths(roots)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
@@ -225,14 +291,15 @@ func run(args []string) error {
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "runtime.sock")
-	lis, err := net.Listen("unix", sock)
+	lis, err := listen.Open(listen.Options{Addr: "unix://" + sock})
 	if err != nil {
 		return err
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- serveOn(ctx, lis, defaults, logger) }()
+	// The pipeline runs as this user: any path is its to choose.
+	go func() { served <- serveOn(ctx, lis, defaults, logger, allowpath.Any()) }()
 
 	python := os.Getenv(pluginrunner.PythonEnv)
 	if python == "" {

@@ -21,12 +21,19 @@ Decisions:
   stops waiting at once. Cancelling the call also cancels the job on the server.
 - gRPC message sizes are unlimited on this side: plans carry in-memory sources of up to
   1 GiB, and collected batches can be large.
+- Credentials: a TCP server takes calls that carry its bearer token (``token``, else
+  ``$FLINKGO_TOKEN``), sent as ``authorization: Bearer ...`` metadata on every call; with
+  ``tls`` the channel uses TLS (the system's roots, or a CA file), and ``tls_client_cert``
+  presents a client certificate (mutual TLS). A Unix socket needs none: the server
+  admits its peers by uid. A refused token raises :exc:`~flinkgo.RuntimeConnectionError`
+  saying where the server keeps its token.
 
 This module imports grpc; ``import flinkgo`` does not import it.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
 import threading
@@ -59,6 +66,9 @@ __all__ = ["Client"]
 PROGRESS_INTERVAL_MS = 250
 """How often the runtime sends progress events while a progress line is shown."""
 
+TOKEN_ENV = "FLINKGO_TOKEN"
+"""The environment variable holding a TCP server's token when ``token`` is not given."""
+
 _END = object()  # the event stream ended
 _STEP = 0.1  # seconds between checks for Ctrl-C and progress redraws
 
@@ -70,13 +80,22 @@ class Client:
     ----------
     endpoint
         ``"unix:///path/to.sock"`` or ``"host:port"``.
+    token
+        The bearer token of a TCP server (``flinkgo serve`` prints where its token file
+        is); None for ``$FLINKGO_TOKEN``. Not sent over a Unix socket.
+    tls
+        TCP only: True to connect with TLS trusting the system's roots, or the path of a
+        PEM file of the CA certificates to trust; None or False for no TLS.
+    tls_client_cert
+        TCP with TLS only: ``(certificate_pem_path, key_pem_path)`` presented to a server
+        that asks for client certificates (mutual TLS).
     cancel_wait
         Seconds that :meth:`execute` waits, after Ctrl-C, for the canceled job to end.
 
     Raises
     ------
     ValueError
-        If `endpoint` is not of either form.
+        If `endpoint` is not of either form, or a TLS file cannot be read.
 
     Examples
     --------
@@ -86,16 +105,32 @@ class Client:
     'localhost:8081'
     """
 
-    def __init__(self, endpoint: str, *, cancel_wait: float = 5.0) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        token: str | None = None,
+        tls: bool | str | None = None,
+        tls_client_cert: tuple[str, str] | None = None,
+        cancel_wait: float = 5.0,
+    ) -> None:
         self.endpoint = check_endpoint(endpoint)
         self.cancel_wait = cancel_wait
-        self._channel = grpc.insecure_channel(
-            self.endpoint,
-            options=[
-                ("grpc.max_send_message_length", -1),
-                ("grpc.max_receive_message_length", -1),
-            ],
-        )
+        unix = self.endpoint.startswith("unix:")
+        if token is None:
+            token = os.environ.get(TOKEN_ENV) or None
+        self._metadata: tuple[tuple[str, str], ...] = ()
+        if token and not unix:
+            self._metadata = (("authorization", f"Bearer {token.strip()}"),)
+        options = [
+            ("grpc.max_send_message_length", -1),
+            ("grpc.max_receive_message_length", -1),
+        ]
+        if (tls or tls_client_cert) and not unix:
+            credentials = _tls_credentials(tls, tls_client_cert)
+            self._channel = grpc.secure_channel(self.endpoint, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(self.endpoint, options=options)
         self._stub = job_pb2_grpc.JobServiceStub(self._channel)
 
     def close(self) -> None:
@@ -128,7 +163,7 @@ class Client:
         """
         try:
             response: job_pb2.ExplainResponse = self._stub.Explain(
-                job_pb2.ExplainRequest(plan=plan)
+                job_pb2.ExplainRequest(plan=plan), metadata=self._metadata
             )
         except grpc.RpcError as e:
             raise self._rpc_error(e, "explain") from None
@@ -148,7 +183,7 @@ class Client:
         """
         try:
             reply: job_pb2.CancelResponse = self._stub.Cancel(
-                job_pb2.CancelRequest(job_id=job_id), timeout=10
+                job_pb2.CancelRequest(job_id=job_id), timeout=10, metadata=self._metadata
             )
             return reply.found
         except grpc.RpcError as e:
@@ -165,6 +200,8 @@ class Client:
         ------
         JobNotFoundError
             If no running job has that id (a :exc:`LookupError`).
+        PermissionError
+            If `directory` is outside the directories the server lets clients use.
         SavepointError
             If the savepoint failed (a :exc:`RuntimeError`); the message says why.
         RuntimeConnectionError
@@ -172,12 +209,16 @@ class Client:
         """
         request = job_pb2.SavepointRequest(job_id=job_id, directory=directory, stop=stop)
         try:
-            reply: job_pb2.SavepointResponse = self._stub.TriggerSavepoint(request)
+            reply: job_pb2.SavepointResponse = self._stub.TriggerSavepoint(
+                request, metadata=self._metadata
+            )
             return reply.path
         except grpc.RpcError as e:
             code = e.code() if hasattr(e, "code") else None
             if code == grpc.StatusCode.NOT_FOUND:
                 raise JobNotFoundError(e.details()) from None
+            if code == grpc.StatusCode.PERMISSION_DENIED:  # a directory outside --allow-path
+                raise PermissionError(e.details()) from None
             if code == grpc.StatusCode.FAILED_PRECONDITION:
                 raise SavepointError(e.details()) from None
             raise self._rpc_error(e, "savepoint") from None
@@ -185,7 +226,9 @@ class Client:
     def list_jobs(self) -> list[tuple[str, str, str]]:
         """Return ``(job_id, name, state)`` of every job running on the runtime."""
         try:
-            response = self._stub.ListJobs(job_pb2.ListJobsRequest(), timeout=10)
+            response = self._stub.ListJobs(
+                job_pb2.ListJobsRequest(), timeout=10, metadata=self._metadata
+            )
         except grpc.RpcError as e:
             raise self._rpc_error(e, "list jobs") from None
         return [(j.job_id, j.name, _state_name(j.state)) for j in response.jobs]
@@ -232,7 +275,7 @@ class Client:
             plan=plan, progress_interval_ms=PROGRESS_INTERVAL_MS if display.enabled else 0
         )
         started_at = time.monotonic()
-        call = self._stub.Execute(request)
+        call = self._stub.Execute(request, metadata=self._metadata)
         events: queue.Queue[Any] = queue.Queue()
         threading.Thread(
             target=_pump, args=(call, events), name="flinkgo-job-events", daemon=True
@@ -316,7 +359,9 @@ class Client:
             call.cancel()  # not started yet: the server cancels the job with the call
             return
         try:
-            self._stub.Cancel(job_pb2.CancelRequest(job_id=job_id), timeout=2)
+            self._stub.Cancel(
+                job_pb2.CancelRequest(job_id=job_id), timeout=2, metadata=self._metadata
+            )
         except grpc.RpcError:
             call.cancel()
 
@@ -325,6 +370,12 @@ class Client:
         details = e.details() if hasattr(e, "details") else str(e)
         if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION):
             return JobFailedError(details or str(code), job_name=job_name, kind="PLAN")
+        if code == grpc.StatusCode.UNAUTHENTICATED:
+            # The server's message says where its token file is; never the token.
+            return RuntimeConnectionError(
+                f"flinkgo: {what}: the runtime at {self.endpoint} refused the call's "
+                f"credentials: {details}"
+            )
         if code == grpc.StatusCode.UNAVAILABLE:
             return RuntimeConnectionError(
                 f"flinkgo: {what}: the runtime at {self.endpoint} is unavailable: {details}"
@@ -333,6 +384,29 @@ class Client:
         return RuntimeConnectionError(
             f"flinkgo: {what}: the runtime at {self.endpoint} answered {status}: {details}"
         )
+
+
+def _tls_credentials(
+    tls: bool | str | None, client_cert: tuple[str, str] | None
+) -> grpc.ChannelCredentials:
+    # TLS trusting the system's roots (tls=True) or a CA file, with a client
+    # certificate for mutual TLS.
+    def read(what: str, path: str) -> bytes:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise ValueError(f"Client: cannot read the {what} {path!r}: {e}") from None
+
+    roots = read("TLS CA file (tls=)", tls) if isinstance(tls, str) else None
+    key = chain = None
+    if client_cert is not None:
+        cert_path, key_path = client_cert
+        chain = read("TLS client certificate", cert_path)
+        key = read("TLS client key", key_path)
+    return grpc.ssl_channel_credentials(
+        root_certificates=roots, private_key=key, certificate_chain=chain
+    )
 
 
 def _outcome(

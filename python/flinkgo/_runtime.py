@@ -13,7 +13,8 @@ this package), ``go build ./cmd/flinkgo`` into a cache directory
 (``$FLINKGO_CACHE_DIR``, else ``$XDG_CACHE_HOME/flinkgo``, else ``~/.cache/flinkgo``),
 rebuilt when a non-test ``.go`` file, ``go.mod`` or ``go.sum`` is newer than it.
 
-The runtime's environment is this process's, plus ``FLINKGO_PYTHON`` (this
+The runtime's environment is this process's, plus ``FLINKGO_ALLOW_PATH=/`` (its jobs may
+use any path: it runs as this user, for this process only), ``FLINKGO_PYTHON`` (this
 interpreter, so workers run it with this flinkgo) and a ``PYTHONPATH`` holding the
 entries of :data:`sys.path` that are outside the interpreter's own directories (the
 script's directory, a source checkout, a test directory), so workers import the modules
@@ -283,6 +284,10 @@ class LocalRuntime:
         env = dict(os.environ)
         env["FLINKGO_PYTHON"] = sys.executable
         env["PYTHONPATH"] = worker_pythonpath()
+        # The runtime runs as this process's user and serves only it, so the jobs may
+        # read and write any path this user may (a `flinkgo serve` started by hand
+        # allows only the directories it is given).
+        env["FLINKGO_ALLOW_PATH"] = os.sep
         args = [binary, "serve", "--listen", listen, "--parent-pid", str(os.getpid())]
         try:
             self._proc = subprocess.Popen(

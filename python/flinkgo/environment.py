@@ -31,7 +31,7 @@ import os
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
@@ -88,6 +88,16 @@ class Environment:
         The address of a runtime server to run on, ``"host:port"`` or
         ``"unix:///path/to.sock"``; None for ``$FLINKGO_ENDPOINT`` when it is set, else
         the embedded local runtime (started on first use, one per process).
+    token
+        The bearer token of a TCP server (``flinkgo serve --listen host:port`` prints the
+        file that holds it); None for ``$FLINKGO_TOKEN``. Not needed for a Unix socket,
+        whose server admits peers by their uid.
+    tls
+        For a TCP server with TLS: True to trust the system's root certificates, or the
+        path of a PEM file of CA certificates to trust; None for no TLS.
+    tls_client_cert
+        For a server that asks for client certificates (mutual TLS): the paths
+        ``(certificate_pem, key_pem)``.
 
     Raises
     ------
@@ -116,6 +126,9 @@ class Environment:
         parallelism: int | None = None,
         config: Mapping[str, str] | None = None,
         endpoint: str | None = None,
+        token: str | None = None,
+        tls: bool | str | None = None,
+        tls_client_cert: tuple[str, str] | None = None,
     ) -> None:
         type_errors: list[str] = []
         value_errors: list[str] = []
@@ -161,10 +174,33 @@ class Environment:
                     endpoint = check_endpoint(endpoint)
                 except ValueError as e:
                     value_errors.append(f"Environment: {source}: {e}")
+        if token is not None and (not isinstance(token, str) or not token.strip()):
+            type_errors.append(
+                "Environment: token must be a non-empty string or None, got a "
+                f"{type(token).__name__}"
+            )
+        if tls is not None and not isinstance(tls, (bool, str)):
+            type_errors.append(
+                f"Environment: tls must be True, a CA file path or None, got {tls!r}"
+            )
+        if tls_client_cert is not None and not (
+            isinstance(tls_client_cert, tuple)
+            and len(tls_client_cert) == 2
+            and all(isinstance(p, str) for p in tls_client_cert)
+        ):
+            type_errors.append(
+                "Environment: tls_client_cert must be (certificate_path, key_path), got "
+                f"{tls_client_cert!r}"
+            )
         if type_errors or value_errors:
             problems = "\n".join(type_errors + value_errors)
             raise (ArgumentTypeError if type_errors else InvalidArgumentError)(problems)
         self._endpoint = endpoint
+        self._credentials: dict[str, Any] = {
+            "token": token,
+            "tls": tls,
+            "tls_client_cert": tls_client_cert,
+        }
         self._sinks: list[Step] = []
         # The names of sinks added and not yet executed; a finalizer warns about
         # them when the Environment is collected or the interpreter exits.
@@ -710,7 +746,7 @@ class Environment:
         from flinkgo._client import Client
 
         if self._endpoint is not None:
-            with Client(self._endpoint) as client:
+            with Client(self._endpoint, **self._credentials) as client:
                 return use(client)
         from flinkgo import _runtime
 

@@ -5,7 +5,8 @@ is not hidden behind the function's).
 
 A :class:`UserDefinedFunction` wraps a plain Python function with what the runtime needs
 to run it in a worker process: its return type, how the worker feeds it
-(``func_type``), and the per-UDF ``concurrency`` and ``batch_size`` of docs/semantics.md#concurrency-and-batch-size.
+(``func_type``), and the per-UDF ``concurrency`` and ``batch_size`` of
+docs/semantics.md#concurrency-and-batch-size.
 Everything is validated when the UDF is declared, so a mistake is reported at the
 ``@udf`` line, not when a job runs. :meth:`UserDefinedFunction.to_bytes` serializes the UDF
 (cloudpickle) into the ``UdfSpec`` message that the worker unpickles.

@@ -6,8 +6,17 @@
 // or disconnects cancels the job (through the UDF operators' cancel path,
 // never waiting on a hung worker). Cancel cancels a job by id.
 //
-// The server binds nothing itself: the caller (cmd/flinkgo) listens and
-// hands it a grpc.Server.
+// The server binds nothing itself: the caller (cmd/flinkgo) listens (see
+// package listen for who may connect) and hands it a grpc.Server.
+//
+// Paths that clients choose (file sources and sinks, the path-typed config
+// entries execution.checkpointing.dir, .savepoint-dir and
+// execution.state-recovery.path, a savepoint request's directory) are
+// checked against the roots given to AllowPaths (package allowpath): a
+// path outside them fails the job at planning, naming the path, the roots
+// and the --allow-path flag. `flinkgo serve` allows its working directory
+// and the temp dir unless given --allow-path; the embedded runtime, which
+// runs as its only client's user, allows any path.
 package server
 
 import (
@@ -36,6 +45,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/server/allowpath"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 )
 
@@ -55,6 +65,8 @@ type Server struct {
 	// defaults are config entries added to every plan that lacks them
 	// (`flinkgo run --from-savepoint` sets the restore path).
 	defaults map[string]string
+	// paths are the roots of client-chosen paths; nil allows any.
+	paths *allowpath.Roots
 
 	mu struct {
 		sync.Mutex
@@ -104,6 +116,9 @@ func (s *Server) plan(jp *planpb.JobPlan) (*plan.Graph, error) {
 	if err := config.Known().Validate(jp.GetConfig()); err != nil {
 		return nil, err
 	}
+	if err := s.checkPaths(jp); err != nil {
+		return nil, err
+	}
 	opts, err := job.PlanOptions(jp)
 	if err != nil {
 		return nil, err
@@ -125,6 +140,9 @@ func (s *Server) job(id string) (*job.Job, error) {
 // TriggerSavepoint takes a savepoint of a running job, and stops it after
 // when asked.
 func (s *Server) TriggerSavepoint(ctx context.Context, req *jobpb.SavepointRequest) (*jobpb.SavepointResponse, error) {
+	if err := s.checkPath("the savepoint directory", req.GetDirectory()); err != nil {
+		return nil, status.Error(codes.PermissionDenied, err.Error())
+	}
 	j, err := s.job(req.GetJobId())
 	if err != nil {
 		return nil, err

@@ -1,0 +1,16 @@
+// Package allowpath checks the file system paths that a server's clients
+// choose (file sources and sinks, checkpoint and savepoint directories,
+// restore paths) against the roots the server's operator allowed, so that a
+// client cannot make the server read or write where its user may but the
+// client should not.
+//
+// A path is resolved the way the kernel will resolve it: relative to the
+// server's working directory, every symbolic link that exists followed
+// (also dangling ones, whose target a write would create), ".." applied
+// after the links before it; only the part that does not exist yet is taken
+// as written. It is allowed when the result is a root or lies under one.
+// A link changed between the check and the use is not caught: the roots
+// are meant to be directories the clients cannot change themselves.
+//
+// This package must not depend on the job service or the runtime.
+package allowpath
