@@ -93,7 +93,7 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 	a := &attempt{job: j, coordDone: make(chan struct{})}
 	cfg := task.Config{
 		Graph: g, Registry: j.registry, Counters: j.count, ChannelCapacity: opts.ChannelCapacity,
-		Allocator: opts.Allocator, StateDir: opts.StateDir, From: from,
+		Allocator: opts.Allocator, StateDir: opts.StateDir, From: from, Logger: opts.Logger,
 	}
 	if j.config.Checkpoint.Interval > 0 || from != nil || j.config.Restart.Strategy != "none" {
 		// Attempts may follow: part files of different attempts never

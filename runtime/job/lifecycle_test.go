@@ -13,9 +13,15 @@ import (
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain first lets the test binary serve as the Go worker of
+// udf_test.go (goworker re-runs it as one), then checks for leaks.
+func TestMain(m *testing.M) {
+	goworker.Main()
+	goleak.VerifyTestMain(m)
+}
 
 // datagenToCollect plans datagen(rows) → collect at parallelism 2; rows 0
 // is unbounded.
