@@ -17,7 +17,5 @@
 // watcher of the executor's shutdown.
 //
 // This package drives the bridge.Runner contract only: it must not import
-// udf/bridge/proto or start processes. It takes one constant from the
-// planner, plan.DefaultBatchSize: the planner decides every UDF operator's
-// batch size, and an operator given none uses the same default.
+// udf/bridge/proto, the planner or the runtime, or start processes.
 package bundle

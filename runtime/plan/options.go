@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/flinkgo/flinkgo/bundle"
+
 	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -28,10 +30,9 @@ const (
 var forwardMismatchValues = []string{ForwardMismatchRebalance, ForwardMismatchRescale, ForwardMismatchFail}
 
 // DefaultBatchSize is the rows per batch sent to Python when neither a UDF
-// nor the plan sets one, as PyFlink's python.fn-execution.arrow.batch.size.
-// The planner gives every UDF operator its batch size, so this is the one
-// default; package bundle falls back to it for callers that set none.
-const DefaultBatchSize = 10000
+// nor the plan sets one (python.fn-execution.arrow.batch.size): bundle's,
+// the one default, which says why it is not PyFlink's.
+const DefaultBatchSize = bundle.DefaultBatchSize
 
 // Options tune planning. A zero field takes its default; the caller's
 // struct is never modified.

@@ -37,7 +37,7 @@ type Options struct {
 	// of the chain sets concurrency. Default 1.
 	Parallelism int
 	// BatchSize overrides the global batch size (rows per batch sent to
-	// Python) for chains whose UDFs set none. Default plan.DefaultBatchSize.
+	// Python) for chains whose UDFs set none. Default bundle.DefaultBatchSize (the planner's).
 	BatchSize int
 	// BundleSize and BundleTime: see bundle.Options.
 	BundleSize int
