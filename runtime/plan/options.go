@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/bundle"
-
 	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
