@@ -188,6 +188,7 @@ import time
 
 @udf("float64")
 def slow(t):
+    open(os.path.join(DIR, "hanging"), "w").close()  # the test waits for this
     time.sleep(1000)
     return t
 
@@ -206,7 +207,15 @@ plan = env.plan("cancel")
 		_, err := job.Run(ctx, g, runOptions(t, mem))
 		done <- err
 	}()
-	time.Sleep(2 * time.Second) // let the worker start and hang in the UDF
+	// Cancel once the worker hangs in the UDF.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "hanging")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the UDF never ran")
+		}
+	}
 	cause := errors.New("user canceled")
 	cancel(cause)
 	select {

@@ -180,7 +180,15 @@ def test_keyed_aggregation_of_an_unbounded_source_emits_updates(tmp_path):
     env = pipeline_updates(tmp_path)
     job = env.execute_async("updates")
     wait_running(job)
-    time.sleep(1.5)
+    # Until checkpoints published at least two updates of every key.
+    deadline = time.monotonic() + 60
+    while True:
+        out = committed(tmp_path)
+        counts = out.groupby("k")["n"].count() if "k" in out else pd.Series(dtype="int64")
+        if len(counts) == 3 and counts.min() >= 2:
+            break
+        assert time.monotonic() < deadline, f"updates published so far: {counts.to_dict()}"
+        time.sleep(0.05)
     job.stop_with_savepoint()
     assert job.result(timeout=60).state == "FINISHED"
     out = committed(tmp_path)
