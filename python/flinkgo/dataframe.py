@@ -62,6 +62,12 @@ __all__ = ["DataFrame", "KeyedDataFrame", "Sink"]
 Emit = Literal["auto", "final", "updates"]
 """When a keyed aggregation emits its results: see :meth:`KeyedDataFrame.agg`."""
 
+SinkMode = Literal["error", "overwrite", "append"]
+"""What a file sink does with a directory that already holds files: see
+:meth:`DataFrame.write_csv`."""
+
+_SINK_MODES = ("error", "overwrite", "append")
+
 # The plan's KeyedAggregate.Emit values.
 _EMIT_MODES = {"auto": "EMIT_AUTO", "final": "EMIT_FINAL", "updates": "EMIT_UPDATES"}
 
@@ -694,13 +700,21 @@ class DataFrame:
 
         return self._sink(pb.Sink(print=pb.PrintSink()), "print")
 
-    def write_csv(self, path: str | os.PathLike[str]) -> Sink:
+    def write_csv(self, path: str | os.PathLike[str], *, mode: SinkMode = "error") -> Sink:
         """Write the rows as CSV files (with a header line) into the directory `path`.
 
         Parameters
         ----------
         path
             A directory; each sink subtask writes its own part file there.
+        mode
+            Keyword-only. What to do when `path` already holds files (as Spark's
+            writers): ``"error"`` (the default) refuses a directory holding visible
+            files, at job submission; ``"overwrite"`` deletes the files that were
+            there only once the new output is committed (the end of the job, or its
+            first completed checkpoint), so a failed run leaves them intact;
+            ``"append"`` keeps them, and the new part names never collide with them.
+            Files whose names start with ``.`` or ``_`` never count.
 
         Returns
         -------
@@ -711,6 +725,8 @@ class DataFrame:
         ------
         TypeError
             If a column has a nested type, which CSV cannot hold.
+        ValueError
+            If `mode` is not ``"error"``, ``"overwrite"`` or ``"append"``.
         FileExistsError
             If `path` is an existing file.
 
@@ -721,6 +737,13 @@ class DataFrame:
         >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1]}))
         >>> df.write_csv("out/numbers").schema
         x: int64
+
+        Replace the output of an earlier run, or add to it:
+
+        >>> df.write_csv("out/numbers", mode="overwrite")
+        <Sink write_csv(out/numbers)>
+        >>> df.write_csv("out/more", mode="append")
+        <Sink write_csv(out/more)>
         """
         for f in self.schema:
             if pa.types.is_nested(f.type):
@@ -728,15 +751,23 @@ class DataFrame:
                     f"write_csv: the column {f.name!r} has the nested type {f.type}, which CSV "
                     "cannot hold; write JSON lines or Parquet, or select other columns"
                 )
-        return self._file_sink("write_csv", path, "CSV")
+        return self._file_sink("write_csv", path, "CSV", mode)
 
-    def write_jsonl(self, path: str | os.PathLike[str]) -> Sink:
+    def write_jsonl(self, path: str | os.PathLike[str], *, mode: SinkMode = "error") -> Sink:
         """Write the rows as JSON lines (one object per row) into the directory `path`.
 
         Parameters
         ----------
         path
             A directory; each sink subtask writes its own part file there.
+        mode
+            Keyword-only. What to do when `path` already holds files (as Spark's
+            writers): ``"error"`` (the default) refuses a directory holding visible
+            files, at job submission; ``"overwrite"`` deletes the files that were
+            there only once the new output is committed (the end of the job, or its
+            first completed checkpoint), so a failed run leaves them intact;
+            ``"append"`` keeps them, and the new part names never collide with them.
+            Files whose names start with ``.`` or ``_`` never count.
 
         Returns
         -------
@@ -750,16 +781,26 @@ class DataFrame:
         >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1]}))
         >>> df.write_jsonl("out/numbers")
         <Sink write_jsonl(out/numbers)>
+        >>> df.write_jsonl("out/numbers", mode="overwrite")
+        <Sink write_jsonl(out/numbers)>
         """
-        return self._file_sink("write_jsonl", path, "JSONL")
+        return self._file_sink("write_jsonl", path, "JSONL", mode)
 
-    def write_parquet(self, path: str | os.PathLike[str]) -> Sink:
+    def write_parquet(self, path: str | os.PathLike[str], *, mode: SinkMode = "error") -> Sink:
         """Write the rows as Parquet files into the directory `path`.
 
         Parameters
         ----------
         path
             A directory; each sink subtask writes its own part file there.
+        mode
+            Keyword-only. What to do when `path` already holds files (as Spark's
+            writers): ``"error"`` (the default) refuses a directory holding visible
+            files, at job submission; ``"overwrite"`` deletes the files that were
+            there only once the new output is committed (the end of the job, or its
+            first completed checkpoint), so a failed run leaves them intact;
+            ``"append"`` keeps them, and the new part names never collide with them.
+            Files whose names start with ``.`` or ``_`` never count.
 
         Returns
         -------
@@ -773,8 +814,10 @@ class DataFrame:
         >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1]}))
         >>> df.write_parquet("out/numbers").set_parallelism(1)
         <Sink write_parquet(out/numbers)>
+        >>> df.write_parquet("out/numbers", mode="append")
+        <Sink write_parquet(out/numbers)>
         """
-        return self._file_sink("write_parquet", path, "PARQUET")
+        return self._file_sink("write_parquet", path, "PARQUET", mode)
 
     def collect(self) -> pa.Table:
         """Run the steps this DataFrame needs and return its rows as a pyarrow Table.
@@ -903,7 +946,13 @@ class DataFrame:
         self._step.env._add_sink(step)
         return Sink(step)
 
-    def _file_sink(self, op: str, path: str | os.PathLike[str], fmt: str) -> Sink:
+    def _file_sink(
+        self, op: str, path: str | os.PathLike[str], fmt: str, mode: SinkMode = "error"
+    ) -> Sink:
+        if not isinstance(mode, str) or mode not in _SINK_MODES:
+            raise InvalidArgumentError(
+                f"{op}: mode must be one of {', '.join(map(repr, _SINK_MODES))}, got {mode!r}"
+            )
         if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
             raise ArgumentTypeError(
                 f"{op}: expected a directory path as a str or os.PathLike, got {path!r}"
@@ -919,7 +968,7 @@ class DataFrame:
             )
         from flinkgo._proto import plan_pb2 as pb
 
-        body = pb.Sink(file=pb.FileSink(format=fmt, path=absolute))
+        body = pb.Sink(file=pb.FileSink(format=fmt, path=absolute, mode=mode.upper()))
         return self._sink(body, f"{op}({text})")
 
 

@@ -880,3 +880,71 @@ def test_a_sink_never_executed_is_warned_about_when_collected():
         warnings.simplefilter("error", fg.UnexecutedSinkWarning)
         del executed
         gc.collect()
+
+
+# --- file sink modes -----------------------------------------------------------------------------
+
+
+def _visible_rows(directory):
+    """Every row of the visible CSV parts of directory, sorted, and the part names."""
+    names = sorted(f.name for f in directory.iterdir() if not f.name.startswith((".", "_")))
+    frames = [pd.read_csv(directory / n) for n in names if (directory / n).stat().st_size]
+    rows = sorted(pd.concat(frames)["x"].tolist()) if frames else []
+    return rows, names
+
+
+def _write_twice(env, out, mode):
+    """Writes x = 0..5 at parallelism 3, then x = 100..101 at 1 with mode."""
+    env.from_pandas(pd.DataFrame({"x": range(6)})).write_csv(out).set_parallelism(3)
+    env.execute("first")
+    first_rows, first_names = _visible_rows(out)
+    assert first_rows == list(range(6)) and len(first_names) == 3
+    env.from_pandas(pd.DataFrame({"x": [100, 101]})).write_csv(out, mode=mode).set_parallelism(1)
+    env.execute("second")
+    return first_names
+
+
+def test_file_sink_refuses_a_non_empty_directory_by_default(env, tmp_path):
+    out = tmp_path / "out"
+    env.from_pandas(pd.DataFrame({"x": range(6)})).write_csv(out).set_parallelism(3)
+    env.execute("first")
+    env.from_pandas(pd.DataFrame({"x": [100, 101]})).write_csv(out).set_parallelism(1)
+    with pytest.raises(Exception, match=r"(?s)" + re.escape(str(out)) + r".*mode=\"overwrite\""):
+        env.execute("second")
+    assert _visible_rows(out)[0] == list(range(6))
+
+
+def test_file_sink_overwrite_leaves_exactly_the_new_rows(env, tmp_path):
+    out = tmp_path / "out"
+    _write_twice(env, out, "overwrite")
+    rows, names = _visible_rows(out)
+    assert rows == [100, 101], names
+    assert not [n for n in os.listdir(out) if n.startswith(".")], "hidden parts left"
+
+
+def test_file_sink_append_keeps_both_runs(env, tmp_path):
+    out = tmp_path / "out"
+    first_names = _write_twice(env, out, "append")
+    rows, names = _visible_rows(out)
+    assert rows == [*range(6), 100, 101]
+    assert set(first_names) < set(names)
+
+
+def test_file_sink_overwrite_of_a_failed_job_leaves_the_old_output(env, tmp_path):
+    out = tmp_path / "out"
+    env.from_pandas(pd.DataFrame({"x": range(6)})).write_csv(out).set_parallelism(3)
+    env.execute("first")
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    df = env.from_pandas(pd.DataFrame({"x": range(20)}))
+    df.select(explode_on_seven(fg.col("x")).alias("x")).write_csv(out, mode="overwrite")
+    with pytest.raises(Exception, match="seven is not allowed"):
+        env.execute("failing")
+    after = {f.name: f.read_bytes() for f in out.iterdir() if not f.name.startswith(".")}
+    assert after == before
+
+
+@pytest.mark.parametrize("mode", ["Overwrite", "replace", None, 1])
+def test_file_sink_mode_is_validated(env, tmp_path, mode):
+    df = env.from_pandas(pd.DataFrame({"x": [1]}))
+    with pytest.raises(ValueError, match=r"write_parquet: mode must be one of 'error', "):
+        df.write_parquet(tmp_path / "out", mode=mode)

@@ -95,10 +95,10 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 		Graph: g, Registry: j.registry, Counters: j.count, ChannelCapacity: opts.ChannelCapacity,
 		Allocator: opts.Allocator, StateDir: opts.StateDir, From: from, Logger: opts.Logger,
 	}
-	if j.config.Checkpoint.Interval > 0 || from != nil || j.config.Restart.Strategy != "none" {
-		// Attempts may follow: part files of different attempts never
-		// share a name, and file sinks publish their last parts only when
-		// the job ends.
+	if j.config.Checkpoint.Interval > 0 || from != nil || j.config.Restart.Strategy != "none" || operators.KeepsOutputUntilEnd(g) {
+		// Attempts may follow, or a sink writes beside older files: part
+		// files of different attempts never share a name, and file sinks
+		// publish their last parts only when the job ends.
 		cfg.AttemptID = NewJobID()
 		cfg.PublishAtEnd = a.keepFinalParts
 	}

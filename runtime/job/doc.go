@@ -32,7 +32,12 @@
 //     a file sink that reaches the end of its input keeps its last parts
 //     hidden, and the job publishes them when every task has finished (the
 //     end of Flink's FLIP-147 final checkpoint): a restart before that
-//     replays no row of a published part.
+//     replays no row of a published part. File sinks in mode "overwrite"
+//     or "append" do the same, so that a failed run adds nothing visible.
+//   - File sink modes are applied once per job at submission, before the
+//     first attempt (not per attempt, not on a restore); "overwrite"
+//     deletes what it found there when a checkpoint completes or the job
+//     ends, whichever comes first (Spark: at job commit).
 //   - Print and collect sinks are at-least-once across restarts.
 //   - A stop with savepoint stops the sources, waits (up to 30 s) for every
 //     task to act on the savepoint's completion, then ends the job FINISHED.

@@ -21,6 +21,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/sink"
 	"github.com/flinkgo/flinkgo/runtime/task"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -143,6 +144,9 @@ type Job struct {
 	done      chan struct{}
 	metrics   *Metrics
 	err       error
+	// previous: what the file sinks in mode "overwrite" found at
+	// submission, deleted once the job's output is committed.
+	previous []*sink.Previous
 
 	mu struct {
 		sync.Mutex
@@ -212,6 +216,12 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 			return nil, fmt.Errorf("job: %w", err)
 		}
 	}
+	// Once per job, before any task writes; a restore finds its own parts.
+	prev, err := operators.PrepareSinks(j.g, j.config.Restore.Path != "")
+	if err != nil {
+		return nil, fmt.Errorf("job: %w", err)
+	}
+	j.previous = prev
 	var from *checkpoint.RestorePoint
 	if path := j.config.Restore.Path; path != "" {
 		m, base, err := LoadMetadata(path)
@@ -236,6 +246,9 @@ func (j *Job) run(ctx context.Context, a *attempt) {
 		err := a.wait()
 		if err == nil {
 			err = a.publishFinalParts()
+		}
+		if err == nil {
+			err = j.deletePrevious()
 		}
 		if err == nil || errors.Is(err, checkpoint.ErrStoppedWithSavepoint) {
 			j.end(ctx, nil, Finished, Running, Canceling)
@@ -375,6 +388,11 @@ func (j *Job) record(s CheckpointStats) {
 	switch s.Status {
 	case "completed":
 		j.opts.Logger.Debug(kind+" completed", "id", s.ID, "path", s.Path, "duration", s.Duration)
+		// The sinks publish this checkpoint's parts: the new output is
+		// committed. A failure is retried at the next one, or at the end.
+		if err := j.deletePrevious(); err != nil {
+			j.opts.Logger.Warn("deleting the output replaced by mode=\"overwrite\" failed", "error", err)
+		}
 	case "aborted": // the job stopped or a task finished first: routine
 		j.opts.Logger.Info(kind+" aborted", "id", s.ID, "cause", s.Err)
 	default:
@@ -383,6 +401,20 @@ func (j *Job) record(s CheckpointStats) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.mu.checkpoints = append(j.mu.checkpoints, s)
+}
+
+// deletePrevious deletes what the file sinks in mode "overwrite" found at
+// submission: the job's output is committed (a completed checkpoint, or
+// the end of the job).
+func (j *Job) deletePrevious() error {
+	var errs []error
+	for _, p := range j.previous {
+		errs = append(errs, p.Delete())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	return nil
 }
 
 // Wait blocks until every task and worker is gone and returns the final

@@ -10,6 +10,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/sink"
 )
 
@@ -161,6 +162,40 @@ func RecoverSinks(g *plan.Graph, from *checkpoint.RestorePoint, restarting bool)
 		}
 	}
 	return nil
+}
+
+// PrepareSinks applies the mode of every file sink to its directory at
+// job submission (sink.Prepare): it refuses a non-empty directory in mode
+// "error" and returns what mode "overwrite" deletes once the job's output
+// is committed. restoring: the job starts from a checkpoint or savepoint.
+func PrepareSinks(g *plan.Graph, restoring bool) ([]*sink.Previous, error) {
+	var prev []*sink.Previous
+	for _, op := range g.Operators {
+		file := op.Node.GetSink().GetFile()
+		if op.Kind != plan.KindSink || file == nil {
+			continue
+		}
+		p, err := sink.Prepare(file, restoring)
+		if err != nil {
+			return nil, fmt.Errorf("the sink %q (uid %s): %w", op.Name, op.UID, err)
+		}
+		if p != nil {
+			prev = append(prev, p)
+		}
+	}
+	return prev, nil
+}
+
+// KeepsOutputUntilEnd reports whether a file sink of g has mode "overwrite"
+// or "append": its parts must stay hidden until the job's output is
+// committed, so that a failed run adds nothing visible to the directory.
+func KeepsOutputUntilEnd(g *plan.Graph) bool {
+	for _, op := range g.Operators {
+		if file := op.Node.GetSink().GetFile(); op.Kind == plan.KindSink && file != nil && file.GetMode() != planpb.FileSink_ERROR {
+			return true
+		}
+	}
+	return false
 }
 
 // PublishFinalParts publishes the last parts file sink subtasks kept for

@@ -44,6 +44,18 @@ func partName(id string, subtask int, n int64, ext string) string {
 // checkpoints.
 func legacyName(subtask int, ext string) string { return fmt.Sprintf("part-%d.%s", subtask, ext) }
 
+// oneFileName is the single file of a writer that takes no part in
+// checkpoints: the legacy name in mode ERROR (the directory was empty),
+// else one carrying the writer's id, so that it collides neither with a
+// previous run's files (APPEND) nor replaces them before the job's output
+// is committed (OVERWRITE).
+func oneFileName(mode planpb.FileSink_Mode, id string, subtask int, ext string) string {
+	if mode == planpb.FileSink_ERROR {
+		return legacyName(subtask, ext)
+	}
+	return fmt.Sprintf("part-%s-%d.%s", id, subtask, ext)
+}
+
 func inProgressName(part string) string { return "." + part + ".inprogress" }
 func pendingName(part string) string    { return "." + part + ".pending" }
 

@@ -27,6 +27,7 @@ type fileWriter struct {
 	schema   *arrow.Schema
 	id       string // the <id> of part names
 	subtask  int
+	mode     planpb.FileSink_Mode
 
 	mu struct {
 		sync.Mutex
@@ -69,7 +70,7 @@ func openFile(s *planpb.FileSink, cfg Config) (Writer, error) {
 	}
 	w := &fileWriter{
 		dir: s.GetPath(), ext: ext, format: s.GetFormat(), schema: cfg.Schema,
-		id: cfg.AttemptID, subtask: cfg.Subtask,
+		id: cfg.AttemptID, subtask: cfg.Subtask, mode: s.GetMode(),
 	}
 	if w.id == "" {
 		w.id = randomID()
@@ -207,7 +208,7 @@ func (w *fileWriter) Close() error {
 		w.mu.cur = nil
 		final := p.name
 		if w.mu.oneFile {
-			final = legacyName(w.subtask, w.ext)
+			final = oneFileName(w.mode, w.id, w.subtask, w.ext)
 		}
 		err := p.finish()
 		if err == nil {

@@ -47,7 +47,23 @@
 // A writer that takes no part in checkpoints (no AttemptID, no Restore, and
 // never precommitted) publishes one file at Close, part-<subtask>.<ext>,
 // even when empty, as before checkpoints existed: jobs without checkpoints
-// keep their output names (and, as before, overwrite a previous run's).
+// keep their output names (mode ERROR: the directory was empty).
+//
+// # Modes: what a directory that already holds files gets
+//
+// A file sink's mode (planpb.FileSink_Mode, as Spark's SaveMode) is applied
+// once per job at submission by Prepare, before any subtask writes, and not
+// when the job restores from a checkpoint or savepoint (its directory holds
+// the job's own committed parts). ERROR, the default, refuses a directory
+// holding a visible entry; names starting with "." or "_" do not count, as
+// in Spark, so hidden parts a crashed run left do not block a new run
+// (readers skip them). OVERWRITE records the visible entries and deletes
+// exactly those (Previous.Delete) once the job's output is committed: at
+// the first completed checkpoint, or at the end of the job, whichever comes
+// first; a failed run leaves them, and a restore deletes nothing. APPEND
+// touches nothing. In OVERWRITE and APPEND a writer without checkpoints
+// names its one file part-<id>-<subtask>.<ext>, so that it replaces no
+// previous file; the job also holds such sinks' parts hidden until it ends.
 //
 // Limits: Close publishes at once, outside any checkpoint; if the job fails
 // after some subtasks closed and restores an earlier checkpoint, their

@@ -266,12 +266,22 @@ class PrintSink(_message.Message):
     def __init__(self) -> None: ...
 
 class FileSink(_message.Message):
-    __slots__ = ("format", "path")
+    __slots__ = ("format", "path", "mode")
+    class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        ERROR: _ClassVar[FileSink.Mode]
+        OVERWRITE: _ClassVar[FileSink.Mode]
+        APPEND: _ClassVar[FileSink.Mode]
+    ERROR: FileSink.Mode
+    OVERWRITE: FileSink.Mode
+    APPEND: FileSink.Mode
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
     format: FileSource.Format
     path: str
-    def __init__(self, format: _Optional[_Union[FileSource.Format, str]] = ..., path: _Optional[str] = ...) -> None: ...
+    mode: FileSink.Mode
+    def __init__(self, format: _Optional[_Union[FileSource.Format, str]] = ..., path: _Optional[str] = ..., mode: _Optional[_Union[FileSink.Mode, str]] = ...) -> None: ...
 
 class CollectSink(_message.Message):
     __slots__ = ()

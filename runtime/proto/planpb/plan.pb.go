@@ -203,6 +203,62 @@ func (KeyedAggregate_Emit) EnumDescriptor() ([]byte, []int) {
 	return file_plan_proto_rawDescGZIP(), []int{16, 0}
 }
 
+// What to do with a directory that already holds files, as Spark's
+// SaveMode; checked once per job at submission.
+type FileSink_Mode int32
+
+const (
+	// Refuse a directory holding visible files (names not starting with
+	// "." or "_"), unless the job restores from a checkpoint or savepoint.
+	FileSink_ERROR FileSink_Mode = 0
+	// Delete the files that were there at job start once the job's output
+	// is committed (its end, or its first completed checkpoint).
+	FileSink_OVERWRITE FileSink_Mode = 1
+	// Keep the files; new part names carry the job's attempt id.
+	FileSink_APPEND FileSink_Mode = 2
+)
+
+// Enum value maps for FileSink_Mode.
+var (
+	FileSink_Mode_name = map[int32]string{
+		0: "ERROR",
+		1: "OVERWRITE",
+		2: "APPEND",
+	}
+	FileSink_Mode_value = map[string]int32{
+		"ERROR":     0,
+		"OVERWRITE": 1,
+		"APPEND":    2,
+	}
+)
+
+func (x FileSink_Mode) Enum() *FileSink_Mode {
+	p := new(FileSink_Mode)
+	*p = x
+	return p
+}
+
+func (x FileSink_Mode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FileSink_Mode) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[3].Descriptor()
+}
+
+func (FileSink_Mode) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[3]
+}
+
+func (x FileSink_Mode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FileSink_Mode.Descriptor instead.
+func (FileSink_Mode) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{22, 0}
+}
+
 type JobPlan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1800,7 +1856,8 @@ type FileSink struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Format FileSource_Format      `protobuf:"varint,1,opt,name=format,proto3,enum=flinkgo.plan.v1.FileSource_Format" json:"format,omitempty"`
 	// A directory: each sink subtask writes its own part file.
-	Path          string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Path          string        `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Mode          FileSink_Mode `protobuf:"varint,3,opt,name=mode,proto3,enum=flinkgo.plan.v1.FileSink_Mode" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1847,6 +1904,13 @@ func (x *FileSink) GetPath() string {
 		return x.Path
 	}
 	return ""
+}
+
+func (x *FileSink) GetMode() FileSink_Mode {
+	if x != nil {
+		return x.Mode
+	}
+	return FileSink_ERROR
 }
 
 // CollectSink returns the rows to the client (collect, to_pandas).
@@ -2012,10 +2076,16 @@ const file_plan_proto_rawDesc = "" +
 	"\x04file\x18\x02 \x01(\v2\x19.flinkgo.plan.v1.FileSinkH\x00R\x04file\x128\n" +
 	"\acollect\x18\x03 \x01(\v2\x1c.flinkgo.plan.v1.CollectSinkH\x00R\acollectB\x06\n" +
 	"\x04kind\"\v\n" +
-	"\tPrintSink\"Z\n" +
+	"\tPrintSink\"\xbc\x01\n" +
 	"\bFileSink\x12:\n" +
 	"\x06format\x18\x01 \x01(\x0e2\".flinkgo.plan.v1.FileSource.FormatR\x06format\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\"\r\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x122\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x1e.flinkgo.plan.v1.FileSink.ModeR\x04mode\",\n" +
+	"\x04Mode\x12\t\n" +
+	"\x05ERROR\x10\x00\x12\r\n" +
+	"\tOVERWRITE\x10\x01\x12\n" +
+	"\n" +
+	"\x06APPEND\x10\x02\"\r\n" +
 	"\vCollectSinkB1Z/github.com/flinkgo/flinkgo/runtime/proto/planpbb\x06proto3"
 
 var (
@@ -2030,78 +2100,80 @@ func file_plan_proto_rawDescGZIP() []byte {
 	return file_plan_proto_rawDescData
 }
 
-var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_plan_proto_goTypes = []any{
 	(Partitioning_Kind)(0),   // 0: flinkgo.plan.v1.Partitioning.Kind
 	(FileSource_Format)(0),   // 1: flinkgo.plan.v1.FileSource.Format
 	(KeyedAggregate_Emit)(0), // 2: flinkgo.plan.v1.KeyedAggregate.Emit
-	(*JobPlan)(nil),          // 3: flinkgo.plan.v1.JobPlan
-	(*Node)(nil),             // 4: flinkgo.plan.v1.Node
-	(*Input)(nil),            // 5: flinkgo.plan.v1.Input
-	(*Partitioning)(nil),     // 6: flinkgo.plan.v1.Partitioning
-	(*Expr)(nil),             // 7: flinkgo.plan.v1.Expr
-	(*Literal)(nil),          // 8: flinkgo.plan.v1.Literal
-	(*Call)(nil),             // 9: flinkgo.plan.v1.Call
-	(*UdfExpr)(nil),          // 10: flinkgo.plan.v1.UdfExpr
-	(*NamedExpr)(nil),        // 11: flinkgo.plan.v1.NamedExpr
-	(*Source)(nil),           // 12: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),      // 13: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),       // 14: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),    // 15: flinkgo.plan.v1.DatagenSource
-	(*Select)(nil),           // 16: flinkgo.plan.v1.Select
-	(*Filter)(nil),           // 17: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),       // 18: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),   // 19: flinkgo.plan.v1.KeyedAggregate
-	(*DropDuplicates)(nil),   // 20: flinkgo.plan.v1.DropDuplicates
-	(*Aggregate)(nil),        // 21: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),            // 22: flinkgo.plan.v1.Union
-	(*Sink)(nil),             // 23: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),        // 24: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),         // 25: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),      // 26: flinkgo.plan.v1.CollectSink
-	nil,                      // 27: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil), // 28: flinkgo.worker.v1.UdfSpec
+	(FileSink_Mode)(0),       // 3: flinkgo.plan.v1.FileSink.Mode
+	(*JobPlan)(nil),          // 4: flinkgo.plan.v1.JobPlan
+	(*Node)(nil),             // 5: flinkgo.plan.v1.Node
+	(*Input)(nil),            // 6: flinkgo.plan.v1.Input
+	(*Partitioning)(nil),     // 7: flinkgo.plan.v1.Partitioning
+	(*Expr)(nil),             // 8: flinkgo.plan.v1.Expr
+	(*Literal)(nil),          // 9: flinkgo.plan.v1.Literal
+	(*Call)(nil),             // 10: flinkgo.plan.v1.Call
+	(*UdfExpr)(nil),          // 11: flinkgo.plan.v1.UdfExpr
+	(*NamedExpr)(nil),        // 12: flinkgo.plan.v1.NamedExpr
+	(*Source)(nil),           // 13: flinkgo.plan.v1.Source
+	(*ArrowSource)(nil),      // 14: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),       // 15: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),    // 16: flinkgo.plan.v1.DatagenSource
+	(*Select)(nil),           // 17: flinkgo.plan.v1.Select
+	(*Filter)(nil),           // 18: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),       // 19: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),   // 20: flinkgo.plan.v1.KeyedAggregate
+	(*DropDuplicates)(nil),   // 21: flinkgo.plan.v1.DropDuplicates
+	(*Aggregate)(nil),        // 22: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),            // 23: flinkgo.plan.v1.Union
+	(*Sink)(nil),             // 24: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),        // 25: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),         // 26: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),      // 27: flinkgo.plan.v1.CollectSink
+	nil,                      // 28: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*workerpb.UdfSpec)(nil), // 29: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	27, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
-	4,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
-	5,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
-	12, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
-	16, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
-	17, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
-	18, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
-	19, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	22, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	23, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	20, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	6,  // 11: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	28, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	5,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
+	6,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
+	13, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
+	17, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
+	18, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
+	19, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
+	20, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
+	23, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	24, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	21, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
+	7,  // 11: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
 	0,  // 12: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	8,  // 13: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	9,  // 14: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	10, // 15: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	7,  // 16: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	28, // 17: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	7,  // 18: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	7,  // 19: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	13, // 20: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	14, // 21: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	15, // 22: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	9,  // 13: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	10, // 14: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	11, // 15: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	8,  // 16: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	29, // 17: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	8,  // 18: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	8,  // 19: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	14, // 20: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	15, // 21: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	16, // 22: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
 	1,  // 23: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	11, // 24: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	7,  // 25: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	28, // 26: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	21, // 27: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	12, // 24: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	8,  // 25: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	29, // 26: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	22, // 27: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
 	2,  // 28: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	24, // 29: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	25, // 30: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	26, // 31: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	25, // 29: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	26, // 30: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	27, // 31: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
 	1,  // 32: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	3,  // 33: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -2147,7 +2219,7 @@ func file_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
