@@ -98,7 +98,7 @@ func TestWatermarksTravelThroughTheExchange(t *testing.T) {
 		wms   []watermark.Watermark
 		fails []string
 	)
-	base := operators.Registry(operators.Options{Collect: func(_ *plan.Operator, _ int, b arrow.RecordBatch) error {
+	base := operators.Registry(operators.Options{SourceBatchRows: 50, Collect: func(_ *plan.Operator, _ int, b arrow.RecordBatch) error {
 		b.Release()
 		return nil
 	}})
@@ -115,7 +115,7 @@ func TestWatermarksTravelThroughTheExchange(t *testing.T) {
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	j, err := Start(context.Background(), g, Options{Allocator: mem, Registry: reg})
+	j, err := Start(context.Background(), g, Options{Allocator: mem, Registry: reg, SourceBatchRows: 50, ChannelCapacity: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
