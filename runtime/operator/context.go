@@ -49,6 +49,9 @@ type Context struct {
 	// finished, so that a restart before then replays no row of a
 	// published part.
 	PublishAtEnd func(sink.SinkState)
+	// Watermarks sends the watermarks and statuses the operator makes
+	// itself downstream (a watermark assigner's); the task sets it.
+	Watermarks WatermarkOutput
 }
 
 // KeyedContext is where a keyed operator subtask keeps its keyed state.

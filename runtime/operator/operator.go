@@ -7,15 +7,33 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/watermark"
 )
 
 // Emit hands a batch downstream and takes ownership of it.
 type Emit func(ctx context.Context, b arrow.RecordBatch) error
 
-// Watermark is an event-time watermark: no row of an earlier event time
-// follows it. Nothing produces watermarks yet; OnWatermark is the hook
-// operators will implement.
-type Watermark time.Time
+// Watermark is an event-time watermark in milliseconds since the epoch: no
+// row of an earlier or equal event time follows it (package watermark's).
+type Watermark = watermark.Watermark
+
+// WatermarkOutput sends what an operator generates itself (a watermark
+// assigner's periodic watermark, its idle status) downstream, after every
+// batch it emitted before. The task forwards only a watermark greater than
+// the last the operator forwarded, and only a change of status.
+type WatermarkOutput interface {
+	EmitWatermark(ctx context.Context, wm Watermark) error
+	EmitStatus(ctx context.Context, s watermark.Status) error
+}
+
+// WatermarkGenerator is an Operator that makes its own watermarks and
+// statuses (Flink's TimestampsAndWatermarksOperator): the task does not
+// pass upstream statuses past it, and its OnWatermark decides which
+// upstream watermarks go on (only the maximum one, at the end of input).
+type WatermarkGenerator interface {
+	Operator
+	GeneratesWatermarks()
+}
 
 // Operator is one subtask of a non-source operator, driven by its task.
 //
@@ -56,9 +74,11 @@ type Operator interface {
 	Deadline() (time.Time, bool)
 	// OnTimer runs when Deadline has passed.
 	OnTimer(ctx context.Context, emit Emit) error
-	// OnWatermark runs when a watermark reaches the operator, after every
-	// batch before it, and returns the watermark to forward downstream.
-	// Base forwards it unchanged.
+	// OnWatermark runs when the task's input watermark (the minimum over
+	// its input channels, Flink's StatusWatermarkValve) grows, after every
+	// batch before it: it emits everything the watermark causes, then
+	// returns the watermark to forward downstream (forwarded only when it
+	// grew). Base forwards it unchanged. Watermarks are not checkpointed.
 	OnWatermark(ctx context.Context, wm Watermark, emit Emit) (Watermark, error)
 	// SnapshotState runs when checkpoint target's barrier has reached the
 	// operator, after every batch before it: it may emit (what it emits

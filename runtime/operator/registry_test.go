@@ -40,7 +40,7 @@ func TestRegistryRejectsIncompleteAndDuplicateKinds(t *testing.T) {
 // event time passes it on.
 func TestBaseForwardsWatermarks(t *testing.T) {
 	var b Base
-	wm := Watermark{}
+	wm := Watermark(5)
 	got, err := b.OnWatermark(t.Context(), wm, nil)
 	if err != nil || got != wm {
 		t.Fatalf("got %v, %v", got, err)

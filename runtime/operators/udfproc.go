@@ -222,3 +222,13 @@ func (p *udfProc) Release() {
 func (p *udfProc) SnapshotState(ctx context.Context, _ checkpoint.Target, emit operator.Emit, _ *checkpoint.SubtaskState) error {
 	return p.with(ctx, emit, func() error { return p.op.FinishBundle(ctx) })
 }
+
+// OnWatermark holds the watermark until the bundle in flight is finished,
+// as PyFlink does: the results of every row before the watermark are
+// emitted before it goes on (docs/semantics.md#bundles).
+func (p *udfProc) OnWatermark(ctx context.Context, wm operator.Watermark, emit operator.Emit) (operator.Watermark, error) {
+	if err := p.with(ctx, emit, func() error { return p.op.FinishBundle(ctx) }); err != nil {
+		return wm, err
+	}
+	return wm, nil
+}

@@ -106,6 +106,8 @@ func (t *Task) handle(ctx context.Context, m message) error {
 		return t.checkAligned(ctx)
 	case m.barrier > 0:
 		return t.onBarrier(ctx, m)
+	case m.event != noEvent:
+		return t.onEvent(ctx, m)
 	}
 	err := t.head.process(ctx, m.input, m.batch)
 	m.batch.Release()

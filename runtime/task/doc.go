@@ -6,7 +6,9 @@
 // partitioners of package partition on every edge), and checkpoint barriers
 // in-band: alignment over several producers, the chain's snapshot in chain
 // order, the asynchronous part of keyed snapshots on a goroutine of the
-// task's own, and the acknowledgement to the coordinator.
+// task's own, and the acknowledgement to the coordinator. Watermarks and
+// idle statuses travel in-band too, through a watermark.Valve per task
+// (watermark.go).
 //
 // A task builds its operators from an operator.Registry and drives them
 // through the operator.Operator contract only; it knows no operator kind.

@@ -11,19 +11,32 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/watermark"
 )
 
 // message is what travels on an inbox from one of its producers: a batch
-// of input `input`, a checkpoint barrier, or the end of the producer's
-// stream.
+// of input `input`, a checkpoint barrier, a watermark or a watermark
+// status, or the end of the producer's stream.
 type message struct {
 	input    int
 	producer int               // the producer's index among the inbox's
-	batch    arrow.RecordBatch // nil for a barrier or the end of stream
+	batch    arrow.RecordBatch // nil for a control message or the end of stream
 	barrier  int64             // > 0: the barrier of this checkpoint
+	event    eventKind
+	wm       watermark.Watermark // of a watermark event
+	status   watermark.Status    // of a status event
 }
 
-func (m message) isEnd() bool { return m.batch == nil && m.barrier == 0 }
+// eventKind says whether a message carries a watermark or a status.
+type eventKind uint8
+
+const (
+	noEvent eventKind = iota
+	watermarkEvent
+	statusEvent
+)
+
+func (m message) isEnd() bool { return m.batch == nil && m.barrier == 0 && m.event == noEvent }
 
 // inbox is one subtask's input channel, shared by all its producers.
 type inbox struct {
@@ -73,10 +86,27 @@ func (outs outputs) end(ctx context.Context) error { return outs.broadcast(ctx, 
 func (outs outputs) barrier(ctx context.Context, id int64) error { return outs.broadcast(ctx, id) }
 
 func (outs outputs) broadcast(ctx context.Context, barrier int64) error {
+	return outs.send(ctx, message{barrier: barrier})
+}
+
+// watermark sends wm to every connected consumer (every channel of every
+// edge, whatever its partitioning), after every batch sent before it.
+func (outs outputs) watermark(ctx context.Context, wm watermark.Watermark) error {
+	return outs.send(ctx, message{event: watermarkEvent, wm: wm})
+}
+
+// status sends a watermark status to every connected consumer.
+func (outs outputs) status(ctx context.Context, s watermark.Status) error {
+	return outs.send(ctx, message{event: statusEvent, status: s})
+}
+
+// send sends a copy of the control message m to every connected consumer.
+func (outs outputs) send(ctx context.Context, m message) error {
 	for _, o := range outs {
 		for i, t := range o.targets {
+			m.input, m.producer = o.input, o.producer[i]
 			select {
-			case t.ch <- message{input: o.input, producer: o.producer[i], barrier: barrier}:
+			case t.ch <- m:
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/sink"
 	"github.com/flinkgo/flinkgo/runtime/source"
+	"github.com/flinkgo/flinkgo/runtime/watermark"
 	"github.com/flinkgo/flinkgo/state"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 )
@@ -40,7 +41,8 @@ type Task struct {
 	head    *link
 	links   []*link // the chain, head first, in topological order
 	in      *inbox
-	reader  source.Reader // a source head's
+	valve   *watermark.Valve // over the inbox's producers; nil for a source
+	reader  source.Reader    // a source head's
 	coord   Coordinator
 
 	// Set from other goroutines (see barrier.go): the latest barrier a
@@ -74,6 +76,10 @@ type link struct {
 	count    *operator.Counters
 	children []*link // operators chained to this one
 	outs     outputs // edges leaving the chain
+	// wmIn is the last watermark given to the operator, wmOut the last it
+	// forwarded, status the last status forwarded (watermark.go).
+	wmIn, wmOut watermark.Watermark
+	status      watermark.Status
 }
 
 // isChained reports whether op runs in the task of an upstream operator.
@@ -87,9 +93,13 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	g := bc.Graph
 	in := bc.inboxes[head.ID][i]
 	t := &Task{subtask: i, in: in, signal: make(chan struct{}, 1), ended: make([]bool, in.producers)}
+	if in.producers > 0 {
+		t.valve = watermark.NewValve(in.producers)
+	}
 	var add func(op *plan.Operator) (*link, error)
 	add = func(op *plan.Operator) (*link, error) {
-		l := &link{op: op, count: &bc.Counters[op.ID], outs: bc.outs[op.ID][i]}
+		l := &link{op: op, count: &bc.Counters[op.ID], outs: bc.outs[op.ID][i],
+			wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
 		t.links = append(t.links, l)
 		if err := t.build(bc, l); err != nil {
 			return nil, fmt.Errorf("operator %q (uid %s, subtask %d): %w", op.Name, op.UID, i, err)
@@ -130,7 +140,7 @@ func (t *Task) build(bc *buildContext, l *link) error {
 		Op: op, Subtask: t.subtask, Parallelism: op.Parallelism, MaxParallelism: bc.Graph.MaxParallelism,
 		In: in, Out: bc.schemas[op.ID], Allocator: bc.Allocator, Counters: l.count,
 		Logger:    bc.Logger.With("operator", op.Name, "uid", op.UID, "subtask", t.subtask),
-		AttemptID: bc.AttemptID,
+		AttemptID: bc.AttemptID, Watermarks: linkOutput{l},
 	}
 	if st := bc.From.Operator(op.UID); st != nil {
 		c.Restored, c.RestoreBase = st, bc.From.Base
@@ -284,8 +294,14 @@ func (t *Task) Run(ctx context.Context) (err error) {
 // finish ends the chain's operators upstream first, so that what one emits
 // as it finishes reaches the next before that one finishes, then tells the
 // consumers of every edge leaving the chain that this subtask is done.
+// The end of input is the maximum watermark first (a task with producers
+// has it from its valve already, every producer having sent it), as
+// Flink's: every window fires and every timer runs.
 func (t *Task) finish(ctx context.Context) error {
 	t.finished.Store(true)
+	if err := t.head.onWatermark(ctx, watermark.MaxWatermark); err != nil {
+		return err
+	}
 	for _, l := range t.links {
 		if l.proc != nil {
 			if err := l.named(l.proc.Finish(ctx, l.emit)); err != nil {
