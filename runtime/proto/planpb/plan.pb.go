@@ -298,6 +298,7 @@ type Node struct {
 	//	*Node_Union
 	//	*Node_Sink
 	//	*Node_DropDuplicates
+	//	*Node_Limit
 	Kind          isNode_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -454,6 +455,15 @@ func (x *Node) GetDropDuplicates() *DropDuplicates {
 	return nil
 }
 
+func (x *Node) GetLimit() *Limit {
+	if x != nil {
+		if x, ok := x.Kind.(*Node_Limit); ok {
+			return x.Limit
+		}
+	}
+	return nil
+}
+
 type isNode_Kind interface {
 	isNode_Kind()
 }
@@ -490,6 +500,10 @@ type Node_DropDuplicates struct {
 	DropDuplicates *DropDuplicates `protobuf:"bytes,17,opt,name=drop_duplicates,json=dropDuplicates,proto3,oneof"`
 }
 
+type Node_Limit struct {
+	Limit *Limit `protobuf:"bytes,18,opt,name=limit,proto3,oneof"`
+}
+
 func (*Node_Source) isNode_Kind() {}
 
 func (*Node_Select) isNode_Kind() {}
@@ -505,6 +519,8 @@ func (*Node_Union) isNode_Kind() {}
 func (*Node_Sink) isNode_Kind() {}
 
 func (*Node_DropDuplicates) isNode_Kind() {}
+
+func (*Node_Limit) isNode_Kind() {}
 
 // Input is one incoming edge and how its rows are distributed.
 type Input struct {
@@ -1562,6 +1578,57 @@ func (x *DropDuplicates) GetSubset() []string {
 	return nil
 }
 
+// Limit passes on the first n rows that reach it and no more (Spark's
+// limit: which rows, over a parallel input, is unspecified; how many is
+// exact). It runs at parallelism 1, reading its input over a GLOBAL edge;
+// once n rows have passed, the sources upstream of it stop reading, so a
+// limit bounds any pipeline, an endless source's too. Its output schema is
+// its input's.
+type Limit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At least 1.
+	N             int64 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Limit) Reset() {
+	*x = Limit{}
+	mi := &file_plan_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Limit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Limit) ProtoMessage() {}
+
+func (x *Limit) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Limit.ProtoReflect.Descriptor instead.
+func (*Limit) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Limit) GetN() int64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
 type Aggregate struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// sum, count, min, max, mean.
@@ -1576,7 +1643,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1655,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1668,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18}
+	return file_plan_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -1634,7 +1701,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1713,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1726,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 type Sink struct {
@@ -1676,7 +1743,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1755,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1768,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -1768,7 +1835,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +1847,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +1860,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 type FileSink struct {
@@ -1807,7 +1874,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1819,7 +1886,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1832,7 +1899,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -1858,7 +1925,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1870,7 +1937,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1883,7 +1950,7 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23}
+	return file_plan_proto_rawDescGZIP(), []int{24}
 }
 
 var File_plan_proto protoreflect.FileDescriptor
@@ -1899,7 +1966,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x05nodes\x18\x04 \x03(\v2\x15.flinkgo.plan.v1.NodeR\x05nodes\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb9\x05\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x12\n" +
@@ -1916,7 +1983,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fkeyed_aggregate\x18\x0e \x01(\v2\x1f.flinkgo.plan.v1.KeyedAggregateH\x00R\x0ekeyedAggregate\x12.\n" +
 	"\x05union\x18\x0f \x01(\v2\x16.flinkgo.plan.v1.UnionH\x00R\x05union\x12+\n" +
 	"\x04sink\x18\x10 \x01(\v2\x15.flinkgo.plan.v1.SinkH\x00R\x04sink\x12J\n" +
-	"\x0fdrop_duplicates\x18\x11 \x01(\v2\x1f.flinkgo.plan.v1.DropDuplicatesH\x00R\x0edropDuplicatesB\x06\n" +
+	"\x0fdrop_duplicates\x18\x11 \x01(\v2\x1f.flinkgo.plan.v1.DropDuplicatesH\x00R\x0edropDuplicates\x12.\n" +
+	"\x05limit\x18\x12 \x01(\v2\x16.flinkgo.plan.v1.LimitH\x00R\x05limitB\x06\n" +
 	"\x04kind\"^\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
@@ -2001,7 +2069,9 @@ const file_plan_proto_rawDesc = "" +
 	"EMIT_FINAL\x10\x01\x12\x10\n" +
 	"\fEMIT_UPDATES\x10\x02\"(\n" +
 	"\x0eDropDuplicates\x12\x16\n" +
-	"\x06subset\x18\x01 \x03(\tR\x06subset\"S\n" +
+	"\x06subset\x18\x01 \x03(\tR\x06subset\"\x15\n" +
+	"\x05Limit\x12\f\n" +
+	"\x01n\x18\x01 \x01(\x03R\x01n\"S\n" +
 	"\tAggregate\x12\x1a\n" +
 	"\bfunction\x18\x01 \x01(\tR\bfunction\x12\x16\n" +
 	"\x06column\x18\x02 \x01(\tR\x06column\x12\x12\n" +
@@ -2031,7 +2101,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_plan_proto_goTypes = []any{
 	(Partitioning_Kind)(0),   // 0: flinkgo.plan.v1.Partitioning.Kind
 	(FileSource_Format)(0),   // 1: flinkgo.plan.v1.FileSource.Format
@@ -2054,17 +2124,18 @@ var file_plan_proto_goTypes = []any{
 	(*MapBatches)(nil),       // 18: flinkgo.plan.v1.MapBatches
 	(*KeyedAggregate)(nil),   // 19: flinkgo.plan.v1.KeyedAggregate
 	(*DropDuplicates)(nil),   // 20: flinkgo.plan.v1.DropDuplicates
-	(*Aggregate)(nil),        // 21: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),            // 22: flinkgo.plan.v1.Union
-	(*Sink)(nil),             // 23: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),        // 24: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),         // 25: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),      // 26: flinkgo.plan.v1.CollectSink
-	nil,                      // 27: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil), // 28: flinkgo.worker.v1.UdfSpec
+	(*Limit)(nil),            // 21: flinkgo.plan.v1.Limit
+	(*Aggregate)(nil),        // 22: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),            // 23: flinkgo.plan.v1.Union
+	(*Sink)(nil),             // 24: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),        // 25: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),         // 26: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),      // 27: flinkgo.plan.v1.CollectSink
+	nil,                      // 28: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*workerpb.UdfSpec)(nil), // 29: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	27, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	28, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
 	4,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
 	5,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
 	12, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
@@ -2072,36 +2143,37 @@ var file_plan_proto_depIdxs = []int32{
 	17, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
 	18, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
 	19, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	22, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	23, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	23, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	24, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
 	20, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	6,  // 11: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
-	0,  // 12: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	8,  // 13: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	9,  // 14: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	10, // 15: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	7,  // 16: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	28, // 17: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	7,  // 18: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	7,  // 19: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	13, // 20: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	14, // 21: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	15, // 22: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	1,  // 23: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	11, // 24: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	7,  // 25: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	28, // 26: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	21, // 27: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	2,  // 28: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	24, // 29: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	25, // 30: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	26, // 31: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 32: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	21, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	6,  // 12: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	0,  // 13: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
+	8,  // 14: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	9,  // 15: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	10, // 16: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	7,  // 17: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	29, // 18: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	7,  // 19: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	7,  // 20: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	13, // 21: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	14, // 22: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	15, // 23: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	1,  // 24: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	11, // 25: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	7,  // 26: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	29, // 27: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	22, // 28: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	2,  // 29: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	25, // 30: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	26, // 31: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	27, // 32: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	1,  // 33: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -2118,6 +2190,7 @@ func file_plan_proto_init() {
 		(*Node_Union)(nil),
 		(*Node_Sink)(nil),
 		(*Node_DropDuplicates)(nil),
+		(*Node_Limit)(nil),
 	}
 	file_plan_proto_msgTypes[4].OneofWrappers = []any{
 		(*Expr_Column)(nil),
@@ -2137,7 +2210,7 @@ func file_plan_proto_init() {
 		(*Source_File)(nil),
 		(*Source_Datagen)(nil),
 	}
-	file_plan_proto_msgTypes[20].OneofWrappers = []any{
+	file_plan_proto_msgTypes[21].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
@@ -2148,7 +2221,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
