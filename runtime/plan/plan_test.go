@@ -414,4 +414,8 @@ func TestLimitRule(t *testing.T) {
 	if _, err = Plan(jobWith(nil, endless(1), bad, collect), Options{}); err == nil || !strings.Contains(err.Error(), "limit n is 0") {
 		t.Fatalf("got %v", err)
 	}
+	limit.Parallelism = 3
+	if _, err = Plan(jobWith(nil, endless(1), limit, collect), Options{}); err == nil || !strings.Contains(err.Error(), "a limit runs at parallelism 1") {
+		t.Fatalf("got %v", err)
+	}
 }
