@@ -395,6 +395,48 @@ class DataFrame:
             )
         return KeyedDataFrame(self, tuple(names))
 
+    def limit(self, n: int) -> DataFrame:
+        """Keep at most `n` rows (Spark's limit), and end the pipeline once they have passed.
+
+        The limit counts rows in one subtask, so the result holds exactly `n` rows (all of
+        them if the input has fewer); which rows, over a parallel input, is unspecified.
+        Once `n` rows have passed, the sources upstream stop reading: a limit bounds any
+        pipeline, so ``env.datagen(...).limit(5).to_pandas()`` returns. A checkpoint saves
+        the count, so a restored job passes `n` rows in all.
+
+        Parameters
+        ----------
+        n
+            How many rows to keep, a positive int.
+
+        Returns
+        -------
+        DataFrame
+            The same columns, at most `n` rows.
+
+        Raises
+        ------
+        TypeError
+            If `n` is not an int.
+        ValueError
+            If `n` is not positive.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1, 2, 3]}))
+        >>> df.limit(2)
+        <DataFrame limit(2) [x: int64]>
+        """
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"limit: n must be a positive int, got {n!r}")
+        if n < 1:
+            raise ValueError(f"limit: n must be a positive int, got {n}")
+        from flinkgo._proto import plan_pb2 as pb
+
+        return self._then("limit", pb.Limit(n=n), f"limit({n})", self.schema)
+
     def drop_duplicates(self, *, subset: str | Sequence[str] | None = None) -> DataFrame:
         """Keep the first row seen of each combination of values (Spark's dropDuplicates).
 

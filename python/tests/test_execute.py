@@ -948,3 +948,30 @@ def test_file_sink_mode_is_validated(env, tmp_path, mode):
     df = env.from_pandas(pd.DataFrame({"x": [1]}))
     with pytest.raises(ValueError, match=r"write_parquet: mode must be one of 'error', "):
         df.write_parquet(tmp_path / "out", mode=mode)
+
+
+def test_limit_bounds_an_endless_source(env):
+    gen = env.datagen(schema=pa.schema([("id", pa.int64())]))
+    out = gen.limit(5).to_pandas()
+    assert len(out) == 5
+    gen.limit(5).print()
+    assert "passes the first 5 rows" in env.explain()
+
+
+def test_collect_of_an_endless_source_is_refused(env):
+    gen = env.datagen(schema=pa.schema([("id", pa.int64())]))
+    with pytest.raises(
+        fg.JobFailedError, match=r"collect\(\) would never return: bound it with \.limit\(n\)"
+    ):
+        gen.to_pandas()
+
+
+def test_limit_larger_than_the_input_and_parallel(env):
+    df = env.from_pandas(BASE)
+    assert_same(df.limit(len(BASE) + 10).to_pandas(), BASE)
+    gen = env.datagen(schema=pa.schema([("id", pa.int64())])).set_parallelism(3)
+    assert len(gen.limit(n=1000).to_pandas()) == 1000
+    with pytest.raises(ValueError, match="limit: n must be a positive int, got 0"):
+        df.limit(0)
+    with pytest.raises(TypeError, match="limit: n must be a positive int"):
+        df.limit(2.5)

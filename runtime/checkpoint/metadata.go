@@ -49,10 +49,15 @@ type SubtaskState struct {
 	Source  json.RawMessage `json:"source,omitempty"`
 	Sink    json.RawMessage `json:"sink,omitempty"`
 	Keyed   json.RawMessage `json:"keyed,omitempty"`
+	// Operator is the small state of an operator that is neither a
+	// source, a sink nor keyed (a limit's count), encoded by the operator.
+	Operator json.RawMessage `json:"operator,omitempty"`
 }
 
 // Empty reports whether the subtask has no state at all.
-func (s SubtaskState) Empty() bool { return s.Source == nil && s.Sink == nil && s.Keyed == nil }
+func (s SubtaskState) Empty() bool {
+	return s.Source == nil && s.Sink == nil && s.Keyed == nil && s.Operator == nil
+}
 
 // unwrapPath drops the path of an *os.PathError, which the message
 // already names.

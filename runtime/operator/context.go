@@ -52,6 +52,12 @@ type Context struct {
 	// Watermarks sends the watermarks and statuses the operator makes
 	// itself downstream (a watermark assigner's); the task sets it.
 	Watermarks WatermarkOutput
+	// EndInput tells the runtime the operator needs no more input (a
+	// limit whose rows have passed): the sources in Op.Ends stop reading
+	// once every limit that ends them has called it, and end their
+	// streams as at the end of their data, so the job ends FINISHED.
+	// Safe from any goroutine, more than once; nil when Op.Ends is empty.
+	EndInput func()
 }
 
 // KeyedContext is where a keyed operator subtask keeps its keyed state.

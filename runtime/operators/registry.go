@@ -50,6 +50,7 @@ func Registry(opts Options) *operator.Registry {
 		mapBatchesKind(opts),
 		keyedAggregateKind(opts),
 		dropDuplicatesKind(opts),
+		limitKind(),
 		sinkKind(opts),
 	)
 	if err != nil {

@@ -93,6 +93,9 @@ func explainWork(sb *strings.Builder, op *Operator) {
 		fmt.Fprintf(sb, "    emits %s (%s)\n", mode, how)
 	case op.Kind == KindDropDuplicates:
 		fmt.Fprintf(sb, "    keeps the first row of each (%s)\n", strings.Join(op.Node.GetDropDuplicates().GetSubset(), ", "))
+	case op.Kind == KindLimit:
+		fmt.Fprintf(sb, "    passes the first %d rows (of every subtask upstream, in arrival order), then %s\n",
+			op.Node.GetLimit().GetN(), limitEnds(op))
 	case op.Role == "":
 	case op.Kind == KindSelect:
 		cols := make([]string, len(op.Node.GetSelect().GetColumns()))
@@ -211,4 +214,12 @@ func formatLiteral(l *planpb.Literal) string {
 		s += "::" + l.GetType()
 	}
 	return s
+}
+
+// limitEnds says what a limit does once its rows have passed.
+func limitEnds(op *Operator) string {
+	if len(op.Ends) == 0 {
+		return "drops the rest (its sources feed other sinks too, so they read on)"
+	}
+	return fmt.Sprintf("ends its input: stops %d source(s)", len(op.Ends))
 }

@@ -24,6 +24,7 @@ const (
 	KindUnion
 	KindSink
 	KindDropDuplicates
+	KindLimit
 )
 
 var kindNames = [...]string{
@@ -36,6 +37,7 @@ var kindNames = [...]string{
 	KindUnion:          "union",
 	KindSink:           "sink",
 	KindDropDuplicates: "drop_duplicates",
+	KindLimit:          "limit",
 }
 
 func (k Kind) String() string {
@@ -50,6 +52,7 @@ const (
 	FromExplicit    = "explicit"        // the node's set_parallelism
 	FromDefault     = "default"         // the job's default parallelism
 	FromConcurrency = "udf concurrency" // the explicit concurrency of a synchronous UDF
+	FromLimit       = "limit"           // a limit counts its rows in one subtask
 )
 
 // Graph is the physical job graph: operators in topological order and the
@@ -134,6 +137,12 @@ type Operator struct {
 	// so itself (package source), any other operator's ends when every
 	// source upstream of it is bounded.
 	Bounded bool
+	// Ends lists, for a limit, the sources it ends once its n rows have
+	// passed (upstream of it, with no path to a sink that skips a limit);
+	// EndAfter is, for a source, how many limits must have ended it before
+	// it stops reading (0: none, it reads to its own end).
+	Ends     []int
+	EndAfter int
 	// EmitUpdates is a keyed aggregation's emit mode, resolved: true when
 	// it emits the groups that changed every update interval (UPDATES, or
 	// AUTO over an input that never ends), false when it emits every group

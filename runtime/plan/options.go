@@ -39,6 +39,11 @@ type Options struct {
 	// DefaultParallelism is the parallelism of nodes that set none when the
 	// plan's default_parallelism is 0. Default 1.
 	DefaultParallelism int
+	// CollectMustEnd refuses a collect sink whose input never ends: set it
+	// where a client waits for the job's end to get the collected rows
+	// (the server: to_pandas, collect). A program that embeds the runtime
+	// and cancels its jobs itself leaves it unset.
+	CollectMustEnd bool
 	// MaxParallelism is the number of key groups. 0 reads the plan's
 	// pipeline.max-parallelism, else keygroup.DefaultMaxParallelism of the
 	// largest operator parallelism.

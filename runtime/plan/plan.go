@@ -2,7 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -61,6 +63,13 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 	}
 	b.chain()
 	b.resolveBoundedness()
+	if opts.CollectMustEnd {
+		b.checkCollectEnds()
+	}
+	b.resolveLimitEnds()
+	if len(b.problems) > 0 {
+		return nil, invalid(job, b.problems)
+	}
 	if opts.Schemas != nil {
 		b.deriveSchemas(opts.Schemas)
 		if len(b.problems) > 0 {
@@ -123,6 +132,9 @@ func (b *builder) add(n *planpb.Node) {
 				op.Parallelism, op.ParallelismFrom = c, FromConcurrency
 			}
 		}
+		if info.kind == KindLimit {
+			b.limitParallelism(info, op)
+		}
 		ops = []*Operator{op}
 	}
 	for i, op := range ops {
@@ -146,6 +158,10 @@ func (b *builder) add(n *planpb.Node) {
 		}
 		if keys, keyed := keyedBy(n); keyed {
 			b.keyedInput(info, first, e, keys)
+		}
+		if info.kind == KindLimit && !e.Explicit && b.g.Operators[e.From].Parallelism != 1 {
+			// Every row goes to the limit's one subtask, which counts them.
+			e.Partitioning = planpb.Partitioning_GLOBAL
 		}
 		// Internal edges of a node come before its input edges in the list;
 		// keep Edges sorted by downstream operator.
@@ -315,9 +331,12 @@ func (b *builder) chain() {
 // over one that never ends.
 func (b *builder) resolveBoundedness() {
 	for _, op := range b.g.Operators { // topological order
-		if op.Kind == KindSource {
+		switch op.Kind {
+		case KindSource:
 			op.Bounded = readsource.Bounded(op.Node.GetSource())
-		} else {
+		case KindLimit:
+			op.Bounded = true // it ends its sources once its rows have passed
+		default:
 			op.Bounded = true
 			for _, e := range b.g.Inputs(op.ID) {
 				op.Bounded = op.Bounded && b.g.Operators[e.From].Bounded
@@ -332,6 +351,101 @@ func (b *builder) resolveBoundedness() {
 			default:
 				op.EmitUpdates = !op.Bounded
 			}
+		}
+	}
+}
+
+// limitParallelism runs a limit in one subtask: it counts every row that
+// reaches it, so that exactly n pass.
+func (b *builder) limitParallelism(info nodeInfo, op *Operator) {
+	if info.parallelismFrom == FromExplicit && info.parallelism != 1 {
+		b.problem("%s: a limit runs at parallelism 1 (it counts every row in one subtask), it asks for %d: "+
+			"leave its parallelism unset", nodeLabel(info.node), info.parallelism)
+	}
+	op.Parallelism, op.ParallelismFrom = 1, FromLimit
+}
+
+// checkCollectEnds refuses a collect sink over an input that never ends:
+// collect() returns when the job ends, which it never would.
+func (b *builder) checkCollectEnds() {
+	for _, op := range b.g.Operators {
+		if op.Kind != KindSink || op.Node.GetSink().GetCollect() == nil || op.Bounded {
+			continue
+		}
+		var endless []string
+		for _, src := range b.endlessSourcesOf(op.ID) {
+			endless = append(endless, fmt.Sprintf("%q (%s)", src.Name, readsource.WhyEndless(src.Node.GetSource())))
+		}
+		b.problem("collect sink %q reads an endless source %s; collect() would never return: "+
+			"bound it with .limit(n), use a bounded source, or write to a sink and run env.execute_async()",
+			op.Name, strings.Join(endless, ", "))
+	}
+}
+
+// endlessSourcesOf lists the unbounded sources whose rows reach operator id
+// through no limit.
+func (b *builder) endlessSourcesOf(id int) []*Operator {
+	var out []*Operator
+	seen := map[int]bool{}
+	var walk func(id int)
+	walk = func(id int) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		op := b.g.Operators[id]
+		switch {
+		case op.Kind == KindSource && !op.Bounded:
+			out = append(out, op)
+		case op.Kind == KindLimit:
+		default:
+			for _, e := range b.g.Inputs(id) {
+				walk(e.From)
+			}
+		}
+	}
+	walk(id)
+	slices.SortFunc(out, func(x, y *Operator) int { return x.ID - y.ID })
+	return out
+}
+
+// resolveLimitEnds decides which sources the limits end: a source whose
+// every path to a sink passes through a limit stops reading once each of
+// the first limits on those paths has passed its rows. A source with a
+// path that no limit bounds reads on: its other consumers want every row.
+func (b *builder) resolveLimitEnds() {
+	for _, src := range b.g.Operators {
+		if src.Kind != KindSource {
+			continue
+		}
+		limits := map[int]bool{}
+		unlimited := false
+		seen := map[int]bool{}
+		var walk func(id int)
+		walk = func(id int) {
+			if seen[id] {
+				return
+			}
+			seen[id] = true
+			if b.g.Operators[id].Kind == KindLimit {
+				limits[id] = true
+				return
+			}
+			outs := b.g.Outputs(id)
+			if len(outs) == 0 {
+				unlimited = true
+			}
+			for _, e := range outs {
+				walk(e.To)
+			}
+		}
+		walk(src.ID)
+		if unlimited || len(limits) == 0 {
+			continue
+		}
+		src.EndAfter = len(limits)
+		for _, l := range slices.Sorted(maps.Keys(limits)) {
+			b.g.Operators[l].Ends = append(b.g.Operators[l].Ends, src.ID)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -368,5 +369,53 @@ func TestPlanDoesNotModifyItsInput(t *testing.T) {
 	g2 := mustPlan(t, j, opts)
 	if g1.Explain() != g2.Explain() {
 		t.Fatal("planning twice explains differently")
+	}
+}
+
+// A limit runs at parallelism 1 over a GLOBAL edge, bounds its output and
+// ends its source; a collect sink over an endless source is refused.
+func TestLimitRule(t *testing.T) {
+	endless := func(id int32) *planpb.Node {
+		n := source(id, "gen")
+		n.Kind = &planpb.Node_Source{Source: &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{}}}}
+		return n
+	}
+	limit := &planpb.Node{Id: 2, Name: "limit", Inputs: []*planpb.Input{from(1)}, Kind: &planpb.Node_Limit{Limit: &planpb.Limit{N: 5}}}
+	collect := sink(3, "out", from(2))
+	collect.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
+	g, err := Plan(jobWith(nil, endless(1), limit, collect), Options{DefaultParallelism: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, lim := g.Operators[0], g.Operators[1]
+	if lim.Kind != KindLimit || lim.Parallelism != 1 || lim.ParallelismFrom != FromLimit || !lim.Bounded {
+		t.Fatalf("limit: %+v", lim)
+	}
+	if e := g.Inputs(lim.ID)[0]; e.Partitioning != planpb.Partitioning_GLOBAL {
+		t.Fatalf("limit input %s, want GLOBAL", e.Partitioning)
+	}
+	if src.EndAfter != 1 || len(lim.Ends) != 1 || lim.Ends[0] != src.ID {
+		t.Fatalf("source ends after %d limits; limit ends %v", src.EndAfter, lim.Ends)
+	}
+	if !strings.Contains(g.Explain(), "passes the first 5 rows") {
+		t.Fatalf("explain:\n%s", g.Explain())
+	}
+
+	direct := sink(3, "out", from(1))
+	direct.Kind = collect.Kind
+	if _, err = Plan(jobWith(nil, endless(1), direct), Options{DefaultParallelism: 3}); err != nil {
+		t.Fatalf("without CollectMustEnd: %v", err)
+	}
+	_, err = Plan(jobWith(nil, endless(1), direct), Options{DefaultParallelism: 3, CollectMustEnd: true})
+	if err == nil || !strings.Contains(err.Error(), "collect() would never return") {
+		t.Fatalf("got %v", err)
+	}
+	bad := &planpb.Node{Id: 2, Name: "limit", Inputs: []*planpb.Input{from(1)}, Kind: &planpb.Node_Limit{Limit: &planpb.Limit{N: 0}}}
+	if _, err = Plan(jobWith(nil, endless(1), bad, collect), Options{}); err == nil || !strings.Contains(err.Error(), "limit n is 0") {
+		t.Fatalf("got %v", err)
+	}
+	limit.Parallelism = 3
+	if _, err = Plan(jobWith(nil, endless(1), limit, collect), Options{}); err == nil || !strings.Contains(err.Error(), "a limit runs at parallelism 1") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -31,6 +31,8 @@ func nodeKind(n *planpb.Node) Kind {
 		return KindSink
 	case *planpb.Node_DropDuplicates:
 		return KindDropDuplicates
+	case *planpb.Node_Limit:
+		return KindLimit
 	}
 	return 0
 }
@@ -71,7 +73,7 @@ func validate(job *planpb.JobPlan) []string {
 		}
 		kind := nodeKind(n)
 		if kind == 0 {
-			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, union or sink)")
+			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, union or sink)")
 		}
 		problems = append(problems, validateInputs(job, n, kind, i, index, label)...)
 		for _, p := range validateKind(n, kind) {
@@ -209,6 +211,10 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		}
 		for _, c := range subset {
 			column("drop_duplicates subset column", c)
+		}
+	case KindLimit:
+		if n := n.GetLimit().GetN(); n < 1 {
+			bad("limit n is %d; it must be at least 1", n)
 		}
 	}
 	return problems

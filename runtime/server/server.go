@@ -123,6 +123,8 @@ func (s *Server) plan(jp *planpb.JobPlan) (*plan.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A client reads collected rows when the job ends.
+	opts.CollectMustEnd = true
 	return plan.Plan(jp, opts)
 }
 

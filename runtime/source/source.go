@@ -183,6 +183,16 @@ func Bounded(src *planpb.Source) bool {
 	return true
 }
 
+// WhyEndless says, for errors, why a source that Bounded says never ends
+// does not: "datagen without rows=".
+func WhyEndless(src *planpb.Source) string {
+	switch src.GetKind().(type) {
+	case *planpb.Source_Datagen:
+		return "datagen without rows="
+	}
+	return "a source that never ends"
+}
+
 // ReadAll drains r; the caller releases the batches. For tests and
 // collecting small sources.
 func ReadAll(ctx context.Context, r Reader) ([]arrow.RecordBatch, error) {

@@ -44,6 +44,14 @@ func (t *Task) IsSource() bool { return t.reader != nil }
 // savepoint). Safe from any goroutine.
 func (t *Task) StopSource() { t.stopping.Store(true) }
 
+// EndSource makes a source task end its stream before its next batch, as
+// at the end of its data, so that everything downstream finishes (a limit
+// has passed its rows). Safe from any goroutine.
+func (t *Task) EndSource() {
+	t.ending.Store(true)
+	t.wake()
+}
+
 // Finished reports whether the task has finished its input. Safe from any
 // goroutine.
 func (t *Task) Finished() bool { return t.finished.Load() }

@@ -2,6 +2,7 @@ package task
 
 import (
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -40,6 +41,25 @@ type buildContext struct {
 	schemas []*arrow.Schema
 	inboxes [][]*inbox
 	outs    [][]outputs
+	set     *Set
+	// endsLeft counts, per source operator, the limits that have yet to
+	// end it (plan.Operator.EndAfter).
+	endsLeft []atomic.Int64
+}
+
+// endInput is a limit's operator.Context.EndInput: each source it ends
+// stops once every limit that ends it has passed its rows.
+func (bc *buildContext) endInput(limit *plan.Operator) {
+	for _, src := range limit.Ends {
+		if bc.endsLeft[src].Add(-1) != 0 {
+			continue
+		}
+		for _, t := range bc.set.Tasks {
+			if t.head.op.ID == src {
+				t.EndSource()
+			}
+		}
+	}
 }
 
 // Set is every task of one attempt, with the channels between them.
@@ -63,8 +83,12 @@ func Build(cfg Config) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	bc := &buildContext{Config: cfg, schemas: sch, inboxes: inboxes, outs: outs}
 	s := &Set{inboxes: inboxes}
+	bc := &buildContext{Config: cfg, schemas: sch, inboxes: inboxes, outs: outs, set: s,
+		endsLeft: make([]atomic.Int64, len(g.Operators))}
+	for _, op := range g.Operators {
+		bc.endsLeft[op.ID].Store(int64(op.EndAfter))
+	}
 	for _, head := range g.Operators {
 		if isChained(g, head.ID) {
 			continue // runs inside its chain head's task

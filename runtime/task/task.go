@@ -57,6 +57,9 @@ type Task struct {
 	// savepoint).
 	committedUpTo atomic.Int64
 	stopping      atomic.Bool
+	// ending makes a source end its stream now, as at the end of its
+	// data (a limit downstream has passed its rows).
+	ending atomic.Bool
 	// persisting counts the goroutines writing snapshots out (barrier.go).
 	persisting sync.WaitGroup
 
@@ -150,6 +153,9 @@ func (t *Task) build(bc *buildContext, l *link) error {
 			KeyGroups: state.SubtaskKeyGroups(bc.Graph.MaxParallelism, op.Parallelism, t.subtask),
 			StateDir:  bc.StateDir,
 		}
+	}
+	if len(op.Ends) > 0 {
+		c.EndInput = sync.OnceFunc(func() { bc.endInput(op) })
 	}
 	if bc.PublishAtEnd != nil {
 		c.PublishAtEnd = func(st sink.SinkState) { bc.PublishAtEnd(op, st) }
@@ -353,6 +359,9 @@ func (t *Task) runSource(ctx context.Context) error {
 		// Barriers go between batches.
 		if err := t.onSignal(ctx); err != nil {
 			return err
+		}
+		if t.ending.Load() {
+			return t.finish(ctx)
 		}
 		b, err := t.reader.Next(ctx)
 		if errors.Is(err, io.EOF) {

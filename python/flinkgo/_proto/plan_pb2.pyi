@@ -28,7 +28,7 @@ class JobPlan(_message.Message):
     def __init__(self, name: _Optional[str] = ..., default_parallelism: _Optional[int] = ..., config: _Optional[_Mapping[str, str]] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("id", "uid", "name", "parallelism", "inputs", "output_schema", "source", "select", "filter", "map_batches", "keyed_aggregate", "union", "sink", "drop_duplicates")
+    __slots__ = ("id", "uid", "name", "parallelism", "inputs", "output_schema", "source", "select", "filter", "map_batches", "keyed_aggregate", "union", "sink", "drop_duplicates", "limit")
     ID_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class Node(_message.Message):
     UNION_FIELD_NUMBER: _ClassVar[int]
     SINK_FIELD_NUMBER: _ClassVar[int]
     DROP_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
     id: int
     uid: str
     name: str
@@ -57,7 +58,8 @@ class Node(_message.Message):
     union: Union
     sink: Sink
     drop_duplicates: DropDuplicates
-    def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ..., drop_duplicates: _Optional[_Union[DropDuplicates, _Mapping]] = ...) -> None: ...
+    limit: Limit
+    def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ..., drop_duplicates: _Optional[_Union[DropDuplicates, _Mapping]] = ..., limit: _Optional[_Union[Limit, _Mapping]] = ...) -> None: ...
 
 class Input(_message.Message):
     __slots__ = ("node", "partitioning")
@@ -236,6 +238,12 @@ class DropDuplicates(_message.Message):
     SUBSET_FIELD_NUMBER: _ClassVar[int]
     subset: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, subset: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Limit(_message.Message):
+    __slots__ = ("n",)
+    N_FIELD_NUMBER: _ClassVar[int]
+    n: int
+    def __init__(self, n: _Optional[int] = ...) -> None: ...
 
 class Aggregate(_message.Message):
     __slots__ = ("function", "column", "name")

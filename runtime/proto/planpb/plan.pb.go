@@ -256,7 +256,7 @@ func (x FileSink_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileSink_Mode.Descriptor instead.
 func (FileSink_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22, 0}
+	return file_plan_proto_rawDescGZIP(), []int{23, 0}
 }
 
 type JobPlan struct {
@@ -354,6 +354,7 @@ type Node struct {
 	//	*Node_Union
 	//	*Node_Sink
 	//	*Node_DropDuplicates
+	//	*Node_Limit
 	Kind          isNode_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -510,6 +511,15 @@ func (x *Node) GetDropDuplicates() *DropDuplicates {
 	return nil
 }
 
+func (x *Node) GetLimit() *Limit {
+	if x != nil {
+		if x, ok := x.Kind.(*Node_Limit); ok {
+			return x.Limit
+		}
+	}
+	return nil
+}
+
 type isNode_Kind interface {
 	isNode_Kind()
 }
@@ -546,6 +556,10 @@ type Node_DropDuplicates struct {
 	DropDuplicates *DropDuplicates `protobuf:"bytes,17,opt,name=drop_duplicates,json=dropDuplicates,proto3,oneof"`
 }
 
+type Node_Limit struct {
+	Limit *Limit `protobuf:"bytes,18,opt,name=limit,proto3,oneof"`
+}
+
 func (*Node_Source) isNode_Kind() {}
 
 func (*Node_Select) isNode_Kind() {}
@@ -561,6 +575,8 @@ func (*Node_Union) isNode_Kind() {}
 func (*Node_Sink) isNode_Kind() {}
 
 func (*Node_DropDuplicates) isNode_Kind() {}
+
+func (*Node_Limit) isNode_Kind() {}
 
 // Input is one incoming edge and how its rows are distributed.
 type Input struct {
@@ -1618,6 +1634,57 @@ func (x *DropDuplicates) GetSubset() []string {
 	return nil
 }
 
+// Limit passes on the first n rows that reach it and no more (Spark's
+// limit: which rows, over a parallel input, is unspecified; how many is
+// exact). It runs at parallelism 1, reading its input over a GLOBAL edge;
+// once n rows have passed, the sources upstream of it stop reading, so a
+// limit bounds any pipeline, an endless source's too. Its output schema is
+// its input's.
+type Limit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At least 1.
+	N             int64 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Limit) Reset() {
+	*x = Limit{}
+	mi := &file_plan_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Limit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Limit) ProtoMessage() {}
+
+func (x *Limit) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Limit.ProtoReflect.Descriptor instead.
+func (*Limit) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Limit) GetN() int64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
 type Aggregate struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// sum, count, min, max, mean.
@@ -1632,7 +1699,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1711,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1724,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18}
+	return file_plan_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -1690,7 +1757,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1769,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +1782,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 type Sink struct {
@@ -1732,7 +1799,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1811,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1824,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -1824,7 +1891,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1836,7 +1903,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +1916,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 type FileSink struct {
@@ -1864,7 +1931,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +1943,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +1956,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -1922,7 +1989,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2001,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2014,7 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23}
+	return file_plan_proto_rawDescGZIP(), []int{24}
 }
 
 var File_plan_proto protoreflect.FileDescriptor
@@ -1963,7 +2030,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x05nodes\x18\x04 \x03(\v2\x15.flinkgo.plan.v1.NodeR\x05nodes\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb9\x05\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x12\n" +
@@ -1980,7 +2047,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x0fkeyed_aggregate\x18\x0e \x01(\v2\x1f.flinkgo.plan.v1.KeyedAggregateH\x00R\x0ekeyedAggregate\x12.\n" +
 	"\x05union\x18\x0f \x01(\v2\x16.flinkgo.plan.v1.UnionH\x00R\x05union\x12+\n" +
 	"\x04sink\x18\x10 \x01(\v2\x15.flinkgo.plan.v1.SinkH\x00R\x04sink\x12J\n" +
-	"\x0fdrop_duplicates\x18\x11 \x01(\v2\x1f.flinkgo.plan.v1.DropDuplicatesH\x00R\x0edropDuplicatesB\x06\n" +
+	"\x0fdrop_duplicates\x18\x11 \x01(\v2\x1f.flinkgo.plan.v1.DropDuplicatesH\x00R\x0edropDuplicates\x12.\n" +
+	"\x05limit\x18\x12 \x01(\v2\x16.flinkgo.plan.v1.LimitH\x00R\x05limitB\x06\n" +
 	"\x04kind\"^\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
@@ -2065,7 +2133,9 @@ const file_plan_proto_rawDesc = "" +
 	"EMIT_FINAL\x10\x01\x12\x10\n" +
 	"\fEMIT_UPDATES\x10\x02\"(\n" +
 	"\x0eDropDuplicates\x12\x16\n" +
-	"\x06subset\x18\x01 \x03(\tR\x06subset\"S\n" +
+	"\x06subset\x18\x01 \x03(\tR\x06subset\"\x15\n" +
+	"\x05Limit\x12\f\n" +
+	"\x01n\x18\x01 \x01(\x03R\x01n\"S\n" +
 	"\tAggregate\x12\x1a\n" +
 	"\bfunction\x18\x01 \x01(\tR\bfunction\x12\x16\n" +
 	"\x06column\x18\x02 \x01(\tR\x06column\x12\x12\n" +
@@ -2101,7 +2171,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_plan_proto_goTypes = []any{
 	(Partitioning_Kind)(0),   // 0: flinkgo.plan.v1.Partitioning.Kind
 	(FileSource_Format)(0),   // 1: flinkgo.plan.v1.FileSource.Format
@@ -2125,17 +2195,18 @@ var file_plan_proto_goTypes = []any{
 	(*MapBatches)(nil),       // 19: flinkgo.plan.v1.MapBatches
 	(*KeyedAggregate)(nil),   // 20: flinkgo.plan.v1.KeyedAggregate
 	(*DropDuplicates)(nil),   // 21: flinkgo.plan.v1.DropDuplicates
-	(*Aggregate)(nil),        // 22: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),            // 23: flinkgo.plan.v1.Union
-	(*Sink)(nil),             // 24: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),        // 25: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),         // 26: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),      // 27: flinkgo.plan.v1.CollectSink
-	nil,                      // 28: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil), // 29: flinkgo.worker.v1.UdfSpec
+	(*Limit)(nil),            // 22: flinkgo.plan.v1.Limit
+	(*Aggregate)(nil),        // 23: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),            // 24: flinkgo.plan.v1.Union
+	(*Sink)(nil),             // 25: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),        // 26: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),         // 27: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),      // 28: flinkgo.plan.v1.CollectSink
+	nil,                      // 29: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*workerpb.UdfSpec)(nil), // 30: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	28, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	29, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
 	5,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
 	6,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
 	13, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
@@ -2143,37 +2214,38 @@ var file_plan_proto_depIdxs = []int32{
 	18, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
 	19, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
 	20, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	23, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	24, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	24, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	25, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
 	21, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	7,  // 11: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
-	0,  // 12: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	9,  // 13: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	10, // 14: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	11, // 15: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	8,  // 16: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	29, // 17: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	8,  // 18: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	8,  // 19: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	14, // 20: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	15, // 21: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	16, // 22: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	1,  // 23: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	12, // 24: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	8,  // 25: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	29, // 26: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	22, // 27: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	2,  // 28: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	25, // 29: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	26, // 30: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	27, // 31: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 32: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	3,  // 33: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	22, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	7,  // 12: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	0,  // 13: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
+	9,  // 14: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	10, // 15: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	11, // 16: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	8,  // 17: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	30, // 18: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	8,  // 19: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	8,  // 20: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	14, // 21: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	15, // 22: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	16, // 23: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	1,  // 24: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	12, // 25: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	8,  // 26: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	30, // 27: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	23, // 28: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	2,  // 29: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	26, // 30: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	27, // 31: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	28, // 32: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	1,  // 33: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	3,  // 34: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -2190,6 +2262,7 @@ func file_plan_proto_init() {
 		(*Node_Union)(nil),
 		(*Node_Sink)(nil),
 		(*Node_DropDuplicates)(nil),
+		(*Node_Limit)(nil),
 	}
 	file_plan_proto_msgTypes[4].OneofWrappers = []any{
 		(*Expr_Column)(nil),
@@ -2209,7 +2282,7 @@ func file_plan_proto_init() {
 		(*Source_File)(nil),
 		(*Source_Datagen)(nil),
 	}
-	file_plan_proto_msgTypes[20].OneofWrappers = []any{
+	file_plan_proto_msgTypes[21].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
@@ -2220,7 +2293,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
