@@ -4,31 +4,14 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/flinkgo/flinkgo/internal/logging/logtest"
 )
-
-// logBuffer collects log records; Pebble logs from its own goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // failOnce returns an injector failing the first operation of kind on a
 // file whose name ends with suffix, once armed.
@@ -44,9 +27,9 @@ func failOnce(kind errorfs.OpKind, suffix string, armed *atomic.Bool) (errorfs.I
 
 // openLogged opens a backend of t on the real file system wrapped by inj,
 // logging at debug into the returned buffer, and writes some state.
-func openLogged(t *testing.T, inj errorfs.Injector) (*Backend, *logBuffer) {
+func openLogged(t *testing.T, inj errorfs.Injector) (*Backend, *logtest.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &logtest.Buffer{}
 	opts := testOptions(t, KeyGroupRange{Start: 0, End: 127})
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opts.fs = errorfs.Wrap(vfs.Default, inj)

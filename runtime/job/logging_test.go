@@ -9,52 +9,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/internal/logging/logtest"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
-// logBuffer collects text log records written from the job's goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines returns the records whose text holds every one of want.
-func (b *logBuffer) lines(want ...string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []string
-	for _, l := range strings.Split(b.buf.String(), "\n") {
-		ok := l != ""
-		for _, w := range want {
-			ok = ok && strings.Contains(l, w)
-		}
-		if ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func debugLogger(b *logBuffer) *slog.Logger {
+func debugLogger(b *logtest.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
@@ -65,7 +30,7 @@ func TestRestartIsLoggedWithItsCause(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	g := datagenToCollect(t, 1000)
 	g.Config = map[string]string{config.ConfigRestartStrategy: "fixed-delay", config.ConfigFixedDelayAttempts: "1", config.ConfigFixedDelay: "10 ms"}
-	var logs logBuffer
+	var logs logtest.Buffer
 	var failed atomic.Bool
 	j, err := Start(context.Background(), g, Options{Allocator: mem, Logger: debugLogger(&logs),
 		Collect: func(_ *plan.Operator, _ int, b arrow.RecordBatch) error {
@@ -84,7 +49,7 @@ func TestRestartIsLoggedWithItsCause(t *testing.T) {
 	if j.Attempts() != 2 {
 		t.Fatalf("%d attempts; want one restart", j.Attempts())
 	}
-	restarts := logs.lines("level=WARN", `msg="job restarting after a failure"`)
+	restarts := logs.Lines("level=WARN", `msg="job restarting after a failure"`)
 	if len(restarts) != 1 {
 		t.Fatalf("want one restart record, got %d:\n%s", len(restarts), logs.String())
 	}
@@ -94,7 +59,7 @@ func TestRestartIsLoggedWithItsCause(t *testing.T) {
 		}
 	}
 	for _, s := range []JobState{Running, Restarting, Finished} {
-		if len(logs.lines("level=INFO", `msg="job state changed"`, "state="+s.String(), "name=lifecycle", "job="+j.ID())) == 0 {
+		if len(logs.Lines("level=INFO", `msg="job state changed"`, "state="+s.String(), "name=lifecycle", "job="+j.ID())) == 0 {
 			t.Errorf("no info record of the change to %s:\n%s", s, logs.String())
 		}
 	}
@@ -109,7 +74,7 @@ func TestCheckpointFailureIsLogged(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	cfg := checkpointConfig(filepath.Join(file, "checkpoints"), config.ConfigCreateDirsOnCheckpoint, "true", config.ConfigRestartStrategy, "none")
-	var logs logBuffer
+	var logs logtest.Buffer
 	j, err := Start(context.Background(), datagenToCSV(t, 0, 1000, 1, 1, t.TempDir(), cfg), Options{Allocator: mem, Logger: debugLogger(&logs)})
 	if err != nil {
 		t.Fatal(err)
@@ -117,10 +82,10 @@ func TestCheckpointFailureIsLogged(t *testing.T) {
 	if _, err := j.Wait(); err == nil {
 		t.Fatal("the job did not fail")
 	}
-	if got := logs.lines("level=WARN", `msg="checkpoint failed"`, "not a directory", "id=1"); len(got) != 1 {
+	if got := logs.Lines("level=WARN", `msg="checkpoint failed"`, "not a directory", "id=1"); len(got) != 1 {
 		t.Errorf("want one warn record of checkpoint 1's failure with its cause:\n%s", logs.String())
 	}
-	if len(logs.lines("level=INFO", "state=FAILED")) != 1 {
+	if len(logs.Lines("level=INFO", "state=FAILED")) != 1 {
 		t.Errorf("the job's failure was not logged:\n%s", logs.String())
 	}
 }
@@ -129,7 +94,7 @@ func TestCheckpointFailureIsLogged(t *testing.T) {
 func TestCheckpointCompletionIsLogged(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	var logs logBuffer
+	var logs logtest.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	j, err := Start(ctx, datagenToCSV(t, 0, 1000, 1, 1, t.TempDir(), checkpointConfig(t.TempDir())), Options{Allocator: mem, Logger: debugLogger(&logs)})
@@ -144,7 +109,7 @@ func TestCheckpointCompletionIsLogged(t *testing.T) {
 			continue
 		}
 		id := "id=" + strconv.FormatInt(c.ID, 10)
-		if got := logs.lines("level=DEBUG", `msg="checkpoint completed"`, id+" ", "path="+c.Path); len(got) != 1 {
+		if got := logs.Lines("level=DEBUG", `msg="checkpoint completed"`, id+" ", "path="+c.Path); len(got) != 1 {
 			t.Errorf("want one debug record of checkpoint %d at %s:\n%s", c.ID, c.Path, logs.String())
 		}
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/grpc"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/internal/logging/logtest"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -30,23 +30,6 @@ func (s *eventStream) Send(ev *jobpb.JobEvent) error {
 
 func (s *eventStream) Context() context.Context { return s.ctx }
 
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // datagenToCollect is a job plan: rows generated rows into a collect sink.
 func datagenToCollect(t *testing.T, name string, rows int64) *planpb.JobPlan {
 	t.Helper()
@@ -65,7 +48,7 @@ func datagenToCollect(t *testing.T, name string, rows int64) *planpb.JobPlan {
 // The server logs a job's submission and end at info with its id and
 // name, and a plan it rejects at warn.
 func TestJobSubmissionAndEndAreLogged(t *testing.T) {
-	var logs logBuffer
+	var logs logtest.Buffer
 	s := New(job.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
 	stream := &eventStream{ctx: context.Background()}
 	if err := s.Execute(&jobpb.ExecuteRequest{Plan: datagenToCollect(t, "numbers", 100)}, stream); err != nil {
