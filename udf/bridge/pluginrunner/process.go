@@ -208,9 +208,9 @@ func (p *pluginProcess) waitExited(d time.Duration) bool {
 
 func (p *pluginProcess) Stop(grace time.Duration) {
 	if proc := p.cmd.Process; proc != nil && !p.client.Exited() {
-		_ = proc.Signal(syscall.SIGTERM)
+		_ = signalGroup(proc, syscall.SIGTERM)
 		if !p.waitExited(grace) {
-			_ = proc.Kill()
+			_ = signalGroup(proc, syscall.SIGKILL)
 			// A killed process is reaped at once; the bound only guards
 			// against an uninterruptible kernel wait.
 			p.waitExited(10 * time.Second)
@@ -315,6 +315,7 @@ func newWorkerCmd(python string, env []string, guard *startGuard) (*workerCmd, e
 	// The worker compares its parent with this from its first moment, so a
 	// host that dies before the worker starts watching still frees it.
 	cmd.Env = append(env, "FLINKGO_HOST_PID="+strconv.Itoa(os.Getpid()))
+	cmd.SysProcAttr = workerSysProcAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -345,7 +346,7 @@ func (w *workerCmd) Wait(context.Context) error { return w.cmd.Wait() }
 
 func (w *workerCmd) Kill(context.Context) error {
 	if p := w.cmd.Process; p != nil {
-		if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		if err := signalGroup(p, syscall.SIGKILL); err != nil {
 			return err
 		}
 	}
