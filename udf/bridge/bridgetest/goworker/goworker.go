@@ -72,6 +72,9 @@ const (
 	Upper Func = "upper"
 	// Hang never answers: the batch blocks the worker until it is killed.
 	Hang Func = "hang"
+	// SpawnChild starts "sleep 20" sharing the worker's stdout and stderr,
+	// as a UDF that starts a subprocess would, then blocks like Hang.
+	SpawnChild Func = "spawn_child"
 	// ShortResult answers with the first row of its argument only.
 	ShortResult Func = "short_result"
 	// WrongType answers with a string column whatever it declares.
