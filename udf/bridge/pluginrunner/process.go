@@ -159,7 +159,13 @@ func (p *pluginProcess) startError(err error) error {
 			status = " (" + p.cmd.ProcessState.String() + ")"
 		}
 	}
-	msg := fmt.Sprintf("%v: python %q%s: %v", bridge.ErrWorkerStart, path, status, err)
+	var msg string
+	if line, ok := strayStdoutLine(err); ok {
+		msg = fmt.Sprintf("%v: python %q%s: something printed to stdout before the worker started (a sitecustomize.py, a .pth file or a module imported at start?): %q; the worker's first stdout line must be the go-plugin handshake, so print to stderr instead",
+			bridge.ErrWorkerStart, path, status, line)
+	} else {
+		msg = fmt.Sprintf("%v: python %q%s: %v", bridge.ErrWorkerStart, path, status, err)
+	}
 	if tail := p.stderr.Lines(); len(tail) > 0 {
 		msg += "; last stderr lines:\n  " + strings.Join(tail, "\n  ")
 	}
@@ -167,6 +173,21 @@ func (p *pluginProcess) startError(err error) error {
 		msg += "\nset Options.Python or $" + PythonEnv + " to a Python with the flinkgo package installed"
 	}
 	return &startError{msg: msg}
+}
+
+// unrecognizedPrefix starts go-plugin's error for a first stdout line that
+// is not its handshake.
+const unrecognizedPrefix = "Unrecognized remote plugin message: "
+
+// strayStdoutLine returns the line a worker printed to stdout in place of the
+// handshake, if err is go-plugin's report of one (and not of an empty stdout).
+func strayStdoutLine(err error) (string, bool) {
+	text, ok := strings.CutPrefix(err.Error(), unrecognizedPrefix)
+	if !ok || strings.Contains(text, "Failed to read any lines") {
+		return "", false
+	}
+	line, _, _ := strings.Cut(text, "\n")
+	return line, true
 }
 
 type startError struct{ msg string }

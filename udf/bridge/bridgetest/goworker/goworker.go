@@ -25,9 +25,15 @@ const (
 	// ExitAtStart writes StartExitLine to stderr and exits with status 3
 	// before the handshake, as a worker whose imports fail.
 	ExitAtStart Start = "exit-at-start"
+	// PrintAtStart prints StrayStdoutLine to stdout before the handshake,
+	// as a sitecustomize.py that prints would.
+	PrintAtStart Start = "print-at-start"
 	// HangAtStart never completes the handshake.
 	HangAtStart Start = "hang-at-start"
 )
+
+// StrayStdoutLine is what PrintAtStart prints to stdout.
+const StrayStdoutLine = "hello from sitecustomize"
 
 // StartExitLine is what ExitAtStart writes to stderr.
 const StartExitLine = "goworker: told to exit before the handshake"
