@@ -72,6 +72,9 @@ type pluginProcess struct {
 	// socketDir is the worker's own socket directory, removed after death
 	// when the worker could not do it itself (SIGKILL).
 	socketDir string
+	// stopping is set once the runtime itself signals the worker, so a
+	// SIGKILL it sent is not taken for the OOM killer's.
+	stopping atomic.Bool
 }
 
 // startProcess starts the worker and connects to it. It blocks until the
@@ -213,6 +216,15 @@ func (p *pluginProcess) ExitStatus() string {
 	return p.cmd.ProcessState.String()
 }
 
+// ExitCause names the likely reason for the exit when the runtime did not
+// stop the worker itself, or "".
+func (p *pluginProcess) ExitCause() string {
+	if p.stopping.Load() || !p.client.Exited() || p.cmd.ProcessState == nil {
+		return ""
+	}
+	return unexpectedKillNote(p.cmd.ProcessState)
+}
+
 func (p *pluginProcess) StderrTail() []string { return p.stderr.Lines() }
 
 // waitExited polls until the process is reaped or d passes.
@@ -228,6 +240,7 @@ func (p *pluginProcess) waitExited(d time.Duration) bool {
 }
 
 func (p *pluginProcess) Stop(grace time.Duration) {
+	p.stopping.Store(true)
 	if proc := p.cmd.Process; proc != nil && !p.client.Exited() {
 		_ = signalGroup(proc, syscall.SIGTERM)
 		if !p.waitExited(grace) {
@@ -243,6 +256,7 @@ func (p *pluginProcess) Stop(grace time.Duration) {
 }
 
 func (p *pluginProcess) Shutdown() {
+	p.stopping.Store(true)
 	p.client.Kill()
 	p.removeSocketDir()
 }

@@ -4,6 +4,7 @@ package pluginrunner
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -23,4 +24,20 @@ func signalGroup(proc *os.Process, sig syscall.Signal) error {
 		return err
 	}
 	return nil
+}
+
+// unexpectedKillNote explains a SIGKILL the runtime did not send: nothing but
+// the kernel's OOM killer (or an operator) sends one, so it names the likely
+// cause and the worker's peak resident memory.
+func unexpectedKillNote(state *os.ProcessState) string {
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		return ""
+	}
+	note := "killed by a SIGKILL the runtime did not send: the kernel's OOM killer is the likely cause"
+	if ru, ok := state.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 0 {
+		// Maxrss is in KiB on Linux.
+		note += fmt.Sprintf(" (worker's peak RSS %d MiB); give it more memory or make the UDF use less", ru.Maxrss/1024)
+	}
+	return note
 }

@@ -5,12 +5,15 @@ package pluginrunner_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 )
 
@@ -58,5 +61,27 @@ func TestCancelKillsChildrenTheUDFStarted(t *testing.T) {
 	t.Logf("Cancel with a child holding the worker's pipes took %v", time.Since(start))
 	if left := groupMembers(pgid); len(left) != 0 {
 		t.Fatalf("processes of the worker's group %d still alive after Cancel: %v", pgid, left)
+	}
+}
+
+func TestUnexpectedSIGKILLNamesTheOOMKiller(t *testing.T) {
+	f := newFixture(t, goWorker(goworker.Serve))
+	r := f.runner(int64Schema, goUDF("hungry", goworker.KillSelf))
+	defer r.Cancel()
+	b := f.int64Batch(1)
+	_ = r.Process(context.Background(), 0, b)
+	b.Release()
+	results, err := flushAndTake(t, r)
+	for _, res := range results {
+		res.Batch.Release()
+	}
+	var exitErr *bridge.WorkerExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("want a WorkerExitError, got %v", err)
+	}
+	for _, want := range []string{"signal: killed", "OOM killer", "peak RSS"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("exit error %q lacks %q", err, want)
+		}
 	}
 }

@@ -39,7 +39,7 @@ type chain struct {
 }
 
 var knownOps = []string{
-	string(Identity), string(AddOne), string(Affine), string(Upper), string(Hang), string(SpawnChild), string(ShortResult),
+	string(Identity), string(AddOne), string(Affine), string(Upper), string(Hang), string(SpawnChild), string(KillSelf), string(ShortResult),
 	string(WrongType), string(WrongSeq), string(BadArrow), string(Chatty), string(FailOpen),
 	string(FailClose), string(NoDataSocket), string(Repeat), "fail_on", "crash_on",
 }
@@ -254,6 +254,10 @@ func (c *chain) invoke(cl call, args []arrow.Array) (arrow.Array, error) {
 		}
 		return b.NewArray(), nil
 	case string(Hang):
+		select {}
+	case string(KillSelf):
+		p, _ := os.FindProcess(os.Getpid())
+		_ = p.Kill()
 		select {}
 	case string(SpawnChild):
 		child := exec.Command("sleep", "20")

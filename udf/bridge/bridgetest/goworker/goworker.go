@@ -81,6 +81,8 @@ const (
 	// SpawnChild starts "sleep 20" sharing the worker's stdout and stderr,
 	// as a UDF that starts a subprocess would, then blocks like Hang.
 	SpawnChild Func = "spawn_child"
+	// KillSelf SIGKILLs the worker on its first batch, as the OOM killer would.
+	KillSelf Func = "kill_self"
 	// ShortResult answers with the first row of its argument only.
 	ShortResult Func = "short_result"
 	// WrongType answers with a string column whatever it declares.
