@@ -81,6 +81,9 @@ type WorkerExitError struct {
 	// How the process ended, e.g. "exit status 3" or "signal: killed";
 	// "still running" when the stream broke but the process had not exited.
 	Status string
+	// Cause is the likely reason, when the status suggests one (a SIGKILL
+	// the runtime did not send: the OOM killer, with the peak RSS).
+	Cause string
 	// The last lines the worker wrote to stderr.
 	StderrTail []string
 }
@@ -88,6 +91,9 @@ type WorkerExitError struct {
 func (e *WorkerExitError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "python worker (pid %d) lost: %s", e.Pid, e.Status)
+	if e.Cause != "" {
+		b.WriteString("; " + e.Cause)
+	}
 	if len(e.StderrTail) > 0 {
 		b.WriteString("; last stderr lines:\n  ")
 		b.WriteString(strings.Join(e.StderrTail, "\n  "))

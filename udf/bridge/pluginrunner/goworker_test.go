@@ -42,6 +42,26 @@ func TestWorkerExitingAtStartIsNamed(t *testing.T) {
 	}
 }
 
+func TestStdoutBeforeHandshakeIsNamed(t *testing.T) {
+	f := newFixture(t, goWorker(goworker.PrintAtStart))
+	r, err := pluginrunner.NewRunner(f.options(int64Schema, goUDF("ident", goworker.Identity)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Open(context.Background())
+	if !errors.Is(err, bridge.ErrWorkerStart) {
+		t.Fatalf("Open: %v, want ErrWorkerStart", err)
+	}
+	for _, want := range []string{"printed to stdout before the worker started", goworker.StrayStdoutLine} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("start error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "import flinkgo") {
+		t.Errorf("start error gives the misleading install hint:\n%v", err)
+	}
+}
+
 func TestWorkerHangingAtStart(t *testing.T) {
 	t.Run("StartTimeout", func(t *testing.T) {
 		f := newFixture(t, goWorker(goworker.HangAtStart))

@@ -72,6 +72,9 @@ type pluginProcess struct {
 	// socketDir is the worker's own socket directory, removed after death
 	// when the worker could not do it itself (SIGKILL).
 	socketDir string
+	// stopping is set once the runtime itself signals the worker, so a
+	// SIGKILL it sent is not taken for the OOM killer's.
+	stopping atomic.Bool
 }
 
 // startProcess starts the worker and connects to it. It blocks until the
@@ -159,7 +162,13 @@ func (p *pluginProcess) startError(err error) error {
 			status = " (" + p.cmd.ProcessState.String() + ")"
 		}
 	}
-	msg := fmt.Sprintf("%v: python %q%s: %v", bridge.ErrWorkerStart, path, status, err)
+	var msg string
+	if line, ok := strayStdoutLine(err); ok {
+		msg = fmt.Sprintf("%v: python %q%s: something printed to stdout before the worker started (a sitecustomize.py, a .pth file or a module imported at start?): %q; the worker's first stdout line must be the go-plugin handshake, so print to stderr instead",
+			bridge.ErrWorkerStart, path, status, line)
+	} else {
+		msg = fmt.Sprintf("%v: python %q%s: %v", bridge.ErrWorkerStart, path, status, err)
+	}
 	if tail := p.stderr.Lines(); len(tail) > 0 {
 		msg += "; last stderr lines:\n  " + strings.Join(tail, "\n  ")
 	}
@@ -167,6 +176,21 @@ func (p *pluginProcess) startError(err error) error {
 		msg += "\nset Options.Python or $" + PythonEnv + " to a Python with the flinkgo package installed"
 	}
 	return &startError{msg: msg}
+}
+
+// unrecognizedPrefix starts go-plugin's error for a first stdout line that
+// is not its handshake.
+const unrecognizedPrefix = "Unrecognized remote plugin message: "
+
+// strayStdoutLine returns the line a worker printed to stdout in place of the
+// handshake, if err is go-plugin's report of one (and not of an empty stdout).
+func strayStdoutLine(err error) (string, bool) {
+	text, ok := strings.CutPrefix(err.Error(), unrecognizedPrefix)
+	if !ok || strings.Contains(text, "Failed to read any lines") {
+		return "", false
+	}
+	line, _, _ := strings.Cut(text, "\n")
+	return line, true
 }
 
 type startError struct{ msg string }
@@ -192,6 +216,15 @@ func (p *pluginProcess) ExitStatus() string {
 	return p.cmd.ProcessState.String()
 }
 
+// ExitCause names the likely reason for the exit when the runtime did not
+// stop the worker itself, or "".
+func (p *pluginProcess) ExitCause() string {
+	if p.stopping.Load() || !p.client.Exited() || p.cmd.ProcessState == nil {
+		return ""
+	}
+	return unexpectedKillNote(p.cmd.ProcessState)
+}
+
 func (p *pluginProcess) StderrTail() []string { return p.stderr.Lines() }
 
 // waitExited polls until the process is reaped or d passes.
@@ -207,10 +240,11 @@ func (p *pluginProcess) waitExited(d time.Duration) bool {
 }
 
 func (p *pluginProcess) Stop(grace time.Duration) {
+	p.stopping.Store(true)
 	if proc := p.cmd.Process; proc != nil && !p.client.Exited() {
-		_ = proc.Signal(syscall.SIGTERM)
+		_ = signalGroup(proc, syscall.SIGTERM)
 		if !p.waitExited(grace) {
-			_ = proc.Kill()
+			_ = signalGroup(proc, syscall.SIGKILL)
 			// A killed process is reaped at once; the bound only guards
 			// against an uninterruptible kernel wait.
 			p.waitExited(10 * time.Second)
@@ -222,6 +256,7 @@ func (p *pluginProcess) Stop(grace time.Duration) {
 }
 
 func (p *pluginProcess) Shutdown() {
+	p.stopping.Store(true)
 	p.client.Kill()
 	p.removeSocketDir()
 }
@@ -315,6 +350,7 @@ func newWorkerCmd(python string, env []string, guard *startGuard) (*workerCmd, e
 	// The worker compares its parent with this from its first moment, so a
 	// host that dies before the worker starts watching still frees it.
 	cmd.Env = append(env, "FLINKGO_HOST_PID="+strconv.Itoa(os.Getpid()))
+	cmd.SysProcAttr = workerSysProcAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -345,7 +381,7 @@ func (w *workerCmd) Wait(context.Context) error { return w.cmd.Wait() }
 
 func (w *workerCmd) Kill(context.Context) error {
 	if p := w.cmd.Process; p != nil {
-		if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		if err := signalGroup(p, syscall.SIGKILL); err != nil {
 			return err
 		}
 	}

@@ -597,7 +597,7 @@ func (r *Runner) lostError(cause error) error {
 	exited := r.proc.waitExited(time.Second)
 	if r.exitLogged.CompareAndSwap(false, true) {
 		if exited {
-			r.log.Warn("worker exited unexpectedly", "pid", r.proc.Pid(), "status", r.proc.ExitStatus(), "cause", cause)
+			r.log.Warn("worker exited unexpectedly", "pid", r.proc.Pid(), "status", r.proc.ExitStatus(), "likely_cause", r.proc.ExitCause(), "cause", cause)
 		} else {
 			r.log.Warn("lost the connection to the worker", "pid", r.proc.Pid(), "cause", cause)
 		}
@@ -608,6 +608,7 @@ func (r *Runner) lostError(cause error) error {
 		Subtask:    r.opts.Subtask,
 		Pid:        r.proc.Pid(),
 		Status:     r.proc.ExitStatus(),
+		Cause:      r.proc.ExitCause(),
 		StderrTail: r.proc.StderrTail(),
 	}
 }

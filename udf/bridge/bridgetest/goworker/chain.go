@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 
@@ -38,7 +39,7 @@ type chain struct {
 }
 
 var knownOps = []string{
-	string(Identity), string(AddOne), string(Affine), string(Upper), string(Hang), string(ShortResult),
+	string(Identity), string(AddOne), string(Affine), string(Upper), string(Hang), string(SpawnChild), string(KillSelf), string(ShortResult),
 	string(WrongType), string(WrongSeq), string(BadArrow), string(Chatty), string(FailOpen),
 	string(FailClose), string(NoDataSocket), string(Repeat), "fail_on", "crash_on",
 }
@@ -253,6 +254,17 @@ func (c *chain) invoke(cl call, args []arrow.Array) (arrow.Array, error) {
 		}
 		return b.NewArray(), nil
 	case string(Hang):
+		select {}
+	case string(KillSelf):
+		p, _ := os.FindProcess(os.Getpid())
+		_ = p.Kill()
+		select {}
+	case string(SpawnChild):
+		child := exec.Command("sleep", "20")
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		if err := child.Start(); err != nil {
+			return nil, err
+		}
 		select {}
 	case string(ShortResult):
 		return array.NewSlice(x, 0, int64(min(1, x.Len()))), nil

@@ -25,9 +25,15 @@ const (
 	// ExitAtStart writes StartExitLine to stderr and exits with status 3
 	// before the handshake, as a worker whose imports fail.
 	ExitAtStart Start = "exit-at-start"
+	// PrintAtStart prints StrayStdoutLine to stdout before the handshake,
+	// as a sitecustomize.py that prints would.
+	PrintAtStart Start = "print-at-start"
 	// HangAtStart never completes the handshake.
 	HangAtStart Start = "hang-at-start"
 )
+
+// StrayStdoutLine is what PrintAtStart prints to stdout.
+const StrayStdoutLine = "hello from sitecustomize"
 
 // StartExitLine is what ExitAtStart writes to stderr.
 const StartExitLine = "goworker: told to exit before the handshake"
@@ -72,6 +78,11 @@ const (
 	Upper Func = "upper"
 	// Hang never answers: the batch blocks the worker until it is killed.
 	Hang Func = "hang"
+	// SpawnChild starts "sleep 20" sharing the worker's stdout and stderr,
+	// as a UDF that starts a subprocess would, then blocks like Hang.
+	SpawnChild Func = "spawn_child"
+	// KillSelf SIGKILLs the worker on its first batch, as the OOM killer would.
+	KillSelf Func = "kill_self"
 	// ShortResult answers with the first row of its argument only.
 	ShortResult Func = "short_result"
 	// WrongType answers with a string column whatever it declares.

@@ -45,6 +45,8 @@ var stderr = os.Stderr
 func serve(start Start) int {
 	switch start {
 	case Serve:
+	case PrintAtStart:
+		fmt.Println(StrayStdoutLine)
 	case ExitAtStart:
 		fmt.Fprintln(stderr, StartExitLine)
 		return 3
