@@ -3,7 +3,10 @@ package pluginrunner_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,4 +225,29 @@ func TestProcessWaitsForInFlightWindow(t *testing.T) {
 			t.Fatalf("Flush after Cancel: %v, want ErrClosed", err)
 		}
 	})
+}
+
+// The same with Python: a sitecustomize.py that prints, the classic cause.
+func TestStdoutBeforeHandshakeIsNamedWithPython(t *testing.T) {
+	w := pythonWorker(t)
+	site := t.TempDir()
+	const line = "hello from sitecustomize"
+	if err := os.WriteFile(filepath.Join(site, "sitecustomize.py"), []byte("print("+strconv.Quote(line)+")\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.env = append(w.env, "PYTHONPATH="+site)
+	f := newFixture(t, w)
+	r, err := pluginrunner.NewRunner(f.options(int64Schema, testkit.Call(w.specs["affine"], "y", "x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Open(context.Background())
+	if !errors.Is(err, bridge.ErrWorkerStart) {
+		t.Fatalf("Open: %v, want ErrWorkerStart", err)
+	}
+	for _, want := range []string{"printed to stdout before the worker started", line} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("start error lacks %q:\n%v", want, err)
+		}
+	}
 }
