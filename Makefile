@@ -35,7 +35,13 @@ example-bridge: setup
 
 test: setup lint proto-check go-test py-test tox
 
+# A file over 1 MiB in git is almost always a build output committed by mistake
+# (a 74 MB binary once was), and it makes every clone and submission heavy.
+MAX_TRACKED_BYTES := 1048576
+
 lint:
+	@big=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > $(MAX_TRACKED_BYTES) {print $$2 " (" $$1 " bytes)"}'); \
+	  if [ -n "$$big" ]; then echo "tracked files over $(MAX_TRACKED_BYTES) bytes (build outputs? remove with git rm --cached): $$big"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	go vet ./...
