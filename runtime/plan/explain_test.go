@@ -21,6 +21,7 @@ func TestExplainGolden(t *testing.T) {
 		sink(4, "out", fromP(3, planpb.Partitioning_HASH, "x"), uid("out")),
 	}}
 	const golden = `job "demo": 6 operators in 4 chains; default parallelism 1, max parallelism 128, pipeline.forward-mismatch=rebalance
+max parallelism 128 from the default for the highest parallelism 4: 1.5x rounded up to a power of two, within [128, 32768]; set pipeline.max-parallelism before the first savepoint to rescale beyond it later
 #0 source "src" uid=src p=2 (explicit) chain=0
 #1 filter "filter" uid=filter-2 p=2 (explicit) chain=0
     input #0: forward
@@ -126,4 +127,19 @@ func TestExplainShowsDerivedSchemas(t *testing.T) {
 	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), `"bad"`) || !strings.Contains(err.Error(), "output schema: no such column") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// Explain says where the max parallelism came from, so a user planning to
+// rescale later sees whether it was chosen or defaulted.
+func TestExplainSaysWhyMaxParallelism(t *testing.T) {
+	configured := job(source(1, "src"))
+	configured.Config = map[string]string{ConfigMaxParallelism: "256"}
+	wantContains(t, mustPlan(t, configured, Options{}).Explain(),
+		"max parallelism 256 from pipeline.max-parallelism\n")
+	wantContains(t, mustPlan(t, job(source(1, "src")), Options{MaxParallelism: 64}).Explain(),
+		"max parallelism 64 from Options.MaxParallelism\n")
+	wantContains(t, mustPlan(t, job(source(1, "src")), Options{RestoredMaxParallelism: 512}).Explain(),
+		"max parallelism 512 from the state the job restores\n")
+	wantContains(t, mustPlan(t, job(source(1, "src", par(300))), Options{}).Explain(),
+		"max parallelism 512 from the default for the highest parallelism 300:")
 }

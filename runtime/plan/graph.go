@@ -68,6 +68,10 @@ type Graph struct {
 	// MaxParallelism is the number of key groups of every keyed exchange and
 	// keyed state (docs/semantics.md#key-groups).
 	MaxParallelism int
+	// MaxParallelismFrom says why MaxParallelism has its value: the option or
+	// configuration key that set it, the restored state, or the default rule
+	// applied to the highest operator parallelism.
+	MaxParallelismFrom string
 	// DefaultParallelism is the parallelism of nodes that set none.
 	DefaultParallelism int
 	// ForwardMismatch is the policy applied to forward edges between

@@ -238,9 +238,13 @@ func (b *builder) setMaxParallelism() {
 	}
 	from := b.s.maxParallelFrom
 	b.g.MaxParallelism = b.s.maxParallelism
+	b.g.MaxParallelismFrom = from
 	if b.g.MaxParallelism == 0 {
 		b.g.MaxParallelism = keygroup.DefaultMaxParallelism(highest)
 		from = "the default"
+		b.g.MaxParallelismFrom = fmt.Sprintf("the default for the highest parallelism %d: 1.5x rounded up to a power of two, within [%d, %d]; "+
+			"set %s before the first savepoint to rescale beyond it later",
+			highest, keygroup.MinDefaultMaxParallelism, keygroup.UpperBoundMaxParallelism, ConfigMaxParallelism)
 	}
 	for _, op := range b.g.Operators {
 		if op.Parallelism > b.g.MaxParallelism && from == restoredFrom {
