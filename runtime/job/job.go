@@ -106,6 +106,10 @@ type OperatorMetrics struct {
 	Parallelism int
 	RowsIn      int64
 	RowsOut     int64
+	// LateRecordsDropped counts the rows a window aggregation dropped as
+	// too late for every window they belong to (Flink's
+	// numLateRecordsDropped).
+	LateRecordsDropped int64
 }
 
 // Run executes g until every source is exhausted and every operator has
@@ -434,6 +438,7 @@ func (j *Job) Snapshot() *Metrics {
 		m.Operators = append(m.Operators, OperatorMetrics{
 			Name: op.Name, UID: op.UID, Parallelism: op.Parallelism, Kind: op.Kind.String(),
 			RowsIn: j.count[op.ID].In.Load(), RowsOut: j.count[op.ID].Out.Load(),
+			LateRecordsDropped: j.count[op.ID].LateRecordsDropped.Load(),
 		})
 	}
 	return m

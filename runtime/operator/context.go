@@ -69,8 +69,10 @@ type KeyedContext struct {
 	StateDir string
 }
 
-// Counters count an operator's rows.
-type Counters struct{ In, Out atomic.Int64 }
+// Counters count an operator's rows: in, out, and the rows a window
+// dropped as too late for every window they belong to (Flink's
+// numLateRecordsDropped).
+type Counters struct{ In, Out, LateRecordsDropped atomic.Int64 }
 
 // Input is the schema of the operator's only input, or nil for none.
 func (c *Context) Input() *arrow.Schema {

@@ -51,6 +51,7 @@ func Registry(opts Options) *operator.Registry {
 		keyedAggregateKind(opts),
 		dropDuplicatesKind(opts),
 		limitKind(),
+		windowAggregateKind(opts),
 		sinkKind(opts),
 	)
 	if err != nil {

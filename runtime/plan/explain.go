@@ -94,6 +94,8 @@ func explainWork(sb *strings.Builder, op *Operator) {
 		fmt.Fprintf(sb, "    emits %s (%s)\n", mode, how)
 	case op.Kind == KindDropDuplicates:
 		fmt.Fprintf(sb, "    keeps the first row of each (%s)\n", strings.Join(op.Node.GetDropDuplicates().GetSubset(), ", "))
+	case op.Kind == KindWindowAggregate:
+		fmt.Fprintf(sb, "    %s\n", explainWindow(op.Node.GetWindowAggregate()))
 	case op.Kind == KindLimit:
 		fmt.Fprintf(sb, "    passes the first %d rows (of every subtask upstream, in arrival order), then %s\n",
 			op.Node.GetLimit().GetN(), limitEnds(op))

@@ -25,19 +25,21 @@ const (
 	KindSink
 	KindDropDuplicates
 	KindLimit
+	KindWindowAggregate
 )
 
 var kindNames = [...]string{
-	KindSource:         "source",
-	KindSelect:         "select",
-	KindFilter:         "filter",
-	KindUDF:            "udf",
-	KindMapBatches:     "map_batches",
-	KindKeyedAggregate: "keyed_aggregate",
-	KindUnion:          "union",
-	KindSink:           "sink",
-	KindDropDuplicates: "drop_duplicates",
-	KindLimit:          "limit",
+	KindSource:          "source",
+	KindSelect:          "select",
+	KindFilter:          "filter",
+	KindUDF:             "udf",
+	KindMapBatches:      "map_batches",
+	KindKeyedAggregate:  "keyed_aggregate",
+	KindUnion:           "union",
+	KindSink:            "sink",
+	KindDropDuplicates:  "drop_duplicates",
+	KindLimit:           "limit",
+	KindWindowAggregate: "window_aggregate",
 }
 
 func (k Kind) String() string {
@@ -49,10 +51,11 @@ func (k Kind) String() string {
 
 // Where an operator's parallelism comes from (Operator.ParallelismFrom).
 const (
-	FromExplicit    = "explicit"        // the node's set_parallelism
-	FromDefault     = "default"         // the job's default parallelism
-	FromConcurrency = "udf concurrency" // the explicit concurrency of a synchronous UDF
-	FromLimit       = "limit"           // a limit counts its rows in one subtask
+	FromExplicit    = "explicit"         // the node's set_parallelism
+	FromDefault     = "default"          // the job's default parallelism
+	FromConcurrency = "udf concurrency"  // the explicit concurrency of a synchronous UDF
+	FromLimit       = "limit"            // a limit counts its rows in one subtask
+	FromWindowAll   = "non-keyed window" // a window without keys sees every row in one subtask (windowAll)
 )
 
 // Graph is the physical job graph: operators in topological order and the

@@ -135,6 +135,9 @@ func (b *builder) add(n *planpb.Node) {
 		if info.kind == KindLimit {
 			b.limitParallelism(info, op)
 		}
+		if info.kind == KindWindowAggregate && len(n.GetWindowAggregate().GetKeys()) == 0 {
+			b.windowAllParallelism(info, op)
+		}
 		ops = []*Operator{op}
 	}
 	for i, op := range ops {
@@ -182,6 +185,8 @@ func keyedBy(n *planpb.Node) ([]string, bool) {
 		return k.KeyedAggregate.GetKeys(), true
 	case *planpb.Node_DropDuplicates:
 		return k.DropDuplicates.GetSubset(), true
+	case *planpb.Node_WindowAggregate:
+		return k.WindowAggregate.GetKeys(), true
 	}
 	return nil, false
 }
@@ -357,6 +362,17 @@ func (b *builder) resolveBoundedness() {
 			}
 		}
 	}
+}
+
+// windowAllParallelism runs a window without keys in one subtask, as
+// Flink's windowAll: every row of a window must meet in one place.
+func (b *builder) windowAllParallelism(info nodeInfo, op *Operator) {
+	if info.parallelismFrom == FromExplicit && info.parallelism != 1 {
+		b.problem("%s: a window without keys runs at parallelism 1 (every row of a window meets in one subtask, "+
+			"as Flink's windowAll), it asks for %d: leave its parallelism unset, or key it with key_by(...).window(...)",
+			nodeLabel(info.node), info.parallelism)
+	}
+	op.Parallelism, op.ParallelismFrom = 1, FromWindowAll
 }
 
 // limitParallelism runs a limit in one subtask: it counts every row that

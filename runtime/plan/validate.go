@@ -33,6 +33,8 @@ func nodeKind(n *planpb.Node) Kind {
 		return KindDropDuplicates
 	case *planpb.Node_Limit:
 		return KindLimit
+	case *planpb.Node_WindowAggregate:
+		return KindWindowAggregate
 	}
 	return 0
 }
@@ -73,7 +75,7 @@ func validate(job *planpb.JobPlan) []string {
 		}
 		kind := nodeKind(n)
 		if kind == 0 {
-			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, union or sink)")
+			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, window_aggregate, union or sink)")
 		}
 		problems = append(problems, validateInputs(job, n, kind, i, index, label)...)
 		for _, p := range validateKind(n, kind) {
@@ -211,6 +213,24 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		}
 		for _, c := range subset {
 			column("drop_duplicates subset column", c)
+		}
+	case KindWindowAggregate:
+		w := n.GetWindowAggregate()
+		column("window time column", w.GetTimeColumn())
+		for _, k := range w.GetKeys() {
+			column("window key", k)
+		}
+		for j, a := range w.GetAggregates() {
+			column(fmt.Sprintf("window aggregate #%d output name", j), a.GetName())
+		}
+		if len(w.GetAggregates()) == 0 {
+			bad("the window aggregation has no aggregates")
+		}
+		if w.GetAllowedLatenessMs() < 0 {
+			bad("the window's allowed lateness is %dms; it must be 0 or more", w.GetAllowedLatenessMs())
+		}
+		if _, err := WindowAssigner(w); err != nil {
+			bad("%v", err)
 		}
 	case KindLimit:
 		if n := n.GetLimit().GetN(); n < 1 {

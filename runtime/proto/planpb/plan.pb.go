@@ -203,6 +203,110 @@ func (KeyedAggregate_Emit) EnumDescriptor() ([]byte, []int) {
 	return file_plan_proto_rawDescGZIP(), []int{16, 0}
 }
 
+type WindowAggregate_Kind int32
+
+const (
+	WindowAggregate_KIND_UNSPECIFIED WindowAggregate_Kind = 0
+	WindowAggregate_TUMBLE           WindowAggregate_Kind = 1 // size, offset
+	WindowAggregate_HOP              WindowAggregate_Kind = 2 // size, slide (size a multiple of slide), offset
+	WindowAggregate_CUMULATE         WindowAggregate_Kind = 3 // step, size (a multiple of step), offset
+	WindowAggregate_SESSION          WindowAggregate_Kind = 4 // gap
+)
+
+// Enum value maps for WindowAggregate_Kind.
+var (
+	WindowAggregate_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "TUMBLE",
+		2: "HOP",
+		3: "CUMULATE",
+		4: "SESSION",
+	}
+	WindowAggregate_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"TUMBLE":           1,
+		"HOP":              2,
+		"CUMULATE":         3,
+		"SESSION":          4,
+	}
+)
+
+func (x WindowAggregate_Kind) Enum() *WindowAggregate_Kind {
+	p := new(WindowAggregate_Kind)
+	*p = x
+	return p
+}
+
+func (x WindowAggregate_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WindowAggregate_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[3].Descriptor()
+}
+
+func (WindowAggregate_Kind) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[3]
+}
+
+func (x WindowAggregate_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WindowAggregate_Kind.Descriptor instead.
+func (WindowAggregate_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{19, 0}
+}
+
+// What happens to a row too late for every window it belongs to: DROP
+// counts it in numLateRecordsDropped. KEEP (a side output) is not built
+// yet; the runtime refuses it.
+type WindowAggregate_LateRows int32
+
+const (
+	WindowAggregate_DROP WindowAggregate_LateRows = 0
+	WindowAggregate_KEEP WindowAggregate_LateRows = 1
+)
+
+// Enum value maps for WindowAggregate_LateRows.
+var (
+	WindowAggregate_LateRows_name = map[int32]string{
+		0: "DROP",
+		1: "KEEP",
+	}
+	WindowAggregate_LateRows_value = map[string]int32{
+		"DROP": 0,
+		"KEEP": 1,
+	}
+)
+
+func (x WindowAggregate_LateRows) Enum() *WindowAggregate_LateRows {
+	p := new(WindowAggregate_LateRows)
+	*p = x
+	return p
+}
+
+func (x WindowAggregate_LateRows) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WindowAggregate_LateRows) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[4].Descriptor()
+}
+
+func (WindowAggregate_LateRows) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[4]
+}
+
+func (x WindowAggregate_LateRows) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WindowAggregate_LateRows.Descriptor instead.
+func (WindowAggregate_LateRows) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{19, 1}
+}
+
 // What to do with a directory that already holds files, as Spark's
 // SaveMode; checked once per job at submission.
 type FileSink_Mode int32
@@ -243,11 +347,11 @@ func (x FileSink_Mode) String() string {
 }
 
 func (FileSink_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[3].Descriptor()
+	return file_plan_proto_enumTypes[5].Descriptor()
 }
 
 func (FileSink_Mode) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[3]
+	return &file_plan_proto_enumTypes[5]
 }
 
 func (x FileSink_Mode) Number() protoreflect.EnumNumber {
@@ -256,7 +360,7 @@ func (x FileSink_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileSink_Mode.Descriptor instead.
 func (FileSink_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23, 0}
+	return file_plan_proto_rawDescGZIP(), []int{24, 0}
 }
 
 type JobPlan struct {
@@ -355,6 +459,7 @@ type Node struct {
 	//	*Node_Sink
 	//	*Node_DropDuplicates
 	//	*Node_Limit
+	//	*Node_WindowAggregate
 	Kind          isNode_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -520,6 +625,15 @@ func (x *Node) GetLimit() *Limit {
 	return nil
 }
 
+func (x *Node) GetWindowAggregate() *WindowAggregate {
+	if x != nil {
+		if x, ok := x.Kind.(*Node_WindowAggregate); ok {
+			return x.WindowAggregate
+		}
+	}
+	return nil
+}
+
 type isNode_Kind interface {
 	isNode_Kind()
 }
@@ -560,6 +674,10 @@ type Node_Limit struct {
 	Limit *Limit `protobuf:"bytes,18,opt,name=limit,proto3,oneof"`
 }
 
+type Node_WindowAggregate struct {
+	WindowAggregate *WindowAggregate `protobuf:"bytes,20,opt,name=window_aggregate,json=windowAggregate,proto3,oneof"`
+}
+
 func (*Node_Source) isNode_Kind() {}
 
 func (*Node_Select) isNode_Kind() {}
@@ -577,6 +695,8 @@ func (*Node_Sink) isNode_Kind() {}
 func (*Node_DropDuplicates) isNode_Kind() {}
 
 func (*Node_Limit) isNode_Kind() {}
+
+func (*Node_WindowAggregate) isNode_Kind() {}
 
 // Input is one incoming edge and how its rows are distributed.
 type Input struct {
@@ -1685,9 +1805,146 @@ func (x *Limit) GetN() int64 {
 	return 0
 }
 
+// WindowAggregate aggregates the rows of each event-time window, per key
+// (keyed: its input is partitioned by the hash of the keys) or over all rows
+// (no keys: one subtask, as Flink's windowAll). Output: the keys,
+// window_start and window_end (timestamp[ms], the time column's time zone),
+// then the aggregates; a window's row comes out when the watermark reaches
+// window_end - 1 ms, and again for each batch of late rows that updates it
+// within the allowed lateness (docs/semantics.md#windows).
+type WindowAggregate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The event time: a timestamp column of the input (any unit).
+	TimeColumn string               `protobuf:"bytes,1,opt,name=time_column,json=timeColumn,proto3" json:"time_column,omitempty"`
+	Kind       WindowAggregate_Kind `protobuf:"varint,2,opt,name=kind,proto3,enum=flinkgo.plan.v1.WindowAggregate_Kind" json:"kind,omitempty"`
+	// Durations in milliseconds.
+	SizeMs     int64        `protobuf:"varint,3,opt,name=size_ms,json=sizeMs,proto3" json:"size_ms,omitempty"`
+	SlideMs    int64        `protobuf:"varint,4,opt,name=slide_ms,json=slideMs,proto3" json:"slide_ms,omitempty"`
+	StepMs     int64        `protobuf:"varint,5,opt,name=step_ms,json=stepMs,proto3" json:"step_ms,omitempty"`
+	GapMs      int64        `protobuf:"varint,6,opt,name=gap_ms,json=gapMs,proto3" json:"gap_ms,omitempty"`
+	OffsetMs   int64        `protobuf:"varint,7,opt,name=offset_ms,json=offsetMs,proto3" json:"offset_ms,omitempty"`
+	Keys       []string     `protobuf:"bytes,8,rep,name=keys,proto3" json:"keys,omitempty"`
+	Aggregates []*Aggregate `protobuf:"bytes,9,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
+	// How long after a window fired a late row still updates it (Flink's
+	// allowedLateness); 0 drops every row of a fired window.
+	AllowedLatenessMs int64                    `protobuf:"varint,10,opt,name=allowed_lateness_ms,json=allowedLatenessMs,proto3" json:"allowed_lateness_ms,omitempty"`
+	LateRows          WindowAggregate_LateRows `protobuf:"varint,11,opt,name=late_rows,json=lateRows,proto3,enum=flinkgo.plan.v1.WindowAggregate_LateRows" json:"late_rows,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *WindowAggregate) Reset() {
+	*x = WindowAggregate{}
+	mi := &file_plan_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowAggregate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowAggregate) ProtoMessage() {}
+
+func (x *WindowAggregate) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowAggregate.ProtoReflect.Descriptor instead.
+func (*WindowAggregate) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *WindowAggregate) GetTimeColumn() string {
+	if x != nil {
+		return x.TimeColumn
+	}
+	return ""
+}
+
+func (x *WindowAggregate) GetKind() WindowAggregate_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return WindowAggregate_KIND_UNSPECIFIED
+}
+
+func (x *WindowAggregate) GetSizeMs() int64 {
+	if x != nil {
+		return x.SizeMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetSlideMs() int64 {
+	if x != nil {
+		return x.SlideMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetStepMs() int64 {
+	if x != nil {
+		return x.StepMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetGapMs() int64 {
+	if x != nil {
+		return x.GapMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetOffsetMs() int64 {
+	if x != nil {
+		return x.OffsetMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *WindowAggregate) GetAggregates() []*Aggregate {
+	if x != nil {
+		return x.Aggregates
+	}
+	return nil
+}
+
+func (x *WindowAggregate) GetAllowedLatenessMs() int64 {
+	if x != nil {
+		return x.AllowedLatenessMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetLateRows() WindowAggregate_LateRows {
+	if x != nil {
+		return x.LateRows
+	}
+	return WindowAggregate_DROP
+}
+
 type Aggregate struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// sum, count, min, max, mean.
+	// sum, count, min, max, mean; in a WindowAggregate also first, last (the
+	// value of the row with the earliest / latest event time, nulls skipped)
+	// and count_distinct (non-null values).
 	Function string `protobuf:"bytes,1,opt,name=function,proto3" json:"function,omitempty"`
 	// Input column; empty for count(*).
 	Column string `protobuf:"bytes,2,opt,name=column,proto3" json:"column,omitempty"`
@@ -1699,7 +1956,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1968,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1981,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -1757,7 +2014,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +2026,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +2039,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{21}
 }
 
 type Sink struct {
@@ -1799,7 +2056,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +2068,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +2081,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -1891,7 +2148,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +2160,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2173,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 type FileSink struct {
@@ -1931,7 +2188,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2200,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2213,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23}
+	return file_plan_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -1989,7 +2246,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2258,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2271,7 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24}
+	return file_plan_proto_rawDescGZIP(), []int{25}
 }
 
 var File_plan_proto protoreflect.FileDescriptor
@@ -2030,7 +2287,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x05nodes\x18\x04 \x03(\v2\x15.flinkgo.plan.v1.NodeR\x05nodes\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb9\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x88\x06\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x12\n" +
@@ -2048,7 +2305,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x05union\x18\x0f \x01(\v2\x16.flinkgo.plan.v1.UnionH\x00R\x05union\x12+\n" +
 	"\x04sink\x18\x10 \x01(\v2\x15.flinkgo.plan.v1.SinkH\x00R\x04sink\x12J\n" +
 	"\x0fdrop_duplicates\x18\x11 \x01(\v2\x1f.flinkgo.plan.v1.DropDuplicatesH\x00R\x0edropDuplicates\x12.\n" +
-	"\x05limit\x18\x12 \x01(\v2\x16.flinkgo.plan.v1.LimitH\x00R\x05limitB\x06\n" +
+	"\x05limit\x18\x12 \x01(\v2\x16.flinkgo.plan.v1.LimitH\x00R\x05limit\x12M\n" +
+	"\x10window_aggregate\x18\x14 \x01(\v2 .flinkgo.plan.v1.WindowAggregateH\x00R\x0fwindowAggregateB\x06\n" +
 	"\x04kind\"^\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
@@ -2135,7 +2393,33 @@ const file_plan_proto_rawDesc = "" +
 	"\x0eDropDuplicates\x12\x16\n" +
 	"\x06subset\x18\x01 \x03(\tR\x06subset\"\x15\n" +
 	"\x05Limit\x12\f\n" +
-	"\x01n\x18\x01 \x01(\x03R\x01n\"S\n" +
+	"\x01n\x18\x01 \x01(\x03R\x01n\"\xa4\x04\n" +
+	"\x0fWindowAggregate\x12\x1f\n" +
+	"\vtime_column\x18\x01 \x01(\tR\n" +
+	"timeColumn\x129\n" +
+	"\x04kind\x18\x02 \x01(\x0e2%.flinkgo.plan.v1.WindowAggregate.KindR\x04kind\x12\x17\n" +
+	"\asize_ms\x18\x03 \x01(\x03R\x06sizeMs\x12\x19\n" +
+	"\bslide_ms\x18\x04 \x01(\x03R\aslideMs\x12\x17\n" +
+	"\astep_ms\x18\x05 \x01(\x03R\x06stepMs\x12\x15\n" +
+	"\x06gap_ms\x18\x06 \x01(\x03R\x05gapMs\x12\x1b\n" +
+	"\toffset_ms\x18\a \x01(\x03R\boffsetMs\x12\x12\n" +
+	"\x04keys\x18\b \x03(\tR\x04keys\x12:\n" +
+	"\n" +
+	"aggregates\x18\t \x03(\v2\x1a.flinkgo.plan.v1.AggregateR\n" +
+	"aggregates\x12.\n" +
+	"\x13allowed_lateness_ms\x18\n" +
+	" \x01(\x03R\x11allowedLatenessMs\x12F\n" +
+	"\tlate_rows\x18\v \x01(\x0e2).flinkgo.plan.v1.WindowAggregate.LateRowsR\blateRows\"L\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\n" +
+	"\n" +
+	"\x06TUMBLE\x10\x01\x12\a\n" +
+	"\x03HOP\x10\x02\x12\f\n" +
+	"\bCUMULATE\x10\x03\x12\v\n" +
+	"\aSESSION\x10\x04\"\x1e\n" +
+	"\bLateRows\x12\b\n" +
+	"\x04DROP\x10\x00\x12\b\n" +
+	"\x04KEEP\x10\x01\"S\n" +
 	"\tAggregate\x12\x1a\n" +
 	"\bfunction\x18\x01 \x01(\tR\bfunction\x12\x16\n" +
 	"\x06column\x18\x02 \x01(\tR\x06column\x12\x12\n" +
@@ -2170,82 +2454,89 @@ func file_plan_proto_rawDescGZIP() []byte {
 	return file_plan_proto_rawDescData
 }
 
-var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_plan_proto_goTypes = []any{
-	(Partitioning_Kind)(0),   // 0: flinkgo.plan.v1.Partitioning.Kind
-	(FileSource_Format)(0),   // 1: flinkgo.plan.v1.FileSource.Format
-	(KeyedAggregate_Emit)(0), // 2: flinkgo.plan.v1.KeyedAggregate.Emit
-	(FileSink_Mode)(0),       // 3: flinkgo.plan.v1.FileSink.Mode
-	(*JobPlan)(nil),          // 4: flinkgo.plan.v1.JobPlan
-	(*Node)(nil),             // 5: flinkgo.plan.v1.Node
-	(*Input)(nil),            // 6: flinkgo.plan.v1.Input
-	(*Partitioning)(nil),     // 7: flinkgo.plan.v1.Partitioning
-	(*Expr)(nil),             // 8: flinkgo.plan.v1.Expr
-	(*Literal)(nil),          // 9: flinkgo.plan.v1.Literal
-	(*Call)(nil),             // 10: flinkgo.plan.v1.Call
-	(*UdfExpr)(nil),          // 11: flinkgo.plan.v1.UdfExpr
-	(*NamedExpr)(nil),        // 12: flinkgo.plan.v1.NamedExpr
-	(*Source)(nil),           // 13: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),      // 14: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),       // 15: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),    // 16: flinkgo.plan.v1.DatagenSource
-	(*Select)(nil),           // 17: flinkgo.plan.v1.Select
-	(*Filter)(nil),           // 18: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),       // 19: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),   // 20: flinkgo.plan.v1.KeyedAggregate
-	(*DropDuplicates)(nil),   // 21: flinkgo.plan.v1.DropDuplicates
-	(*Limit)(nil),            // 22: flinkgo.plan.v1.Limit
-	(*Aggregate)(nil),        // 23: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),            // 24: flinkgo.plan.v1.Union
-	(*Sink)(nil),             // 25: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),        // 26: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),         // 27: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),      // 28: flinkgo.plan.v1.CollectSink
-	nil,                      // 29: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil), // 30: flinkgo.worker.v1.UdfSpec
+	(Partitioning_Kind)(0),        // 0: flinkgo.plan.v1.Partitioning.Kind
+	(FileSource_Format)(0),        // 1: flinkgo.plan.v1.FileSource.Format
+	(KeyedAggregate_Emit)(0),      // 2: flinkgo.plan.v1.KeyedAggregate.Emit
+	(WindowAggregate_Kind)(0),     // 3: flinkgo.plan.v1.WindowAggregate.Kind
+	(WindowAggregate_LateRows)(0), // 4: flinkgo.plan.v1.WindowAggregate.LateRows
+	(FileSink_Mode)(0),            // 5: flinkgo.plan.v1.FileSink.Mode
+	(*JobPlan)(nil),               // 6: flinkgo.plan.v1.JobPlan
+	(*Node)(nil),                  // 7: flinkgo.plan.v1.Node
+	(*Input)(nil),                 // 8: flinkgo.plan.v1.Input
+	(*Partitioning)(nil),          // 9: flinkgo.plan.v1.Partitioning
+	(*Expr)(nil),                  // 10: flinkgo.plan.v1.Expr
+	(*Literal)(nil),               // 11: flinkgo.plan.v1.Literal
+	(*Call)(nil),                  // 12: flinkgo.plan.v1.Call
+	(*UdfExpr)(nil),               // 13: flinkgo.plan.v1.UdfExpr
+	(*NamedExpr)(nil),             // 14: flinkgo.plan.v1.NamedExpr
+	(*Source)(nil),                // 15: flinkgo.plan.v1.Source
+	(*ArrowSource)(nil),           // 16: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),            // 17: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),         // 18: flinkgo.plan.v1.DatagenSource
+	(*Select)(nil),                // 19: flinkgo.plan.v1.Select
+	(*Filter)(nil),                // 20: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),            // 21: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),        // 22: flinkgo.plan.v1.KeyedAggregate
+	(*DropDuplicates)(nil),        // 23: flinkgo.plan.v1.DropDuplicates
+	(*Limit)(nil),                 // 24: flinkgo.plan.v1.Limit
+	(*WindowAggregate)(nil),       // 25: flinkgo.plan.v1.WindowAggregate
+	(*Aggregate)(nil),             // 26: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),                 // 27: flinkgo.plan.v1.Union
+	(*Sink)(nil),                  // 28: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),             // 29: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),              // 30: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),           // 31: flinkgo.plan.v1.CollectSink
+	nil,                           // 32: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*workerpb.UdfSpec)(nil),      // 33: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	29, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
-	5,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
-	6,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
-	13, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
-	17, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
-	18, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
-	19, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
-	20, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	24, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	25, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	21, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	22, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
-	7,  // 12: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
-	0,  // 13: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	9,  // 14: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	10, // 15: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	11, // 16: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	8,  // 17: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	30, // 18: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	8,  // 19: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	8,  // 20: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	14, // 21: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	15, // 22: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	16, // 23: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	1,  // 24: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	12, // 25: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	8,  // 26: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	30, // 27: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	23, // 28: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	2,  // 29: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	26, // 30: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	27, // 31: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	28, // 32: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 33: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	3,  // 34: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	32, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	7,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
+	8,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
+	15, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
+	19, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
+	20, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
+	21, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
+	22, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
+	27, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	28, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	23, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
+	24, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	25, // 12: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
+	9,  // 13: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	0,  // 14: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
+	11, // 15: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	12, // 16: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	13, // 17: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	10, // 18: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	33, // 19: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	10, // 20: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	10, // 21: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	16, // 22: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	17, // 23: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	18, // 24: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	1,  // 25: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	14, // 26: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	10, // 27: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	33, // 28: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	26, // 29: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	2,  // 30: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	3,  // 31: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
+	26, // 32: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	4,  // 33: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	29, // 34: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	30, // 35: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	31, // 36: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	1,  // 37: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	5,  // 38: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -2263,6 +2554,7 @@ func file_plan_proto_init() {
 		(*Node_Sink)(nil),
 		(*Node_DropDuplicates)(nil),
 		(*Node_Limit)(nil),
+		(*Node_WindowAggregate)(nil),
 	}
 	file_plan_proto_msgTypes[4].OneofWrappers = []any{
 		(*Expr_Column)(nil),
@@ -2282,7 +2574,7 @@ func file_plan_proto_init() {
 		(*Source_File)(nil),
 		(*Source_Datagen)(nil),
 	}
-	file_plan_proto_msgTypes[21].OneofWrappers = []any{
+	file_plan_proto_msgTypes[22].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
@@ -2292,8 +2584,8 @@ func file_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   26,
+			NumEnums:      6,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
