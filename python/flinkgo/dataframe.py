@@ -33,15 +33,17 @@ module is imported on first use.
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
+from flinkgo._durations import parse_duration
 from flinkgo._graph import IMPLICIT, Partitioning, PartitioningKind, Step
 from flinkgo._sources import to_schema
-from flinkgo.aggregates import Aggregate
+from flinkgo.aggregates import WINDOW_ONLY, Aggregate
 from flinkgo.exceptions import (
     ArgumentTypeError,
     ExpressionTypeError,
@@ -52,12 +54,16 @@ from flinkgo.exceptions import (
 from flinkgo.expr import Expr, _Alias, _Column, resolve, to_expr, unknown_column
 from flinkgo.types import schema_ipc_bytes
 from flinkgo.udfs import UserDefinedFunction
+from flinkgo.windows import Window
 
 if TYPE_CHECKING:
     import pandas as pd
     from google.protobuf.message import Message
 
-__all__ = ["DataFrame", "KeyedDataFrame", "Sink"]
+__all__ = ["DataFrame", "KeyedDataFrame", "Sink", "WindowedDataFrame"]
+
+LateRows = Literal["drop", "keep"]
+"""What a window does with rows too late for every window: see :meth:`KeyedDataFrame.window`."""
 
 Emit = Literal["auto", "final", "updates"]
 """When a keyed aggregation emits its results: see :meth:`KeyedDataFrame.agg`."""
@@ -394,6 +400,30 @@ class DataFrame:
                 "(); key_by partitions by the hash of the keys, so drop the other call"
             )
         return KeyedDataFrame(self, tuple(names))
+
+    def window(
+        self,
+        window: Window,
+        *,
+        allowed_lateness: datetime.timedelta | str | None = None,
+        late_rows: LateRows = "drop",
+    ) -> WindowedDataFrame:
+        """Group all rows into event-time windows (one subtask, as Flink's ``windowAll``).
+
+        The same as :meth:`KeyedDataFrame.window` without keys: every row of a window
+        meets in a single subtask, so the aggregation runs at parallelism 1.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"ts": pd.to_datetime([0, 1500], unit="ms"), "x": [1, 2]})
+        ... )
+        >>> df.window(fg.tumble("ts", "1 s")).agg(fg.sum("x")).columns
+        ['window_start', 'window_end', 'x']
+        """
+        return WindowedDataFrame(self, (), window, allowed_lateness, late_rows)
 
     def limit(self, n: int) -> DataFrame:
         """Keep at most `n` rows (Spark's limit), and end the pipeline once they have passed.
@@ -1035,6 +1065,47 @@ class KeyedDataFrame:
         """Show the keys, e.g. ``<KeyedDataFrame key_by(sensor)>``."""
         return f"<KeyedDataFrame key_by({', '.join(self._keys)})>"
 
+    def window(
+        self,
+        window: Window,
+        *,
+        allowed_lateness: datetime.timedelta | str | None = None,
+        late_rows: LateRows = "drop",
+    ) -> WindowedDataFrame:
+        """Group each key's rows into event-time windows; aggregate them with ``.agg``.
+
+        A window's row comes out when the watermark reaches ``window_end - 1 ms`` (at
+        the latest when the input ends, which sends the maximum watermark). Rows that
+        arrive after their window fired follow Flink's ``WindowOperator``: within
+        ``allowed_lateness`` they update the window, which fires again (one more row for
+        it); later, when every window they belong to is past ``window_end - 1 +
+        allowed_lateness``, they are dropped and counted in the operator's
+        ``numLateRecordsDropped``.
+
+        Parameters
+        ----------
+        window
+            :func:`flinkgo.tumble`, :func:`~flinkgo.hop`, :func:`~flinkgo.cumulate` or
+            :func:`~flinkgo.session`; its time column must be a timestamp column.
+        allowed_lateness
+            How long after a window fired late rows still update it (a
+            :class:`datetime.timedelta` or a string like ``"5 s"``); None is 0.
+        late_rows
+            ``"drop"`` (count them). ``"keep"`` (a side output of late rows) is not
+            built yet and raises.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"k": ["a"], "ts": pd.to_datetime([0], unit="ms"), "x": [1]})
+        ... )
+        >>> df.key_by("k").window(fg.hop("ts", "10 s", "5 s")).agg(fg.count()).columns
+        ['k', 'window_start', 'window_end', 'count']
+        """
+        return WindowedDataFrame(self._df, self._keys, window, allowed_lateness, late_rows)
+
     def agg(self, *aggregates: Aggregate, emit: Emit = "auto") -> DataFrame:
         """Aggregate each key's rows: per key, a running result updated with every row.
 
@@ -1090,39 +1161,16 @@ class KeyedDataFrame:
             raise InvalidArgumentError(
                 f"agg: emit must be one of {sorted(_EMIT_MODES)}, got {emit!r}"
             )
-        schema = self._df.schema
-        empty = schema.empty_table()
-        fields = [schema.field(k) for k in self._keys]
-        seen = set(self._keys)
+        for a in aggregates:
+            if isinstance(a, Aggregate) and a.function in WINDOW_ONLY:
+                raise InvalidArgumentError(
+                    f"agg: {a.function} is computed in windows only "
+                    "(key_by(...).window(...).agg(...)); a keyed aggregation offers sum, count, "
+                    "min, max and mean"
+                )
+        fields, messages = _aggregate_fields(op, self._df.schema, self._keys, aggregates)
         from flinkgo._proto import plan_pb2 as pb
 
-        messages = []
-        for a in aggregates:
-            if not isinstance(a, Aggregate):
-                raise ArgumentTypeError(
-                    f"agg: expected aggregates such as flinkgo.sum('x') or flinkgo.count(), "
-                    f"got {a!r}"
-                )
-            if a.column is not None and schema.get_field_index(a.column) < 0:
-                raise unknown_column(op, a.column, schema.names)
-            if a.name in seen:
-                what = "a key" if a.name in self._keys else "another aggregate"
-                raise SchemaError(
-                    f"agg: the output column {a.name!r} of {a!r} has the name of {what}; "
-                    "rename it with .alias()"
-                )
-            seen.add(a.name)
-            spec = ([], "count_all") if a.column is None else (a.column, a.function)
-            try:
-                result = empty.group_by(list(self._keys), use_threads=False).aggregate([spec])
-            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as e:
-                raise ExpressionTypeError(
-                    f"agg: cannot compute {a.function}({a.column}) of type "
-                    f"{schema.field(a.column).type if a.column else ''}: {e}"
-                ) from e
-            out_name = "count_all" if a.column is None else f"{a.column}_{a.function}"
-            fields.append(pa.field(a.name, result.schema.field(out_name).type))
-            messages.append(pb.Aggregate(function=a.function, column=a.column or "", name=a.name))
         body = pb.KeyedAggregate(keys=list(self._keys), aggregates=messages, emit=_EMIT_MODES[emit])
         text = ", ".join(map(str, aggregates))
         name = f"key_by({', '.join(self._keys)}).agg({text})"
@@ -1133,6 +1181,232 @@ class KeyedDataFrame:
             name,
             pa.schema(fields),
             ((self._df._step, Partitioning("HASH", self._keys)),),
+        )
+        return DataFrame(step)
+
+
+def _aggregate_fields(
+    op: str,
+    schema: pa.Schema,
+    keys: Sequence[str],
+    aggregates: Sequence[Aggregate],
+    *,
+    taken: Sequence[str] = (),
+) -> tuple[list[pa.Field], list[Any]]:
+    """Return the output fields (keys, then one per aggregate) and the plan's aggregates.
+
+    Output types are those of Arrow's grouped aggregation of the same functions.
+    """
+    empty = schema.empty_table()
+    fields = [schema.field(k) for k in keys]
+    seen = set(keys) | set(taken)
+    from flinkgo._proto import plan_pb2 as pb
+
+    messages = []
+    for a in aggregates:
+        if not isinstance(a, Aggregate):
+            raise ArgumentTypeError(
+                f"{op}: expected aggregates such as flinkgo.sum('x') or flinkgo.count(), got {a!r}"
+            )
+        if a.column is not None and schema.get_field_index(a.column) < 0:
+            raise unknown_column(op, a.column, schema.names)
+        if a.name in seen:
+            what = (
+                "a key"
+                if a.name in keys
+                else "a window column"
+                if a.name in taken
+                else "another aggregate"
+            )
+            raise SchemaError(
+                f"{op}: the output column {a.name!r} of {a!r} has the name of {what}; "
+                "rename it with .alias()"
+            )
+        seen.add(a.name)
+        spec = ([], "count_all") if a.column is None else (a.column, a.function)
+        try:
+            result = empty.group_by(list(keys), use_threads=False).aggregate([spec])
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise ExpressionTypeError(
+                f"{op}: cannot compute {a.function}({a.column}) of type "
+                f"{schema.field(a.column).type if a.column else ''}: {e}"
+            ) from e
+        out_name = "count_all" if a.column is None else f"{a.column}_{a.function}"
+        fields.append(pa.field(a.name, result.schema.field(out_name).type))
+        messages.append(pb.Aggregate(function=a.function, column=a.column or "", name=a.name))
+    return fields, messages
+
+
+_WINDOW_KINDS = {"tumble": "TUMBLE", "hop": "HOP", "cumulate": "CUMULATE", "session": "SESSION"}
+
+
+def _window_type_ok(function: str, t: pa.DataType) -> bool:
+    """Whether the runtime's window aggregates compute `function` over type `t`."""
+    numeric = bool(pa.types.is_integer(t) or pa.types.is_floating(t))
+    text = bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+    if function in ("sum", "mean"):
+        return numeric
+    if function in ("min", "max"):
+        return numeric or text
+    if function in ("first", "last"):
+        return bool(
+            numeric
+            or text
+            or pa.types.is_boolean(t)
+            or pa.types.is_timestamp(t)
+            or pa.types.is_date(t)
+            or pa.types.is_duration(t)
+        )
+    return True
+
+
+class WindowedDataFrame:
+    """Rows grouped into event-time windows (per key, or all of them), waiting for :meth:`agg`.
+
+    Made by :meth:`KeyedDataFrame.window` and :meth:`DataFrame.window`.
+    """
+
+    __slots__ = ("_df", "_keys", "_late_rows", "_lateness", "_window")
+
+    def __init__(
+        self,
+        df: DataFrame,
+        keys: tuple[str, ...],
+        window: Window,
+        allowed_lateness: datetime.timedelta | str | None,
+        late_rows: str,
+    ) -> None:
+        op = "window"
+        if not isinstance(window, Window):
+            raise ArgumentTypeError(
+                f"{op}: expected a window such as flinkgo.tumble('ts', '1 min'), got {window!r}"
+            )
+        schema = df.schema
+        if schema.get_field_index(window.time) < 0:
+            raise unknown_column(op, window.time, schema.names)
+        time_type = schema.field(window.time).type
+        if not pa.types.is_timestamp(time_type):
+            raise SchemaError(
+                f"{op}: the time column {window.time!r} is {time_type}, not a timestamp; "
+                f"convert it first, e.g. with_column({window.time!r}, "
+                f"col({window.time!r}).cast('timestamp[ms]'))"
+            )
+        lateness = 0
+        if allowed_lateness is not None:
+            lateness = parse_duration(allowed_lateness, what="window(allowed_lateness=...)")
+        if late_rows == "keep":
+            raise InvalidArgumentError(
+                'window: late_rows="keep" (a side output of late rows) is not built yet; '
+                'use late_rows="drop", which drops them and counts them in the '
+                "operator's numLateRecordsDropped"
+            )
+        if late_rows != "drop":
+            raise InvalidArgumentError(
+                f'window: late_rows must be "drop" or "keep", got {late_rows!r}'
+            )
+        self._df = df
+        self._keys = keys
+        self._window = window
+        self._lateness = lateness
+        self._late_rows = late_rows
+
+    def __repr__(self) -> str:
+        """Show the window, e.g. ``<WindowedDataFrame key_by(k).window(tumble(ts, ...))>``."""
+        by = f"key_by({', '.join(self._keys)})." if self._keys else ""
+        return f"<WindowedDataFrame {by}window({self._window})>"
+
+    def agg(self, *aggregates: Aggregate) -> DataFrame:
+        """Aggregate the rows of each window: one row per (key,) window when it fires.
+
+        Parameters
+        ----------
+        *aggregates
+            At least one of :func:`flinkgo.sum`, :func:`~flinkgo.count`,
+            :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`,
+            :func:`~flinkgo.first`, :func:`~flinkgo.last`, :func:`~flinkgo.count_distinct`.
+
+        Returns
+        -------
+        DataFrame
+            The key columns, ``window_start`` and ``window_end`` (``timestamp[ms]`` in
+            the time column's time zone, as Flink's window functions), then one column
+            per aggregate, typed as Arrow's grouped aggregations.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If an aggregate's column is not a column of the input.
+        TypeError
+            If an aggregate does not apply to the column's type.
+        ValueError
+            If no aggregate is given or two output columns have the same name.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"k": ["a"], "ts": pd.to_datetime([0], unit="ms"), "p": [1.5]})
+        ... )
+        >>> w = df.key_by("k").window(fg.tumble("ts", "1 min"))
+        >>> w.agg(fg.first("p").alias("open"), fg.max("p")).schema
+        k: ...string
+        window_start: timestamp[ms] not null
+        window_end: timestamp[ms] not null
+        open: double
+        p: double
+        """
+        op = "agg"
+        if not aggregates:
+            raise InvalidArgumentError("agg: no aggregates given, e.g. agg(flinkgo.count())")
+        schema = self._df.schema
+        for a in aggregates:
+            if isinstance(a, Aggregate) and a.column is not None:
+                idx = schema.get_field_index(a.column)
+                if idx >= 0 and not _window_type_ok(a.function, schema.field(idx).type):
+                    raise ExpressionTypeError(
+                        f"agg: {a.function}({a.column}) of type {schema.field(idx).type} is "
+                        "not computed in windows (sum and mean: numbers; min and max: "
+                        "numbers and strings; first and last: numbers, strings, booleans, "
+                        "timestamps, dates, durations)"
+                    )
+        bounds = ("window_start", "window_end")
+        fields, messages = _aggregate_fields(op, schema, self._keys, aggregates, taken=bounds)
+        for b in bounds:
+            if b in self._keys:
+                raise SchemaError(
+                    f"window: the key {b!r} has the name of a window column; rename it first"
+                )
+        tz = schema.field(self._window.time).type.tz
+        n = len(self._keys)
+        fields[n:n] = [pa.field(b, pa.timestamp("ms", tz=tz), nullable=False) for b in bounds]
+        from flinkgo._proto import plan_pb2 as pb
+
+        w = self._window
+        body = pb.WindowAggregate(
+            time_column=w.time,
+            kind=_WINDOW_KINDS[w.kind],
+            size_ms=w.size_ms,
+            slide_ms=w.slide_ms,
+            step_ms=w.step_ms,
+            gap_ms=w.gap_ms,
+            offset_ms=w.offset_ms,
+            keys=list(self._keys),
+            aggregates=messages,
+            allowed_lateness_ms=self._lateness,
+            late_rows="DROP",
+        )
+        text = ", ".join(map(str, aggregates))
+        by = f"key_by({', '.join(self._keys)})." if self._keys else ""
+        name = f"{by}window({w}).agg({text})"
+        partitioning = Partitioning("HASH", self._keys) if self._keys else IMPLICIT
+        step = Step(
+            self._df._step.env,
+            "window_aggregate",
+            body,
+            name,
+            pa.schema(fields),
+            ((self._df._step, partitioning),),
         )
         return DataFrame(step)
 
