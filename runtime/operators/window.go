@@ -357,9 +357,11 @@ func (p *windowProc) newSlot(k *winKey, w window.Window) *winSlot {
 	return s
 }
 
+// slot finds the slot of window w, newest first: rows mostly go to the
+// latest slices, so a row's lookup does not grow with size/slide.
 func (k *winKey) slot(w window.Window) *winSlot {
-	for _, s := range k.slots {
-		if s.w == w {
+	for i := len(k.slots) - 1; i >= 0; i-- {
+		if s := k.slots[i]; s.w == w {
 			return s
 		}
 	}
