@@ -25,6 +25,7 @@ const (
 	KindSink
 	KindDropDuplicates
 	KindLimit
+	KindWatermarkAssigner
 )
 
 var kindNames = [...]string{
@@ -38,6 +39,7 @@ var kindNames = [...]string{
 	KindSink:           "sink",
 	KindDropDuplicates: "drop_duplicates",
 	KindLimit:          "limit",
+	KindWatermarkAssigner: "watermark_assigner",
 }
 
 func (k Kind) String() string {
@@ -98,7 +100,10 @@ type Operator struct {
 	// (except UDF operators, named after their UDFs): "pre", "pre-<k>"
 	// (materializes the arguments of udf-<k>), "udf-<k>", "post" (the
 	// select's final columns), "filter" and "drop" (removes the temporary
-	// columns after a filter).
+	// columns after a filter), and for with_watermark "extract-timestamp"
+	// (the select computing the event-time column from an expression; a
+	// UDF there keeps its "udf-<k>" role but takes this uid when it is the
+	// only operator) and "watermarks" (the watermark assigner).
 	Role string
 	// NodeID is the id of the logical node the operator comes from.
 	NodeID int
