@@ -29,16 +29,16 @@ const (
 )
 
 var kindNames = [...]string{
-	KindSource:         "source",
-	KindSelect:         "select",
-	KindFilter:         "filter",
-	KindUDF:            "udf",
-	KindMapBatches:     "map_batches",
-	KindKeyedAggregate: "keyed_aggregate",
-	KindUnion:          "union",
-	KindSink:           "sink",
-	KindDropDuplicates: "drop_duplicates",
-	KindLimit:          "limit",
+	KindSource:            "source",
+	KindSelect:            "select",
+	KindFilter:            "filter",
+	KindUDF:               "udf",
+	KindMapBatches:        "map_batches",
+	KindKeyedAggregate:    "keyed_aggregate",
+	KindUnion:             "union",
+	KindSink:              "sink",
+	KindDropDuplicates:    "drop_duplicates",
+	KindLimit:             "limit",
 	KindWatermarkAssigner: "watermark_assigner",
 }
 
