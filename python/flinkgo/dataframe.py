@@ -587,12 +587,12 @@ class DataFrame:
         if isinstance(time, str):
             column = time
         elif isinstance(time, Expr):
-            if isinstance(time, _Column):
-                column = time.output_name()
-            else:
-                column = time.output_name()
+            column = time.output_name()
+            if not isinstance(time, _Column):
                 computed = self._with({column: time}, op=f"{op} time")
-                extractor = computed._step.body
+                select = computed._step.body
+                assert isinstance(select, pb.Select)  # _with makes a select step
+                extractor = select
                 schema = computed.schema
         else:
             raise ArgumentTypeError(
