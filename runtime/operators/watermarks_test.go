@@ -58,7 +58,7 @@ func (f *fakeSplits) LastSplit() string                               { return f
 func (f *fakeSplits) PendingSplits() []string                         { return f.pending }
 
 type assignerTest struct {
-	t      *testing.T
+	t      testing.TB
 	mem    *memory.CheckedAllocator
 	clock  *watermark.ManualClock
 	out    *wmRecorder
@@ -67,7 +67,7 @@ type assignerTest struct {
 	schema *arrow.Schema
 }
 
-func newAssignerTest(t *testing.T, unit arrow.TimeUnit, delayMs, idleMs int64, splits *fakeSplits) *assignerTest {
+func newAssignerTest(t testing.TB, unit arrow.TimeUnit, delayMs, idleMs int64, splits *fakeSplits) *assignerTest {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
@@ -274,4 +274,34 @@ func TestToMillisRoundsDown(t *testing.T) {
 	if got := toMillis(arrow.Nanosecond)(1_999_999); got != 1 {
 		t.Errorf("1999999 ns is in millisecond %d, want 1", got)
 	}
+}
+
+// The assigner's cost per row: the max of the time column (rows are passed
+// on, not copied).
+func BenchmarkWatermarkAssigner(b *testing.B) {
+	const rows = 10_000
+	at := newAssignerTest(b, arrow.Millisecond, 5000, 0, nil)
+	ts := array.NewTimestampBuilder(at.mem, &arrow.TimestampType{Unit: arrow.Millisecond})
+	ids := array.NewInt64Builder(at.mem)
+	for i := range int64(rows) {
+		ids.Append(i)
+		ts.Append(arrow.Timestamp(i * 7 % 5000))
+	}
+	idCol, tsCol := ids.NewArray(), ts.NewArray()
+	ids.Release()
+	ts.Release()
+	batch := array.NewRecordBatch(at.schema, []arrow.Array{idCol, tsCol}, rows)
+	idCol.Release()
+	tsCol.Release()
+	defer batch.Release()
+	discard := func(_ context.Context, b arrow.RecordBatch) error { b.Release(); return nil }
+	ctx := context.Background()
+	b.SetBytes(rows * 8)
+	b.ResetTimer()
+	for b.Loop() {
+		if err := at.a.Process(ctx, 0, batch, discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*rows/b.Elapsed().Seconds(), "rows/s")
 }
