@@ -76,7 +76,7 @@ func validate(job *planpb.JobPlan) []string {
 		}
 		kind := nodeKind(n)
 		if kind == 0 {
-			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, union or sink)")
+			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, watermark_assigner, union or sink)")
 		}
 		problems = append(problems, validateInputs(job, n, kind, i, index, label)...)
 		for _, p := range validateKind(n, kind) {
