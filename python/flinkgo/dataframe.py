@@ -33,12 +33,14 @@ module is imported on first use.
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
+from flinkgo._durations import parse_duration
 from flinkgo._graph import IMPLICIT, Partitioning, PartitioningKind, Step
 from flinkgo._sources import to_schema
 from flinkgo.aggregates import Aggregate
@@ -504,6 +506,117 @@ class DataFrame:
             f"drop_duplicates({', '.join(names)})",
             self.schema,
         )
+
+    def with_watermark(
+        self,
+        time: str | Expr,
+        max_out_of_orderness: str | datetime.timedelta,
+        *,
+        idle_timeout: str | datetime.timedelta | None = None,
+    ) -> DataFrame:
+        """Give rows an event time and make watermarks for it (Flink's bounded out-of-orderness).
+
+        The event time of a row is its `time` column, a timestamp of any unit (counted in
+        whole milliseconds, as Flink's). Rows pass unchanged. Every
+        ``pipeline.auto-watermark-interval`` (200 ms by default) the step sends the
+        watermark *greatest event time seen - max_out_of_orderness - 1 ms* downstream
+        when it advanced: rows later than that are late for the windows and timers that
+        follow. At the end of a bounded input the maximum watermark follows, so that every
+        window fires. Right after a file source, each file has its own watermark and the
+        step sends the minimum over the files, so that reading one file does not make the
+        next one's rows late. Watermarks are not checkpointed: after a restore they start
+        again from the rows that come (docs/semantics.md#event-time).
+
+        Parameters
+        ----------
+        time
+            The name of a timestamp column, or an expression that computes one (a built-in
+            expression, or a Python UDF call such as parsing a string). An expression's
+            column is named as in ``select`` (:meth:`Expr.output_name`; rename it with
+            :meth:`Expr.alias`) and is added to the rows, replacing an input column of that
+            name in place, as :meth:`with_column` does. The planner computes it in an
+            operator of its own, uid ``<uid>/extract-timestamp``; the watermarks are made by
+            ``<uid>/watermarks``, where ``<uid>`` is this step's :meth:`uid`.
+        max_out_of_orderness
+            How late a row may be relative to the greatest event time seen: a
+            :class:`datetime.timedelta` or a duration string in Flink's syntax (``"10 s"``,
+            ``"500 ms"``, ``"5 min"``); ``"0 ms"`` for ascending timestamps.
+        idle_timeout
+            When set (a positive duration), the step's output is marked idle after that
+            long without rows, so that it stops holding back the watermark of the steps
+            that merge it with other inputs; its next row makes it active again (Flink's
+            ``withIdleness``).
+
+        Returns
+        -------
+        DataFrame
+            The same rows, with the `time` column when it is computed.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If `time` names a column the input does not have.
+        SchemaError
+            If the `time` column is not a timestamp.
+        TypeError
+            If `time` is neither a column name nor an expression, or a duration is neither
+            a string nor a timedelta.
+        ValueError
+            If a duration does not parse, is negative, is not a whole number of
+            milliseconds, or the idle timeout is zero.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"ts": pd.to_datetime(["2026-01-01 00:00:01"]), "v": [1]})
+        ... )
+        >>> df.with_watermark("ts", "5 s").uid("events")
+        <DataFrame with_watermark(ts, 5000 ms) [ts: timestamp[...], v: int64]>
+        """
+        op = "with_watermark"
+        delay = parse_duration(max_out_of_orderness, what=f"{op}: max_out_of_orderness")
+        idle = 0
+        if idle_timeout is not None:
+            idle = parse_duration(idle_timeout, what=f"{op}: idle_timeout", allow_zero=False)
+        from flinkgo._proto import plan_pb2 as pb
+
+        extractor = None
+        schema = self.schema
+        if isinstance(time, str):
+            column = time
+        elif isinstance(time, Expr):
+            column = time.output_name()
+            if not isinstance(time, _Column):
+                computed = self._with({column: time}, op=f"{op} time")
+                select = computed._step.body
+                assert isinstance(select, pb.Select)  # _with makes a select step
+                extractor = select
+                schema = computed.schema
+        else:
+            raise ArgumentTypeError(
+                f"{op}: time must be a column name or an expression, got {time!r}"
+            )
+        if schema.get_field_index(column) < 0:
+            raise unknown_column(op, column, schema.names)
+        field_type = schema.field(column).type
+        if not pa.types.is_timestamp(field_type):
+            raise SchemaError(
+                f"{op}: the time column {column!r} is {field_type}, not a timestamp; convert it "
+                "first, e.g. with_watermark(fg.col(...).cast(pa.timestamp('ms')), ...) or a UDF "
+                "returning timestamps"
+            )
+        body = pb.WatermarkAssigner(
+            time_column=column,
+            max_out_of_orderness_ms=delay,
+            idle_timeout_ms=idle,
+            time_extractor=extractor,
+        )
+        shown = time._inner if isinstance(time, _Alias) else time
+        text = column if extractor is None else f"{column} = {shown}"
+        name = f"{op}({text}, {delay} ms" + (f", idle {idle} ms)" if idle else ")")
+        return self._then("watermark_assigner", body, name, schema)
 
     def union(self, *others: DataFrame) -> DataFrame:
         """Concatenate the rows of DataFrames that have the same schema.

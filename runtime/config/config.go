@@ -33,6 +33,9 @@ const (
 	// ConfigUpdateInterval is how often a keyed aggregation in updates
 	// mode emits the keys that changed. Default 1 s.
 	ConfigUpdateInterval = "pipeline.keyed-aggregate.update-interval"
+	// ConfigAutoWatermarkInterval is how often a watermark assigner sends
+	// its watermark (when it advanced) and checks idleness. Default 200 ms.
+	ConfigAutoWatermarkInterval = "pipeline.auto-watermark-interval"
 	// ConfigBundleSize and ConfigBundleTime set the UDF operators' bundle
 	// (package bundle); when set they override Options.BundleSize and
 	// Options.BundleTime.
@@ -101,10 +104,11 @@ type RestartConfig struct {
 
 // runtimeConfig is everything the runtime reads from the plan's config.
 type runtimeConfig struct {
-	checkpoint     CheckpointConfig
-	restore        RestoreConfig
-	restart        RestartConfig
-	updateInterval time.Duration
+	checkpoint        CheckpointConfig
+	restore           RestoreConfig
+	restart           RestartConfig
+	updateInterval    time.Duration
+	watermarkInterval time.Duration
 	// bundleSize and bundleTime are the job's bundle settings, 0 where the
 	// plan sets none.
 	bundleSize int
@@ -152,6 +156,11 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	if c.updateInterval <= 0 {
 		p.problem(ConfigUpdateInterval, "must be positive")
 		c.updateInterval = time.Second
+	}
+	c.watermarkInterval = p.duration(ConfigAutoWatermarkInterval, 200*time.Millisecond)
+	if c.watermarkInterval <= 0 {
+		p.problem(ConfigAutoWatermarkInterval, "must be positive")
+		c.watermarkInterval = 200 * time.Millisecond
 	}
 	c.bundleSize = p.integer(ConfigBundleSize, 0, 1)
 	c.bundleTime = p.duration(ConfigBundleTime, 0)

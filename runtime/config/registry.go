@@ -106,6 +106,7 @@ const (
 	readByRestart    = "runtime/job: restart strategy"
 	readByAggregate  = "runtime/operators: keyed aggregation"
 	readByUDF        = "runtime/operators: UDF operators (package bundle)"
+	readByWatermarks = "runtime/operators: watermark assigners (with_watermark)"
 )
 
 // Known returns the registry of every key the runtime reads. Each call
@@ -124,6 +125,10 @@ func Known() Registry {
 		{
 			Name: "pipeline.keyed-aggregate.update-interval", Type: TypeDuration, Default: "1 s", Min: "1 ms", ReadBy: readByAggregate,
 			Description: "How often a keyed aggregation in updates mode emits the keys that changed.",
+		},
+		{
+			Name: "pipeline.auto-watermark-interval", Type: TypeDuration, Default: "200 ms", Min: "1 ms", ReadBy: readByWatermarks,
+			Description: "How often a watermark assigner (with_watermark) sends its watermark downstream when it advanced, and checks for idleness (Flink's key of the same name).",
 		},
 		{
 			Name: "python.fn-execution.arrow.batch.size", Type: TypeInt, Default: "10000", Min: "1", ReadBy: readByPlanner,

@@ -10,6 +10,9 @@ type Runtime struct {
 	Restore        RestoreConfig
 	Restart        RestartConfig
 	UpdateInterval time.Duration
+	// WatermarkInterval is pipeline.auto-watermark-interval: how often a
+	// watermark assigner emits.
+	WatermarkInterval time.Duration
 	// BundleSize and BundleTime are the job's UDF bundle settings
 	// (ConfigBundleSize, ConfigBundleTime), 0 where the plan sets none; set,
 	// they override the runtime's options.
@@ -22,5 +25,6 @@ type Runtime struct {
 func Parse(cfg map[string]string) (Runtime, error) {
 	c, err := parseConfig(cfg)
 	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, UpdateInterval: c.updateInterval,
-		BundleSize: c.bundleSize, BundleTime: c.bundleTime}, err
+		WatermarkInterval: c.watermarkInterval,
+		BundleSize:        c.bundleSize, BundleTime: c.bundleTime}, err
 }

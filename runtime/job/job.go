@@ -491,5 +491,6 @@ func (j *Job) operatorOptions() operators.Options {
 		Runner: o.Runner, NewRunner: o.NewRunner, BundleSize: o.BundleSize, BundleTime: o.BundleTime,
 		SourceBatchRows: o.SourceBatchRows, Stdout: o.Stdout, Collect: o.Collect,
 		KeyedCacheGroups: o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval,
+		WatermarkInterval: j.config.WatermarkInterval,
 	}
 }

@@ -97,6 +97,14 @@ func explainWork(sb *strings.Builder, op *Operator) {
 	case op.Kind == KindLimit:
 		fmt.Fprintf(sb, "    passes the first %d rows (of every subtask upstream, in arrival order), then %s\n",
 			op.Node.GetLimit().GetN(), limitEnds(op))
+	case op.Kind == KindWatermarkAssigner:
+		wa := op.Node.GetWatermarkAssigner()
+		idle := "never idle"
+		if wa.GetIdleTimeoutMs() > 0 {
+			idle = fmt.Sprintf("idle after %d ms without rows", wa.GetIdleTimeoutMs())
+		}
+		fmt.Fprintf(sb, "    event time %s; watermark = max %s - %d ms - 1 ms, every pipeline.auto-watermark-interval when it advanced; %s\n",
+			wa.GetTimeColumn(), wa.GetTimeColumn(), wa.GetMaxOutOfOrdernessMs(), idle)
 	case op.Role == "":
 	case op.Kind == KindSelect:
 		cols := make([]string, len(op.Node.GetSelect().GetColumns()))

@@ -117,6 +117,8 @@ func (b *builder) add(n *planpb.Node) {
 	case info.kind == KindSelect && slices.ContainsFunc(n.GetSelect().GetColumns(), func(c *planpb.NamedExpr) bool { return hasUDF(c.GetExpr()) }),
 		info.kind == KindFilter && hasUDF(n.GetFilter().GetPredicate()):
 		ops = expand(info, b.s)
+	case info.kind == KindWatermarkAssigner:
+		ops = watermarkOps(info, b.s)
 	default:
 		op := &Operator{
 			UID: info.uid, Name: info.name, Kind: info.kind, NodeID: int(n.GetId()),

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -33,6 +34,8 @@ func nodeKind(n *planpb.Node) Kind {
 		return KindDropDuplicates
 	case *planpb.Node_Limit:
 		return KindLimit
+	case *planpb.Node_WatermarkAssigner:
+		return KindWatermarkAssigner
 	}
 	return 0
 }
@@ -73,7 +76,7 @@ func validate(job *planpb.JobPlan) []string {
 		}
 		kind := nodeKind(n)
 		if kind == 0 {
-			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, union or sink)")
+			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, watermark_assigner, union or sink)")
 		}
 		problems = append(problems, validateInputs(job, n, kind, i, index, label)...)
 		for _, p := range validateKind(n, kind) {
@@ -215,6 +218,24 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 	case KindLimit:
 		if n := n.GetLimit().GetN(); n < 1 {
 			bad("limit n is %d; it must be at least 1", n)
+		}
+	case KindWatermarkAssigner:
+		wa := n.GetWatermarkAssigner()
+		column("with_watermark time column", wa.GetTimeColumn())
+		if wa.GetMaxOutOfOrdernessMs() < 0 {
+			bad("with_watermark max_out_of_orderness is %d ms; it must be 0 or more", wa.GetMaxOutOfOrdernessMs())
+		}
+		if wa.GetIdleTimeoutMs() < 0 {
+			bad("with_watermark idle_timeout is %d ms; it must be positive (0: no idleness)", wa.GetIdleTimeoutMs())
+		}
+		if ext := wa.GetTimeExtractor(); ext != nil {
+			sel := &planpb.Node{Kind: &planpb.Node_Select{Select: ext}}
+			for _, p := range validateKind(sel, KindSelect) {
+				bad("with_watermark timestamp extractor: %s", p)
+			}
+			if !slices.ContainsFunc(ext.GetColumns(), func(c *planpb.NamedExpr) bool { return c.GetName() == wa.GetTimeColumn() }) {
+				bad("with_watermark timestamp extractor does not compute the time column %q", wa.GetTimeColumn())
+			}
 		}
 	}
 	return problems

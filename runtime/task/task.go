@@ -154,6 +154,9 @@ func (t *Task) build(bc *buildContext, l *link) error {
 			StateDir:  bc.StateDir,
 		}
 	}
+	if r, ok := t.reader.(source.SplitReporter); ok && isChained(bc.Graph, op.ID) && bc.Graph.Inputs(op.ID)[0].From == t.links[0].op.ID {
+		c.SourceSplits = r
+	}
 	if len(op.Ends) > 0 {
 		c.EndInput = sync.OnceFunc(func() { bc.endInput(op) })
 	}
@@ -373,6 +376,14 @@ func (t *Task) runSource(ctx context.Context) error {
 		t.head.count.In.Add(b.NumRows())
 		if err := t.head.emit(ctx, b); err != nil {
 			return err
+		}
+		// The chained operators' time triggers (a watermark assigner's
+		// periodic emit, a UDF bundle's time) run between batches: a
+		// reader blocks only for I/O and rate limiting.
+		if _, ok := t.deadline(); ok {
+			if err := t.onTimer(ctx); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -28,7 +28,7 @@ class JobPlan(_message.Message):
     def __init__(self, name: _Optional[str] = ..., default_parallelism: _Optional[int] = ..., config: _Optional[_Mapping[str, str]] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("id", "uid", "name", "parallelism", "inputs", "output_schema", "source", "select", "filter", "map_batches", "keyed_aggregate", "union", "sink", "drop_duplicates", "limit")
+    __slots__ = ("id", "uid", "name", "parallelism", "inputs", "output_schema", "source", "select", "filter", "map_batches", "keyed_aggregate", "union", "sink", "drop_duplicates", "limit", "watermark_assigner")
     ID_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +44,7 @@ class Node(_message.Message):
     SINK_FIELD_NUMBER: _ClassVar[int]
     DROP_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_ASSIGNER_FIELD_NUMBER: _ClassVar[int]
     id: int
     uid: str
     name: str
@@ -59,7 +60,8 @@ class Node(_message.Message):
     sink: Sink
     drop_duplicates: DropDuplicates
     limit: Limit
-    def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ..., drop_duplicates: _Optional[_Union[DropDuplicates, _Mapping]] = ..., limit: _Optional[_Union[Limit, _Mapping]] = ...) -> None: ...
+    watermark_assigner: WatermarkAssigner
+    def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ..., drop_duplicates: _Optional[_Union[DropDuplicates, _Mapping]] = ..., limit: _Optional[_Union[Limit, _Mapping]] = ..., watermark_assigner: _Optional[_Union[WatermarkAssigner, _Mapping]] = ...) -> None: ...
 
 class Input(_message.Message):
     __slots__ = ("node", "partitioning")
@@ -238,6 +240,18 @@ class DropDuplicates(_message.Message):
     SUBSET_FIELD_NUMBER: _ClassVar[int]
     subset: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, subset: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class WatermarkAssigner(_message.Message):
+    __slots__ = ("time_column", "max_out_of_orderness_ms", "idle_timeout_ms", "time_extractor")
+    TIME_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    MAX_OUT_OF_ORDERNESS_MS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    TIME_EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
+    time_column: str
+    max_out_of_orderness_ms: int
+    idle_timeout_ms: int
+    time_extractor: Select
+    def __init__(self, time_column: _Optional[str] = ..., max_out_of_orderness_ms: _Optional[int] = ..., idle_timeout_ms: _Optional[int] = ..., time_extractor: _Optional[_Union[Select, _Mapping]] = ...) -> None: ...
 
 class Limit(_message.Message):
     __slots__ = ("n",)

@@ -256,7 +256,7 @@ func (x FileSink_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileSink_Mode.Descriptor instead.
 func (FileSink_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23, 0}
+	return file_plan_proto_rawDescGZIP(), []int{24, 0}
 }
 
 type JobPlan struct {
@@ -355,6 +355,7 @@ type Node struct {
 	//	*Node_Sink
 	//	*Node_DropDuplicates
 	//	*Node_Limit
+	//	*Node_WatermarkAssigner
 	Kind          isNode_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -520,6 +521,15 @@ func (x *Node) GetLimit() *Limit {
 	return nil
 }
 
+func (x *Node) GetWatermarkAssigner() *WatermarkAssigner {
+	if x != nil {
+		if x, ok := x.Kind.(*Node_WatermarkAssigner); ok {
+			return x.WatermarkAssigner
+		}
+	}
+	return nil
+}
+
 type isNode_Kind interface {
 	isNode_Kind()
 }
@@ -560,6 +570,10 @@ type Node_Limit struct {
 	Limit *Limit `protobuf:"bytes,18,opt,name=limit,proto3,oneof"`
 }
 
+type Node_WatermarkAssigner struct {
+	WatermarkAssigner *WatermarkAssigner `protobuf:"bytes,19,opt,name=watermark_assigner,json=watermarkAssigner,proto3,oneof"`
+}
+
 func (*Node_Source) isNode_Kind() {}
 
 func (*Node_Select) isNode_Kind() {}
@@ -577,6 +591,8 @@ func (*Node_Sink) isNode_Kind() {}
 func (*Node_DropDuplicates) isNode_Kind() {}
 
 func (*Node_Limit) isNode_Kind() {}
+
+func (*Node_WatermarkAssigner) isNode_Kind() {}
 
 // Input is one incoming edge and how its rows are distributed.
 type Input struct {
@@ -1634,6 +1650,84 @@ func (x *DropDuplicates) GetSubset() []string {
 	return nil
 }
 
+// WatermarkAssigner makes the event-time watermarks of its output
+// (`with_watermark`): the event time of a row is its time_column, a
+// timestamp of any unit; the watermark is Flink's bounded out-of-orderness
+// (the greatest event time seen - max_out_of_orderness_ms - 1), sent every
+// pipeline.auto-watermark-interval when it advanced, and the output is
+// marked idle after idle_timeout_ms without rows (0: never). Rows pass
+// unchanged. When time is an expression, time_extractor is the select that
+// computes time_column (every input column, then time_column), which the
+// planner runs first as the timestamp extractor, uid
+// "<uid>/extract-timestamp". The assigner's uid is "<uid>/watermarks".
+type WatermarkAssigner struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	TimeColumn          string                 `protobuf:"bytes,1,opt,name=time_column,json=timeColumn,proto3" json:"time_column,omitempty"`
+	MaxOutOfOrdernessMs int64                  `protobuf:"varint,2,opt,name=max_out_of_orderness_ms,json=maxOutOfOrdernessMs,proto3" json:"max_out_of_orderness_ms,omitempty"`
+	IdleTimeoutMs       int64                  `protobuf:"varint,3,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
+	TimeExtractor       *Select                `protobuf:"bytes,4,opt,name=time_extractor,json=timeExtractor,proto3" json:"time_extractor,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *WatermarkAssigner) Reset() {
+	*x = WatermarkAssigner{}
+	mi := &file_plan_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatermarkAssigner) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatermarkAssigner) ProtoMessage() {}
+
+func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatermarkAssigner.ProtoReflect.Descriptor instead.
+func (*WatermarkAssigner) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *WatermarkAssigner) GetTimeColumn() string {
+	if x != nil {
+		return x.TimeColumn
+	}
+	return ""
+}
+
+func (x *WatermarkAssigner) GetMaxOutOfOrdernessMs() int64 {
+	if x != nil {
+		return x.MaxOutOfOrdernessMs
+	}
+	return 0
+}
+
+func (x *WatermarkAssigner) GetIdleTimeoutMs() int64 {
+	if x != nil {
+		return x.IdleTimeoutMs
+	}
+	return 0
+}
+
+func (x *WatermarkAssigner) GetTimeExtractor() *Select {
+	if x != nil {
+		return x.TimeExtractor
+	}
+	return nil
+}
+
 // Limit passes on the first n rows that reach it and no more (Spark's
 // limit: which rows, over a parallel input, is unspecified; how many is
 // exact). It runs at parallelism 1, reading its input over a GLOBAL edge;
@@ -1650,7 +1744,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +1756,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,7 +1769,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18}
+	return file_plan_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Limit) GetN() int64 {
@@ -1699,7 +1793,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1805,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1818,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -1757,7 +1851,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1863,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1876,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{21}
 }
 
 type Sink struct {
@@ -1799,7 +1893,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1905,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1918,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -1891,7 +1985,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +1997,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2010,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 type FileSink struct {
@@ -1931,7 +2025,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2037,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2050,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23}
+	return file_plan_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -1989,7 +2083,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2095,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2108,7 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24}
+	return file_plan_proto_rawDescGZIP(), []int{25}
 }
 
 var File_plan_proto protoreflect.FileDescriptor
@@ -2030,7 +2124,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x05nodes\x18\x04 \x03(\v2\x15.flinkgo.plan.v1.NodeR\x05nodes\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb9\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8e\x06\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x12\n" +
@@ -2048,7 +2142,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x05union\x18\x0f \x01(\v2\x16.flinkgo.plan.v1.UnionH\x00R\x05union\x12+\n" +
 	"\x04sink\x18\x10 \x01(\v2\x15.flinkgo.plan.v1.SinkH\x00R\x04sink\x12J\n" +
 	"\x0fdrop_duplicates\x18\x11 \x01(\v2\x1f.flinkgo.plan.v1.DropDuplicatesH\x00R\x0edropDuplicates\x12.\n" +
-	"\x05limit\x18\x12 \x01(\v2\x16.flinkgo.plan.v1.LimitH\x00R\x05limitB\x06\n" +
+	"\x05limit\x18\x12 \x01(\v2\x16.flinkgo.plan.v1.LimitH\x00R\x05limit\x12S\n" +
+	"\x12watermark_assigner\x18\x13 \x01(\v2\".flinkgo.plan.v1.WatermarkAssignerH\x00R\x11watermarkAssignerB\x06\n" +
 	"\x04kind\"^\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
@@ -2133,7 +2228,13 @@ const file_plan_proto_rawDesc = "" +
 	"EMIT_FINAL\x10\x01\x12\x10\n" +
 	"\fEMIT_UPDATES\x10\x02\"(\n" +
 	"\x0eDropDuplicates\x12\x16\n" +
-	"\x06subset\x18\x01 \x03(\tR\x06subset\"\x15\n" +
+	"\x06subset\x18\x01 \x03(\tR\x06subset\"\xd2\x01\n" +
+	"\x11WatermarkAssigner\x12\x1f\n" +
+	"\vtime_column\x18\x01 \x01(\tR\n" +
+	"timeColumn\x124\n" +
+	"\x17max_out_of_orderness_ms\x18\x02 \x01(\x03R\x13maxOutOfOrdernessMs\x12&\n" +
+	"\x0fidle_timeout_ms\x18\x03 \x01(\x03R\ridleTimeoutMs\x12>\n" +
+	"\x0etime_extractor\x18\x04 \x01(\v2\x17.flinkgo.plan.v1.SelectR\rtimeExtractor\"\x15\n" +
 	"\x05Limit\x12\f\n" +
 	"\x01n\x18\x01 \x01(\x03R\x01n\"S\n" +
 	"\tAggregate\x12\x1a\n" +
@@ -2171,42 +2272,43 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_plan_proto_goTypes = []any{
-	(Partitioning_Kind)(0),   // 0: flinkgo.plan.v1.Partitioning.Kind
-	(FileSource_Format)(0),   // 1: flinkgo.plan.v1.FileSource.Format
-	(KeyedAggregate_Emit)(0), // 2: flinkgo.plan.v1.KeyedAggregate.Emit
-	(FileSink_Mode)(0),       // 3: flinkgo.plan.v1.FileSink.Mode
-	(*JobPlan)(nil),          // 4: flinkgo.plan.v1.JobPlan
-	(*Node)(nil),             // 5: flinkgo.plan.v1.Node
-	(*Input)(nil),            // 6: flinkgo.plan.v1.Input
-	(*Partitioning)(nil),     // 7: flinkgo.plan.v1.Partitioning
-	(*Expr)(nil),             // 8: flinkgo.plan.v1.Expr
-	(*Literal)(nil),          // 9: flinkgo.plan.v1.Literal
-	(*Call)(nil),             // 10: flinkgo.plan.v1.Call
-	(*UdfExpr)(nil),          // 11: flinkgo.plan.v1.UdfExpr
-	(*NamedExpr)(nil),        // 12: flinkgo.plan.v1.NamedExpr
-	(*Source)(nil),           // 13: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),      // 14: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),       // 15: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),    // 16: flinkgo.plan.v1.DatagenSource
-	(*Select)(nil),           // 17: flinkgo.plan.v1.Select
-	(*Filter)(nil),           // 18: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),       // 19: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),   // 20: flinkgo.plan.v1.KeyedAggregate
-	(*DropDuplicates)(nil),   // 21: flinkgo.plan.v1.DropDuplicates
-	(*Limit)(nil),            // 22: flinkgo.plan.v1.Limit
-	(*Aggregate)(nil),        // 23: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),            // 24: flinkgo.plan.v1.Union
-	(*Sink)(nil),             // 25: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),        // 26: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),         // 27: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),      // 28: flinkgo.plan.v1.CollectSink
-	nil,                      // 29: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil), // 30: flinkgo.worker.v1.UdfSpec
+	(Partitioning_Kind)(0),    // 0: flinkgo.plan.v1.Partitioning.Kind
+	(FileSource_Format)(0),    // 1: flinkgo.plan.v1.FileSource.Format
+	(KeyedAggregate_Emit)(0),  // 2: flinkgo.plan.v1.KeyedAggregate.Emit
+	(FileSink_Mode)(0),        // 3: flinkgo.plan.v1.FileSink.Mode
+	(*JobPlan)(nil),           // 4: flinkgo.plan.v1.JobPlan
+	(*Node)(nil),              // 5: flinkgo.plan.v1.Node
+	(*Input)(nil),             // 6: flinkgo.plan.v1.Input
+	(*Partitioning)(nil),      // 7: flinkgo.plan.v1.Partitioning
+	(*Expr)(nil),              // 8: flinkgo.plan.v1.Expr
+	(*Literal)(nil),           // 9: flinkgo.plan.v1.Literal
+	(*Call)(nil),              // 10: flinkgo.plan.v1.Call
+	(*UdfExpr)(nil),           // 11: flinkgo.plan.v1.UdfExpr
+	(*NamedExpr)(nil),         // 12: flinkgo.plan.v1.NamedExpr
+	(*Source)(nil),            // 13: flinkgo.plan.v1.Source
+	(*ArrowSource)(nil),       // 14: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),        // 15: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),     // 16: flinkgo.plan.v1.DatagenSource
+	(*Select)(nil),            // 17: flinkgo.plan.v1.Select
+	(*Filter)(nil),            // 18: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),        // 19: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),    // 20: flinkgo.plan.v1.KeyedAggregate
+	(*DropDuplicates)(nil),    // 21: flinkgo.plan.v1.DropDuplicates
+	(*WatermarkAssigner)(nil), // 22: flinkgo.plan.v1.WatermarkAssigner
+	(*Limit)(nil),             // 23: flinkgo.plan.v1.Limit
+	(*Aggregate)(nil),         // 24: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),             // 25: flinkgo.plan.v1.Union
+	(*Sink)(nil),              // 26: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),         // 27: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),          // 28: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),       // 29: flinkgo.plan.v1.CollectSink
+	nil,                       // 30: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*workerpb.UdfSpec)(nil),  // 31: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	29, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	30, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
 	5,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
 	6,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
 	13, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
@@ -2214,38 +2316,40 @@ var file_plan_proto_depIdxs = []int32{
 	18, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
 	19, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
 	20, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	24, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	25, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	25, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	26, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
 	21, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	22, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
-	7,  // 12: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
-	0,  // 13: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	9,  // 14: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	10, // 15: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	11, // 16: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	8,  // 17: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	30, // 18: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	8,  // 19: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	8,  // 20: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	14, // 21: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	15, // 22: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	16, // 23: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	1,  // 24: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	12, // 25: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	8,  // 26: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	30, // 27: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	23, // 28: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	2,  // 29: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	26, // 30: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	27, // 31: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	28, // 32: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 33: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	3,  // 34: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	23, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	22, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
+	7,  // 13: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	0,  // 14: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
+	9,  // 15: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	10, // 16: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	11, // 17: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	8,  // 18: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	31, // 19: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	8,  // 20: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	8,  // 21: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	14, // 22: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	15, // 23: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	16, // 24: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	1,  // 25: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	12, // 26: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	8,  // 27: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	31, // 28: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	24, // 29: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	2,  // 30: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	17, // 31: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
+	27, // 32: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	28, // 33: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	29, // 34: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	1,  // 35: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	3,  // 36: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -2263,6 +2367,7 @@ func file_plan_proto_init() {
 		(*Node_Sink)(nil),
 		(*Node_DropDuplicates)(nil),
 		(*Node_Limit)(nil),
+		(*Node_WatermarkAssigner)(nil),
 	}
 	file_plan_proto_msgTypes[4].OneofWrappers = []any{
 		(*Expr_Column)(nil),
@@ -2282,7 +2387,7 @@ func file_plan_proto_init() {
 		(*Source_File)(nil),
 		(*Source_Datagen)(nil),
 	}
-	file_plan_proto_msgTypes[21].OneofWrappers = []any{
+	file_plan_proto_msgTypes[22].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
@@ -2293,7 +2398,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
