@@ -41,8 +41,15 @@ func compileIsIn(out *Expr) error {
 			sc = scalar.MakeNullScalar(x.typ)
 		} else if !arrow.TypeEqual(sc.DataType(), x.typ) {
 			cast, err := sc.CastTo(x.typ)
+			if err == nil {
+				// Scalar casts may truncate (2.5 to int64 is 2): only exact ones match.
+				var back scalar.Scalar
+				if back, err = cast.CastTo(sc.DataType()); err == nil && !scalar.Equals(back, sc) {
+					err = fmt.Errorf("%s is not %s", cast, sc)
+				}
+			}
 			if err != nil {
-				return fmt.Errorf("value %s (%s) does not convert to %s, the type of %s", a.text, sc.DataType(), x.typ, x.text)
+				return fmt.Errorf("value %s (%s) does not convert to %s exactly, the type of %s", a.text, sc.DataType(), x.typ, x.text)
 			}
 			sc = cast
 		}
