@@ -56,7 +56,7 @@ from flinkgo.exceptions import (
     UdfPickleError,
     UnexecutedSinkWarning,
 )
-from flinkgo.expr import Expr, col, lit
+from flinkgo.expr import Expr, col, lit, when
 from flinkgo.job import JobResult, OperatorMetrics
 from flinkgo.job_client import JobClient
 from flinkgo.plan import JobPlan, PlanInput, PlanNode
@@ -107,4 +107,5 @@ __all__ = [
     "min",
     "sum",
     "udf",
+    "when",
 ]

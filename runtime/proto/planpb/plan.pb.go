@@ -959,7 +959,12 @@ func (*Literal_StringValue) isLiteral_Value() {}
 // add, subtract, multiply, divide, modulo (2); negate (1);
 // equal, not_equal, less, less_equal, greater, greater_equal (2);
 // and, or (2); not (1); is_null, is_not_null (1);
-// cast (1, with cast_to).
+// cast (1, with cast_to);
+// is_in (1 + n: the value, then n literals); between (3: value, lo, hi);
+// case_when (2n + 1: condition, value, ..., otherwise; a null literal for none);
+// year, month, day, hour, minute (1, a timestamp);
+// truncate (2: a timestamp and a duration literal).
+// A duration literal is an int_value with type "duration[s|ms|us|ns]".
 type Call struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Function string                 `protobuf:"bytes,1,opt,name=function,proto3" json:"function,omitempty"`
