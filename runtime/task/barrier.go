@@ -2,6 +2,7 @@ package task
 
 import (
 	"context"
+	"errors"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 )
@@ -200,12 +201,16 @@ func (t *Task) checkpoint(ctx context.Context, id int64) error {
 			return err
 		}
 	}
-	acknowledge := func() checkpoint.Ack {
-		a := checkpoint.Ack{ID: id, Task: t, States: map[string]checkpoint.SubtaskState{}}
+	acknowledge := func() (a checkpoint.Ack) {
+		a = checkpoint.Ack{ID: id, Task: t, States: map[string]checkpoint.SubtaskState{}}
 		for _, o := range states {
 			if o.persist != nil {
-				if err := o.persist(ctx, &o.st); err != nil {
+				if err := persistGuarded(ctx, o.persist, &o.st); err != nil {
 					a.Err = o.link.named(err)
+					var taskErr *TaskError
+					if errors.As(a.Err, &taskErr) {
+						taskErr.Subtask = t.subtask
+					}
 					return a
 				}
 			}
@@ -224,4 +229,15 @@ func (t *Task) checkpoint(ctx context.Context, id int64) error {
 		}
 	}
 	return send(acknowledge())
+}
+
+// persistGuarded runs an operator's persist step (on its own goroutine
+// when the task goes on meanwhile) with a panic as its error.
+func persistGuarded(ctx context.Context, persist func(context.Context, *checkpoint.SubtaskState) error, st *checkpoint.SubtaskState) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = PanicError(r)
+		}
+	}()
+	return persist(ctx, st)
 }

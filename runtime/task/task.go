@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,8 +128,15 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 
 // build makes l's operator (or the task's source reader) as the registry
 // says.
-func (t *Task) build(bc *buildContext, l *link) error {
+func (t *Task) build(bc *buildContext, l *link) (err error) {
 	op := l.op
+	// A constructor that panics fails the job being built, never the
+	// process that builds it (a server's Execute call, a job's restart).
+	defer func() {
+		if r := recover(); r != nil {
+			err = &TaskError{Operator: op.Name, UID: op.UID, Subtask: t.subtask, Err: PanicError(r)}
+		}
+	}()
 	kind, err := bc.Registry.Lookup(op.Kind)
 	if err != nil {
 		return err
@@ -170,16 +176,30 @@ func (t *Task) build(bc *buildContext, l *link) error {
 
 // Release frees what the task holds: its source reader and every
 // operator. After Run has returned, or for a task that never ran.
-func (t *Task) Release() {
+func (t *Task) Release() { _ = t.release() }
+
+// release is Release, with the first panic of an operator's Release (or
+// the reader's Close) as an error naming it: the other operators are
+// still released.
+func (t *Task) release() (err error) {
 	t.persisting.Wait() // before the state backends close
+	guard := func(l *link, free func()) {
+		defer func() {
+			if r := recover(); r != nil && err == nil {
+				err = &TaskError{Operator: l.op.Name, UID: l.op.UID, Subtask: t.subtask, Err: PanicError(r)}
+			}
+		}()
+		free()
+	}
 	if t.reader != nil {
-		_ = t.reader.Close()
+		guard(t.links[0], func() { _ = t.reader.Close() })
 	}
 	for _, l := range t.links {
 		if l.proc != nil {
-			l.proc.Release()
+			guard(l, l.proc.Release)
 		}
 	}
+	return err
 }
 
 // cancel takes every chained processor's cancel path.
@@ -235,7 +255,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		// A bug in an operator fails its job, never the whole runtime
 		// process (a server runs other jobs).
 		if r := recover(); r != nil {
-			err = t.head.named(fmt.Errorf("internal error: %v\n%s", r, debug.Stack()))
+			err = t.head.named(PanicError(r))
 		}
 		if err != nil {
 			t.cancel(err)
@@ -244,7 +264,9 @@ func (t *Task) Run(ctx context.Context) (err error) {
 				taskErr.Subtask = t.subtask
 			}
 		}
-		t.Release()
+		if rerr := t.release(); err == nil {
+			err = rerr
+		}
 	}()
 	// Cancel comes from outside the task goroutine, which may be blocked
 	// inside a processor (a send to a hung worker): as Flink's task
