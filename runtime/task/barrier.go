@@ -2,7 +2,6 @@ package task
 
 import (
 	"context"
-	"errors"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 )
@@ -207,10 +206,6 @@ func (t *Task) checkpoint(ctx context.Context, id int64) error {
 			if o.persist != nil {
 				if err := persistGuarded(ctx, o.persist, &o.st); err != nil {
 					a.Err = o.link.named(err)
-					var taskErr *TaskError
-					if errors.As(a.Err, &taskErr) {
-						taskErr.Subtask = t.subtask
-					}
 					return a
 				}
 			}

@@ -74,6 +74,7 @@ type Task struct {
 // link is one operator of a task's chain.
 type link struct {
 	op       *plan.Operator
+	subtask  int
 	proc     operator.Operator // nil for a source
 	count    *operator.Counters
 	children []*link // operators chained to this one
@@ -100,7 +101,7 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	}
 	var add func(op *plan.Operator) (*link, error)
 	add = func(op *plan.Operator) (*link, error) {
-		l := &link{op: op, count: &bc.Counters[op.ID], outs: bc.outs[op.ID][i],
+		l := &link{op: op, subtask: i, count: &bc.Counters[op.ID], outs: bc.outs[op.ID][i],
 			wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
 		t.links = append(t.links, l)
 		if err := t.build(bc, l); err != nil {
@@ -230,8 +231,15 @@ func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
 }
 
 // process runs l's processor on b, of its input `input`; the caller keeps b.
-func (l *link) process(ctx context.Context, input int, b arrow.RecordBatch) error {
+func (l *link) process(ctx context.Context, input int, b arrow.RecordBatch) (err error) {
 	l.count.In.Add(b.NumRows())
+	// Recovered here, not only in Run, to name the operator that panicked
+	// rather than its chain's head.
+	defer func() {
+		if r := recover(); r != nil {
+			err = l.named(PanicError(r))
+		}
+	}()
 	return l.named(l.proc.Process(ctx, input, b, l.emit))
 }
 
@@ -244,7 +252,7 @@ func (l *link) named(err error) error {
 		errors.Is(err, bridge.ErrWorkerLost) || errors.Is(err, bridge.ErrWorkerStart) {
 		return err
 	}
-	return &TaskError{Operator: l.op.Name, UID: l.op.UID, Err: err}
+	return &TaskError{Operator: l.op.Name, UID: l.op.UID, Subtask: l.subtask, Err: err}
 }
 
 // Run is the task goroutine. On failure or cancel it takes every
@@ -258,11 +266,9 @@ func (t *Task) Run(ctx context.Context) (err error) {
 			err = t.head.named(PanicError(r))
 		}
 		if err != nil {
+			// err may be the cause another task failed with (a canceled
+			// task returns it): it is shared, never changed here.
 			t.cancel(err)
-			var taskErr *TaskError
-			if errors.As(err, &taskErr) {
-				taskErr.Subtask = t.subtask
-			}
 		}
 		if rerr := t.release(); err == nil {
 			err = rerr
