@@ -242,6 +242,12 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 
 // run drives attempts until the job ends.
 func (j *Job) run(ctx context.Context, a *attempt) {
+	defer func() {
+		// A bug between attempts fails this job; the process lives on.
+		if r := recover(); r != nil {
+			j.end(ctx, fmt.Errorf("job: %w", task.PanicError(r)), Failed, Running, Failing, Restarting, Canceling)
+		}
+	}()
 	for {
 		err := a.wait()
 		if err == nil {

@@ -234,9 +234,13 @@ func (b *builder) checkUIDs() {
 // setMaxParallelism sets the graph's max parallelism and reports operators
 // whose parallelism exceeds it (docs/semantics.md#key-groups).
 func (b *builder) setMaxParallelism() {
-	highest := 0
+	highest, subtasks := 0, 0
 	for _, op := range b.g.Operators {
 		highest = max(highest, op.Parallelism)
+		subtasks += op.Parallelism
+	}
+	if subtasks > SubtasksLimit {
+		b.problem("the job has %d operator subtasks, above the runtime's limit of %d (plan.SubtasksLimit): lower the parallelism, or split the job", subtasks, SubtasksLimit)
 	}
 	from := b.s.maxParallelFrom
 	b.g.MaxParallelism = b.s.maxParallelism

@@ -70,6 +70,8 @@ func validate(job *planpb.JobPlan) []string {
 		}
 		if n.GetParallelism() < 0 {
 			bad("parallelism is %d, must not be negative (0 means the default)", n.GetParallelism())
+		} else if n.GetParallelism() > ParallelismLimit {
+			bad("parallelism is %d, above the runtime's limit of %d (plan.ParallelismLimit)", n.GetParallelism(), ParallelismLimit)
 		}
 		if strings.HasPrefix(n.GetUid(), reservedPrefix) {
 			bad("uid %q starts with %q, which is reserved", n.GetUid(), reservedPrefix)
@@ -286,9 +288,13 @@ func validateSpec(where string, spec *workerpb.UdfSpec) []string {
 	}
 	if c := spec.GetConcurrency(); c < 0 {
 		problems = append(problems, fmt.Sprintf("%s %q: concurrency is %d, must not be negative (0 when not given)", where, name, c))
+	} else if c > ParallelismLimit {
+		problems = append(problems, fmt.Sprintf("%s %q: concurrency is %d, above the runtime's limit of %d (plan.ParallelismLimit)", where, name, c, ParallelismLimit))
 	}
 	if b := spec.GetBatchSize(); b < 0 {
 		problems = append(problems, fmt.Sprintf("%s %q: batch_size is %d, must not be negative (0 when not given)", where, name, b))
+	} else if b > BatchSizeLimit {
+		problems = append(problems, fmt.Sprintf("%s %q: batch_size is %d, above the runtime's limit of %d (plan.BatchSizeLimit)", where, name, b, BatchSizeLimit))
 	}
 	return problems
 }

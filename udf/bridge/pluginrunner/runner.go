@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -503,6 +504,13 @@ func (r *Runner) Cancel() {
 // receive reads the worker's answers until the stream ends.
 func (r *Runner) receive() {
 	defer close(r.receiverDone)
+	// The receiver decodes what a worker sent: a panic on it fails this
+	// runner's job, never the process.
+	defer func() {
+		if p := recover(); p != nil {
+			r.fail(fmt.Errorf("%s: internal error receiving results (a bug in flinkgo, please report it with this trace): panic: %v\n%s", r.label, p, debug.Stack()))
+		}
+	}()
 	for {
 		resp, err := r.stream.Recv()
 		if err != nil {
