@@ -288,7 +288,17 @@ class LocalRuntime:
         # read and write any path this user may (a `flinkgo serve` started by hand
         # allows only the directories it is given).
         env["FLINKGO_ALLOW_PATH"] = os.sep
-        args = [binary, "serve", "--listen", listen, "--parent-pid", str(os.getpid())]
+        # Its only client is this process, so the workers of one job may serve the
+        # next (python.worker.idle-timeout): a second collect() skips their start.
+        args = [
+            binary,
+            "serve",
+            "--listen",
+            listen,
+            "--parent-pid",
+            str(os.getpid()),
+            "--reuse-workers",
+        ]
         try:
             self._proc = subprocess.Popen(
                 args,

@@ -15,6 +15,11 @@ type Runtime struct {
 	// they override the runtime's options.
 	BundleSize int
 	BundleTime time.Duration
+	// WorkerIdleTimeout and WorkerMaxIdle: how long, and how many, Python
+	// workers the job leaves idle for later jobs (ConfigWorkerIdleTimeout,
+	// ConfigWorkerMaxIdle).
+	WorkerIdleTimeout time.Duration
+	WorkerMaxIdle     int
 }
 
 // Parse reads the runtime's keys of a plan's config, reporting every
@@ -22,5 +27,6 @@ type Runtime struct {
 func Parse(cfg map[string]string) (Runtime, error) {
 	c, err := parseConfig(cfg)
 	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, UpdateInterval: c.updateInterval,
-		BundleSize: c.bundleSize, BundleTime: c.bundleTime}, err
+		BundleSize: c.bundleSize, BundleTime: c.bundleTime,
+		WorkerIdleTimeout: c.workerIdleTimeout, WorkerMaxIdle: c.workerMaxIdle}, err
 }
