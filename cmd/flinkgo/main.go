@@ -110,7 +110,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
-  flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]... [--allow-group GROUP]
+  flinkgo serve [--listen ADDR] [--parent-pid N] [--reuse-workers] [--allow-path DIR]... [--allow-group GROUP]
                 [--token-file PATH] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
                 [--max-message-size BYTES (default 64MiB)]
                 [--log-level LEVEL] [--log-format text|json]
@@ -143,6 +143,7 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	addr := fs.String("listen", "", "unix:///path.sock or host:port (default: unix://"+filepath.Join(listen.DefaultDir(), listen.SocketName)+", a private directory)")
 	parent := fs.Int("parent-pid", 0, "exit when this process is gone (the embedded runtime's client)")
+	reuse := fs.Bool("reuse-workers", false, "keep the Python workers of ended jobs idle for later jobs (python.worker.idle-timeout, .max-idle); only for a runtime whose clients may share processes (the embedded runtime sets it: it serves one Python process)")
 	group := fs.String("allow-group", "", "Unix socket: also admit the members of this group (name or gid)")
 	tokenFile := fs.String("token-file", "", "TCP: the file holding the clients' bearer token, generated (0600) when missing (default: "+filepath.Join(listen.DefaultDir(), listen.TokenName)+")")
 	tlsCert := fs.String("tls-cert", "", "TCP: serve TLS with this PEM certificate (chain)")
@@ -185,7 +186,7 @@ func serve(args []string) error {
 		fmt.Fprintf(os.Stderr, "flinkgo: clients may use paths under %s (--allow-path adds more)\n", roots)
 	}
 	fmt.Printf("flinkgo: serving on %s\n", lis.Address)
-	return serveOn(ctx, lis, nil, logger, roots, int(maxMessage), lis.ServerOptions()...)
+	return serveOn(ctx, lis, nil, logger, roots, int(maxMessage), *reuse, lis.ServerOptions()...)
 }
 
 // logFlags adds --log-level and --log-format to fs; after fs.Parse, the
@@ -227,11 +228,20 @@ func pathRoots(flags []string) (*allowpath.Roots, error) {
 // canceled then. logger receives the server's, the jobs' and the workers'
 // logs. Clients may use the paths under roots and send requests of up to
 // maxMessage bytes; guard are the listener's server options (token check,
-// TLS).
-func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, roots *allowpath.Roots, maxMessage int, guard ...grpc.ServerOption) error {
+// TLS). With reuseWorkers, the Python workers of an ended job may serve the
+// next one.
+func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, roots *allowpath.Roots, maxMessage int, reuseWorkers bool, guard ...grpc.ServerOption) error {
 	opts := append([]grpc.ServerOption{grpc.MaxSendMsgSize(maxSendMessage)}, server.Guard(logger, maxMessage)...)
 	srv := grpc.NewServer(append(opts, guard...)...)
-	jobs := server.New(job.Options{Logger: logger}, defaults)
+	jobOpts := job.Options{Logger: logger}
+	if reuseWorkers {
+		// Workers are shared only between jobs of one client: one user's
+		// code, one Python process (docs/semantics.md#worker-reuse).
+		pool := pluginrunner.NewPool(logger)
+		defer pool.Close()
+		jobOpts.Runner.Pool = pool
+	}
+	jobs := server.New(jobOpts, defaults)
 	jobs.AllowPaths(roots)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	done := make(chan error, 1)
@@ -311,7 +321,7 @@ func run(args []string) error {
 	defer stop()
 	served := make(chan error, 1)
 	// The pipeline runs as this user: any path is its to choose.
-	go func() { served <- serveOn(ctx, lis, defaults, logger, allowpath.Any(), localMaxMessage) }()
+	go func() { served <- serveOn(ctx, lis, defaults, logger, allowpath.Any(), localMaxMessage, true) }()
 
 	python := os.Getenv(pluginrunner.PythonEnv)
 	if python == "" {

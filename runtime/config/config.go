@@ -41,6 +41,17 @@ const (
 	// Options.BundleTime.
 	ConfigBundleSize = "python.fn-execution.bundle.size"
 	ConfigBundleTime = "python.fn-execution.bundle.time"
+	// ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle: how long, and how
+	// many, Python workers a job leaves idle for later jobs of a runtime
+	// that reuses workers (pluginrunner.Pool).
+	ConfigWorkerIdleTimeout = "python.worker.idle-timeout"
+	ConfigWorkerMaxIdle     = "python.worker.max-idle"
+)
+
+// Defaults of ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle.
+const (
+	DefaultWorkerIdleTimeout = time.Minute
+	DefaultWorkerMaxIdle     = 8
 )
 
 // Values of ConfigCheckpointRetention, as Flink's.
@@ -113,6 +124,9 @@ type runtimeConfig struct {
 	// plan sets none.
 	bundleSize int
 	bundleTime time.Duration
+	// workerIdleTimeout and workerMaxIdle: see ConfigWorkerIdleTimeout.
+	workerIdleTimeout time.Duration
+	workerMaxIdle     int
 }
 
 // parseConfig checks a plan's config against the registry of known keys
@@ -164,6 +178,11 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	}
 	c.bundleSize = p.integer(ConfigBundleSize, 0, 1)
 	c.bundleTime = p.duration(ConfigBundleTime, 0)
+	c.workerIdleTimeout = p.duration(ConfigWorkerIdleTimeout, DefaultWorkerIdleTimeout)
+	if c.workerIdleTimeout < 0 {
+		p.problem(ConfigWorkerIdleTimeout, "must not be negative")
+	}
+	c.workerMaxIdle = p.integer(ConfigWorkerMaxIdle, DefaultWorkerMaxIdle, 0)
 	c.restore.Path = p.str(ConfigRestorePath, "")
 	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState, false)
 

@@ -107,6 +107,7 @@ const (
 	readByAggregate  = "runtime/operators: keyed aggregation"
 	readByUDF        = "runtime/operators: UDF operators (package bundle)"
 	readByWatermarks = "runtime/operators: watermark assigners (with_watermark)"
+	readByWorkerPool = "udf/bridge/pluginrunner: worker pool"
 )
 
 // Known returns the registry of every key the runtime reads. Each call
@@ -141,6 +142,14 @@ func Known() Registry {
 		{
 			Name: "python.fn-execution.bundle.time", Type: TypeDuration, Default: "1 s", Min: "1 ms", ReadBy: readByUDF,
 			Description: "Time after a bundle's first row at which a UDF operator finishes the bundle. Overrides the runtime's own setting.",
+		},
+		{
+			Name: "python.worker.idle-timeout", Type: TypeDuration, Default: "60 s", Min: "0 ms", ReadBy: readByWorkerPool,
+			Description: "How long a Python worker that ended this job's UDF operator in order stays idle for a later job of the same runtime and Python environment (the embedded runtime and `flinkgo run` reuse workers; a `flinkgo serve` does not). 0: this job's workers are stopped at its end.",
+		},
+		{
+			Name: "python.worker.max-idle", Type: TypeInt, Default: "8", Min: "0", ReadBy: readByWorkerPool,
+			Description: "Most idle Python workers the runtime keeps once this job gave its workers back; the oldest idle ones are stopped beyond it. 0: none.",
 		},
 		{
 			Name: "execution.checkpointing.interval", Type: TypeDuration, Default: "0 ms", ReadBy: readByCheckpoint,

@@ -18,6 +18,11 @@ type Runtime struct {
 	// they override the runtime's options.
 	BundleSize int
 	BundleTime time.Duration
+	// WorkerIdleTimeout and WorkerMaxIdle: how long, and how many, Python
+	// workers the job leaves idle for later jobs (ConfigWorkerIdleTimeout,
+	// ConfigWorkerMaxIdle).
+	WorkerIdleTimeout time.Duration
+	WorkerMaxIdle     int
 }
 
 // Parse reads the runtime's keys of a plan's config, reporting every
@@ -26,5 +31,6 @@ func Parse(cfg map[string]string) (Runtime, error) {
 	c, err := parseConfig(cfg)
 	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, UpdateInterval: c.updateInterval,
 		WatermarkInterval: c.watermarkInterval,
-		BundleSize:        c.bundleSize, BundleTime: c.bundleTime}, err
+		BundleSize:        c.bundleSize, BundleTime: c.bundleTime,
+		WorkerIdleTimeout: c.workerIdleTimeout, WorkerMaxIdle: c.workerMaxIdle}, err
 }

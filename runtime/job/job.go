@@ -173,6 +173,8 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	if cfg.BundleTime > 0 {
 		opts.BundleTime = cfg.BundleTime
 	}
+	// Workers the job leaves idle (when the runtime gave it a pool).
+	opts.Runner.IdleTimeout, opts.Runner.MaxIdle = cfg.WorkerIdleTimeout, cfg.WorkerMaxIdle
 	j := &Job{
 		g: g, opts: opts, config: cfg, id: opts.JobID, count: make([]operator.Counters, len(g.Operators)),
 		restarts: newRestarter(cfg.Restart),
