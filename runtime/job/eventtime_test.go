@@ -79,7 +79,10 @@ func writeTimedCSV(t *testing.T, path string, from, to, base int64) {
 
 // eventTimeJob plans files [-> rebalance] -> with_watermark(ts, delay) ->
 // record -> collect at parallelism 1.
-func eventTimeJob(t *testing.T, paths []string, delayMs int64, rebalance bool) *plan.Graph {
+//
+// With extract, the time column goes through a timestamp extractor (a
+// select, ts = ts) chained between the source and the assigner.
+func eventTimeJob(t *testing.T, paths []string, delayMs int64, rebalance, extract bool) *plan.Graph {
 	t.Helper()
 	schema, err := arrowipc.EncodeSchema(arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
@@ -96,6 +99,10 @@ func eventTimeJob(t *testing.T, paths []string, delayMs int64, rebalance bool) *
 	}
 	wm := &planpb.Node{Id: 2, Name: "wm", Uid: "ts", OutputSchema: schema, Inputs: []*planpb.Input{in},
 		Kind: &planpb.Node_WatermarkAssigner{WatermarkAssigner: &planpb.WatermarkAssigner{TimeColumn: "ts", MaxOutOfOrdernessMs: delayMs}}}
+	if extract {
+		wm.GetWatermarkAssigner().TimeExtractor = &planpb.Select{Columns: []*planpb.NamedExpr{
+			{Name: "id", Expr: columnExpr("id")}, {Name: "ts", Expr: columnExpr("ts")}}}
+	}
 	record := &planpb.Node{Id: 3, Name: "record", OutputSchema: schema, Inputs: []*planpb.Input{{Node: 2}},
 		Kind: &planpb.Node_Select{Select: &planpb.Select{Columns: []*planpb.NamedExpr{{Name: "id", Expr: columnExpr("id")}, {Name: "ts", Expr: columnExpr("ts")}}}}}
 	sink := &planpb.Node{Id: 4, Name: "collect", OutputSchema: schema, Inputs: []*planpb.Input{{Node: 3}},
@@ -122,9 +129,18 @@ func runEventTime(t *testing.T, g *plan.Graph) (*eventLog, int64) {
 			return nil
 		},
 	})
+	selectKind, err := base.Lookup(plan.KindSelect)
+	if err != nil {
+		t.Fatal(err)
+	}
 	reg, err := base.With(operator.Kind{Kind: plan.KindSelect,
 		Schema: func(_ *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) { return in[0], nil },
-		New:    func(*operator.Context) (operator.Operator, error) { return &timeRecorder{log: log}, nil }})
+		New: func(c *operator.Context) (operator.Operator, error) {
+			if c.Op.Role == plan.RoleExtractTimestamp {
+				return selectKind.New(c)
+			}
+			return &timeRecorder{log: log}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +158,8 @@ func runEventTime(t *testing.T, g *plan.Graph) (*eventLog, int64) {
 
 // A source subtask reading two files in turn: the second file's rows are
 // older than the first's. With the assigner chained to the file source
-// (per-file generators), the unread file holds the watermark back, so no
+// (directly or through a timestamp extractor: per-file generators), the
+// unread file holds the watermark back, so no
 // row is late; behind an exchange (one generator for the stream), the
 // second file's rows are late. Either way watermarks grow, each is
 // max - delay - 1 of the rows before it, and the end of input sends the
@@ -153,15 +170,23 @@ func TestWatermarksPerFileSplit(t *testing.T) {
 	writeTimedCSV(t, a, 0, 1000, 1_000_000) // ts 1_000_000 .. 1_000_999
 	writeTimedCSV(t, b, 1000, 2000, -1000)  // ts 0 .. 999
 	for _, tc := range []struct {
-		name      string
-		rebalance bool
-		wantLate  bool
+		name               string
+		rebalance, extract bool
+		wantLate           bool
 	}{
-		{"chained to the source", false, false},
-		{"behind an exchange", true, true},
+		{"chained to the source", false, false, false},
+		{"after a timestamp extractor chained to the source", false, true, false},
+		{"behind an exchange", true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := eventTimeJob(t, []string{a, b}, 10, tc.rebalance)
+			g := eventTimeJob(t, []string{a, b}, 10, tc.rebalance, tc.extract)
+			chains := map[string]int{}
+			for _, op := range g.Operators {
+				chains[op.UID] = op.ChainID
+			}
+			if ext, ok := chains["ts/extract-timestamp"]; tc.extract && (!ok || ext != chains["source-1"]) {
+				t.Fatalf("the extractor is not chained to the source:\n%s", g.Explain())
+			}
 			log, rows := runEventTime(t, g)
 			if rows != 2000 {
 				t.Fatalf("collected %d rows, want 2000", rows)
