@@ -524,8 +524,9 @@ class DataFrame:
         follow. At the end of a bounded input the maximum watermark follows, so that every
         window fires. Right after a file source (or after a built-in expression as `time`),
         each file has its own watermark and the step sends the minimum over the files, so
-        that reading one file does not make the next one's rows late. Watermarks are not checkpointed: after a restore they start
-        again from the rows that come (docs/semantics.md#event-time).
+        that reading one file does not make the next one's rows late. Watermarks are not
+        checkpointed: after a restore they start again from the rows that come
+        (docs/semantics.md#event-time).
 
         Parameters
         ----------
