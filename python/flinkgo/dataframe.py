@@ -522,10 +522,11 @@ class DataFrame:
         watermark *greatest event time seen - max_out_of_orderness - 1 ms* downstream
         when it advanced: rows later than that are late for the windows and timers that
         follow. At the end of a bounded input the maximum watermark follows, so that every
-        window fires. Right after a file source, each file has its own watermark and the
-        step sends the minimum over the files, so that reading one file does not make the
-        next one's rows late. Watermarks are not checkpointed: after a restore they start
-        again from the rows that come (docs/semantics.md#event-time).
+        window fires. Right after a file source (or after a built-in expression as `time`),
+        each file has its own watermark and the step sends the minimum over the files, so
+        that reading one file does not make the next one's rows late. Watermarks are not
+        checkpointed: after a restore they start again from the rows that come
+        (docs/semantics.md#event-time).
 
         Parameters
         ----------

@@ -53,9 +53,10 @@ type Context struct {
 	// Watermarks sends the watermarks and statuses the operator makes
 	// itself downstream (a watermark assigner's); the task sets it.
 	Watermarks WatermarkOutput
-	// SourceSplits is set for an operator chained right after a source
-	// whose reader reports its splits (files): during Process its
-	// LastSplit is the split the batch came from. Nil otherwise.
+	// SourceSplits is set for an operator chained to a source whose reader
+	// reports its splits (files), directly or through selects and filters
+	// only: during Process its LastSplit is the split the batch came from.
+	// Nil otherwise.
 	SourceSplits source.SplitReporter
 	// EndInput tells the runtime the operator needs no more input (a
 	// limit whose rows have passed): the sources in Op.Ends stop reading

@@ -27,7 +27,7 @@ const DefaultWatermarkInterval = 200 * time.Millisecond
 // rows (watermark.WithIdleness). Upstream watermarks stop here, except the
 // maximum one at the end of input.
 //
-// Chained right after a file source (operator.Context.SourceSplits), it
+// Chained to a file source (operator.Context.SourceSplits), it
 // keeps one generator per file of the subtask and sends the minimum over
 // the files not idle (watermark.Splits, as Flink's per-split watermarks):
 // the files not read yet hold the watermark back, so that reading one file

@@ -127,6 +127,24 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	return t, nil
 }
 
+// readsSourceBatches reports whether op is chained to a source through
+// selects and filters only, which emit only inside Process: every batch op
+// processes then comes from the batch the source read last.
+func readsSourceBatches(g *plan.Graph, op int) bool {
+	for isChained(g, op) {
+		up := g.Operators[g.Inputs(op)[0].From]
+		switch up.Kind {
+		case plan.KindSource:
+			return true
+		case plan.KindSelect, plan.KindFilter:
+			op = up.ID
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 // build makes l's operator (or the task's source reader) as the registry
 // says.
 func (t *Task) build(bc *buildContext, l *link) (err error) {
@@ -161,7 +179,7 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 			StateDir:  bc.StateDir,
 		}
 	}
-	if r, ok := t.reader.(source.SplitReporter); ok && isChained(bc.Graph, op.ID) && bc.Graph.Inputs(op.ID)[0].From == t.links[0].op.ID {
+	if r, ok := t.reader.(source.SplitReporter); ok && readsSourceBatches(bc.Graph, op.ID) {
 		c.SourceSplits = r
 	}
 	if len(op.Ends) > 0 {
