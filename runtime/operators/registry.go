@@ -51,6 +51,7 @@ func Registry(opts Options) *operator.Registry {
 		keyedAggregateKind(opts),
 		dropDuplicatesKind(opts),
 		limitKind(),
+		intervalJoinKind(),
 		sinkKind(opts),
 	)
 	if err != nil {

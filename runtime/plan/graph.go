@@ -25,6 +25,7 @@ const (
 	KindSink
 	KindDropDuplicates
 	KindLimit
+	KindIntervalJoin
 )
 
 var kindNames = [...]string{
@@ -38,6 +39,7 @@ var kindNames = [...]string{
 	KindSink:           "sink",
 	KindDropDuplicates: "drop_duplicates",
 	KindLimit:          "limit",
+	KindIntervalJoin:   "interval_join",
 }
 
 func (k Kind) String() string {
