@@ -96,7 +96,7 @@ func explainWork(sb *strings.Builder, op *Operator) {
 		fmt.Fprintf(sb, "    keeps the first row of each (%s)\n", strings.Join(op.Node.GetDropDuplicates().GetSubset(), ", "))
 	case op.Kind == KindIntervalJoin:
 		j := op.Node.GetIntervalJoin()
-		fmt.Fprintf(sb, "    %s join of (%s) with (%s) where %s + %s <= %s <= %s + %s\n",
+		fmt.Fprintf(sb, "    %s join of (%s) with (%s) where left.%s + %s <= right.%s <= left.%s + %s\n",
 			strings.ToLower(j.GetHow().String()), strings.Join(j.GetLeftKeys(), ", "), strings.Join(j.GetRightKeys(), ", "),
 			j.GetLeftTime(), time.Duration(j.GetLowerNs()), j.GetRightTime(), j.GetLeftTime(), time.Duration(j.GetUpperNs()))
 	case op.Kind == KindLimit:
