@@ -59,7 +59,7 @@ class PlanNode:
     kind
         ``"source"``, ``"select"``, ``"filter"``, ``"map_batches"``,
         ``"keyed_aggregate"``, ``"drop_duplicates"``, ``"limit"``,
-        ``"watermark_assigner"``, ``"union"`` or ``"sink"``.
+        ``"watermark_assigner"``, ``"interval_join"``, ``"union"`` or ``"sink"``.
     name
         The step's name, e.g. ``"filter(temp > 30)"``.
     uid

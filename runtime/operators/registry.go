@@ -55,6 +55,7 @@ func Registry(opts Options) *operator.Registry {
 		dropDuplicatesKind(opts),
 		limitKind(),
 		watermarkAssignerKind(opts),
+		intervalJoinKind(),
 		sinkKind(opts),
 	)
 	if err != nil {

@@ -26,6 +26,7 @@ const (
 	KindDropDuplicates
 	KindLimit
 	KindWatermarkAssigner
+	KindIntervalJoin
 )
 
 var kindNames = [...]string{
@@ -40,6 +41,7 @@ var kindNames = [...]string{
 	KindDropDuplicates:    "drop_duplicates",
 	KindLimit:             "limit",
 	KindWatermarkAssigner: "watermark_assigner",
+	KindIntervalJoin:      "interval_join",
 }
 
 func (k Kind) String() string {

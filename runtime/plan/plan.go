@@ -147,7 +147,7 @@ func (b *builder) add(n *planpb.Node) {
 		}
 	}
 	first := ops[0]
-	for _, in := range n.GetInputs() {
+	for j, in := range n.GetInputs() {
 		e := &Edge{
 			From:         b.output[in.GetNode()],
 			To:           first.ID,
@@ -158,7 +158,7 @@ func (b *builder) add(n *planpb.Node) {
 		if !e.Explicit {
 			e.Partitioning = planpb.Partitioning_FORWARD
 		}
-		if keys, keyed := keyedBy(n); keyed {
+		if keys, keyed := keyedBy(n, j); keyed {
 			b.keyedInput(info, first, e, keys)
 		}
 		if info.kind == KindLimit && !e.Explicit && b.g.Operators[e.From].Parallelism != 1 {
@@ -176,10 +176,16 @@ func (b *builder) add(n *planpb.Node) {
 	b.output[n.GetId()] = ops[len(ops)-1].ID
 }
 
-// keyedBy returns the keys of a node that reads its input by key (over
-// keyed state): a keyed aggregation's group keys, drop_duplicates' subset.
-func keyedBy(n *planpb.Node) ([]string, bool) {
+// keyedBy returns the keys by which a node reads its input number input
+// (over keyed state): a keyed aggregation's group keys, drop_duplicates'
+// subset, an interval join's left or right keys.
+func keyedBy(n *planpb.Node, input int) ([]string, bool) {
 	switch k := n.GetKind().(type) {
+	case *planpb.Node_IntervalJoin:
+		if input == 0 {
+			return k.IntervalJoin.GetLeftKeys(), true
+		}
+		return k.IntervalJoin.GetRightKeys(), true
 	case *planpb.Node_KeyedAggregate:
 		return k.KeyedAggregate.GetKeys(), true
 	case *planpb.Node_DropDuplicates:

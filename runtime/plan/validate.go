@@ -36,6 +36,8 @@ func nodeKind(n *planpb.Node) Kind {
 		return KindLimit
 	case *planpb.Node_WatermarkAssigner:
 		return KindWatermarkAssigner
+	case *planpb.Node_IntervalJoin:
+		return KindIntervalJoin
 	}
 	return 0
 }
@@ -78,7 +80,7 @@ func validate(job *planpb.JobPlan) []string {
 		}
 		kind := nodeKind(n)
 		if kind == 0 {
-			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, watermark_assigner, union or sink)")
+			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, watermark_assigner, interval_join, union or sink)")
 		}
 		problems = append(problems, validateInputs(job, n, kind, i, index, label)...)
 		for _, p := range validateKind(n, kind) {
@@ -99,7 +101,9 @@ func validateInputs(job *planpb.JobPlan, n *planpb.Node, kind Kind, pos int, ind
 		bad("a source has no inputs, it has %d", len(inputs))
 	case kind == KindUnion && len(inputs) == 0:
 		bad("a union needs at least one input")
-	case kind != 0 && kind != KindSource && kind != KindUnion && len(inputs) != 1:
+	case kind == KindIntervalJoin && len(inputs) != 2:
+		bad("an interval_join needs two inputs (left, right), it has %d", len(inputs))
+	case kind != 0 && kind != KindSource && kind != KindUnion && kind != KindIntervalJoin && len(inputs) != 1:
 		bad("a %s needs exactly one input, it has %d", kind, len(inputs))
 	}
 	for j, in := range inputs {
@@ -216,6 +220,25 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		}
 		for _, c := range subset {
 			column("drop_duplicates subset column", c)
+		}
+	case KindIntervalJoin:
+		j := n.GetIntervalJoin()
+		if len(j.GetLeftKeys()) == 0 || len(j.GetLeftKeys()) != len(j.GetRightKeys()) {
+			bad("interval_join needs as many left keys as right keys, at least one; it has %v and %v", j.GetLeftKeys(), j.GetRightKeys())
+		}
+		for _, k := range j.GetLeftKeys() {
+			column("interval_join left key", k)
+		}
+		for _, k := range j.GetRightKeys() {
+			column("interval_join right key", k)
+		}
+		column("interval_join left time column", j.GetLeftTime())
+		column("interval_join right time column", j.GetRightTime())
+		if j.GetLowerNs() > j.GetUpperNs() {
+			bad("interval_join lower bound %dns is above the upper bound %dns", j.GetLowerNs(), j.GetUpperNs())
+		}
+		if _, known := planpb.IntervalJoin_How_name[int32(j.GetHow())]; !known {
+			bad("interval_join has unknown join type %d", int32(j.GetHow()))
 		}
 	case KindLimit:
 		if n := n.GetLimit().GetN(); n < 1 {

@@ -203,6 +203,58 @@ func (KeyedAggregate_Emit) EnumDescriptor() ([]byte, []int) {
 	return file_plan_proto_rawDescGZIP(), []int{16, 0}
 }
 
+type IntervalJoin_How int32
+
+const (
+	IntervalJoin_INNER IntervalJoin_How = 0
+	IntervalJoin_LEFT  IntervalJoin_How = 1
+	IntervalJoin_RIGHT IntervalJoin_How = 2
+	IntervalJoin_FULL  IntervalJoin_How = 3
+)
+
+// Enum value maps for IntervalJoin_How.
+var (
+	IntervalJoin_How_name = map[int32]string{
+		0: "INNER",
+		1: "LEFT",
+		2: "RIGHT",
+		3: "FULL",
+	}
+	IntervalJoin_How_value = map[string]int32{
+		"INNER": 0,
+		"LEFT":  1,
+		"RIGHT": 2,
+		"FULL":  3,
+	}
+)
+
+func (x IntervalJoin_How) Enum() *IntervalJoin_How {
+	p := new(IntervalJoin_How)
+	*p = x
+	return p
+}
+
+func (x IntervalJoin_How) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IntervalJoin_How) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[3].Descriptor()
+}
+
+func (IntervalJoin_How) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[3]
+}
+
+func (x IntervalJoin_How) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IntervalJoin_How.Descriptor instead.
+func (IntervalJoin_How) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{17, 0}
+}
+
 // What to do with a directory that already holds files, as Spark's
 // SaveMode; checked once per job at submission.
 type FileSink_Mode int32
@@ -243,11 +295,11 @@ func (x FileSink_Mode) String() string {
 }
 
 func (FileSink_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[3].Descriptor()
+	return file_plan_proto_enumTypes[4].Descriptor()
 }
 
 func (FileSink_Mode) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[3]
+	return &file_plan_proto_enumTypes[4]
 }
 
 func (x FileSink_Mode) Number() protoreflect.EnumNumber {
@@ -256,7 +308,7 @@ func (x FileSink_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileSink_Mode.Descriptor instead.
 func (FileSink_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24, 0}
+	return file_plan_proto_rawDescGZIP(), []int{25, 0}
 }
 
 type JobPlan struct {
@@ -356,6 +408,7 @@ type Node struct {
 	//	*Node_DropDuplicates
 	//	*Node_Limit
 	//	*Node_WatermarkAssigner
+	//	*Node_IntervalJoin
 	Kind          isNode_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -530,6 +583,15 @@ func (x *Node) GetWatermarkAssigner() *WatermarkAssigner {
 	return nil
 }
 
+func (x *Node) GetIntervalJoin() *IntervalJoin {
+	if x != nil {
+		if x, ok := x.Kind.(*Node_IntervalJoin); ok {
+			return x.IntervalJoin
+		}
+	}
+	return nil
+}
+
 type isNode_Kind interface {
 	isNode_Kind()
 }
@@ -574,6 +636,10 @@ type Node_WatermarkAssigner struct {
 	WatermarkAssigner *WatermarkAssigner `protobuf:"bytes,19,opt,name=watermark_assigner,json=watermarkAssigner,proto3,oneof"`
 }
 
+type Node_IntervalJoin struct {
+	IntervalJoin *IntervalJoin `protobuf:"bytes,21,opt,name=interval_join,json=intervalJoin,proto3,oneof"`
+}
+
 func (*Node_Source) isNode_Kind() {}
 
 func (*Node_Select) isNode_Kind() {}
@@ -593,6 +659,8 @@ func (*Node_DropDuplicates) isNode_Kind() {}
 func (*Node_Limit) isNode_Kind() {}
 
 func (*Node_WatermarkAssigner) isNode_Kind() {}
+
+func (*Node_IntervalJoin) isNode_Kind() {}
 
 // Input is one incoming edge and how its rows are distributed.
 type Input struct {
@@ -1609,6 +1677,108 @@ func (x *KeyedAggregate) GetEmit() KeyedAggregate_Emit {
 // seen as keyed state; rows with a combination seen before are dropped.
 // Its input is partitioned by the hash of the subset (as a keyed
 // aggregation's by its keys), and its output schema is its input's.
+// IntervalJoin joins two inputs (inputs[0] left, inputs[1] right) on equal
+// keys where left.time + lower <= right.time <= left.time + upper, bounds
+// inclusive, as Flink's IntervalJoinOperator. Each input is partitioned by
+// its keys (the same number of keys, of equal types). Output: the left
+// columns, then the right ones; a right column whose name is a left one's
+// gets the suffix "_right". Rows with a null key or a null time never
+// match: an inner side drops them, an outer side emits them padded with
+// nulls at once.
+type IntervalJoin struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	LeftKeys  []string               `protobuf:"bytes,1,rep,name=left_keys,json=leftKeys,proto3" json:"left_keys,omitempty"`
+	RightKeys []string               `protobuf:"bytes,2,rep,name=right_keys,json=rightKeys,proto3" json:"right_keys,omitempty"`
+	// Timestamp columns (any unit) holding each side's event time.
+	LeftTime  string `protobuf:"bytes,3,opt,name=left_time,json=leftTime,proto3" json:"left_time,omitempty"`
+	RightTime string `protobuf:"bytes,4,opt,name=right_time,json=rightTime,proto3" json:"right_time,omitempty"`
+	// Bounds in nanoseconds, lower <= upper.
+	LowerNs       int64            `protobuf:"varint,5,opt,name=lower_ns,json=lowerNs,proto3" json:"lower_ns,omitempty"`
+	UpperNs       int64            `protobuf:"varint,6,opt,name=upper_ns,json=upperNs,proto3" json:"upper_ns,omitempty"`
+	How           IntervalJoin_How `protobuf:"varint,7,opt,name=how,proto3,enum=flinkgo.plan.v1.IntervalJoin_How" json:"how,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IntervalJoin) Reset() {
+	*x = IntervalJoin{}
+	mi := &file_plan_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IntervalJoin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IntervalJoin) ProtoMessage() {}
+
+func (x *IntervalJoin) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IntervalJoin.ProtoReflect.Descriptor instead.
+func (*IntervalJoin) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *IntervalJoin) GetLeftKeys() []string {
+	if x != nil {
+		return x.LeftKeys
+	}
+	return nil
+}
+
+func (x *IntervalJoin) GetRightKeys() []string {
+	if x != nil {
+		return x.RightKeys
+	}
+	return nil
+}
+
+func (x *IntervalJoin) GetLeftTime() string {
+	if x != nil {
+		return x.LeftTime
+	}
+	return ""
+}
+
+func (x *IntervalJoin) GetRightTime() string {
+	if x != nil {
+		return x.RightTime
+	}
+	return ""
+}
+
+func (x *IntervalJoin) GetLowerNs() int64 {
+	if x != nil {
+		return x.LowerNs
+	}
+	return 0
+}
+
+func (x *IntervalJoin) GetUpperNs() int64 {
+	if x != nil {
+		return x.UpperNs
+	}
+	return 0
+}
+
+func (x *IntervalJoin) GetHow() IntervalJoin_How {
+	if x != nil {
+		return x.How
+	}
+	return IntervalJoin_INNER
+}
+
 type DropDuplicates struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The columns that identify a duplicate, at least one; the client lists
@@ -1620,7 +1790,7 @@ type DropDuplicates struct {
 
 func (x *DropDuplicates) Reset() {
 	*x = DropDuplicates{}
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1802,7 @@ func (x *DropDuplicates) String() string {
 func (*DropDuplicates) ProtoMessage() {}
 
 func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1815,7 @@ func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDuplicates.ProtoReflect.Descriptor instead.
 func (*DropDuplicates) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{17}
+	return file_plan_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DropDuplicates) GetSubset() []string {
@@ -1677,7 +1847,7 @@ type WatermarkAssigner struct {
 
 func (x *WatermarkAssigner) Reset() {
 	*x = WatermarkAssigner{}
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +1859,7 @@ func (x *WatermarkAssigner) String() string {
 func (*WatermarkAssigner) ProtoMessage() {}
 
 func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +1872,7 @@ func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatermarkAssigner.ProtoReflect.Descriptor instead.
 func (*WatermarkAssigner) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18}
+	return file_plan_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WatermarkAssigner) GetTimeColumn() string {
@@ -1749,7 +1919,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +1931,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +1944,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Limit) GetN() int64 {
@@ -1798,7 +1968,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +1980,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +1993,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -1856,7 +2026,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +2038,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +2051,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 type Sink struct {
@@ -1898,7 +2068,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2080,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2093,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -1990,7 +2160,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2002,7 +2172,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2015,7 +2185,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23}
+	return file_plan_proto_rawDescGZIP(), []int{24}
 }
 
 type FileSink struct {
@@ -2030,7 +2200,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2042,7 +2212,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2055,7 +2225,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24}
+	return file_plan_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -2088,7 +2258,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[25]
+	mi := &file_plan_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +2270,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[25]
+	mi := &file_plan_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +2283,7 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{25}
+	return file_plan_proto_rawDescGZIP(), []int{26}
 }
 
 var File_plan_proto protoreflect.FileDescriptor
@@ -2129,7 +2299,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x05nodes\x18\x04 \x03(\v2\x15.flinkgo.plan.v1.NodeR\x05nodes\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8e\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd4\x06\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x12\n" +
@@ -2148,7 +2318,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x04sink\x18\x10 \x01(\v2\x15.flinkgo.plan.v1.SinkH\x00R\x04sink\x12J\n" +
 	"\x0fdrop_duplicates\x18\x11 \x01(\v2\x1f.flinkgo.plan.v1.DropDuplicatesH\x00R\x0edropDuplicates\x12.\n" +
 	"\x05limit\x18\x12 \x01(\v2\x16.flinkgo.plan.v1.LimitH\x00R\x05limit\x12S\n" +
-	"\x12watermark_assigner\x18\x13 \x01(\v2\".flinkgo.plan.v1.WatermarkAssignerH\x00R\x11watermarkAssignerB\x06\n" +
+	"\x12watermark_assigner\x18\x13 \x01(\v2\".flinkgo.plan.v1.WatermarkAssignerH\x00R\x11watermarkAssigner\x12D\n" +
+	"\rinterval_join\x18\x15 \x01(\v2\x1d.flinkgo.plan.v1.IntervalJoinH\x00R\fintervalJoinB\x06\n" +
 	"\x04kind\"^\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
@@ -2231,7 +2402,22 @@ const file_plan_proto_rawDesc = "" +
 	"\tEMIT_AUTO\x10\x00\x12\x0e\n" +
 	"\n" +
 	"EMIT_FINAL\x10\x01\x12\x10\n" +
-	"\fEMIT_UPDATES\x10\x02\"(\n" +
+	"\fEMIT_UPDATES\x10\x02\"\xa2\x02\n" +
+	"\fIntervalJoin\x12\x1b\n" +
+	"\tleft_keys\x18\x01 \x03(\tR\bleftKeys\x12\x1d\n" +
+	"\n" +
+	"right_keys\x18\x02 \x03(\tR\trightKeys\x12\x1b\n" +
+	"\tleft_time\x18\x03 \x01(\tR\bleftTime\x12\x1d\n" +
+	"\n" +
+	"right_time\x18\x04 \x01(\tR\trightTime\x12\x19\n" +
+	"\blower_ns\x18\x05 \x01(\x03R\alowerNs\x12\x19\n" +
+	"\bupper_ns\x18\x06 \x01(\x03R\aupperNs\x123\n" +
+	"\x03how\x18\a \x01(\x0e2!.flinkgo.plan.v1.IntervalJoin.HowR\x03how\"/\n" +
+	"\x03How\x12\t\n" +
+	"\x05INNER\x10\x00\x12\b\n" +
+	"\x04LEFT\x10\x01\x12\t\n" +
+	"\x05RIGHT\x10\x02\x12\b\n" +
+	"\x04FULL\x10\x03\"(\n" +
 	"\x0eDropDuplicates\x12\x16\n" +
 	"\x06subset\x18\x01 \x03(\tR\x06subset\"\xd2\x01\n" +
 	"\x11WatermarkAssigner\x12\x1f\n" +
@@ -2276,85 +2462,89 @@ func file_plan_proto_rawDescGZIP() []byte {
 	return file_plan_proto_rawDescData
 }
 
-var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_plan_proto_goTypes = []any{
 	(Partitioning_Kind)(0),    // 0: flinkgo.plan.v1.Partitioning.Kind
 	(FileSource_Format)(0),    // 1: flinkgo.plan.v1.FileSource.Format
 	(KeyedAggregate_Emit)(0),  // 2: flinkgo.plan.v1.KeyedAggregate.Emit
-	(FileSink_Mode)(0),        // 3: flinkgo.plan.v1.FileSink.Mode
-	(*JobPlan)(nil),           // 4: flinkgo.plan.v1.JobPlan
-	(*Node)(nil),              // 5: flinkgo.plan.v1.Node
-	(*Input)(nil),             // 6: flinkgo.plan.v1.Input
-	(*Partitioning)(nil),      // 7: flinkgo.plan.v1.Partitioning
-	(*Expr)(nil),              // 8: flinkgo.plan.v1.Expr
-	(*Literal)(nil),           // 9: flinkgo.plan.v1.Literal
-	(*Call)(nil),              // 10: flinkgo.plan.v1.Call
-	(*UdfExpr)(nil),           // 11: flinkgo.plan.v1.UdfExpr
-	(*NamedExpr)(nil),         // 12: flinkgo.plan.v1.NamedExpr
-	(*Source)(nil),            // 13: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),       // 14: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),        // 15: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),     // 16: flinkgo.plan.v1.DatagenSource
-	(*Select)(nil),            // 17: flinkgo.plan.v1.Select
-	(*Filter)(nil),            // 18: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),        // 19: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),    // 20: flinkgo.plan.v1.KeyedAggregate
-	(*DropDuplicates)(nil),    // 21: flinkgo.plan.v1.DropDuplicates
-	(*WatermarkAssigner)(nil), // 22: flinkgo.plan.v1.WatermarkAssigner
-	(*Limit)(nil),             // 23: flinkgo.plan.v1.Limit
-	(*Aggregate)(nil),         // 24: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),             // 25: flinkgo.plan.v1.Union
-	(*Sink)(nil),              // 26: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),         // 27: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),          // 28: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),       // 29: flinkgo.plan.v1.CollectSink
-	nil,                       // 30: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil),  // 31: flinkgo.worker.v1.UdfSpec
+	(IntervalJoin_How)(0),     // 3: flinkgo.plan.v1.IntervalJoin.How
+	(FileSink_Mode)(0),        // 4: flinkgo.plan.v1.FileSink.Mode
+	(*JobPlan)(nil),           // 5: flinkgo.plan.v1.JobPlan
+	(*Node)(nil),              // 6: flinkgo.plan.v1.Node
+	(*Input)(nil),             // 7: flinkgo.plan.v1.Input
+	(*Partitioning)(nil),      // 8: flinkgo.plan.v1.Partitioning
+	(*Expr)(nil),              // 9: flinkgo.plan.v1.Expr
+	(*Literal)(nil),           // 10: flinkgo.plan.v1.Literal
+	(*Call)(nil),              // 11: flinkgo.plan.v1.Call
+	(*UdfExpr)(nil),           // 12: flinkgo.plan.v1.UdfExpr
+	(*NamedExpr)(nil),         // 13: flinkgo.plan.v1.NamedExpr
+	(*Source)(nil),            // 14: flinkgo.plan.v1.Source
+	(*ArrowSource)(nil),       // 15: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),        // 16: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),     // 17: flinkgo.plan.v1.DatagenSource
+	(*Select)(nil),            // 18: flinkgo.plan.v1.Select
+	(*Filter)(nil),            // 19: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),        // 20: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),    // 21: flinkgo.plan.v1.KeyedAggregate
+	(*IntervalJoin)(nil),      // 22: flinkgo.plan.v1.IntervalJoin
+	(*DropDuplicates)(nil),    // 23: flinkgo.plan.v1.DropDuplicates
+	(*WatermarkAssigner)(nil), // 24: flinkgo.plan.v1.WatermarkAssigner
+	(*Limit)(nil),             // 25: flinkgo.plan.v1.Limit
+	(*Aggregate)(nil),         // 26: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),             // 27: flinkgo.plan.v1.Union
+	(*Sink)(nil),              // 28: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),         // 29: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),          // 30: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),       // 31: flinkgo.plan.v1.CollectSink
+	nil,                       // 32: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*workerpb.UdfSpec)(nil),  // 33: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	30, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
-	5,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
-	6,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
-	13, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
-	17, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
-	18, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
-	19, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
-	20, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	25, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	26, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	21, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	23, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
-	22, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
-	7,  // 13: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
-	0,  // 14: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	9,  // 15: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	10, // 16: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	11, // 17: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	8,  // 18: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	31, // 19: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	8,  // 20: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	8,  // 21: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	14, // 22: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	15, // 23: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	16, // 24: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	1,  // 25: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	12, // 26: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	8,  // 27: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	31, // 28: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	24, // 29: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	2,  // 30: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	17, // 31: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
-	27, // 32: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	28, // 33: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	29, // 34: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 35: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	3,  // 36: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	32, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	6,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
+	7,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
+	14, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
+	18, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
+	19, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
+	20, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
+	21, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
+	27, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	28, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	23, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
+	25, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	24, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
+	22, // 13: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
+	8,  // 14: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	0,  // 15: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
+	10, // 16: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	11, // 17: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	12, // 18: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	9,  // 19: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	33, // 20: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	9,  // 21: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	9,  // 22: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	15, // 23: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	16, // 24: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	17, // 25: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	1,  // 26: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	13, // 27: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	9,  // 28: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	33, // 29: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	26, // 30: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	2,  // 31: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	3,  // 32: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
+	18, // 33: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
+	29, // 34: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	30, // 35: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	31, // 36: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	1,  // 37: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	4,  // 38: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -2373,6 +2563,7 @@ func file_plan_proto_init() {
 		(*Node_DropDuplicates)(nil),
 		(*Node_Limit)(nil),
 		(*Node_WatermarkAssigner)(nil),
+		(*Node_IntervalJoin)(nil),
 	}
 	file_plan_proto_msgTypes[4].OneofWrappers = []any{
 		(*Expr_Column)(nil),
@@ -2392,7 +2583,7 @@ func file_plan_proto_init() {
 		(*Source_File)(nil),
 		(*Source_Datagen)(nil),
 	}
-	file_plan_proto_msgTypes[22].OneofWrappers = []any{
+	file_plan_proto_msgTypes[23].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
@@ -2402,8 +2593,8 @@ func file_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   27,
+			NumEnums:      5,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
