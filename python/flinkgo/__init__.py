@@ -66,7 +66,7 @@ from flinkgo.exceptions import (
     UdfPickleError,
     UnexecutedSinkWarning,
 )
-from flinkgo.expr import Expr, col, lit
+from flinkgo.expr import Expr, col, lit, when
 from flinkgo.job import JobResult, OperatorMetrics
 from flinkgo.job_client import JobClient
 from flinkgo.plan import JobPlan, PlanInput, PlanNode
@@ -127,4 +127,5 @@ __all__ = [
     "sum",
     "tumble",
     "udf",
+    "when",
 ]

@@ -20,7 +20,7 @@ from decimal import Decimal, InvalidOperation
 
 from flinkgo.exceptions import ArgumentTypeError, InvalidArgumentError
 
-__all__ = ["parse_duration"]
+__all__ = ["parse_duration", "parse_timedelta"]
 
 _NS_PER_MS = 1_000_000
 
@@ -119,8 +119,36 @@ def _parse_text(text: str, what: str) -> int:
         raise InvalidArgumentError(f"{what}: {text!r} is not a duration; {_SYNTAX}") from None
     ns = number * _UNITS[label or "ms"]
     if ns != ns.to_integral_value():
-        raise InvalidArgumentError(
-            f"{what}: {text!r} is not a whole number of milliseconds; event time is counted "
-            "in milliseconds, so write a multiple of 1 ms"
-        )
+        raise InvalidArgumentError(f"{what}: {text!r} is not a whole number of nanoseconds")
     return -int(ns) if m.group(1) else int(ns)
+
+
+def parse_timedelta(value: object, *, what: str = "duration") -> datetime.timedelta:
+    """Return ``value`` (a timedelta or a Flink duration string) as a timedelta.
+
+    For timestamp arithmetic in expressions, whose timestamps may be finer than
+    milliseconds: the resolution is a microsecond (:class:`datetime.timedelta`'s), and a
+    string naming a part of a microsecond is refused rather than rounded. Negative
+    durations are allowed (``col("ts") + "-1 h"`` is ``col("ts") - "1 h"``).
+
+    >>> parse_timedelta("5 min")
+    datetime.timedelta(seconds=300)
+    >>> parse_timedelta("250")
+    datetime.timedelta(microseconds=250000)
+    """
+    if isinstance(value, datetime.timedelta):
+        return value
+    if not isinstance(value, str):
+        raise ArgumentTypeError(
+            f"{what}: expected a duration, got {type(value).__name__} {value!r}; {_SYNTAX}"
+        )
+    ns = _parse_text(value, what)
+    if ns % 1_000:
+        raise InvalidArgumentError(
+            f"{what}: {value!r} is not a whole number of microseconds, the finest duration "
+            "flinkgo takes"
+        )
+    try:
+        return datetime.timedelta(microseconds=ns // 1_000)
+    except OverflowError:
+        raise InvalidArgumentError(f"{what}: {value!r} is too long a duration") from None

@@ -60,8 +60,9 @@ def test_start_passes_the_contract_and_forwards_stdout(tmp_path, capfd):
         assert rt.endpoint == f"unix://{tmp_path}/rt.sock"
         assert rt.alive()
         args, python, pythonpath = record.read_text().splitlines()
-        serve, listen_flag, listen, parent_flag, parent = args.split()
+        serve, listen_flag, listen, parent_flag, parent, reuse = args.split()
         assert (serve, listen_flag, parent_flag) == ("serve", "--listen", "--parent-pid")
+        assert reuse == "--reuse-workers"  # its only client is this process
         assert listen.startswith("unix:///") and listen.endswith("/runtime.sock")
         assert parent == str(os.getpid())
         assert python == f"FLINKGO_PYTHON={sys.executable}"

@@ -177,6 +177,8 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	if cfg.BundleTime > 0 {
 		opts.BundleTime = cfg.BundleTime
 	}
+	// Workers the job leaves idle (when the runtime gave it a pool).
+	opts.Runner.IdleTimeout, opts.Runner.MaxIdle = cfg.WorkerIdleTimeout, cfg.WorkerMaxIdle
 	j := &Job{
 		g: g, opts: opts, config: cfg, id: opts.JobID, count: make([]operator.Counters, len(g.Operators)),
 		restarts: newRestarter(cfg.Restart),
@@ -246,6 +248,12 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 
 // run drives attempts until the job ends.
 func (j *Job) run(ctx context.Context, a *attempt) {
+	defer func() {
+		// A bug between attempts fails this job; the process lives on.
+		if r := recover(); r != nil {
+			j.end(ctx, fmt.Errorf("job: %w", task.PanicError(r)), Failed, Running, Failing, Restarting, Canceling)
+		}
+	}()
 	for {
 		err := a.wait()
 		if err == nil {
@@ -496,5 +504,6 @@ func (j *Job) operatorOptions() operators.Options {
 		Runner: o.Runner, NewRunner: o.NewRunner, BundleSize: o.BundleSize, BundleTime: o.BundleTime,
 		SourceBatchRows: o.SourceBatchRows, Stdout: o.Stdout, Collect: o.Collect,
 		KeyedCacheGroups: o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval,
+		WatermarkInterval: j.config.WatermarkInterval,
 	}
 }

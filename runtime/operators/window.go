@@ -27,7 +27,7 @@ func windowAggregateKind(opts Options) operator.Kind {
 		Schema: func(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) {
 			w := op.Node.GetWindowAggregate()
 			if len(in) == 1 {
-				if _, err := timeColumn(in[0], w.GetTimeColumn()); err != nil {
+				if _, err := windowTimeColumn(in[0], w.GetTimeColumn()); err != nil {
 					return nil, err
 				}
 			}
@@ -48,8 +48,8 @@ func windowAggregateKind(opts Options) operator.Kind {
 	}
 }
 
-// timeColumn finds the window's time column, which must be a timestamp.
-func timeColumn(in *arrow.Schema, name string) (int, error) {
+// windowTimeColumn finds the window's time column, which must be a timestamp.
+func windowTimeColumn(in *arrow.Schema, name string) (int, error) {
 	idx := in.FieldIndices(name)
 	if len(idx) == 0 {
 		return 0, fmt.Errorf("window: the time column %q is not a column of the input (%s)", name, in)
@@ -83,7 +83,8 @@ type windowProc struct {
 	keys     []int
 	aggs     []aggSpec
 	timeCol  int
-	unitDiv  int64 // time column value / unitDiv = ms (floor)
+	// toMillis converts the time column's values to ms (nil: they are ms).
+	toMillis func(int64) int64
 	slicer   window.Slicer
 	session  window.Session
 	sessions bool
@@ -170,18 +171,11 @@ func newWindowProc(c *operator.Context) (*windowProc, error) {
 	} else {
 		p.slicer = assigner.(window.Slicer)
 	}
-	if p.timeCol, err = timeColumn(in, spec.GetTimeColumn()); err != nil {
+	if p.timeCol, err = windowTimeColumn(in, spec.GetTimeColumn()); err != nil {
 		return nil, err
 	}
-	switch in.Field(p.timeCol).Type.(*arrow.TimestampType).Unit {
-	case arrow.Second:
-		p.unitDiv = -1000 // multiply
-	case arrow.Millisecond:
-		p.unitDiv = 1
-	case arrow.Microsecond:
-		p.unitDiv = 1000
-	case arrow.Nanosecond:
-		p.unitDiv = 1_000_000
+	if unit := in.Field(p.timeCol).Type.(*arrow.TimestampType).Unit; unit != arrow.Millisecond {
+		p.toMillis = toMillis(unit)
 	}
 	for _, k := range spec.GetKeys() {
 		idx := in.FieldIndices(k)
@@ -228,17 +222,11 @@ func (p *windowProc) times(b arrow.RecordBatch) ([]int64, error) {
 		}
 	}
 	for row, v := range col.TimestampValues() {
-		switch d := p.unitDiv; {
-		case d == 1:
-			ts[row] = int64(v)
-		case d < 0:
-			ts[row] = int64(v) * -d
-		default:
-			q := int64(v) / d
-			if int64(v)%d < 0 {
-				q--
-			}
-			ts[row] = q
+		ts[row] = int64(v)
+	}
+	if p.toMillis != nil {
+		for row, v := range ts {
+			ts[row] = p.toMillis(v)
 		}
 	}
 	return ts, nil

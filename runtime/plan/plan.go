@@ -117,6 +117,8 @@ func (b *builder) add(n *planpb.Node) {
 	case info.kind == KindSelect && slices.ContainsFunc(n.GetSelect().GetColumns(), func(c *planpb.NamedExpr) bool { return hasUDF(c.GetExpr()) }),
 		info.kind == KindFilter && hasUDF(n.GetFilter().GetPredicate()):
 		ops = expand(info, b.s)
+	case info.kind == KindWatermarkAssigner:
+		ops = watermarkOps(info, b.s)
 	default:
 		op := &Operator{
 			UID: info.uid, Name: info.name, Kind: info.kind, NodeID: int(n.GetId()),
@@ -148,7 +150,7 @@ func (b *builder) add(n *planpb.Node) {
 		}
 	}
 	first := ops[0]
-	for _, in := range n.GetInputs() {
+	for j, in := range n.GetInputs() {
 		e := &Edge{
 			From:         b.output[in.GetNode()],
 			To:           first.ID,
@@ -159,7 +161,7 @@ func (b *builder) add(n *planpb.Node) {
 		if !e.Explicit {
 			e.Partitioning = planpb.Partitioning_FORWARD
 		}
-		if keys, keyed := keyedBy(n); keyed {
+		if keys, keyed := keyedBy(n, j); keyed {
 			b.keyedInput(info, first, e, keys)
 		}
 		if info.kind == KindLimit && !e.Explicit && b.g.Operators[e.From].Parallelism != 1 {
@@ -177,10 +179,16 @@ func (b *builder) add(n *planpb.Node) {
 	b.output[n.GetId()] = ops[len(ops)-1].ID
 }
 
-// keyedBy returns the keys of a node that reads its input by key (over
-// keyed state): a keyed aggregation's group keys, drop_duplicates' subset.
-func keyedBy(n *planpb.Node) ([]string, bool) {
+// keyedBy returns the keys by which a node reads its input number input
+// (over keyed state): a keyed aggregation's group keys, drop_duplicates'
+// subset, an interval join's left or right keys.
+func keyedBy(n *planpb.Node, input int) ([]string, bool) {
 	switch k := n.GetKind().(type) {
+	case *planpb.Node_IntervalJoin:
+		if input == 0 {
+			return k.IntervalJoin.GetLeftKeys(), true
+		}
+		return k.IntervalJoin.GetRightKeys(), true
 	case *planpb.Node_KeyedAggregate:
 		return k.KeyedAggregate.GetKeys(), true
 	case *planpb.Node_DropDuplicates:
@@ -237,9 +245,13 @@ func (b *builder) checkUIDs() {
 // setMaxParallelism sets the graph's max parallelism and reports operators
 // whose parallelism exceeds it (docs/semantics.md#key-groups).
 func (b *builder) setMaxParallelism() {
-	highest := 0
+	highest, subtasks := 0, 0
 	for _, op := range b.g.Operators {
 		highest = max(highest, op.Parallelism)
+		subtasks += op.Parallelism
+	}
+	if subtasks > SubtasksLimit {
+		b.problem("the job has %d operator subtasks, above the runtime's limit of %d (plan.SubtasksLimit): lower the parallelism, or split the job", subtasks, SubtasksLimit)
 	}
 	from := b.s.maxParallelFrom
 	b.g.MaxParallelism = b.s.maxParallelism

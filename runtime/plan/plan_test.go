@@ -334,7 +334,7 @@ func TestMaxParallelism(t *testing.T) {
 	}{
 		{"p=1", nil, Options{}, 1, 128},
 		{"p=100", nil, Options{}, 100, 256},
-		{"p=30000", nil, Options{}, 30000, 32768},
+		{"p=1000", nil, Options{}, 1000, 2048},
 		{"config", map[string]string{ConfigMaxParallelism: "64"}, Options{}, 8, 64},
 		{"options override config", map[string]string{ConfigMaxParallelism: "64"}, Options{MaxParallelism: 512}, 8, 512},
 	} {
@@ -347,8 +347,8 @@ func TestMaxParallelism(t *testing.T) {
 	}
 	msg := planError(t, jobWith(map[string]string{ConfigMaxParallelism: "4"}, source(1, "a", par(8), uid("a"))), Options{})
 	wantContains(t, msg, `"a" (uid "a") has parallelism 8 (explicit), above the max parallelism 4 (pipeline.max-parallelism)`)
-	msg = planError(t, job(source(1, "a", par(40000), uid("a"))), Options{})
-	wantContains(t, msg, "has parallelism 40000 (explicit), above the max parallelism 32768 (the default)")
+	msg = planError(t, job(source(1, "a", par(1000), uid("a"))), Options{MaxParallelism: 512})
+	wantContains(t, msg, "has parallelism 1000 (explicit), above the max parallelism 512 (Options.MaxParallelism)")
 }
 
 func TestPlanDoesNotModifyItsInput(t *testing.T) {

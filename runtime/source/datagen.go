@@ -68,8 +68,8 @@ func newDatagen(src *planpb.DatagenSource, cfg Config, restore map[string]SplitS
 			return nil, fmt.Errorf("source: datagen cannot generate column %q of type %s (supported: integers, floats, bool, string, binary, timestamp, date, time, duration, decimal128)", f.Name, f.Type)
 		}
 	}
-	if src.GetRows() < 0 || src.GetRowsPerSecond() < 0 {
-		return nil, fmt.Errorf("source: datagen rows (%d) and rows_per_second (%g) must not be negative", src.GetRows(), src.GetRowsPerSecond())
+	if src.GetRows() < 0 || !(src.GetRowsPerSecond() >= 0) || math.IsInf(src.GetRowsPerSecond(), 1) {
+		return nil, fmt.Errorf("source: datagen rows (%d) and rows_per_second (%g) must not be negative (and the rate finite)", src.GetRows(), src.GetRowsPerSecond())
 	}
 	g := &datagen{cfg: cfg, seed: src.GetSeed()}
 	// Each subtask keeps to its share of the rate: that of its rows or lanes.

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,6 +189,37 @@ func TestMalformedCSVNamesFileLineAndColumn(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
+	}
+}
+
+// A value that does not parse fails the read before the batch holding it
+// is passed on: arrow-go's reader would hand it over with a null there.
+func TestMalformedCSVValueNeverReachesABatch(t *testing.T) {
+	mem := checked(t)
+	path := filepath.Join(t.TempDir(), "bad.csv")
+	data := "sensor,temp,site\n1,2.5,a\n2,warm,b\n3,4.0,c\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(fileSource(planpb.FileSource_CSV, path), Config{Schema: readings, Parallelism: 1, BatchRows: 10, Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for {
+		b, err := r.Next(context.Background())
+		if err != nil {
+			if errors.Is(err, io.EOF) || !strings.Contains(err.Error(), `cannot parse "warm" as float64`) {
+				t.Fatalf("want the parse error, got %v", err)
+			}
+			return
+		}
+		for row := range int(b.NumRows()) {
+			if b.Column(1).IsNull(row) {
+				t.Errorf("row %d passed on with a null temp in place of the value that did not parse", row)
+			}
+		}
+		b.Release()
 	}
 }
 

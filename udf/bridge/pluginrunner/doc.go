@@ -23,5 +23,9 @@
 // messages (debug), the worker's start (debug) and an unexpected exit
 // (warn, with the exit status). Nothing is logged per batch.
 //
+// Reuse: with Options.Pool, Open takes an idle worker of the same
+// environment instead of starting one, and a Close that ended in order
+// gives the worker back (see Pool and docs/semantics.md#worker-reuse).
+//
 // The package knows nothing about bundles or operators: see package bundle.
 package pluginrunner

@@ -75,6 +75,9 @@ type pluginProcess struct {
 	// stopping is set once the runtime itself signals the worker, so a
 	// SIGKILL it sent is not taken for the OOM killer's.
 	stopping atomic.Bool
+	// logTo is the logger go-plugin's records and the worker's lines go to:
+	// the runner using the worker sets it (see Pool).
+	logTo *atomic.Pointer[slog.Logger]
 }
 
 // startProcess starts the worker and connects to it. It blocks until the

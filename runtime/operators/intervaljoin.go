@@ -1,0 +1,421 @@
+package operators
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+
+	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/operator"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+)
+
+// intervalJoinKind joins two keyed inputs on equal keys and event times
+// within bounds, as Flink's IntervalJoinOperator: a left row at time t
+// matches the right rows of its key at times in [t+lower, t+upper]. Both
+// sides buffer their rows; a row goes when the watermark passes the last
+// time a row of the other side could still match it (Flink's cleanup
+// timers: t+max(0, upper) for the left, t+max(0, -lower) for the right),
+// and an outer side emits it then, padded with nulls, if it never matched.
+// Rows later than the watermark are dropped, as Flink does, and counted.
+//
+// The buffers are held in memory as the input batches themselves; the
+// operator does not checkpoint yet (SnapshotState fails with a clear
+// error), so a job with an interval join runs without checkpoints.
+func intervalJoinKind() operator.Kind {
+	return operator.Kind{
+		Kind:   plan.KindIntervalJoin,
+		Schema: intervalJoinSchema,
+		New:    newIntervalJoin,
+	}
+}
+
+// errJoinCheckpoint refuses checkpoints until the buffers are keyed state.
+var errJoinCheckpoint = errors.New("interval_join does not support checkpoints yet: its buffered rows are not in keyed state; run the job without execution.checkpointing.interval")
+
+// intervalJoinSchema is the left columns then the right ones, a right name
+// that is also a left one suffixed with "_right"; every column is nullable
+// (outer joins pad with nulls).
+func intervalJoinSchema(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) {
+	if len(in) != 2 {
+		return nil, fmt.Errorf("interval_join has %d inputs, needs 2", len(in))
+	}
+	seen := map[string]bool{}
+	var fields []arrow.Field
+	for _, f := range in[0].Fields() {
+		seen[f.Name] = true
+		f.Nullable = true
+		fields = append(fields, f)
+	}
+	for _, f := range in[1].Fields() {
+		if seen[f.Name] {
+			f.Name += "_right"
+			if seen[f.Name] {
+				return nil, fmt.Errorf("interval_join: the right column %q would be renamed %q, which is also a column; rename one first", f.Name[:len(f.Name)-len("_right")], f.Name)
+			}
+		}
+		seen[f.Name] = true
+		f.Nullable = true
+		fields = append(fields, f)
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// joinSide is how one input's rows are read.
+type joinSide struct {
+	name    string // "left" or "right", for messages
+	keys    []int
+	time    int
+	timeMul int64 // the time column's unit in nanoseconds
+	outer   bool  // emit its unmatched rows padded
+	// cleanupAfter is how long after a row's time a row of the other
+	// side can still match it (0 when the bound is behind it).
+	cleanupAfter int64
+}
+
+// heldBatch is an input batch some of whose rows are buffered.
+type heldBatch struct {
+	rec  arrow.RecordBatch
+	side int
+	live int // buffered rows
+}
+
+// bufRow is one buffered row.
+type bufRow struct {
+	batch     *heldBatch
+	row       int
+	ts        int64 // nanoseconds
+	cleanupMs int64 // the watermark at which it goes
+	matched   bool
+}
+
+type intervalJoin struct {
+	operator.Base
+	c            *operator.Context
+	side         [2]joinSide
+	lower, upper int64 // nanoseconds
+	out          *arrow.Schema
+	buffers      map[string]*[2][]*bufRow
+	cleanup      cleanupHeap
+	wm           int64
+	hasWM        bool
+	late         int64
+	keyBuf       []byte
+}
+
+func newIntervalJoin(c *operator.Context) (operator.Operator, error) {
+	spec := c.Op.Node.GetIntervalJoin()
+	if len(c.In) != 2 {
+		return nil, fmt.Errorf("interval_join has %d inputs, needs 2", len(c.In))
+	}
+	j := &intervalJoin{c: c, lower: spec.GetLowerNs(), upper: spec.GetUpperNs(), out: c.Out, buffers: map[string]*[2][]*bufRow{}}
+	how := spec.GetHow()
+	j.side[0] = joinSide{name: "left", outer: how == planpb.IntervalJoin_LEFT || how == planpb.IntervalJoin_FULL, cleanupAfter: max(0, j.upper)}
+	j.side[1] = joinSide{name: "right", outer: how == planpb.IntervalJoin_RIGHT || how == planpb.IntervalJoin_FULL, cleanupAfter: max(0, -j.lower)}
+	keyNames := [2][]string{spec.GetLeftKeys(), spec.GetRightKeys()}
+	timeNames := [2]string{spec.GetLeftTime(), spec.GetRightTime()}
+	if len(keyNames[0]) == 0 || len(keyNames[0]) != len(keyNames[1]) {
+		return nil, fmt.Errorf("interval_join needs as many left keys as right keys, at least one; it has %v and %v", keyNames[0], keyNames[1])
+	}
+	for s := range 2 {
+		in := c.In[s]
+		for _, name := range keyNames[s] {
+			idx := in.FieldIndices(name)
+			if len(idx) == 0 {
+				return nil, fmt.Errorf("interval_join: %s key %q is not a column of %s", j.side[s].name, name, in)
+			}
+			j.side[s].keys = append(j.side[s].keys, idx[0])
+		}
+		idx := in.FieldIndices(timeNames[s])
+		if len(idx) == 0 {
+			return nil, fmt.Errorf("interval_join: %s time column %q is not a column of %s", j.side[s].name, timeNames[s], in)
+		}
+		ts, ok := in.Field(idx[0]).Type.(*arrow.TimestampType)
+		if !ok {
+			return nil, fmt.Errorf("interval_join: %s time column %q is %s, not a timestamp", j.side[s].name, timeNames[s], in.Field(idx[0]).Type)
+		}
+		j.side[s].time, j.side[s].timeMul = idx[0], int64(ts.Unit.Multiplier())
+	}
+	for i := range j.side[0].keys {
+		l, r := c.In[0].Field(j.side[0].keys[i]), c.In[1].Field(j.side[1].keys[i])
+		if !arrow.TypeEqual(l.Type, r.Type) {
+			return nil, fmt.Errorf("interval_join: left key %q is %s but right key %q is %s; cast one so both have one type", l.Name, l.Type, r.Name, r.Type)
+		}
+	}
+	return j, nil
+}
+
+// floorMs is nanoseconds as event-time milliseconds (rounded down).
+func floorMs(ns int64) int64 {
+	ms := ns / 1e6
+	if ns%1e6 < 0 {
+		ms--
+	}
+	return ms
+}
+
+// pairs are the matches of rows of the batch being processed with
+// buffered rows of one held batch of the other side.
+type pairs struct{ this, other []int64 }
+
+func (j *intervalJoin) Process(ctx context.Context, input int, b arrow.RecordBatch, emit operator.Emit) error {
+	if input != 0 && input != 1 {
+		return fmt.Errorf("interval_join: input %d, only 0 (left) and 1 (right) exist", input)
+	}
+	side := &j.side[input]
+	other := 1 - input
+	n := int(b.NumRows())
+	times := b.Column(side.time).(*array.Timestamp)
+	var unjoinable []int64 // null key or time: never match
+	matches := map[*heldBatch]*pairs{}
+	var held *heldBatch
+	for row := range n {
+		if times.IsNull(row) || j.nullKey(b, side.keys, row) {
+			if side.outer {
+				unjoinable = append(unjoinable, int64(row))
+			}
+			continue
+		}
+		ts := int64(times.Value(row)) * side.timeMul
+		if j.hasWM && floorMs(ts) < j.wm {
+			j.late++ // as Flink: a row behind the watermark is dropped
+			continue
+		}
+		j.keyBuf = j.keyBuf[:0]
+		for _, k := range side.keys {
+			j.keyBuf = appendKey(j.keyBuf, b.Column(k), row)
+		}
+		buf := j.buffers[string(j.keyBuf)]
+		if buf == nil {
+			buf = &[2][]*bufRow{}
+			j.buffers[string(j.keyBuf)] = buf
+		}
+		// A left row at t matches right rows in [t+lower, t+upper]; a
+		// right row at t matches left rows in [t-upper, t-lower].
+		lo, hi := ts+j.lower, ts+j.upper
+		if input == 1 {
+			lo, hi = ts-j.upper, ts-j.lower
+		}
+		matched := false
+		for _, o := range buf[other] {
+			if o.ts < lo || o.ts > hi {
+				continue
+			}
+			o.matched, matched = true, true
+			p := matches[o.batch]
+			if p == nil {
+				p = &pairs{}
+				matches[o.batch] = p
+			}
+			p.this = append(p.this, int64(row))
+			p.other = append(p.other, int64(o.row))
+		}
+		if held == nil {
+			b.Retain()
+			held = &heldBatch{rec: b, side: input}
+		}
+		held.live++
+		r := &bufRow{batch: held, row: row, ts: ts, cleanupMs: floorMs(ts + side.cleanupAfter), matched: matched}
+		buf[input] = append(buf[input], r)
+		heap.Push(&j.cleanup, cleanupEntry{at: r.cleanupMs, key: string(j.keyBuf)})
+	}
+	for o, p := range matches {
+		if err := j.emitPairs(ctx, input, b, p.this, o.rec, p.other, emit); err != nil {
+			return err
+		}
+	}
+	if len(unjoinable) > 0 {
+		return j.emitPadded(ctx, input, b, unjoinable, emit)
+	}
+	return nil
+}
+
+func (j *intervalJoin) nullKey(b arrow.RecordBatch, keys []int, row int) bool {
+	for _, k := range keys {
+		if b.Column(k).IsNull(row) {
+			return true
+		}
+	}
+	return false
+}
+
+// emitPairs emits this[i] of b (of side input) joined with other[i] of o.
+func (j *intervalJoin) emitPairs(ctx context.Context, input int, b arrow.RecordBatch, this []int64, o arrow.RecordBatch, other []int64, emit operator.Emit) error {
+	thisRows, err := takeRows(ctx, b, this)
+	if err != nil {
+		return err
+	}
+	defer thisRows.Release()
+	otherRows, err := takeRows(ctx, o, other)
+	if err != nil {
+		return err
+	}
+	defer otherRows.Release()
+	left, right := thisRows, otherRows
+	if input == 1 {
+		left, right = otherRows, thisRows
+	}
+	cols := append(append([]arrow.Array{}, left.Columns()...), right.Columns()...)
+	return emit(ctx, array.NewRecordBatch(j.out, cols, int64(len(this))))
+}
+
+// emitPadded emits rows of b (of side input) with nulls for the other side.
+func (j *intervalJoin) emitPadded(ctx context.Context, input int, b arrow.RecordBatch, rows []int64, emit operator.Emit) error {
+	taken, err := takeRows(ctx, b, rows)
+	if err != nil {
+		return err
+	}
+	defer taken.Release()
+	mem := compute.GetAllocator(ctx)
+	otherSchema := j.c.In[1-input]
+	nulls := make([]arrow.Array, otherSchema.NumFields())
+	for i, f := range otherSchema.Fields() {
+		nulls[i] = array.MakeArrayOfNull(mem, f.Type, len(rows))
+	}
+	defer func() {
+		for _, a := range nulls {
+			a.Release()
+		}
+	}()
+	var cols []arrow.Array
+	if input == 0 {
+		cols = append(append(cols, taken.Columns()...), nulls...)
+	} else {
+		cols = append(append(cols, nulls...), taken.Columns()...)
+	}
+	return emit(ctx, array.NewRecordBatch(j.out, cols, int64(len(rows))))
+}
+
+func takeRows(ctx context.Context, b arrow.RecordBatch, rows []int64) (arrow.RecordBatch, error) {
+	ib := array.NewInt64Builder(compute.GetAllocator(ctx))
+	defer ib.Release()
+	ib.AppendValues(rows, nil)
+	idx := ib.NewArray()
+	defer idx.Release()
+	values, indices := compute.NewDatum(b), compute.NewDatum(idx) // both retain
+	defer values.Release()
+	defer indices.Release()
+	d, err := compute.Take(ctx, *compute.DefaultTakeOptions(), values, indices)
+	if err != nil {
+		return nil, fmt.Errorf("interval_join: taking rows: %w", err)
+	}
+	return d.(*compute.RecordDatum).Value, nil
+}
+
+// OnWatermark drops the rows the watermark has passed the cleanup time of
+// (Flink's cleanup timers fire when timestamp <= watermark), emitting the
+// unmatched ones of an outer side, then forwards the watermark.
+func (j *intervalJoin) OnWatermark(ctx context.Context, wm operator.Watermark, emit operator.Emit) (operator.Watermark, error) {
+	j.wm, j.hasWM = int64(wm), true
+	return wm, j.expire(ctx, func(r *bufRow) bool { return r.cleanupMs <= j.wm }, emit)
+}
+
+// Finish expires every buffered row: no input is left to match them.
+func (j *intervalJoin) Finish(ctx context.Context, emit operator.Emit) error {
+	if err := j.expire(ctx, func(*bufRow) bool { return true }, emit); err != nil {
+		return err
+	}
+	if j.late > 0 {
+		j.c.Logger.Warn("interval_join dropped rows behind the watermark, as Flink does", "rows", j.late)
+	}
+	return nil
+}
+
+func (j *intervalJoin) expire(ctx context.Context, due func(*bufRow) bool, emit operator.Emit) error {
+	padded := map[*heldBatch][]int64{}
+	sweep := func(key string) {
+		buf := j.buffers[key]
+		if buf == nil {
+			return
+		}
+		for s := range 2 {
+			kept := buf[s][:0]
+			for _, r := range buf[s] {
+				if !due(r) {
+					kept = append(kept, r)
+					continue
+				}
+				if !r.matched && j.side[s].outer {
+					padded[r.batch] = append(padded[r.batch], int64(r.row))
+				} else {
+					j.drop(r.batch)
+				}
+			}
+			clear(buf[s][len(kept):])
+			buf[s] = kept
+		}
+		if len(buf[0]) == 0 && len(buf[1]) == 0 {
+			delete(j.buffers, key)
+		}
+	}
+	for len(j.cleanup) > 0 {
+		top := j.cleanup[0]
+		if !due(&bufRow{cleanupMs: top.at}) {
+			break
+		}
+		heap.Pop(&j.cleanup)
+		sweep(top.key)
+	}
+	var err error
+	for h, rows := range padded {
+		if err == nil {
+			err = j.emitPadded(ctx, h.side, h.rec, rows, emit)
+		}
+		for range rows {
+			j.drop(h)
+		}
+	}
+	return err
+}
+
+// drop forgets one buffered row of h, releasing h with its last one.
+func (j *intervalJoin) drop(h *heldBatch) {
+	h.live--
+	if h.live == 0 {
+		h.rec.Release()
+		h.rec = nil
+	}
+}
+
+func (j *intervalJoin) SnapshotState(context.Context, checkpoint.Target, operator.Emit, *checkpoint.SubtaskState) error {
+	return errJoinCheckpoint
+}
+
+// Release frees the buffered batches.
+func (j *intervalJoin) Release() {
+	for key, buf := range j.buffers {
+		for s := range 2 {
+			for _, r := range buf[s] {
+				j.drop(r.batch)
+			}
+		}
+		delete(j.buffers, key)
+	}
+	j.cleanup = nil
+}
+
+// cleanupHeap orders the keys to sweep by cleanup time (a key is in it
+// once per buffered row; a sweep of a key finds what is due).
+type cleanupEntry struct {
+	at  int64
+	key string
+}
+
+type cleanupHeap []cleanupEntry
+
+func (h cleanupHeap) Len() int           { return len(h) }
+func (h cleanupHeap) Less(a, b int) bool { return h[a].at < h[b].at }
+func (h cleanupHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *cleanupHeap) Push(x any)        { *h = append(*h, x.(cleanupEntry)) }
+func (h *cleanupHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
