@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -80,9 +82,9 @@ func windowTimeColumn(in *arrow.Schema, name string) (int, error) {
 // group.
 type windowProc struct {
 	operator.Base
-	keys     []int
-	aggs     []aggSpec
-	timeCol  int
+	keys    []int
+	aggs    []aggSpec
+	timeCol int
 	// toMillis converts the time column's values to ms (nil: they are ms).
 	toMillis func(int64) int64
 	slicer   window.Slicer
@@ -339,29 +341,35 @@ func (p *windowProc) keyOf(b arrow.RecordBatch, keyCols []arrow.Array, row int, 
 	return k, nil
 }
 
+// A key's slots are sorted by end (slices never overlap, nor do the state
+// windows of sessions in flight): lookups are binary searches, a window's
+// slices a run, expired slices a prefix.
+
 func (p *windowProc) newSlot(k *winKey, w window.Window) *winSlot {
 	s := &winSlot{w: w, acc: make([]accumulator, len(p.aggs))}
-	k.slots = append(k.slots, s)
+	i := len(k.slots)
+	for i > 0 && k.slots[i-1].w.End > w.End { // mostly the newest: appended
+		i--
+	}
+	k.slots = slices.Insert(k.slots, i, s)
 	return s
 }
 
-// slot finds the slot of window w, newest first: rows mostly go to the
-// latest slices, so a row's lookup does not grow with size/slide.
+// firstEndingAfter is the index of the first slot ending after t.
+func (k *winKey) firstEndingAfter(t int64) int {
+	return sort.Search(len(k.slots), func(i int) bool { return k.slots[i].w.End > t })
+}
+
 func (k *winKey) slot(w window.Window) *winSlot {
-	for i := len(k.slots) - 1; i >= 0; i-- {
-		if s := k.slots[i]; s.w == w {
-			return s
-		}
+	if i := k.firstEndingAfter(w.End - 1); i < len(k.slots) && k.slots[i].w == w {
+		return k.slots[i]
 	}
 	return nil
 }
 
 func (k *winKey) removeSlot(s *winSlot) {
-	for i, x := range k.slots {
-		if x == s {
-			k.slots = append(k.slots[:i], k.slots[i+1:]...)
-			return
-		}
+	if i := k.firstEndingAfter(s.w.End - 1); i < len(k.slots) && k.slots[i] == s {
+		k.slots = slices.Delete(k.slots, i, i+1)
 	}
 }
 
@@ -550,10 +558,20 @@ func (p *windowProc) onTimer(t state.Timer) error {
 			}
 		}
 		if p.lateness == 0 {
-			p.dropSlices(k, func(s *winSlot) bool { return p.slicer.LastWindowEnd(s.w.End) <= w.End })
+			// The slices whose last window this was: a prefix, as the
+			// last window end grows with the slice's.
+			n := 0
+			for n < len(k.slots) && p.slicer.LastWindowEnd(k.slots[n].w.End) <= w.End {
+				n++
+			}
+			k.slots = slices.Delete(k.slots, 0, n)
+			k.dirty = true
 		}
 	default:
-		p.dropSlices(k, func(s *winSlot) bool { return s.w.End == w.End })
+		if s := k.slot(window.Window{Start: w.End - p.slicer.SliceSize(), End: w.End}); s != nil {
+			k.removeSlot(s)
+			k.dirty = true
+		}
 	}
 	p.forgetIfEmpty(k)
 	return nil
@@ -575,8 +593,11 @@ func (p *windowProc) fireWindow(k *winKey, w window.Window) bool {
 		return true
 	}
 	var acc []accumulator
-	for _, s := range k.slots {
-		if s.w.End > w.Start && s.w.End <= w.End && s.rows > 0 {
+	for _, s := range k.slots[k.firstEndingAfter(w.Start):] {
+		if s.w.End > w.End {
+			break
+		}
+		if s.rows > 0 {
 			if acc == nil {
 				acc = make([]accumulator, len(p.aggs))
 			}
@@ -609,18 +630,6 @@ func (p *windowProc) retireSession(k *winKey, w window.Window) {
 	if s := k.slot(sw); s != nil {
 		k.removeSlot(s)
 	}
-	k.dirty = true
-}
-
-func (p *windowProc) dropSlices(k *winKey, drop func(*winSlot) bool) {
-	kept := k.slots[:0]
-	for _, s := range k.slots {
-		if !drop(s) {
-			kept = append(kept, s)
-		}
-	}
-	clear(k.slots[len(kept):])
-	k.slots = kept
 	k.dirty = true
 }
 

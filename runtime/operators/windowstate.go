@@ -1,9 +1,11 @@
 package operators
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
@@ -152,6 +154,7 @@ func (p *windowProc) decodeKey(data []byte) (*winKey, error) {
 		}
 		k.slots = append(k.slots, s)
 	}
+	slices.SortFunc(k.slots, func(a, b *winSlot) int { return cmp.Compare(a.w.End, b.w.End) })
 	var mappings []window.Mapping
 	sessions := r.uvarint()
 	for range sessions {
