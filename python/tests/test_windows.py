@@ -290,3 +290,34 @@ def test_windows_match_pandas(p, keyed, kind, size, slide, gap, offset):
     want = normalized(reference(data, keys, kind, size, slide, gap, offset), keys)
     assert len(got) > 10
     pd.testing.assert_frame_equal(got, want, check_dtype=False, check_exact=False, rtol=1e-9)
+
+
+@pytest.mark.parametrize(("keyed", "kind"), [(True, "hop"), (False, "session"), (True, "cumulate")])
+def test_windows_after_with_watermark_match_pandas(p, keyed, kind):
+    # Watermarks every millisecond from an assigner whose delay covers the disorder:
+    # windows fire during the run, no row is late, the result is the reference's.
+    data = disordered(disorder_ms=2000)
+    env = fg.Environment(parallelism=p, config={"pipeline.auto-watermark-interval": "1 ms"})
+    df = env.from_pandas(data).with_watermark("ts", "4 s")
+    w, size, slide, gap = {
+        "hop": (fg.hop("ts", "6 s", "2 s"), 6000, 2000, 0),
+        "session": (fg.session("ts", "30 ms"), 0, 0, 30),
+        "cumulate": (fg.cumulate("ts", "3 s", "9 s"), 9000, 3000, 0),
+    }[kind]
+    windowed = df.key_by("k").window(w) if keyed else df.window(w)
+    got = windowed.agg(
+        fg.sum("x").alias("sum"),
+        fg.count().alias("n"),
+        fg.min("x").alias("lo"),
+        fg.max("y").alias("hi"),
+        fg.mean("y").alias("mean"),
+        fg.first("s").alias("first"),
+        fg.last("s").alias("last"),
+        fg.count_distinct("s").alias("distinct"),
+        fg.count("x").alias("nx"),
+    ).to_pandas()
+    keys = ["k"] if keyed else []
+    want = normalized(reference(data, keys, kind, size, slide, gap), keys)
+    pd.testing.assert_frame_equal(
+        normalized(got, keys), want, check_dtype=False, check_exact=False, rtol=1e-9
+    )
