@@ -51,7 +51,7 @@ func Registry(opts Options) *operator.Registry {
 		keyedAggregateKind(opts),
 		dropDuplicatesKind(opts),
 		limitKind(),
-		intervalJoinKind(),
+		intervalJoinKind(opts),
 		sinkKind(opts),
 	)
 	if err != nil {
