@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -19,6 +20,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/watermark"
 	"github.com/flinkgo/flinkgo/state"
 )
 
@@ -120,7 +122,7 @@ type intervalJoin struct {
 	lower, upper int64 // nanoseconds
 	out          *arrow.Schema
 	buffers      map[string]*keyBuffer
-	cleanup      cleanupHeap
+	cleanup      cleanupQueue
 	wm           int64
 	hasWM        bool
 	late         int64
@@ -275,7 +277,7 @@ func (j *intervalJoin) Process(ctx context.Context, input int, b arrow.RecordBat
 		held.live++
 		r := &bufRow{batch: held, row: row, ts: ts, cleanupMs: floorMs(ts + side.cleanupAfter), matched: matched}
 		buf.rows[input] = append(buf.rows[input], r)
-		heap.Push(&j.cleanup, cleanupEntry{at: r.cleanupMs, key: string(j.keyBuf)})
+		j.cleanup.add(r.cleanupMs, string(j.keyBuf))
 	}
 	for o, p := range matches {
 		if err := j.emitPairs(ctx, input, b, p.this, o.rec, p.other, emit); err != nil {
@@ -362,10 +364,23 @@ func takeRows(ctx context.Context, b arrow.RecordBatch, rows []int64) (arrow.Rec
 
 // OnWatermark drops the rows the watermark has passed the cleanup time of
 // (Flink's cleanup timers fire when timestamp <= watermark), emitting the
-// unmatched ones of an outer side, then forwards the watermark.
+// unmatched ones of an outer side, then forwards the watermark held back
+// by the join's reach, max(upper, -lower), as Flink's SQL interval join
+// does (KeyedCoProcessOperatorWithWatermarkDelay): a row padded when its
+// cleanup time passes is then not behind the watermark that follows it.
 func (j *intervalJoin) OnWatermark(ctx context.Context, wm operator.Watermark, emit operator.Emit) (operator.Watermark, error) {
 	j.wm, j.hasWM = int64(wm), true
-	return wm, j.expire(ctx, func(r *bufRow) bool { return r.cleanupMs <= j.wm }, emit)
+	if err := j.expire(ctx, func(r *bufRow) bool { return r.cleanupMs <= j.wm }, emit); err != nil {
+		return wm, err
+	}
+	if wm == watermark.MaxWatermark {
+		return wm, nil
+	}
+	delay := floorMs(max(j.side[0].cleanupAfter, j.side[1].cleanupAfter) + 999_999) // rounded up
+	if int64(wm) < math.MinInt64+delay {
+		return operator.Watermark(math.MinInt64), nil
+	}
+	return wm - operator.Watermark(delay), nil
 }
 
 // Finish expires every buffered row: no input is left to match them.
@@ -411,13 +426,16 @@ func (j *intervalJoin) expire(ctx context.Context, due func(*bufRow) bool, emit 
 			delete(j.buffers, key)
 		}
 	}
-	for len(j.cleanup) > 0 {
-		top := j.cleanup[0]
-		if !due(&bufRow{cleanupMs: top.at}) {
+	for len(j.cleanup.times) > 0 {
+		at := j.cleanup.times[0]
+		if !due(&bufRow{cleanupMs: at}) {
 			break
 		}
-		heap.Pop(&j.cleanup)
-		sweep(top.key)
+		heap.Pop(&j.cleanup.times)
+		for _, key := range j.cleanup.keys[at] {
+			sweep(key)
+		}
+		delete(j.cleanup.keys, at)
 	}
 	var err error
 	for h, rows := range padded {
@@ -604,7 +622,7 @@ func (j *intervalJoin) restoreRows(key string, buf *keyBuffer, s int, rec arrow.
 		ts := int64(times.Value(row)) * side.timeMul
 		r := &bufRow{batch: h, row: row, ts: ts, cleanupMs: floorMs(ts + side.cleanupAfter), matched: matched.Value(row)}
 		buf.rows[s] = append(buf.rows[s], r)
-		heap.Push(&j.cleanup, cleanupEntry{at: r.cleanupMs, key: key})
+		j.cleanup.add(r.cleanupMs, key)
 	}
 	return nil
 }
@@ -619,24 +637,39 @@ func (j *intervalJoin) Release() {
 		}
 		delete(j.buffers, key)
 	}
-	j.cleanup = nil
+	j.cleanup = cleanupQueue{}
 	j.keyed.release()
 }
 
-// cleanupHeap orders the keys to sweep by cleanup time (a key is in it
-// once per buffered row; a sweep of a key finds what is due).
-type cleanupEntry struct {
-	at  int64
-	key string
+// cleanupQueue is the join's cleanup timers, deduplicated by time and key
+// as Flink's timer service does: a heap of the distinct cleanup times and,
+// for each, the keys to sweep then.
+type cleanupQueue struct {
+	times timeHeap
+	keys  map[int64][]string
 }
 
-type cleanupHeap []cleanupEntry
+func (q *cleanupQueue) add(at int64, key string) {
+	keys, ok := q.keys[at]
+	if !ok {
+		if q.keys == nil {
+			q.keys = map[int64][]string{}
+		}
+		heap.Push(&q.times, at)
+	}
+	if n := len(keys); n > 0 && keys[n-1] == key {
+		return // the same key again (rows of a key come in runs)
+	}
+	q.keys[at] = append(keys, key)
+}
 
-func (h cleanupHeap) Len() int           { return len(h) }
-func (h cleanupHeap) Less(a, b int) bool { return h[a].at < h[b].at }
-func (h cleanupHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
-func (h *cleanupHeap) Push(x any)        { *h = append(*h, x.(cleanupEntry)) }
-func (h *cleanupHeap) Pop() any {
+type timeHeap []int64
+
+func (h timeHeap) Len() int           { return len(h) }
+func (h timeHeap) Less(a, b int) bool { return h[a] < h[b] }
+func (h timeHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *timeHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *timeHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
