@@ -1,7 +1,7 @@
 // Command flinkgo is the flinkgo runtime:
 //
 //	flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]...
-//	    [--allow-group GROUP] [--token-file PATH] [LOG FLAGS]
+//	    [--allow-group GROUP] [--token-file PATH] [--udf-output log|stderr] [LOG FLAGS]
 //	    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
 //	                                                  run a runtime server
 //	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [LOG FLAGS] PIPELINE.py [ARGS...]
@@ -35,6 +35,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -105,7 +106,7 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
   flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]... [--allow-group GROUP]
                 [--token-file PATH] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
-                [--log-level LEVEL] [--log-format text|json]
+                [--udf-output log|stderr] [--log-level LEVEL] [--log-format text|json]
   flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [--log-level LEVEL] [--log-format text|json] PIPELINE.py [ARGS...]
   flinkgo list [--endpoint ADDR]
   flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]
@@ -140,6 +141,7 @@ func serve(args []string) error {
 	tlsCert := fs.String("tls-cert", "", "TCP: serve TLS with this PEM certificate (chain)")
 	tlsKey := fs.String("tls-key", "", "TCP: the PEM private key of --tls-cert")
 	tlsClientCA := fs.String("tls-client-ca", "", "TCP: require client certificates signed by this PEM CA (mutual TLS)")
+	udfOutput := fs.String("udf-output", "log", "where what UDFs print goes: log (the server's log, at info) or stderr (prefixed with the UDF and subtask, for the runtime embedded in a user's program)")
 	var allowPaths repeatedFlag
 	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and the temp dir; / allows any)")
 	newLogger := logFlags(fs)
@@ -151,6 +153,14 @@ func serve(args []string) error {
 	roots, err := pathRoots(allowPaths)
 	if err != nil {
 		return err
+	}
+	var printed io.Writer
+	switch *udfOutput {
+	case "log":
+	case "stderr":
+		printed = os.Stderr
+	default:
+		return fmt.Errorf("--udf-output %q: want log or stderr", *udfOutput)
 	}
 	lis, err := listen.Open(listen.Options{
 		Addr: *addr, AllowGroup: *group, TokenFile: *tokenFile,
@@ -175,7 +185,7 @@ func serve(args []string) error {
 		fmt.Fprintf(os.Stderr, "flinkgo: clients may use paths under %s (--allow-path adds more)\n", roots)
 	}
 	fmt.Printf("flinkgo: serving on %s\n", lis.Address)
-	return serveOn(ctx, lis, nil, logger, roots, lis.ServerOptions()...)
+	return serveOn(ctx, lis, nil, logger, printed, roots, lis.ServerOptions()...)
 }
 
 // logFlags adds --log-level and --log-format to fs; after fs.Parse, the
@@ -215,11 +225,13 @@ func pathRoots(flags []string) (*allowpath.Roots, error) {
 
 // serveOn serves the job service on lis until ctx ends; running jobs are
 // canceled then. logger receives the server's, the jobs' and the workers'
-// logs. Clients may use the paths under roots; guard are the listener's
-// server options (token check, TLS).
-func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, roots *allowpath.Roots, guard ...grpc.ServerOption) error {
+// logs; what UDFs print goes to udfOutput when set (see
+// pluginrunner.Options.UDFOutput), else to logger. Clients may use the
+// paths under roots; guard are the listener's server options (token check,
+// TLS).
+func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, udfOutput io.Writer, roots *allowpath.Roots, guard ...grpc.ServerOption) error {
 	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage)}, guard...)...)
-	jobs := server.New(job.Options{Logger: logger}, defaults)
+	jobs := server.New(job.Options{Logger: logger, Runner: pluginrunner.Options{UDFOutput: udfOutput}}, defaults)
 	jobs.AllowPaths(roots)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	done := make(chan error, 1)
@@ -298,8 +310,9 @@ func run(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	served := make(chan error, 1)
-	// The pipeline runs as this user: any path is its to choose.
-	go func() { served <- serveOn(ctx, lis, defaults, logger, allowpath.Any()) }()
+	// The pipeline runs as this user: any path is its to choose, and what
+	// its UDFs print is shown to the user, as the embedded runtime does.
+	go func() { served <- serveOn(ctx, lis, defaults, logger, os.Stderr, allowpath.Any()) }()
 
 	python := os.Getenv(pluginrunner.PythonEnv)
 	if python == "" {

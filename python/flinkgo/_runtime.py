@@ -288,7 +288,18 @@ class LocalRuntime:
         # read and write any path this user may (a `flinkgo serve` started by hand
         # allows only the directories it is given).
         env["FLINKGO_ALLOW_PATH"] = os.sep
-        args = [binary, "serve", "--listen", listen, "--parent-pid", str(os.getpid())]
+        # What UDFs print goes to this program's stderr, tagged "[udf #subtask] ", as
+        # Spark's local mode shows its executors' output.
+        args = [
+            binary,
+            "serve",
+            "--listen",
+            listen,
+            "--parent-pid",
+            str(os.getpid()),
+            "--udf-output",
+            "stderr",
+        ]
         try:
             self._proc = subprocess.Popen(
                 args,

@@ -60,8 +60,9 @@ def test_start_passes_the_contract_and_forwards_stdout(tmp_path, capfd):
         assert rt.endpoint == f"unix://{tmp_path}/rt.sock"
         assert rt.alive()
         args, python, pythonpath = record.read_text().splitlines()
-        serve, listen_flag, listen, parent_flag, parent = args.split()
+        serve, listen_flag, listen, parent_flag, parent, output_flag, output = args.split()
         assert (serve, listen_flag, parent_flag) == ("serve", "--listen", "--parent-pid")
+        assert (output_flag, output) == ("--udf-output", "stderr")
         assert listen.startswith("unix:///") and listen.endswith("/runtime.sock")
         assert parent == str(os.getpid())
         assert python == f"FLINKGO_PYTHON={sys.executable}"
@@ -195,6 +196,17 @@ if sys.argv[1] == "job-then-exit":
     env = fg.Environment()
     assert env.from_pandas(pd.DataFrame({"x": [1, 2]})).to_pandas()["x"].sum() == 3
     print("ok", flush=True)
+elif sys.argv[1] == "print":
+    @fg.udf("int64")
+    def shout(x):
+        print("hello", x)
+        print("to stderr", x, file=sys.stderr)
+        return x
+
+    env = fg.Environment()
+    df = env.from_pandas(pd.DataFrame({"x": [7]}))
+    assert df.with_column("y", shout(fg.col("x"))).to_pandas()["y"].tolist() == [7]
+    print("ok", flush=True)
 else:  # run an endless job with Python workers until killed
     @fg.udf("int64", func_type="pandas")
     def inc(s):
@@ -235,6 +247,17 @@ def test_runtime_stops_when_python_exits(built, tmp_path):
     assert out.strip() == "ok"
     assert gone(pid, 5)
     assert not os.path.exists(os.path.dirname(endpoint[len("unix://") :]))
+
+
+def test_udf_print_reaches_the_users_stderr_tagged(built, tmp_path):
+    # As Spark's local mode shows its executors' output: the user sees what a UDF
+    # prints, tagged with the UDF and the subtask counted from 1 (issue 9, item 8).
+    proc, _, _ = start_child(tmp_path, "print")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out.strip() == "ok"
+    assert "[shout #1] hello 7\n" in err, err
+    assert "[shout #1] to stderr 7\n" in err, err
 
 
 def test_runtime_and_workers_exit_when_python_is_killed(built, tmp_path):

@@ -75,6 +75,12 @@ type pluginProcess struct {
 	// stopping is set once the runtime itself signals the worker, so a
 	// SIGKILL it sent is not taken for the OOM killer's.
 	stopping atomic.Bool
+	// silenced is set once the runtime kills the worker (Stop: cancel, or
+	// the runtime's shutdown); shared with the output writers and
+	// go-plugin's logger, which then demote the worker's output to debug.
+	// An orderly Shutdown keeps it: what the worker prints while it
+	// finishes is the user's.
+	silenced *atomic.Bool
 }
 
 // startProcess starts the worker and connects to it. It blocks until the
@@ -82,7 +88,9 @@ type pluginProcess struct {
 // log is the runner's logger; go-plugin gets it through an hclog adapter.
 // pid is set once the process started.
 func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atomic.Int64) (*pluginProcess, error) {
-	stderr := newLineTail(20)
+	stderr := newLineTail(stderrTailLines)
+	silenced := new(atomic.Bool)
+	prefix := outputPrefix(opts.udfNames(), opts.Subtask)
 	guard := &startGuard{pid: pid}
 	extraEnv := append([]string{maxMessageEnv + "=" + strconv.Itoa(opts.MaxMessageBytes)}, opts.Env...)
 	client := plugin.NewClient(&plugin.ClientConfig{
@@ -96,16 +104,16 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 		},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     opts.StartTimeout,
-		Logger:           newSlogHCLog(log, pid, opts.Python),
+		Logger:           newSlogHCLog(log, pid, opts.Python).withSilenced(silenced),
 		Stderr:           stderr,
-		SyncStdout:       &lineLogger{log: log, pid: pid, msg: "udf stdout"},
-		SyncStderr:       &lineLogger{log: log, pid: pid, msg: "udf stderr"},
+		SyncStdout:       newUDFOutput(log, pid, "udf stdout", opts.UDFOutput, prefix, silenced),
+		SyncStderr:       newUDFOutput(log, pid, "udf stderr", opts.UDFOutput, prefix, silenced),
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(opts.MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(opts.MaxMessageBytes),
 		)},
 	})
-	p := &pluginProcess{client: client, stderr: stderr}
+	p := &pluginProcess{client: client, stderr: stderr, silenced: silenced}
 
 	type dispensed struct {
 		conn workerpb.UdfWorkerClient
@@ -241,6 +249,7 @@ func (p *pluginProcess) waitExited(d time.Duration) bool {
 
 func (p *pluginProcess) Stop(grace time.Duration) {
 	p.stopping.Store(true)
+	p.silenced.Store(true)
 	if proc := p.cmd.Process; proc != nil && !p.client.Exited() {
 		_ = signalGroup(proc, syscall.SIGTERM)
 		if !p.waitExited(grace) {
@@ -409,67 +418,4 @@ func (w *workerCmd) PluginToHost(network, addr string) (string, string, error) {
 
 func (w *workerCmd) HostToPlugin(network, addr string) (string, string, error) {
 	return network, addr, nil
-}
-
-// lineTail keeps the last n lines written to it. go-plugin writes the
-// worker's stderr to it line by line.
-type lineTail struct {
-	mu      sync.Mutex
-	n       int
-	lines   []string
-	partial strings.Builder
-}
-
-func newLineTail(n int) *lineTail { return &lineTail{n: n} }
-
-func (t *lineTail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, c := range string(b) {
-		if c != '\n' {
-			t.partial.WriteRune(c)
-			continue
-		}
-		t.lines = append(t.lines, t.partial.String())
-		t.partial.Reset()
-		if len(t.lines) > t.n {
-			t.lines = t.lines[len(t.lines)-t.n:]
-		}
-	}
-	return len(b), nil
-}
-
-func (t *lineTail) Lines() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := append([]string(nil), t.lines...)
-	if t.partial.Len() > 0 {
-		out = append(out, t.partial.String())
-	}
-	return out
-}
-
-// lineLogger logs each line written to it; it receives what user code
-// prints in the worker (forwarded through go-plugin's GRPCStdio).
-type lineLogger struct {
-	log *slog.Logger // the runner's: tagged with udf, operator, subtask
-	pid *atomic.Int64
-	msg string
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (l *lineLogger) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, b...)
-	for {
-		i := strings.IndexByte(string(l.buf), '\n')
-		if i < 0 {
-			break
-		}
-		l.log.Info(l.msg, "source", "worker", "pid", l.pid.Load(), "line", string(l.buf[:i]))
-		l.buf = l.buf[i+1:]
-	}
-	return len(b), nil
 }
