@@ -8,6 +8,7 @@ that started it exits or is killed.
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -207,6 +208,26 @@ elif sys.argv[1] == "print":
     df = env.from_pandas(pd.DataFrame({"x": [7]}))
     assert df.with_column("y", shout(fg.col("x"))).to_pandas()["y"].tolist() == [7]
     print("ok", flush=True)
+elif sys.argv[1] == "hog":
+    import itertools, os, subprocess
+
+    marks = sys.argv[2]
+
+    @fg.udf("int64")
+    def hog(x):
+        # A child of the UDF, then a C loop that never releases the GIL: no Python
+        # thread of the worker runs again.
+        child = subprocess.Popen(["sleep", "1000"])
+        mark = os.path.join(marks, str(os.getpid()))
+        with open(mark + ".tmp", "w") as f:
+            f.write(f"{os.getpid()} {child.pid}")
+        os.rename(mark + ".tmp", mark)
+        return sum(itertools.repeat(1, 10**15))
+
+    env = fg.Environment(parallelism=2)
+    src = env.from_pandas(pd.DataFrame({"x": range(100)}))
+    src.rebalance().with_column("y", hog(fg.col("x"))).print()
+    env.execute("hog")
 else:  # run an endless job with Python workers until killed
     @fg.udf("int64", func_type="pandas")
     def inc(s):
@@ -258,6 +279,42 @@ def test_udf_print_reaches_the_users_stderr_tagged(built, tmp_path):
     assert out.strip() == "ok"
     assert "[shout #1] hello 7\n" in err, err
     assert "[shout #1] to stderr 7\n" in err, err
+
+
+def test_workers_and_their_children_die_with_a_sigkilled_runtime(built, tmp_path):
+    # Issue 9, item 5: the runtime is SIGKILLed while each worker's UDF holds the GIL in
+    # a C loop (so no Python thread of the worker can notice) and has started a child
+    # process. The kernel's parent-death signal kills the workers and their group reaper
+    # kills the children.
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    code = tmp_path / "child.py"
+    code.write_text(CHILD)
+    proc = subprocess.Popen(
+        [sys.executable, str(code), "hog", str(marks)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        runtime_pid = int(proc.stdout.readline().split()[0])
+        deadline = time.monotonic() + 120
+        while not os.listdir(marks) and proc.poll() is None:
+            assert time.monotonic() < deadline, "the UDF did not start"
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read()
+        mark = os.listdir(marks)[0]
+        worker, child = (marks / mark).read_text().split()
+        # Every process under the runtime: both workers, their group reapers, the
+        # UDF's child.
+        pids = [p.pid for p in psutil.Process(runtime_pid).children(recursive=True)]
+        assert {int(worker), int(child)} <= set(pids), pids
+        os.kill(runtime_pid, signal.SIGKILL)
+        for pid in pids:
+            assert gone(pid, 15), f"process {pid} outlived the SIGKILLed runtime"
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
 
 
 def test_runtime_and_workers_exit_when_python_is_killed(built, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
@@ -226,6 +227,47 @@ def _watch_parent(parent: int, shutdown: threading.Event) -> None:
         time.sleep(PARENT_POLL_SECONDS)
 
 
+def _start_group_reaper() -> None:
+    """Fork a process that kills the worker's process group once the worker is gone.
+
+    The host starts the worker as the leader of its own process group, with a
+    parent-death signal, so the kernel kills the worker when the host dies, even while
+    a UDF holds the GIL. Processes a UDF started are not the host's children and get no
+    such signal: this reaper, forked before any thread or gRPC server exists, waits for
+    EOF on a pipe only the worker holds (whatever way the worker ends, SIGKILL
+    included) and then SIGKILLs the group. It runs no Python between those two system
+    calls that could need the worker. Without a group of its own (a worker started by
+    hand) it does nothing.
+    """
+    if os.getpgrp() != os.getpid():
+        return
+    read_end, write_end = os.pipe()  # not inherited by exec'd children (PEP 446)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            # Ends with the group, whoever signals it; never runs the worker's handlers.
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.close(write_end)
+            while os.read(read_end, 1):
+                pass
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.close(read_end)
+    # A child the worker forks without exec (multiprocessing) must not hold the pipe
+    # open: the reaper would wait for it. Only the first fork closes it: in a
+    # grandchild the descriptor number may name something else by then.
+    held = [True]
+
+    def close_in_child() -> None:
+        if held[0]:
+            held[0] = False
+            with contextlib.suppress(OSError):
+                os.close(write_end)
+
+    os.register_at_fork(after_in_child=close_in_child)
+
+
 def main() -> int:
     """Serve until the host shuts the worker down or dies."""
     if os.environ.get(COOKIE_KEY) != COOKIE_VALUE:
@@ -245,6 +287,7 @@ def main() -> int:
     shutdown = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: shutdown.set())
 
+    _start_group_reaper()
     max_message = int(os.environ.get(MAX_MESSAGE_ENV, DEFAULT_MAX_MESSAGE))
     socket_dir = tempfile.mkdtemp(
         prefix="flinkgo-worker-", dir=os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or None
