@@ -51,6 +51,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/gctune"
 	"github.com/flinkgo/flinkgo/internal/logging"
+	"github.com/flinkgo/flinkgo/internal/rundir"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
@@ -169,6 +170,11 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	rd, err := openRunDir(logger)
+	if err != nil {
+		return err
+	}
+	defer rd.Remove()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *parent > 0 {
@@ -249,6 +255,36 @@ func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, 
 	}
 }
 
+// openRunDir makes this runtime's own directory under the temp dir, removes
+// those of runtimes that died without removing theirs, and points $TMPDIR
+// at it, so that everything this process and its workers create there
+// (go-plugin's socket directories, local state stores, the UDFs' temp
+// files) goes with it: removed when the runtime ends, or by the next one
+// after a crash. Call it once the paths that must stay in the user's temp
+// dir (the default listen directory, the allowed path roots) are resolved.
+func openRunDir(logger *slog.Logger) (*rundir.Dir, error) {
+	base := os.TempDir()
+	rd, err := rundir.Create(base)
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range rundir.Sweep(base, logger) {
+		logger.Info("removed the directory of a runtime that died", "dir", dir)
+	}
+	if !pluginrunner.SocketDirFits(rd.Path) && pluginrunner.SocketDirFits(base) {
+		// The workers' socket paths must stay short: in a long temp dir they
+		// go beside the runtime's directory, not into it, and a crash may
+		// leave their plugin-dir* behind.
+		logger.Info("the temp dir is too long to hold the workers' sockets under the runtime's own directory; they go in the temp dir itself", "dir", base)
+		return rd, nil
+	}
+	if err := os.Setenv("TMPDIR", rd.Path); err != nil {
+		_ = rd.Remove()
+		return nil, err
+	}
+	return rd, nil
+}
+
 // watchParent ends the returned context when process pid is gone.
 func watchParent(ctx context.Context, pid int) context.Context {
 	ctx, cancel := context.WithCancel(ctx)
@@ -297,12 +333,14 @@ func run(args []string) error {
 	if *allow {
 		defaults[config.ConfigIgnoreUnclaimedState] = "true"
 	}
-	dir, err := os.MkdirTemp("", "flinkgo-run-")
+	// The pipeline's own temp files stay in the user's temp dir.
+	pipelineEnv := os.Environ()
+	rd, err := openRunDir(logger)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "runtime.sock")
+	defer rd.Remove()
+	sock := filepath.Join(rd.Path, "runtime.sock")
 	lis, err := listen.Open(listen.Options{Addr: "unix://" + sock})
 	if err != nil {
 		return err
@@ -320,7 +358,7 @@ func run(args []string) error {
 	}
 	cmd := exec.Command(python, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "FLINKGO_ENDPOINT=unix://"+sock)
+	cmd.Env = append(pipelineEnv, "FLINKGO_ENDPOINT=unix://"+sock)
 	// Ctrl-C reaches the pipeline through the terminal's process group; the
 	// client cancels its job and exits.
 	signal.Ignore(os.Interrupt)

@@ -273,7 +273,7 @@ class LocalRuntime:
     def __init__(self, binary: str, *, start_timeout: float = START_TIMEOUT) -> None:
         self.binary = binary
         self.owner_pid = os.getpid()
-        self._dir = tempfile.mkdtemp(prefix="flinkgo-")
+        self._dir, self._lock = _locked_dir()
         self._ready = threading.Event()
         self._endpoint = ""
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
@@ -311,7 +311,7 @@ class LocalRuntime:
                 close_fds=True,
             )
         except OSError as e:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            _remove_locked_dir(self._dir, self._lock)
             raise RuntimeStartError(f"flinkgo: cannot start the runtime {binary}: {e}") from e
         self._threads = [
             threading.Thread(target=self._pump_stdout, name="flinkgo-runtime-stdout", daemon=True),
@@ -396,7 +396,7 @@ class LocalRuntime:
                     self._proc.wait()
             for t in self._threads:
                 t.join(1.0)
-        shutil.rmtree(self._dir, ignore_errors=True)
+        _remove_locked_dir(self._dir, self._lock)
 
     # --- internals --------------------------------------------------------------------------
 
@@ -470,6 +470,36 @@ class LocalRuntime:
             pass
         finally:
             stream.close()
+
+
+# The runtime's convention for its temporary directories (Go package internal/rundir):
+# a directory named flinkgo-rt-* holding owner.lock, which its owner keeps flock()ed
+# while it lives. A runtime that starts removes the ones whose lock it can take, so the
+# directory of a client that was killed does not stay behind.
+RUNDIR_PREFIX = "flinkgo-rt-"
+RUNDIR_LOCK = "owner.lock"
+
+
+def _locked_dir() -> tuple[str, int]:
+    """Make a runtime directory in the temp dir and lock it for this process."""
+    import fcntl
+
+    path = tempfile.mkdtemp(prefix=RUNDIR_PREFIX)
+    try:
+        # os.open descriptors are not inherited by the runtime or any other child.
+        fd = os.open(os.path.join(path, RUNDIR_LOCK), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    return path, fd
+
+
+def _remove_locked_dir(path: str, lock: int) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.close(lock)
 
 
 def _normalize(address: str) -> str:

@@ -8,12 +8,15 @@ that started it exits or is killed.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -249,11 +252,15 @@ def built():
         pytest.fail(f"the flinkgo runtime cannot be built:\n{e}", pytrace=False)
 
 
-def start_child(tmp_path, mode):
+def start_child(tmp_path, mode, *args, env=None):
     code = tmp_path / "child.py"
     code.write_text(CHILD)
     proc = subprocess.Popen(
-        [sys.executable, str(code), mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, str(code), mode, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     line = proc.stdout.readline()
     assert line, proc.stderr.read()
@@ -281,23 +288,21 @@ def test_udf_print_reaches_the_users_stderr_tagged(built, tmp_path):
     assert "[shout #1] to stderr 7\n" in err, err
 
 
-def test_workers_and_their_children_die_with_a_sigkilled_runtime(built, tmp_path):
+def test_a_sigkilled_runtime_leaves_no_process_and_its_files_are_removed_next(
+    built, tmp_path, request
+):
     # Issue 9, item 5: the runtime is SIGKILLed while each worker's UDF holds the GIL in
     # a C loop (so no Python thread of the worker can notice) and has started a child
     # process. The kernel's parent-death signal kills the workers and their group reaper
     # kills the children.
     marks = tmp_path / "marks"
     marks.mkdir()
-    code = tmp_path / "child.py"
-    code.write_text(CHILD)
-    proc = subprocess.Popen(
-        [sys.executable, str(code), "hog", str(marks)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # A temp dir of its own, short enough for the workers' socket paths in it.
+    tmp = Path(tempfile.mkdtemp(prefix="fg-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    env = dict(os.environ, TMPDIR=str(tmp))
+    proc, runtime_pid, _ = start_child(tmp_path, "hog", str(marks), env=env)
     try:
-        runtime_pid = int(proc.stdout.readline().split()[0])
         deadline = time.monotonic() + 120
         while not os.listdir(marks) and proc.poll() is None:
             assert time.monotonic() < deadline, "the UDF did not start"
@@ -315,6 +320,16 @@ def test_workers_and_their_children_die_with_a_sigkilled_runtime(built, tmp_path
     finally:
         proc.kill()
         proc.communicate(timeout=10)
+    # Item 7: what the killed runtime (and its client, unless the client saw the
+    # runtime die and removed its own first) left is all in their own directories,
+    # go-plugin's sockets among them, and the next runtime removes them.
+    left = sorted(os.listdir(tmp))
+    assert 1 <= len(left) <= 2 and all(n.startswith("flinkgo-rt-") for n in left), left
+    assert any(n.startswith("plugin-dir") for d in left for n in os.listdir(tmp / d)), left
+    proc, _, _ = start_child(tmp_path, "job-then-exit", env=env)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert os.listdir(tmp) == [], "left in $TMPDIR after the next runtime ran"
 
 
 def test_runtime_and_workers_exit_when_python_is_killed(built, tmp_path):

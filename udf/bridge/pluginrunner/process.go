@@ -83,11 +83,30 @@ type pluginProcess struct {
 	silenced *atomic.Bool
 }
 
+// maxSocketPath is the longest Unix socket path every supported system
+// takes (sun_path holds 104 bytes on macOS and the BSDs, 108 on Linux,
+// with the terminating NUL).
+const maxSocketPath = 103
+
+// workerSocketTail is the most a worker's socket paths add to the temp dir:
+// go-plugin's "/plugin-dir<10 digits>", the worker's
+// "/flinkgo-worker-<10 chars>" and "/data-<subtask>.sock" or "/plugin.sock".
+const workerSocketTail = len("/plugin-dir0123456789/flinkgo-worker-0123456789/data-99999.sock")
+
+// SocketDirFits reports whether workers started with dir as the temp dir
+// ($TMPDIR) can bind their Unix sockets there: a socket path has a short
+// length limit.
+func SocketDirFits(dir string) bool { return len(dir)+workerSocketTail <= maxSocketPath }
+
 // startProcess starts the worker and connects to it. It blocks until the
 // handshake is done, opts.StartTimeout passes, or ctx ends.
 // log is the runner's logger; go-plugin gets it through an hclog adapter.
 // pid is set once the process started.
 func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atomic.Int64) (*pluginProcess, error) {
+	if tmp := os.TempDir(); !SocketDirFits(tmp) {
+		return nil, &startError{msg: fmt.Sprintf("%v: the temp dir %q is too long for the worker's Unix socket paths (%d bytes at most, %d of them under the temp dir): set $TMPDIR to a shorter directory",
+			bridge.ErrWorkerStart, tmp, maxSocketPath, workerSocketTail)}
+	}
 	stderr := newLineTail(stderrTailLines)
 	silenced := new(atomic.Bool)
 	prefix := outputPrefix(opts.udfNames(), opts.Subtask)
