@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,10 +84,10 @@ type pluginProcess struct {
 	silenced *atomic.Bool
 }
 
-// maxSocketPath is the longest Unix socket path every supported system
-// takes (sun_path holds 104 bytes on macOS and the BSDs, 108 on Linux,
-// with the terminating NUL).
-const maxSocketPath = 103
+// maxSocketPath is the longest Unix socket path the system takes:
+// sun_path holds 108 bytes on Linux, 104 on macOS and the BSDs, with the
+// terminating NUL.
+var maxSocketPath = map[bool]int{true: 107, false: 103}[runtime.GOOS == "linux"]
 
 // workerSocketTail is the most a worker's socket paths add to the temp dir:
 // go-plugin's "/plugin-dir<10 digits>", the worker's
