@@ -241,6 +241,7 @@ func (r *Runner) openWorker(ctx context.Context, reuse bool) (*pluginProcess, *w
 	reused := proc != nil
 	if reused {
 		proc.logTo.Store(r.log)
+		proc.prefix.Store(ptr(outputPrefix(r.opts.udfNames(), r.opts.Subtask)))
 		proc.stderr.reset()
 		r.pid.Store(int64(proc.Pid()))
 		r.log.Debug("idle worker reused", "pid", proc.Pid(), "python", r.opts.Python)

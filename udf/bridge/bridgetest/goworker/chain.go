@@ -40,7 +40,7 @@ type chain struct {
 
 var knownOps = []string{
 	string(Identity), string(AddOne), string(Affine), string(Upper), string(Hang), string(SpawnChild), string(KillSelf), string(ShortResult),
-	string(WrongType), string(WrongSeq), string(BadArrow), string(CraftedArrow), string(Chatty), string(FailOpen),
+	string(WrongType), string(WrongSeq), string(BadArrow), string(CraftedArrow), string(Chatty), string(Flood), string(FloodCrash), string(FailOpen),
 	string(FailClose), string(NoDataSocket), string(Repeat), "fail_on", "crash_on",
 }
 
@@ -243,6 +243,13 @@ func (c *chain) invoke(cl call, args []arrow.Array) (arrow.Array, error) {
 		fmt.Fprintln(stderr, ChattyStderrLine)
 		x.Retain()
 		return x, nil
+	case string(Flood):
+		_, _ = os.Stdout.Write(append(bytes.Repeat([]byte{'y'}, FloodBytes), '\n'))
+		x.Retain()
+		return x, nil
+	case string(FloodCrash):
+		_, _ = stderr.Write(bytes.Repeat([]byte{'x'}, FloodBytes))
+		os.Exit(3)
 	case string(AddOne):
 		return c.arith(x, 1, 1)
 	case string(Affine):

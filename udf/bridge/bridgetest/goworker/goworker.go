@@ -108,7 +108,16 @@ const (
 	NoDataSocket Func = "no_data_socket"
 	// Repeat is a map_batches function: every row of the batch twice.
 	Repeat Func = "repeat"
+	// Flood prints one line of FloodBytes bytes to stdout (go-plugin's
+	// stdio stream) and returns its argument.
+	Flood Func = "flood"
+	// FloodCrash writes FloodBytes bytes without a newline to stderr and
+	// exits with status 3.
+	FloodCrash Func = "flood_crash"
 )
+
+// FloodBytes is how much Flood and FloodCrash write.
+const FloodBytes = 8 << 20
 
 // ChattyStderrLine is what Chatty writes to stderr.
 const ChattyStderrLine = "written to stderr by the udf"
