@@ -31,6 +31,7 @@ Examples
  'key_by(sensor).agg(mean(temp) AS avg_temp, count())', 'print']
 """
 
+from flinkgo import _tracebacks
 from flinkgo.aggregates import Aggregate, count, max, mean, min, sum
 from flinkgo.dataframe import DataFrame, KeyedDataFrame, Sink
 from flinkgo.environment import Environment
@@ -61,6 +62,9 @@ from flinkgo.job import JobResult, OperatorMetrics
 from flinkgo.job_client import JobClient
 from flinkgo.plan import JobPlan, PlanInput, PlanNode
 from flinkgo.udfs import UserDefinedFunction, udf
+
+# An uncaught flinkgo error shows the user's frames and our message (flinkgo._tracebacks).
+_tracebacks.install()
 
 __version__ = "0.1.0"
 

@@ -672,7 +672,8 @@ class UdfCall(Expr):
         try:
             spec = self._udf._to_spec()
         except TypeError as e:  # not picklable: keep the error's class
-            raise type(e)(f"{ctx.op}: {e}") from e
+            # Said once: the message holds the first, the chain would repeat it.
+            raise type(e)(f"{ctx.op}: {e}") from e.__cause__
         return value, ctx.pb.Expr(udf=ctx.pb.UdfExpr(udf=spec, args=[p for _, p in built]))
 
 
