@@ -138,6 +138,13 @@ def test_idle_timeout_zero_stops_the_workers_at_the_jobs_end():
     assert pid not in pids(fg.Environment())
 
 
+def test_an_idle_worker_is_stopped_after_its_idle_timeout():
+    env = fg.Environment(config={"python.worker.idle-timeout": "300 ms"})
+    (pid,) = pids(env)
+    wait_gone(pid)  # nobody took it within 300 ms: the pool stopped it
+    assert pid not in pids(fg.Environment())
+
+
 @udf("int64")
 def pid_when_both_run(x):
     # Both jobs' UDFs run at once: each waits until the other has written its pid.
