@@ -178,3 +178,19 @@ def test_an_uncaught_error_is_printed_without_flinkgos_frames_and_repeated_cause
     assert str(PACKAGE_DIR) not in printed, printed
     assert printed.count("cannot pickle") == 1, printed
     assert "test_exceptions.py" in printed
+
+
+def test_an_unpicklable_udf_in_a_pipeline_has_no_repeating_chain():
+    # Where no hook trims what is printed (a notebook), the chain must not say it again.
+    lock = threading.Lock()
+
+    @fg.udf("int64")
+    def locked(x):
+        with lock:
+            return x
+
+    env = fg.Environment()
+    with pytest.raises(fg.UdfPickleError) as info:
+        env.from_pandas(pd.DataFrame({"x": [1]})).with_column("y", locked("x"))
+    printed = "".join(__import__("traceback").format_exception(info.value))
+    assert printed.count("cannot pickle") == 1, printed
