@@ -191,10 +191,14 @@ def test_the_worker_namespace_drops_modules_the_chain_imported(tmp_path: Path, m
 
     users_module.STATE.append(1)
     os.environ["FLINKGO_NAMESPACE_TEST"] = "1"
+    path, cwd = list(sys.path), os.getcwd()
+    sys.path.append(str(tmp_path / "added"))
+    os.chdir(tmp_path)
     dropped = ns.reset()
     assert "users_module" in dropped
     assert "users_module" not in sys.modules
     assert "FLINKGO_NAMESPACE_TEST" not in os.environ
+    assert (sys.path, os.getcwd()) == (path, cwd)
     import users_module as again  # type: ignore[import-not-found]
 
     assert again.STATE == []
