@@ -2,13 +2,16 @@ package pluginrunner_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
@@ -137,4 +140,34 @@ func TestReusedWorkerPrintsUnderTheNewRunnersPrefix(t *testing.T) {
 	if second := printOnce(2, 8); second != first {
 		t.Fatalf("second runner's worker is %d, want the idle %d", second, first)
 	}
+}
+
+// A worker that reported a UDF's exception ends its batch stream; that end
+// is the failure's consequence, not a lost worker: the user gets the
+// exception, and no warning about the worker besides it.
+func TestUDFExceptionLogsNoLostWorker(t *testing.T) {
+	eachWorker(t, func(t *testing.T, w worker) {
+		f := newFixture(t, w)
+		var logs syncBuffer
+		opts := f.options(int64Schema, testkit.Call(f.specs["boom"], "y", "x"))
+		opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		r := f.open(opts)
+		for seq, values := range [][]int64{{3}, {1}, {2}} { // unread batches after the failure
+			b := f.int64Batch(values...)
+			_ = r.Process(context.Background(), int64(seq), b)
+			b.Release()
+		}
+		results, err := flushAndTake(t, r)
+		for _, res := range results {
+			res.Batch.Release()
+		}
+		var udfErr *bridge.UDFError
+		if !errors.As(err, &udfErr) {
+			t.Fatalf("want the UDF's exception, got %v", err)
+		}
+		r.Cancel()
+		if out := logs.String(); out != "" {
+			t.Errorf("warnings beside the UDF's exception:\n%s", out)
+		}
+	})
 }

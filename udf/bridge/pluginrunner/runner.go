@@ -637,8 +637,14 @@ func (r *Runner) checkResult(want pendingBatch, seq int64, batch arrow.RecordBat
 // streamEnded turns the end of the stream into the runner's failure.
 func (r *Runner) streamEnded(err error) {
 	r.mu.Lock()
-	closing := r.mu.closing
+	closing, failed := r.mu.closing, r.mu.err != nil
 	r.mu.Unlock()
+	if failed {
+		// The worker reported a UDF's exception (or sent a bad result) and
+		// ended its stream: the end is the failure's consequence, and the
+		// first failure stands.
+		return
+	}
 	if closing {
 		if !errors.Is(err, io.EOF) {
 			r.fail(fmt.Errorf("%s: %w", r.label, bridge.ErrClosed))
