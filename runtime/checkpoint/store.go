@@ -3,8 +3,6 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/flinkgo/flinkgo/runtime/config"
@@ -36,7 +34,7 @@ type completed struct {
 func NewStore(cfg config.CheckpointConfig, jobID string) *Store {
 	s := &Store{retained: cfg.Retained, lazy: cfg.CreateDirsOnFirstCheckpoint}
 	if cfg.Dir != "" {
-		s.storage = state.Storage{Root: filepath.Join(cfg.Dir, jobID)}
+		s.storage = state.Storage{Root: joinPath(cfg.Dir, jobID)}
 	}
 	s.mu.next = 1
 	return s
@@ -146,12 +144,13 @@ func (s *Store) DiscardAll() {
 	defer s.mu.Unlock()
 	s.mu.completed = nil
 	if s.storage.Root != "" && s.mu.storageOK {
-		_ = os.RemoveAll(s.storage.Root)
+		_ = removeAll(s.storage.Root)
 	}
 }
 
-// Root is the job's checkpoint storage directory (<dir>/<job-id>), "" when
-// none is configured.
+// Root is the job's checkpoint storage directory (<dir>/<job-id>, an
+// s3:// URL when the storage is object storage), "" when none is
+// configured.
 func (s *Store) Root() string { return s.storage.Root }
 
 // CheckpointDir is where checkpoint id's _metadata goes.

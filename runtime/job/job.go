@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 
 	"time"
@@ -232,7 +231,7 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 		}
 		from = &checkpoint.RestorePoint{Meta: m, Base: base}
 		if !m.Savepoint {
-			from.Base = filepath.Dir(base) // a checkpoint's paths are relative to its storage root
+			from.Base = checkpoint.ParentDir(base) // a checkpoint's paths are relative to its storage root
 		}
 		if err := checkRestore(j.g, m, j.config.Restore); err != nil {
 			return nil, err
@@ -318,12 +317,12 @@ func (j *Job) restart(ctx context.Context, cause error) (*attempt, error) {
 // latestRestorePoint is where a restart resumes from.
 func (j *Job) latestRestorePoint() *checkpoint.RestorePoint {
 	if m, dir, ok := j.store.Latest(); ok {
-		return &checkpoint.RestorePoint{Meta: m, Base: filepath.Dir(dir)}
+		return &checkpoint.RestorePoint{Meta: m, Base: checkpoint.ParentDir(dir)}
 	}
 	if path := j.config.Restore.Path; path != "" {
 		if m, base, err := LoadMetadata(path); err == nil {
 			if !m.Savepoint {
-				base = filepath.Dir(base)
+				base = checkpoint.ParentDir(base)
 			}
 			return &checkpoint.RestorePoint{Meta: m, Base: base}
 		}
