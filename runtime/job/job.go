@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/logging"
+	"github.com/flinkgo/flinkgo/internal/objstore"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/operator"
@@ -212,6 +213,13 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 // from, and builds the first attempt.
 func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 	cp := j.config.Checkpoint
+	if cp.S3Set {
+		// The S3 client is the runtime's (package objstore): a job
+		// giving other s3.* settings than one before it is refused.
+		if err := objstore.Configure(cp.S3); err != nil {
+			return nil, fmt.Errorf("job: %w", err)
+		}
+	}
 	if cp.Interval > 0 && !cp.CreateDirsOnFirstCheckpoint {
 		if err := j.store.EnsureStorage(); err != nil {
 			return nil, fmt.Errorf("job: %w", err)
