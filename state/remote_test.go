@@ -14,7 +14,7 @@ import (
 
 // s3Storage starts a real S3 API server (moto), points the process-wide
 // client at it and returns an initialized storage in a fresh bucket.
-func s3Storage(t *testing.T) (Storage, *testkit.S3Server, *objstore.S3) {
+func s3Storage(t testing.TB) (Storage, *testkit.S3Server, *objstore.S3) {
 	t.Helper()
 	srv := testkit.StartS3(t)
 	objstore.ResetForTests()
@@ -39,7 +39,7 @@ func s3Storage(t *testing.T) (Storage, *testkit.S3Server, *objstore.S3) {
 }
 
 // listKeys lists the object keys under the storage root, relative to it.
-func listKeys(t *testing.T, c *objstore.S3, root string) []string {
+func listKeys(t testing.TB, c *objstore.S3, root string) []string {
 	t.Helper()
 	objs, err := c.List(t.Context(), root+"/")
 	if err != nil {
