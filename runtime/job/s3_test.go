@@ -149,7 +149,9 @@ func TestKeyedJobCheckpointsToS3AndRestores(t *testing.T) {
 // without a restart.
 func TestS3OutageFailsOnlyThatCheckpoint(t *testing.T) {
 	cfg, srv, _ := s3Config(t, config.ConfigTolerableFailures, "1000")
-	const rows = 200_000
+	// 20 s of input at 20000 rows/s: room for the SDK's retries during the
+	// outage and a checkpoint after it before the bounded source ends.
+	const rows = 400_000
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	out := t.TempDir()
