@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -43,9 +45,12 @@ type Options struct {
 }
 
 const (
-	defaultConcurrency = 8
-	defaultPartSize    = 16 << 20
-	minPartSize        = 5 << 20
+	// responseHeaderTimeout bounds the wait for a response once a request
+	// is sent (uploads of a part included; S3 answers after the body).
+	responseHeaderTimeout = 2 * time.Minute
+	defaultConcurrency    = 8
+	defaultPartSize       = 16 << 20
+	minPartSize           = 5 << 20
 )
 
 // S3 is a Store on an S3-compatible API.
@@ -74,6 +79,12 @@ func NewS3(ctx context.Context, o Options) (*S3, error) {
 		}
 		loads = append(loads, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(o.AccessKey, o.SecretKey, "")))
 	}
+	// A store that accepts a connection but never answers must fail the
+	// request, not hang the checkpoint: the SDK's transport has no
+	// response timeout of its own.
+	loads = append(loads, awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.ResponseHeaderTimeout = responseHeaderTimeout
+	})))
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, loads...)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: loading the AWS configuration: %w", err)
