@@ -50,6 +50,27 @@ func removeAll(dir string) error {
 	return store.Delete(ctx, urls)
 }
 
+// listObjects lists the objects whose URL starts with prefix.
+func listObjects(prefix string) ([]objstore.Object, error) {
+	store, err := objstore.ForURL(prefix)
+	if err != nil {
+		return nil, err
+	}
+	return store.List(context.Background(), prefix)
+}
+
+// deleteObjects deletes objects (s3:// URLs).
+func deleteObjects(urls []string) error {
+	if len(urls) == 0 {
+		return nil
+	}
+	store, err := objstore.ForURL(urls[0])
+	if err != nil {
+		return err
+	}
+	return store.Delete(context.Background(), urls)
+}
+
 // removeFile deletes a file or an object.
 func removeFile(p string) error {
 	if !objstore.IsURL(p) {

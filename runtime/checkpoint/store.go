@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/flinkgo/flinkgo/runtime/config"
@@ -105,7 +106,33 @@ func (s *Store) Sweep() {
 	defer s.mu.Unlock()
 	if s.mu.registry != nil {
 		_ = s.mu.registry.Sweep()
+		if s.storage.Remote() {
+			_ = s.sweepCheckpointsLocked()
+		}
 	}
+}
+
+// sweepCheckpointsLocked deletes the chk-<n>/ objects of checkpoints that
+// are not retained, on object storage: those of failed checkpoints whose
+// deletion failed too (the store was unreachable), which nothing else
+// would find again.
+func (s *Store) sweepCheckpointsLocked() error {
+	objs, err := listObjects(s.storage.Root + "/chk-")
+	if err != nil {
+		return err
+	}
+	retained := map[string]bool{}
+	for _, c := range s.mu.completed {
+		retained[s.storage.CheckpointDir(c.meta.CheckpointID)] = true
+	}
+	var stale []string
+	for _, o := range objs {
+		chk, _, _ := strings.Cut(strings.TrimPrefix(o.URL, s.storage.Root+"/"), "/")
+		if !retained[s.storage.Root+"/"+chk] {
+			stale = append(stale, o.URL)
+		}
+	}
+	return deleteObjects(stale)
 }
 
 // KeyedHandles collects the keyed state handles of a snapshot.
