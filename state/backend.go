@@ -36,6 +36,10 @@ type Backend struct {
 	states  map[string]registration // by name
 	inherit inheritedFiles          // shared files restored from a checkpoint
 	snapSeq int
+	// uploaded are the shared files this instance put into object storage
+	// (URL -> size), which later checkpoints reference without writing
+	// them again (remote.go).
+	uploaded uploadedFiles
 
 	// timerServices are the registered timer services by name: one per
 	// name, since each caches its queues' earliest timers.

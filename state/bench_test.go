@@ -235,3 +235,59 @@ func BenchmarkIncrementalCheckpoint(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkS3Checkpoint measures checkpoints of ~100 MB of keyed state
+// into S3 (a moto server on loopback; skipped without it): the full first
+// checkpoint, and the incremental one after 1% of the keys changed (a
+// memtable flush: one new sstable, the others referenced).
+//
+//	go test -run '^$' -bench S3Checkpoint -benchtime 1x ./state/
+func BenchmarkS3Checkpoint(b *testing.B) {
+	st, _, _ := s3Storage(b)
+	for _, size := range benchSizes() {
+		b.Run("size="+size.name, func(b *testing.B) {
+			n := size.bytes / benchValueSize
+			rng := rand.New(rand.NewPCG(3, 3))
+			var full, incr time.Duration
+			var fullBytes, incrBytes int64
+			runs := 0
+			for b.Loop() {
+				be, err := Open(benchOptions(b, KeyGroupRange{Start: 0, End: 127}, 0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				root := Storage{Root: fmt.Sprintf("%s-%d", st.Root, runs)}
+				fillBench(b, be, n, rng)
+				// Settle the LSM first, as in a job that has run a while:
+				// otherwise the compaction of the freshly filled L0 files
+				// rewrites every sstable between the two checkpoints.
+				if err := be.db.Compact(b.Context(), []byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, true); err != nil {
+					b.Fatal(err)
+				}
+				t0 := time.Now()
+				h1 := checkpoint(b, be, root, 1)
+				full += time.Since(t0)
+				v, _ := NewValue(be, "v", BytesCodec{})
+				val := make([]byte, benchValueSize)
+				for i := 0; i < n; i += 100 {
+					fillRandom(rng, val)
+					if err := v.Put(benchKey(i), val); err != nil {
+						b.Fatal(err)
+					}
+				}
+				t1 := time.Now()
+				h2 := checkpoint(b, be, root, 2)
+				incr += time.Since(t1)
+				fullBytes, incrBytes = h1.BytesWritten, h2.BytesWritten
+				runs++
+				if err := be.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(fullBytes)/(1<<20), "full-MB")
+			b.ReportMetric(full.Seconds()/float64(runs), "full-s")
+			b.ReportMetric(float64(incrBytes)/(1<<20), "incremental-MB")
+			b.ReportMetric(incr.Seconds()/float64(runs), "incremental-s")
+		})
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/flinkgo/flinkgo/internal/objstore"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -113,9 +115,11 @@ func (b *Backend) restoreWhole(ctx context.Context, base string, h Handle) error
 	}
 	b.db = db
 	if !h.SelfContained {
-		root, err := filepath.Abs(base)
-		if err != nil {
-			return err
+		root := base
+		if !objstore.IsURL(base) {
+			if root, err = filepath.Abs(base); err != nil {
+				return err
+			}
 		}
 		b.inherit = inheritedFiles{root: root, paths: make(map[string]string)}
 		for _, f := range h.Files {
@@ -251,6 +255,9 @@ func (b *Backend) copySnapshot(ctx context.Context, base string, h Handle, span 
 // materialize links (sstables) or copies (the other files, which Pebble
 // may modify) the files of snapshot h, relative to base, into dir.
 func materialize(ctx context.Context, base string, h Handle, dir string) error {
+	if objstore.IsURL(base) {
+		return materializeRemote(ctx, base, h, dir)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

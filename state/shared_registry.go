@@ -1,12 +1,14 @@
 package state
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -93,12 +95,22 @@ func (r *SharedRegistry) Release(checkpointID int64) error {
 	}
 	delete(r.mu.checkpoints, checkpointID)
 	var errs []error
+	var unreferenced []string
 	for _, p := range sortedKeys(set) {
 		r.mu.refs[p]--
 		if r.mu.refs[p] > 0 {
 			continue
 		}
 		delete(r.mu.refs, p)
+		unreferenced = append(unreferenced, p)
+	}
+	if r.st.Remote() {
+		if err := r.deleteRemote(unreferenced); err != nil {
+			errs = append(errs, err)
+		}
+		unreferenced = nil
+	}
+	for _, p := range unreferenced {
 		if err := os.Remove(filepath.Join(r.st.Root, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -134,6 +146,9 @@ func (r *SharedRegistry) Restore(retained map[int64][]Handle) error {
 func (r *SharedRegistry) Sweep() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.st.Remote() {
+		return r.sweepRemote()
+	}
 	dir := r.st.SharedDir()
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -182,4 +197,46 @@ func sortedKeys[K int64 | string, V any](m map[K]V) []K {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// deleteRemote deletes the shared objects at paths (relative to the root).
+func (r *SharedRegistry) deleteRemote(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	store, err := remoteStore(r.st.Root)
+	if err != nil {
+		return err
+	}
+	urls := make([]string, len(paths))
+	for i, p := range paths {
+		urls[i] = join(r.st.Root, p)
+	}
+	return store.Delete(context.Background(), urls)
+}
+
+// sweepRemote is Sweep on object storage: it lists shared/ and deletes
+// the objects no registered checkpoint references.
+func (r *SharedRegistry) sweepRemote() error {
+	store, err := remoteStore(r.st.Root)
+	if err != nil {
+		return err
+	}
+	dir := r.st.SharedDir()
+	objs, err := store.List(context.Background(), dir+"/")
+	if err != nil {
+		return fmt.Errorf("%w: sweep %s: %w", ErrStorage, dir, err)
+	}
+	var urls []string
+	for _, o := range objs {
+		name := strings.TrimPrefix(o.URL, dir+"/")
+		if _, ok := r.mu.refs[sharedPrefix+name]; ok {
+			continue
+		}
+		urls = append(urls, o.URL)
+	}
+	if err := store.Delete(context.Background(), urls); err != nil {
+		return fmt.Errorf("%w: sweep %s: %w", ErrStorage, dir, err)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/flinkgo/flinkgo/internal/fsutil"
+	"github.com/flinkgo/flinkgo/internal/objstore"
 )
 
 // PendingSnapshot is a snapshot of a backend taken by PrepareSnapshot: a
@@ -124,6 +125,9 @@ func (p *PendingSnapshot) Persist(ctx context.Context, st Storage) (Handle, erro
 }
 
 func (p *PendingSnapshot) persist(ctx context.Context, st Storage) (Handle, error) {
+	if st.Remote() {
+		return p.persistRemote(ctx, st)
+	}
 	if fi, err := os.Stat(st.SharedDir()); err != nil || !fi.IsDir() {
 		if err == nil {
 			err = fmt.Errorf("%s is not a directory", st.SharedDir())
@@ -245,6 +249,9 @@ func (p *PendingSnapshot) PersistSelfContained(ctx context.Context, dir string) 
 }
 
 func (p *PendingSnapshot) persistSelfContained(ctx context.Context, dir string) (Handle, error) {
+	if objstore.IsURL(dir) {
+		return p.persistSelfContainedRemote(ctx, dir)
+	}
 	sub := p.b.subdirName()
 	target := filepath.Join(dir, sub)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

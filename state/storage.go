@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/flinkgo/flinkgo/internal/objstore"
 )
 
 // Storage is the checkpoint storage of one job
@@ -19,8 +22,9 @@ import (
 //	                     <uid>-<subtask>/ directory of private files per
 //	                     backend snapshot
 //
-// where Root is <checkpoint dir>/<job id>. Persist writes into it; a
-// SharedRegistry deletes from shared/ what no checkpoint references.
+// where Root is <checkpoint dir>/<job id>, a local directory or an
+// s3://bucket/prefix URL (object storage, remote.go). Persist writes into
+// it; a SharedRegistry deletes from shared/ what no checkpoint references.
 type Storage struct {
 	// Root is the job's checkpoint directory, <dir>/<job-id>.
 	Root string
@@ -32,15 +36,20 @@ type Storage struct {
 }
 
 // SharedDir returns <Root>/shared.
-func (s Storage) SharedDir() string { return filepath.Join(s.Root, "shared") }
+func (s Storage) SharedDir() string { return join(s.Root, "shared") }
 
 // TaskOwnedDir returns <Root>/taskowned.
-func (s Storage) TaskOwnedDir() string { return filepath.Join(s.Root, "taskowned") }
+func (s Storage) TaskOwnedDir() string { return join(s.Root, "taskowned") }
 
 // CheckpointDir returns <Root>/chk-<n>.
 func (s Storage) CheckpointDir(n int64) string {
-	return filepath.Join(s.Root, "chk-"+strconv.FormatInt(n, 10))
+	return join(s.Root, "chk-"+strconv.FormatInt(n, 10))
 }
+
+// Remote reports whether the storage is on object storage (Root is an
+// s3:// URL, remote.go): files are uploaded there rather than linked or
+// copied, and CopyFiles does not apply.
+func (s Storage) Remote() bool { return objstore.IsURL(s.Root) }
 
 // RemoveCheckpoint removes <Root>/chk-<n> and everything in it (the
 // caller's _metadata and the private files of every backend snapshot). The
@@ -48,6 +57,12 @@ func (s Storage) CheckpointDir(n int64) string {
 // the checkpoint there. Removing a checkpoint that does not exist is not an
 // error.
 func (s Storage) RemoveCheckpoint(n int64) error {
+	if s.Remote() {
+		if err := removeRemote(context.Background(), s.CheckpointDir(n)); err != nil {
+			return fmt.Errorf("%w: remove checkpoint %d: %w", ErrStorage, n, err)
+		}
+		return nil
+	}
 	if err := os.RemoveAll(s.CheckpointDir(n)); err != nil {
 		return fmt.Errorf("%w: remove checkpoint %d: %w", ErrStorage, n, err)
 	}
@@ -63,6 +78,9 @@ func (s Storage) RemoveCheckpoint(n int64) error {
 func (s Storage) Init() error {
 	if s.Root == "" {
 		return fmt.Errorf("%w: checkpoint storage root is empty", ErrStorage)
+	}
+	if s.Remote() {
+		return s.initRemote()
 	}
 	for _, dir := range []string{s.Root, s.SharedDir(), s.TaskOwnedDir()} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -155,7 +155,7 @@ func serve(args []string) error {
 	fs.Var(&maxMessage, "max-message-size", "the largest request (a plan with its inline data) the server reads, in bytes or with a KiB, MiB or GiB suffix")
 	udfOutput := fs.String("udf-output", "log", "where what UDFs print goes: log (the server's log, at info) or stderr (prefixed with the UDF and subtask, for the runtime embedded in a user's program)")
 	var allowPaths repeatedFlag
-	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and the temp dir; / allows any)")
+	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and the temp dir; / allows any path, s3:// included); s3://BUCKET/PREFIX allows checkpoints and savepoints under that object-storage prefix")
 	newLogger := logFlags(fs)
 	_ = fs.Parse(args)
 	logger, err := newLogger()
@@ -222,20 +222,26 @@ func logFlags(fs *flag.FlagSet) func() (*slog.Logger, error) {
 
 // pathRoots returns the roots of client-chosen paths: the --allow-path
 // flags and $FLINKGO_ALLOW_PATH, else the working directory and the temp
-// dir.
+// dir. s3://bucket/prefix roots allow object storage; they do not count
+// as local roots, so the local default stays when only they are given.
 func pathRoots(flags []string) (*allowpath.Roots, error) {
 	dirs := slices.Clone(flags)
-	for _, d := range filepath.SplitList(os.Getenv(AllowPathEnv)) {
+	env := filepath.SplitList(os.Getenv(AllowPathEnv))
+	for i := 0; i < len(env); i++ {
+		d := env[i]
+		if d == "s3" && i+1 < len(env) && strings.HasPrefix(env[i+1], "//") { // s3://... split at its colon
+			d, i = "s3:"+env[i+1], i+1
+		}
 		if d != "" {
 			dirs = append(dirs, d)
 		}
 	}
-	if len(dirs) == 0 {
+	if !slices.ContainsFunc(dirs, func(d string) bool { return !strings.HasPrefix(d, "s3://") }) {
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil, err
 		}
-		dirs = []string{wd, os.TempDir()}
+		dirs = append(dirs, wd, os.TempDir())
 	}
 	return allowpath.New(dirs)
 }

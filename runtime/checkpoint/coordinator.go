@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -379,7 +377,7 @@ func (c *Coordinator) complete(p *pendingCheckpoint) error {
 		Started: p.started, Duration: time.Since(p.started)}
 	if !p.target.Savepoint {
 		if err := c.cfg.Store.Add(m, dir); err != nil {
-			_ = os.Remove(filepath.Join(dir, "_metadata"))
+			_ = removeFile(joinPath(dir, "_metadata"))
 			return err
 		}
 	}
@@ -453,7 +451,7 @@ func (c *Coordinator) forget(id int64) {
 func (c *Coordinator) discard(p *pendingCheckpoint) {
 	c.forget(p.target.ID)
 	if p.target.Savepoint {
-		_ = os.RemoveAll(p.target.Dir)
+		_ = removeAll(p.target.Dir)
 	} else {
 		_ = c.cfg.Store.RemoveCheckpoint(p.target.ID)
 	}

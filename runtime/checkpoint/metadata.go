@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -8,9 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flinkgo/flinkgo/internal/fsutil"
+	"github.com/flinkgo/flinkgo/internal/objstore"
 )
 
 // MetadataVersion is the version of the _metadata format written here.
@@ -71,10 +74,26 @@ func unwrapPath(err error) error {
 
 // WriteMetadata writes dir/_metadata atomically: a reader sees the whole
 // file or none (a checkpoint without _metadata never completed).
+//
+// On object storage (dir an s3:// URL) it is one conditional put
+// (If-None-Match: *), written after every file the metadata references:
+// an object store never shows a partial object, and the condition keeps
+// a second writer from replacing a completed checkpoint's _metadata.
 func WriteMetadata(dir string, m *Metadata) error {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
+	}
+	if objstore.IsURL(dir) {
+		file := objstore.Join(dir, "_metadata")
+		store, err := objstore.ForURL(file)
+		if err == nil {
+			err = store.PutIfAbsent(context.Background(), file, data)
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", file, err)
+		}
+		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create %s: %w", dir, unwrapPath(err))
@@ -106,10 +125,16 @@ func WriteMetadata(dir string, m *Metadata) error {
 // the directory that relative paths in a savepoint resolve against.
 func LoadMetadata(path string) (*Metadata, string, error) {
 	file := path
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		file = filepath.Join(path, "_metadata")
+	var data []byte
+	var err error
+	if objstore.IsURL(path) {
+		file, data, err = readRemoteMetadata(path)
+	} else {
+		if fi, statErr := os.Stat(path); statErr == nil && fi.IsDir() {
+			file = filepath.Join(path, "_metadata")
+		}
+		data, err = os.ReadFile(file)
 	}
-	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, "", fmt.Errorf("checkpoint: cannot read the snapshot to restore at %s: %w (give a savepoint directory, a retained chk-<n> directory or its _metadata file)", path, unwrapPath(err))
 	}
@@ -120,7 +145,22 @@ func LoadMetadata(path string) (*Metadata, string, error) {
 	if m.Version != MetadataVersion {
 		return nil, "", fmt.Errorf("checkpoint: %s has metadata version %d; this runtime reads version %d", file, m.Version, MetadataVersion)
 	}
-	return m, filepath.Dir(file), nil
+	return m, ParentDir(file), nil
+}
+
+// readRemoteMetadata reads the _metadata object of an s3:// snapshot:
+// path is the snapshot's prefix or its _metadata object.
+func readRemoteMetadata(path string) (string, []byte, error) {
+	store, err := objstore.ForURL(path)
+	if err != nil {
+		return path, nil, err
+	}
+	file := strings.TrimSuffix(path, "/")
+	if !strings.HasSuffix(file, "/_metadata") {
+		file = objstore.Join(file, "_metadata")
+	}
+	data, err := store.Read(context.Background(), file)
+	return file, data, err
 }
 
 // NewSavepointDir returns a fresh savepoint directory under dir, named as
@@ -132,5 +172,5 @@ func NewSavepointDir(dir, jobID string) string {
 	if len(prefix) > 6 {
 		prefix = prefix[:6]
 	}
-	return filepath.Join(dir, fmt.Sprintf("savepoint-%s-%s", prefix, hex.EncodeToString(b[:])))
+	return joinPath(dir, fmt.Sprintf("savepoint-%s-%s", prefix, hex.EncodeToString(b[:])))
 }

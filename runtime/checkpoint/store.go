@@ -3,8 +3,7 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/flinkgo/flinkgo/runtime/config"
@@ -36,7 +35,7 @@ type completed struct {
 func NewStore(cfg config.CheckpointConfig, jobID string) *Store {
 	s := &Store{retained: cfg.Retained, lazy: cfg.CreateDirsOnFirstCheckpoint}
 	if cfg.Dir != "" {
-		s.storage = state.Storage{Root: filepath.Join(cfg.Dir, jobID)}
+		s.storage = state.Storage{Root: joinPath(cfg.Dir, jobID)}
 	}
 	s.mu.next = 1
 	return s
@@ -107,7 +106,33 @@ func (s *Store) Sweep() {
 	defer s.mu.Unlock()
 	if s.mu.registry != nil {
 		_ = s.mu.registry.Sweep()
+		if s.storage.Remote() {
+			_ = s.sweepCheckpointsLocked()
+		}
 	}
+}
+
+// sweepCheckpointsLocked deletes the chk-<n>/ objects of checkpoints that
+// are not retained, on object storage: those of failed checkpoints whose
+// deletion failed too (the store was unreachable), which nothing else
+// would find again.
+func (s *Store) sweepCheckpointsLocked() error {
+	objs, err := listObjects(s.storage.Root + "/chk-")
+	if err != nil {
+		return err
+	}
+	retained := map[string]bool{}
+	for _, c := range s.mu.completed {
+		retained[s.storage.CheckpointDir(c.meta.CheckpointID)] = true
+	}
+	var stale []string
+	for _, o := range objs {
+		chk, _, _ := strings.Cut(strings.TrimPrefix(o.URL, s.storage.Root+"/"), "/")
+		if !retained[s.storage.Root+"/"+chk] {
+			stale = append(stale, o.URL)
+		}
+	}
+	return deleteObjects(stale)
 }
 
 // KeyedHandles collects the keyed state handles of a snapshot.
@@ -146,12 +171,13 @@ func (s *Store) DiscardAll() {
 	defer s.mu.Unlock()
 	s.mu.completed = nil
 	if s.storage.Root != "" && s.mu.storageOK {
-		_ = os.RemoveAll(s.storage.Root)
+		_ = removeAll(s.storage.Root)
 	}
 }
 
-// Root is the job's checkpoint storage directory (<dir>/<job-id>), "" when
-// none is configured.
+// Root is the job's checkpoint storage directory (<dir>/<job-id>, an
+// s3:// URL when the storage is object storage), "" when none is
+// configured.
 func (s *Store) Root() string { return s.storage.Root }
 
 // CheckpointDir is where checkpoint id's _metadata goes.

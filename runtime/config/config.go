@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flinkgo/flinkgo/internal/objstore"
 )
 
 // Plan config keys the runtime reads, with Flink's names where Flink has
@@ -18,6 +20,11 @@ const (
 	ConfigCheckpointsRetained       = "execution.checkpointing.num-retained"
 	ConfigCheckpointTimeout         = "execution.checkpointing.timeout"
 	ConfigTolerableFailures         = "execution.checkpointing.tolerable-failed-checkpoints"
+	ConfigS3Endpoint                = "s3.endpoint"
+	ConfigS3Region                  = "s3.region"
+	ConfigS3AccessKey               = "s3.access-key"
+	ConfigS3SecretKey               = "s3.secret-key"
+	ConfigS3PathStyle               = "s3.path-style-access"
 	ConfigCheckpointRetention       = "execution.checkpointing.externalized-checkpoint-retention"
 	ConfigCreateDirsOnCheckpoint    = "execution.checkpointing.create-dirs-on-first-checkpoint"
 	ConfigSavepointDir              = "execution.checkpointing.savepoint-dir"
@@ -85,6 +92,10 @@ type CheckpointConfig struct {
 	CreateDirsOnFirstCheckpoint bool
 	// SavepointDir is where savepoints go when their trigger names none.
 	SavepointDir string
+	// S3 are the s3.* options of the S3 client for s3:// paths; S3Set
+	// reports whether the config sets any of them.
+	S3    objstore.Options
+	S3Set bool
 }
 
 // RestoreConfig says which checkpoint or savepoint a job starts from.
@@ -159,6 +170,19 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	}
 	cp.CreateDirsOnFirstCheckpoint = p.boolean(ConfigCreateDirsOnCheckpoint, false)
 	cp.SavepointDir = p.str(ConfigSavepointDir, "")
+	cp.S3 = objstore.Options{
+		Endpoint: p.str(ConfigS3Endpoint, ""), Region: p.str(ConfigS3Region, ""),
+		AccessKey: p.str(ConfigS3AccessKey, ""), SecretKey: p.str(ConfigS3SecretKey, ""),
+		PathStyle: p.boolean(ConfigS3PathStyle, false),
+	}
+	for _, k := range []string{ConfigS3Endpoint, ConfigS3Region, ConfigS3AccessKey, ConfigS3SecretKey, ConfigS3PathStyle} {
+		if _, ok := p.cfg[k]; ok {
+			cp.S3Set = true
+		}
+	}
+	if (cp.S3.AccessKey == "") != (cp.S3.SecretKey == "") {
+		p.problems = append(p.problems, fmt.Sprintf("%s and %s go together: set both or neither", ConfigS3AccessKey, ConfigS3SecretKey))
+	}
 	if cp.Interval > 0 && cp.Dir == "" {
 		p.problems = append(p.problems, fmt.Sprintf("%s is set but %s is not: say where checkpoints go", ConfigCheckpointInterval, ConfigCheckpointDir))
 	}

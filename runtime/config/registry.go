@@ -22,6 +22,9 @@ const (
 	TypeEnum
 	// TypePath is a file system path; blank means unset.
 	TypePath
+	// TypeString is free text (an endpoint, a credential); blank means
+	// unset.
+	TypeString
 )
 
 // String names the type as users read it in errors and `flinkgo config`.
@@ -39,6 +42,8 @@ func (t Type) String() string {
 		return "enum"
 	case TypePath:
 		return "path"
+	case TypeString:
+		return "string"
 	}
 	return fmt.Sprintf("Type(%d)", int(t))
 }
@@ -84,6 +89,8 @@ func (k Key) Expected() string {
 		return "one of " + strings.Join(k.Values, ", ")
 	case TypePath:
 		return "a path"
+	case TypeString:
+		return "a string"
 	default:
 		return k.Type.String()
 	}
@@ -103,6 +110,7 @@ const (
 	readByPlanner    = "runtime/plan: planner"
 	readByCheckpoint = "runtime/checkpoint: checkpoint coordinator"
 	readByRestore    = "runtime/job: restore"
+	readByS3         = "internal/objstore: S3 client of checkpoint storage"
 	readByRestart    = "runtime/job: restart strategy"
 	readByAggregate  = "runtime/operators: keyed aggregation"
 	readByUDF        = "runtime/operators: UDF operators (package bundle)"
@@ -183,6 +191,27 @@ func Known() Registry {
 		{
 			Name: "execution.checkpointing.savepoint-dir", Type: TypePath, ReadBy: readByCheckpoint,
 			Description: "Where savepoints go when their trigger names no directory.",
+		},
+		{
+			Name: "s3.endpoint", Type: TypeString, ReadBy: readByS3,
+			Description: "S3-compatible endpoint URL for s3:// checkpoint and savepoint paths (empty: AWS, or AWS_ENDPOINT_URL_S3). " +
+				"The S3 client is the runtime's: every job of a runtime must give the same s3.* settings.",
+		},
+		{
+			Name: "s3.region", Type: TypeString, ReadBy: readByS3,
+			Description: "Region of the S3 client (empty: AWS_REGION, else us-east-1).",
+		},
+		{
+			Name: "s3.access-key", Type: TypeString, ReadBy: readByS3,
+			Description: "Access key of the S3 client, with s3.secret-key (empty: the AWS default chain, AWS_ACCESS_KEY_ID ...).",
+		},
+		{
+			Name: "s3.secret-key", Type: TypeString, ReadBy: readByS3,
+			Description: "Secret key of the S3 client, with s3.access-key.",
+		},
+		{
+			Name: "s3.path-style-access", Type: TypeBool, Default: "false", ReadBy: readByS3,
+			Description: "Address buckets as <endpoint>/<bucket> rather than <bucket>.<endpoint> (most S3-compatible servers need true).",
 		},
 		{
 			Name: "execution.state-recovery.path", Type: TypePath, ReadBy: readByRestore,

@@ -12,7 +12,7 @@ import (
 func (k Key) check(value string) string {
 	v := strings.TrimSpace(value)
 	if v == "" {
-		if k.Type == TypePath {
+		if k.Type == TypePath || k.Type == TypeString {
 			return "" // blank: no path, as unset
 		}
 		return "empty; expected " + k.Expected() + " (remove the key to take the default)"

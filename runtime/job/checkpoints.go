@@ -3,8 +3,10 @@ package job
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"strings"
 
+	"github.com/flinkgo/flinkgo/internal/objstore"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/operators"
@@ -45,10 +47,30 @@ func PlanOptions(job *planpb.JobPlan) (plan.Options, error) {
 	if path == "" {
 		return opts, nil
 	}
+	if err := configureObjects(job.GetConfig()); err != nil {
+		return plan.Options{}, err
+	}
 	m, _, err := LoadMetadata(path)
 	if err != nil {
 		return plan.Options{}, err
 	}
 	opts.RestoredMaxParallelism = m.MaxParallelism
 	return opts, nil
+}
+
+// configureObjects configures the runtime's S3 client (package objstore)
+// from a job config's s3.* keys, before anything reads an s3:// path: the
+// planner reads a restored snapshot's _metadata before the job starts.
+func configureObjects(cfg map[string]string) error {
+	rt, err := config.Parse(cfg)
+	if err != nil {
+		return err
+	}
+	if !rt.Checkpoint.S3Set {
+		return nil
+	}
+	if err := objstore.Configure(rt.Checkpoint.S3); err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/logging"
+	"github.com/flinkgo/flinkgo/internal/objstore"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/operator"
@@ -217,6 +217,13 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 // from, and builds the first attempt.
 func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 	cp := j.config.Checkpoint
+	if cp.S3Set {
+		// The S3 client is the runtime's (package objstore): a job
+		// giving other s3.* settings than one before it is refused.
+		if err := objstore.Configure(cp.S3); err != nil {
+			return nil, fmt.Errorf("job: %w", err)
+		}
+	}
 	if cp.Interval > 0 && !cp.CreateDirsOnFirstCheckpoint {
 		if err := j.store.EnsureStorage(); err != nil {
 			return nil, fmt.Errorf("job: %w", err)
@@ -236,7 +243,7 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 		}
 		from = &checkpoint.RestorePoint{Meta: m, Base: base}
 		if !m.Savepoint {
-			from.Base = filepath.Dir(base) // a checkpoint's paths are relative to its storage root
+			from.Base = checkpoint.ParentDir(base) // a checkpoint's paths are relative to its storage root
 		}
 		if err := checkRestore(j.g, m, j.config.Restore); err != nil {
 			return nil, err
@@ -322,12 +329,12 @@ func (j *Job) restart(ctx context.Context, cause error) (*attempt, error) {
 // latestRestorePoint is where a restart resumes from.
 func (j *Job) latestRestorePoint() *checkpoint.RestorePoint {
 	if m, dir, ok := j.store.Latest(); ok {
-		return &checkpoint.RestorePoint{Meta: m, Base: filepath.Dir(dir)}
+		return &checkpoint.RestorePoint{Meta: m, Base: checkpoint.ParentDir(dir)}
 	}
 	if path := j.config.Restore.Path; path != "" {
 		if m, base, err := LoadMetadata(path); err == nil {
 			if !m.Savepoint {
-				base = filepath.Dir(base)
+				base = checkpoint.ParentDir(base)
 			}
 			return &checkpoint.RestorePoint{Meta: m, Base: base}
 		}

@@ -66,3 +66,37 @@ func TestClientPathsOutsideTheRootsAreRefused(t *testing.T) {
 		t.Fatalf("a savepoint directory outside the roots: got %v, want PERMISSION_DENIED naming --allow-path", err)
 	}
 }
+
+// s3:// checkpoint, savepoint and restore paths are refused unless the
+// server allows their bucket prefix.
+func TestObjectStoragePathsNeedAnS3Root(t *testing.T) {
+	local, err := allowpath.New([]string{t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withS3, err := allowpath.New([]string{t.TempDir(), "s3://chk/flinkgo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(job.Options{}, nil)
+	for _, key := range []string{config.ConfigCheckpointDir, config.ConfigSavepointDir, config.ConfigRestorePath} {
+		plan := &planpb.JobPlan{Config: map[string]string{key: "s3://chk/flinkgo/x"}}
+		s.AllowPaths(local)
+		if err := s.checkPaths(plan); err == nil || !strings.Contains(err.Error(), "--allow-path s3://") {
+			t.Errorf("%s on S3 without an s3 root: %v", key, err)
+		}
+		s.AllowPaths(withS3)
+		if err := s.checkPaths(plan); err != nil {
+			t.Errorf("%s under the allowed prefix: %v", key, err)
+		}
+		plan.Config[key] = "s3://chk/other"
+		if err := s.checkPaths(plan); err == nil {
+			t.Errorf("%s outside the allowed prefix was accepted", key)
+		}
+	}
+	s.AllowPaths(local)
+	_, err = s.TriggerSavepoint(context.Background(), &jobpb.SavepointRequest{JobId: "any", Directory: "s3://chk/flinkgo"})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("an s3 savepoint directory without an s3 root: got %v, want PERMISSION_DENIED", err)
+	}
+}

@@ -6,7 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/flinkgo/flinkgo/internal/objstore"
 )
 
 // Flag is the server's flag that adds a root, named in refusals.
@@ -21,6 +24,11 @@ const maxLinks = 40
 type Roots struct {
 	any   bool
 	roots []string // resolved
+	// objects are allowed object-storage prefixes (s3://bucket/prefix,
+	// cleaned): an s3:// path is allowed only under one of them (or when
+	// any path is), since the server's S3 credentials would otherwise
+	// reach every bucket they can.
+	objects []string
 }
 
 // Any allows every path: the embedded runtime, which runs as its only
@@ -31,6 +39,14 @@ func Any() *Roots { return &Roots{any: true} }
 func New(dirs []string) (*Roots, error) {
 	r := &Roots{}
 	for _, d := range dirs {
+		if objstore.IsURL(d) {
+			bucket, key, err := objstore.Split(d)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", Flag, d, err)
+			}
+			r.objects = append(r.objects, strings.TrimSuffix(objstore.Join(objstore.Scheme+bucket, key), "/"))
+			continue
+		}
 		real, err := resolve(d)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", Flag, d, err)
@@ -55,10 +71,11 @@ func (r *Roots) String() string {
 	if r.any {
 		return "any path"
 	}
-	if len(r.roots) == 0 {
+	all := append(slices.Clone(r.roots), r.objects...)
+	if len(all) == 0 {
 		return "no path"
 	}
-	return strings.Join(r.roots, ", ")
+	return strings.Join(all, ", ")
 }
 
 // Check returns nil when path lies under a root, else an error naming
@@ -66,6 +83,9 @@ func (r *Roots) String() string {
 func (r *Roots) Check(what, path string) error {
 	if r.any {
 		return nil
+	}
+	if objstore.IsURL(path) {
+		return r.checkObject(what, path)
 	}
 	real, err := resolve(path)
 	if err != nil {
@@ -82,6 +102,23 @@ func (r *Roots) Check(what, path string) error {
 	}
 	return fmt.Errorf("%s %s is outside the directories this server lets clients use (%s); pick a path under one of them, or start the server with %s DIR to allow another",
 		what, shown, r, Flag)
+}
+
+// checkObject checks an s3:// path against the object-storage roots: the
+// path, cleaned ("a/../b" is "b"), must be a root or lie under one.
+func (r *Roots) checkObject(what, path string) error {
+	bucket, key, err := objstore.Split(path)
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", what, path, err)
+	}
+	clean := strings.TrimSuffix(objstore.Join(objstore.Scheme+bucket, key), "/")
+	for _, root := range r.objects {
+		if clean == root || strings.HasPrefix(clean, root+"/") {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %q is object storage outside the prefixes this server lets clients use (%s); "+
+		"start the server with %s s3://BUCKET/PREFIX to allow one", what, path, r, Flag)
 }
 
 // resolve returns the absolute path that p names once every existing

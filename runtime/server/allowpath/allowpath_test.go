@@ -97,3 +97,33 @@ func TestRootsMustExistAndSlashAllowsAny(t *testing.T) {
 		t.Fatal("the zero Roots allowed a path")
 	}
 }
+
+func TestObjectStorageRoots(t *testing.T) {
+	r, err := New([]string{t.TempDir(), "s3://bkt/flinkgo/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []string{"s3://bkt/flinkgo", "s3://bkt/flinkgo/chk", "s3://bkt/flinkgo/a/../b/_metadata"} {
+		if err := r.Check("the checkpoint dir", ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"s3://bkt/flinkgo-other", "s3://bkt/other", "s3://other/flinkgo", "s3://bkt/flinkgo/../x", "s3://"} {
+		err := r.Check("the checkpoint dir", bad)
+		if err == nil {
+			t.Errorf("%s allowed", bad)
+		} else if !strings.Contains(err.Error(), "the checkpoint dir") {
+			t.Errorf("%s: error does not say what the path is for: %v", bad, err)
+		}
+	}
+	local, err := New([]string{t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Check("the savepoint dir", "s3://bkt/flinkgo"); err == nil || !strings.Contains(err.Error(), "--allow-path s3://") {
+		t.Errorf("an s3 path without an s3 root: %v", err)
+	}
+	if err := Any().Check("the savepoint dir", "s3://bkt/x"); err != nil {
+		t.Errorf("any path: %v", err)
+	}
+}

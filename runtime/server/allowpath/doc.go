@@ -12,5 +12,10 @@
 // A link changed between the check and the use is not caught: the roots
 // are meant to be directories the clients cannot change themselves.
 //
+// Object storage paths (s3://bucket/key, checkpoints and savepoints on S3)
+// are allowed only under an s3://bucket/prefix root (the key cleaned, then
+// compared segment by segment), or when every path is: the server's S3
+// credentials must not reach every bucket they can for any client.
+//
 // This package must not depend on the job service or the runtime.
 package allowpath
