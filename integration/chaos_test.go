@@ -52,6 +52,10 @@ const (
 // for the figures TestChaos logs (never asserted: a hang guard bounds it).
 var cancelLatency = map[chaosAction][]time.Duration{}
 
+// roundsDone counts the rounds by the action that landed (a run that ended
+// first counts as none), for the same figures.
+var roundsDone = map[chaosAction]int{}
+
 // TestChaos cancels runs, kills workers and hangs them at random moments.
 // Every round must stop promptly (a hang guard, not a timing), leave no
 // worker process, goroutine or Arrow buffer behind, and deliver a prefix of
@@ -79,6 +83,7 @@ func TestChaos(t *testing.T) {
 // logCancelFigures logs the cancel latencies by UDF state: count, p50, p99
 // and max (the README's chaos table comes from these lines).
 func logCancelFigures(t *testing.T) {
+	t.Logf("FIGURES chaos rounds by fault: %v", roundsDone)
 	for _, a := range []chaosAction{actCancel, actStopThen, actCancelChild, actCancelGIL} {
 		d := slices.Clone(cancelLatency[a])
 		if len(d) == 0 {
@@ -158,6 +163,21 @@ def slow_double(x):
 		action = actNone
 	case <-time.After(delay):
 		victim = pickWorker(pidDir)
+		// A fault on a worker lands on one that runs: wait for it, unless
+		// the run ends first (a worker starts in about a second).
+		for deadline := time.Now().Add(hangGuard); victim == 0 && (action == actKill || action == actStopThen); victim = pickWorker(pidDir) {
+			select {
+			case err = <-done:
+				action = actNone
+			case <-time.After(10 * time.Millisecond):
+			}
+			if action == actNone || time.Now().After(deadline) {
+				break
+			}
+		}
+		if action == actNone {
+			break
+		}
 		if action == actCancelChild || action == actCancelGIL {
 			if child, err = udfTookMark(markDir, action, done); err != nil {
 				// Finished before a UDF took the mark.
@@ -201,6 +221,7 @@ def slow_double(x):
 		b.Release()
 	}
 
+	roundsDone[action]++
 	switch action {
 	case actNone:
 		if err != nil {
