@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -72,6 +73,13 @@ func (f *flushTask) run(runner bridge.Runner) {
 	// drain woken by it always sees the flush as ended.
 	defer runner.NotifyNoMoreResults()
 	defer close(f.done)
+	// The executor's goroutine is no task's: a panic here fails the flush
+	// (and so the operator's job), never the process.
+	defer func() {
+		if r := recover(); r != nil {
+			f.err = fmt.Errorf("flushing the bundle: internal error (a bug in flinkgo, please report it with this trace): panic: %v\n%s", r, debug.Stack())
+		}
+	}()
 	f.err = runner.Flush()
 }
 

@@ -3,7 +3,7 @@
 //	flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]...
 //	    [--allow-group GROUP] [--token-file PATH] [--udf-output log|stderr] [LOG FLAGS]
 //	    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
-//	                                                  run a runtime server
+//	    [--max-message-size BYTES]                   run a runtime server
 //	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [LOG FLAGS] PIPELINE.py [ARGS...]
 //	                                                  run a pipeline file on a runtime started for it
 //	flinkgo list [--endpoint ADDR]                    list the running jobs of a server
@@ -43,6 +43,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -63,9 +64,15 @@ import (
 
 const version = "0.1.0"
 
-// maxMessage bounds job-service messages: plans carry in-memory tables and
-// collected rows travel back.
-const maxMessage = 1 << 30
+// maxSendMessage bounds the messages the server sends (collected rows,
+// a batch at a time). What it receives is bounded by --max-message-size.
+const maxSendMessage = 1 << 30
+
+// localMaxMessage is the request limit of `flinkgo run`'s private server,
+// whose only client is the pipeline it runs as the same user (the Python
+// package passes it to its embedded runtime too): in-memory tables of up to
+// 1 GiB, as before the server's default was lowered.
+const localMaxMessage = 1 << 30
 
 func main() {
 	gctune.Apply()
@@ -105,9 +112,10 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
-  flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]... [--allow-group GROUP]
+  flinkgo serve [--listen ADDR] [--parent-pid N] [--reuse-workers] [--allow-path DIR]... [--allow-group GROUP]
                 [--token-file PATH] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
-                [--udf-output log|stderr] [--log-level LEVEL] [--log-format text|json]
+                [--max-message-size BYTES (default 64MiB)] [--udf-output log|stderr]
+                [--log-level LEVEL] [--log-format text|json]
   flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [--log-level LEVEL] [--log-format text|json] PIPELINE.py [ARGS...]
   flinkgo list [--endpoint ADDR]
   flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]
@@ -137,11 +145,14 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	addr := fs.String("listen", "", "unix:///path.sock or host:port (default: unix://"+filepath.Join(listen.DefaultDir(), listen.SocketName)+", a private directory)")
 	parent := fs.Int("parent-pid", 0, "exit when this process is gone (the embedded runtime's client)")
+	reuse := fs.Bool("reuse-workers", false, "keep the Python workers of ended jobs idle for later jobs (python.worker.idle-timeout, .max-idle); only for a runtime whose clients may share processes (the embedded runtime sets it: it serves one Python process)")
 	group := fs.String("allow-group", "", "Unix socket: also admit the members of this group (name or gid)")
 	tokenFile := fs.String("token-file", "", "TCP: the file holding the clients' bearer token, generated (0600) when missing (default: "+filepath.Join(listen.DefaultDir(), listen.TokenName)+")")
 	tlsCert := fs.String("tls-cert", "", "TCP: serve TLS with this PEM certificate (chain)")
 	tlsKey := fs.String("tls-key", "", "TCP: the PEM private key of --tls-cert")
 	tlsClientCA := fs.String("tls-client-ca", "", "TCP: require client certificates signed by this PEM CA (mutual TLS)")
+	maxMessage := byteSize(server.DefaultMaxMessageBytes)
+	fs.Var(&maxMessage, "max-message-size", "the largest request (a plan with its inline data) the server reads, in bytes or with a KiB, MiB or GiB suffix")
 	udfOutput := fs.String("udf-output", "log", "where what UDFs print goes: log (the server's log, at info) or stderr (prefixed with the UDF and subtask, for the runtime embedded in a user's program)")
 	var allowPaths repeatedFlag
 	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and the temp dir; / allows any)")
@@ -191,7 +202,7 @@ func serve(args []string) error {
 		fmt.Fprintf(os.Stderr, "flinkgo: clients may use paths under %s (--allow-path adds more)\n", roots)
 	}
 	fmt.Printf("flinkgo: serving on %s\n", lis.Address)
-	return serveOn(ctx, lis, nil, logger, printed, roots, lis.ServerOptions()...)
+	return serveOn(ctx, lis, nil, logger, printed, roots, int(maxMessage), *reuse, lis.ServerOptions()...)
 }
 
 // logFlags adds --log-level and --log-format to fs; after fs.Parse, the
@@ -233,11 +244,21 @@ func pathRoots(flags []string) (*allowpath.Roots, error) {
 // canceled then. logger receives the server's, the jobs' and the workers'
 // logs; what UDFs print goes to udfOutput when set (see
 // pluginrunner.Options.UDFOutput), else to logger. Clients may use the
-// paths under roots; guard are the listener's server options (token check,
-// TLS).
-func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, udfOutput io.Writer, roots *allowpath.Roots, guard ...grpc.ServerOption) error {
-	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage)}, guard...)...)
-	jobs := server.New(job.Options{Logger: logger, Runner: pluginrunner.Options{UDFOutput: udfOutput}}, defaults)
+// paths under roots and send requests of up to maxMessage bytes; guard are
+// the listener's server options (token check, TLS). With reuseWorkers, the
+// Python workers of an ended job may serve the next one.
+func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, udfOutput io.Writer, roots *allowpath.Roots, maxMessage int, reuseWorkers bool, guard ...grpc.ServerOption) error {
+	opts := append([]grpc.ServerOption{grpc.MaxSendMsgSize(maxSendMessage)}, server.Guard(logger, maxMessage)...)
+	srv := grpc.NewServer(append(opts, guard...)...)
+	jobOpts := job.Options{Logger: logger, Runner: pluginrunner.Options{UDFOutput: udfOutput}}
+	if reuseWorkers {
+		// Workers are shared only between jobs of one client: one user's
+		// code, one Python process (docs/semantics.md#worker-reuse).
+		pool := pluginrunner.NewPool(logger)
+		defer pool.Close()
+		jobOpts.Runner.Pool = pool
+	}
+	jobs := server.New(jobOpts, defaults)
 	jobs.AllowPaths(roots)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	done := make(chan error, 1)
@@ -350,7 +371,9 @@ func run(args []string) error {
 	served := make(chan error, 1)
 	// The pipeline runs as this user: any path is its to choose, and what
 	// its UDFs print is shown to the user, as the embedded runtime does.
-	go func() { served <- serveOn(ctx, lis, defaults, logger, os.Stderr, allowpath.Any()) }()
+	go func() {
+		served <- serveOn(ctx, lis, defaults, logger, os.Stderr, allowpath.Any(), localMaxMessage, true)
+	}()
 
 	python := os.Getenv(pluginrunner.PythonEnv)
 	if python == "" {
@@ -366,4 +389,25 @@ func run(args []string) error {
 	stop()
 	<-served
 	return err
+}
+
+// byteSize is a flag holding a size in bytes: a number, optionally with a
+// KiB, MiB or GiB suffix.
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(v string) error {
+	mult := int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(v, suffix); ok {
+			v, mult = n, m
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 1 || n > (1<<31-1)/mult {
+		return fmt.Errorf("%q is not a size between 1 byte and 2GiB-1 (a number, optionally with KiB, MiB or GiB)", v)
+	}
+	*b = byteSize(n * mult)
+	return nil
 }

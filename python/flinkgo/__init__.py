@@ -31,8 +31,18 @@ Examples
  'key_by(sensor).agg(mean(temp) AS avg_temp, count())', 'print']
 """
 
-from flinkgo.aggregates import Aggregate, count, max, mean, min, sum
-from flinkgo.dataframe import DataFrame, KeyedDataFrame, Sink
+from flinkgo.aggregates import (
+    Aggregate,
+    count,
+    count_distinct,
+    first,
+    last,
+    max,
+    mean,
+    min,
+    sum,
+)
+from flinkgo.dataframe import DataFrame, KeyedDataFrame, Sink, WindowedDataFrame
 from flinkgo.environment import Environment
 from flinkgo.exceptions import (
     ArgumentTypeError,
@@ -56,11 +66,12 @@ from flinkgo.exceptions import (
     UdfPickleError,
     UnexecutedSinkWarning,
 )
-from flinkgo.expr import Expr, col, lit
+from flinkgo.expr import Expr, col, lit, when
 from flinkgo.job import JobResult, OperatorMetrics
 from flinkgo.job_client import JobClient
 from flinkgo.plan import JobPlan, PlanInput, PlanNode
 from flinkgo.udfs import UserDefinedFunction, udf
+from flinkgo.windows import Window, cumulate, hop, session, tumble
 
 __version__ = "0.1.0"
 
@@ -98,13 +109,23 @@ __all__ = [
     "UdfPickleError",
     "UnexecutedSinkWarning",
     "UserDefinedFunction",
+    "Window",
+    "WindowedDataFrame",
     "__version__",
     "col",
     "count",
+    "count_distinct",
+    "cumulate",
+    "first",
+    "hop",
+    "last",
     "lit",
     "max",
     "mean",
     "min",
+    "session",
     "sum",
+    "tumble",
     "udf",
+    "when",
 ]

@@ -376,6 +376,17 @@ class Client:
                 f"flinkgo: {what}: the runtime at {self.endpoint} refused the call's "
                 f"credentials: {details}"
             )
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            # Over the server's --max-message-size; its message names the option.
+            return RuntimeConnectionError(
+                f"flinkgo: {what}: the runtime at {self.endpoint} refused the request: {details}"
+                + (
+                    ""
+                    if "--max-message-size" in (details or "")
+                    else " (raise the server's --max-message-size, or put large inline data"
+                    " in files)"
+                )
+            )
         if code == grpc.StatusCode.UNAVAILABLE:
             return RuntimeConnectionError(
                 f"flinkgo: {what}: the runtime at {self.endpoint} is unavailable: {details}"

@@ -288,18 +288,13 @@ class LocalRuntime:
         # read and write any path this user may (a `flinkgo serve` started by hand
         # allows only the directories it is given).
         env["FLINKGO_ALLOW_PATH"] = os.sep
-        # What UDFs print goes to this program's stderr, tagged "[udf #subtask] ", as
-        # Spark's local mode shows its executors' output.
-        args = [
-            binary,
-            "serve",
-            "--listen",
-            listen,
-            "--parent-pid",
-            str(os.getpid()),
-            "--udf-output",
-            "stderr",
-        ]
+        # The embedded runtime's only client is this process, as this user: in-memory
+        # tables of up to 1 GiB (a `flinkgo serve` takes 64 MiB), and the workers of one
+        # job may serve the next (python.worker.idle-timeout): a second collect() skips
+        # their start. What UDFs print goes to this program's stderr, tagged
+        # "[udf #subtask] ", as Spark's local mode shows its executors' output.
+        args = [binary, "serve", "--listen", listen, "--parent-pid", str(os.getpid())]
+        args += ["--max-message-size", "1GiB", "--reuse-workers", "--udf-output", "stderr"]
         try:
             self._proc = subprocess.Popen(
                 args,

@@ -1,4 +1,4 @@
-"""Aggregates of a keyed DataFrame: ``sum``, ``count``, ``min``, ``max``, ``mean``.
+"""Aggregates: ``sum``, ``count``, ``min``, ``max``, ``mean``; in windows ``first``, ``last``, ...
 
 ``df.key_by("sensor").agg(flinkgo.mean("temp").alias("avg_temp"), flinkgo.count())``
 computes, per key, a running aggregate of each column; the output has the key columns,
@@ -11,6 +11,11 @@ float64, decimals: a decimal of precision 38), ``mean`` is float64 (decimal for 
 ``count`` is int64, ``min`` and ``max`` keep the input type. ``count(column)`` counts the
 non-null values of the column, ``count()`` the rows; the others ignore nulls, as in SQL.
 
+In windows (:meth:`WindowedDataFrame.agg <flinkgo.dataframe.WindowedDataFrame.agg>`),
+``first`` and ``last`` take the value of the row with the earliest and the latest event
+time (nulls skipped; among rows of the same time, any), and ``count_distinct`` counts
+the distinct non-null values (int64).
+
 This module defines ``sum``, ``min`` and ``max``, shadowing the builtins inside it; it
 depends on nothing but :mod:`flinkgo.expr`.
 """
@@ -22,10 +27,24 @@ from typing import Literal
 from flinkgo.exceptions import ArgumentTypeError
 from flinkgo.expr import Expr, _Column
 
-__all__ = ["Aggregate", "AggregateFunction", "count", "max", "mean", "min", "sum"]
+__all__ = [
+    "Aggregate",
+    "AggregateFunction",
+    "count",
+    "count_distinct",
+    "first",
+    "last",
+    "max",
+    "mean",
+    "min",
+    "sum",
+]
 
-AggregateFunction = Literal["sum", "count", "min", "max", "mean"]
+AggregateFunction = Literal["sum", "count", "min", "max", "mean", "first", "last", "count_distinct"]
 """The plan's aggregate function names."""
+
+WINDOW_ONLY = ("first", "last", "count_distinct")
+"""The aggregates only windows compute (first and last need an event time)."""
 
 
 class Aggregate:
@@ -49,7 +68,11 @@ class Aggregate:
 
     @property
     def function(self) -> AggregateFunction:
-        """The aggregate function: ``"sum"``, ``"count"``, ``"min"``, ``"max"``, ``"mean"``."""
+        """The aggregate function: ``"sum"``, ``"count"``, ``"mean"``, ``"first"``, ...
+
+        One of ``"sum"``, ``"count"``, ``"min"``, ``"max"``, ``"mean"``, ``"first"``,
+        ``"last"``, ``"count_distinct"``.
+        """
         return self._function
 
     @property
@@ -194,3 +217,45 @@ def count(column: str | Expr | None = None) -> Aggregate:
     if column is None:
         return Aggregate("count", None, "count")
     return _make("count", column)
+
+
+def first(column: str | Expr) -> Aggregate:
+    """Take the non-null value of the row with the earliest event time, per window.
+
+    Only in windows (:meth:`~flinkgo.dataframe.WindowedDataFrame.agg`).
+
+    Examples
+    --------
+    >>> import flinkgo as fg
+    >>> fg.first("price").alias("open")
+    <Aggregate first(price) AS open>
+    """
+    return _make("first", column)
+
+
+def last(column: str | Expr) -> Aggregate:
+    """Take the non-null value of the row with the latest event time, per window.
+
+    Only in windows (:meth:`~flinkgo.dataframe.WindowedDataFrame.agg`).
+
+    Examples
+    --------
+    >>> import flinkgo as fg
+    >>> fg.last("price").alias("close")
+    <Aggregate last(price) AS close>
+    """
+    return _make("last", column)
+
+
+def count_distinct(column: str | Expr) -> Aggregate:
+    """Count the distinct non-null values of a column, per window (int64).
+
+    Only in windows (:meth:`~flinkgo.dataframe.WindowedDataFrame.agg`).
+
+    Examples
+    --------
+    >>> import flinkgo as fg
+    >>> fg.count_distinct("user")
+    <Aggregate count_distinct(user)>
+    """
+    return _make("count_distinct", column)

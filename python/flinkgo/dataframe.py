@@ -33,15 +33,17 @@ module is imported on first use.
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
+from flinkgo._durations import parse_duration
 from flinkgo._graph import IMPLICIT, Partitioning, PartitioningKind, Step
 from flinkgo._sources import to_schema
-from flinkgo.aggregates import Aggregate
+from flinkgo.aggregates import WINDOW_ONLY, Aggregate
 from flinkgo.exceptions import (
     ArgumentTypeError,
     ExpressionTypeError,
@@ -52,12 +54,16 @@ from flinkgo.exceptions import (
 from flinkgo.expr import Expr, _Alias, _Column, resolve, to_expr, unknown_column
 from flinkgo.types import schema_ipc_bytes
 from flinkgo.udfs import UserDefinedFunction
+from flinkgo.windows import Window
 
 if TYPE_CHECKING:
     import pandas as pd
     from google.protobuf.message import Message
 
-__all__ = ["DataFrame", "KeyedDataFrame", "Sink"]
+__all__ = ["DataFrame", "KeyedDataFrame", "Sink", "WindowedDataFrame"]
+
+LateRows = Literal["drop", "keep"]
+"""What a window does with rows too late for every window: see :meth:`KeyedDataFrame.window`."""
 
 Emit = Literal["auto", "final", "updates"]
 """When a keyed aggregation emits its results: see :meth:`KeyedDataFrame.agg`."""
@@ -395,6 +401,30 @@ class DataFrame:
             )
         return KeyedDataFrame(self, tuple(names))
 
+    def window(
+        self,
+        window: Window,
+        *,
+        allowed_lateness: datetime.timedelta | str | None = None,
+        late_rows: LateRows = "drop",
+    ) -> WindowedDataFrame:
+        """Group all rows into event-time windows (one subtask, as Flink's ``windowAll``).
+
+        The same as :meth:`KeyedDataFrame.window` without keys: every row of a window
+        meets in a single subtask, so the aggregation runs at parallelism 1.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"ts": pd.to_datetime([0, 1500], unit="ms"), "x": [1, 2]})
+        ... )
+        >>> df.window(fg.tumble("ts", "1 s")).agg(fg.sum("x")).columns
+        ['window_start', 'window_end', 'x']
+        """
+        return WindowedDataFrame(self, (), window, allowed_lateness, late_rows)
+
     def limit(self, n: int) -> DataFrame:
         """Keep at most `n` rows (Spark's limit), and end the pipeline once they have passed.
 
@@ -505,6 +535,118 @@ class DataFrame:
             self.schema,
         )
 
+    def with_watermark(
+        self,
+        time: str | Expr,
+        max_out_of_orderness: str | datetime.timedelta,
+        *,
+        idle_timeout: str | datetime.timedelta | None = None,
+    ) -> DataFrame:
+        """Give rows an event time and make watermarks for it (Flink's bounded out-of-orderness).
+
+        The event time of a row is its `time` column, a timestamp of any unit (counted in
+        whole milliseconds, as Flink's). Rows pass unchanged. Every
+        ``pipeline.auto-watermark-interval`` (200 ms by default) the step sends the
+        watermark *greatest event time seen - max_out_of_orderness - 1 ms* downstream
+        when it advanced: rows later than that are late for the windows and timers that
+        follow. At the end of a bounded input the maximum watermark follows, so that every
+        window fires. Right after a file source (or after a built-in expression as `time`),
+        each file has its own watermark and the step sends the minimum over the files, so
+        that reading one file does not make the next one's rows late. Watermarks are not
+        checkpointed: after a restore they start again from the rows that come
+        (docs/semantics.md#event-time).
+
+        Parameters
+        ----------
+        time
+            The name of a timestamp column, or an expression that computes one (a built-in
+            expression, or a Python UDF call such as parsing a string). An expression's
+            column is named as in ``select`` (:meth:`Expr.output_name`; rename it with
+            :meth:`Expr.alias`) and is added to the rows, replacing an input column of that
+            name in place, as :meth:`with_column` does. The planner computes it in an
+            operator of its own, uid ``<uid>/extract-timestamp``; the watermarks are made by
+            ``<uid>/watermarks``, where ``<uid>`` is this step's :meth:`uid`.
+        max_out_of_orderness
+            How late a row may be relative to the greatest event time seen: a
+            :class:`datetime.timedelta` or a duration string in Flink's syntax (``"10 s"``,
+            ``"500 ms"``, ``"5 min"``); ``"0 ms"`` for ascending timestamps.
+        idle_timeout
+            When set (a positive duration), the step's output is marked idle after that
+            long without rows, so that it stops holding back the watermark of the steps
+            that merge it with other inputs; its next row makes it active again (Flink's
+            ``withIdleness``).
+
+        Returns
+        -------
+        DataFrame
+            The same rows, with the `time` column when it is computed.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If `time` names a column the input does not have.
+        SchemaError
+            If the `time` column is not a timestamp.
+        TypeError
+            If `time` is neither a column name nor an expression, or a duration is neither
+            a string nor a timedelta.
+        ValueError
+            If a duration does not parse, is negative, is not a whole number of
+            milliseconds, or the idle timeout is zero.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"ts": pd.to_datetime(["2026-01-01 00:00:01"]), "v": [1]})
+        ... )
+        >>> df.with_watermark("ts", "5 s").uid("events")
+        <DataFrame with_watermark(ts, 5000 ms) [ts: timestamp[...], v: int64]>
+        """
+        op = "with_watermark"
+        delay = parse_duration(max_out_of_orderness, what=f"{op}: max_out_of_orderness")
+        idle = 0
+        if idle_timeout is not None:
+            idle = parse_duration(idle_timeout, what=f"{op}: idle_timeout", allow_zero=False)
+        from flinkgo._proto import plan_pb2 as pb
+
+        extractor = None
+        schema = self.schema
+        if isinstance(time, str):
+            column = time
+        elif isinstance(time, Expr):
+            column = time.output_name()
+            if not isinstance(time, _Column):
+                computed = self._with({column: time}, op=f"{op} time")
+                select = computed._step.body
+                assert isinstance(select, pb.Select)  # _with makes a select step
+                extractor = select
+                schema = computed.schema
+        else:
+            raise ArgumentTypeError(
+                f"{op}: time must be a column name or an expression, got {time!r}"
+            )
+        if schema.get_field_index(column) < 0:
+            raise unknown_column(op, column, schema.names)
+        field_type = schema.field(column).type
+        if not pa.types.is_timestamp(field_type):
+            raise SchemaError(
+                f"{op}: the time column {column!r} is {field_type}, not a timestamp; convert it "
+                "first, e.g. with_watermark(fg.col(...).cast(pa.timestamp('ms')), ...) or a UDF "
+                "returning timestamps"
+            )
+        body = pb.WatermarkAssigner(
+            time_column=column,
+            max_out_of_orderness_ms=delay,
+            idle_timeout_ms=idle,
+            time_extractor=extractor,
+        )
+        shown = time._inner if isinstance(time, _Alias) else time
+        text = column if extractor is None else f"{column} = {shown}"
+        name = f"{op}({text}, {delay} ms" + (f", idle {idle} ms)" if idle else ")")
+        return self._then("watermark_assigner", body, name, schema)
+
     def union(self, *others: DataFrame) -> DataFrame:
         """Concatenate the rows of DataFrames that have the same schema.
 
@@ -569,6 +711,164 @@ class DataFrame:
             (o._step, o._partitioning) for o in others
         )
         step = Step(self._step.env, "union", pb.Union(), "union", pa.schema(fields), inputs)
+        return DataFrame(step)
+
+    def interval_join(
+        self,
+        right: DataFrame,
+        *,
+        on: str | Sequence[str] | None = None,
+        left_on: str | Sequence[str] | None = None,
+        right_on: str | Sequence[str] | None = None,
+        left_time: str,
+        right_time: str,
+        lower: datetime.timedelta | str,
+        upper: datetime.timedelta | str,
+        how: Literal["inner", "left", "right", "full"] = "inner",
+    ) -> DataFrame:
+        """Join rows of equal keys whose event times are close (Flink's interval join).
+
+        A left row at time ``lt`` matches the right rows of its key at times ``rt`` with
+        ``lt + lower <= rt <= lt + upper``, bounds included, as Flink's
+        ``IntervalJoinOperator``. Both sides buffer their rows until the watermark passes
+        the last time a row of the other side could still match them; ``how="left"``,
+        ``"right"`` or ``"full"`` then emits a row that never matched, padded with nulls
+        (no retraction is ever needed). A row with a null key or a null time never
+        matches: an inner side drops it, an outer side emits it padded at once. A row
+        that arrives behind the watermark is dropped, as Flink does. A bounded input ends
+        with the maximum watermark, so every row is decided at the end.
+
+        The buffered rows are keyed state: checkpoints and savepoints keep them, and a job
+        restored at another parallelism goes on matching them.
+
+        Parameters
+        ----------
+        right
+            The other DataFrame, of the same Environment.
+        on, left_on, right_on
+            The key columns: `on` when both sides name them alike, else `left_on` and
+            `right_on` (as many, of equal types). Each input is partitioned by them.
+        left_time, right_time
+            Each side's event-time column, a timestamp of any unit.
+        lower, upper
+            The bounds, a :class:`datetime.timedelta` or a duration string such as
+            ``"5 min"`` (``"-5 min"`` for a negative one); ``lower <= upper``.
+        how
+            ``"inner"`` (the default), ``"left"``, ``"right"`` or ``"full"``.
+
+        Returns
+        -------
+        DataFrame
+            The left columns, then the right ones (a right column named like a left one
+            gets the suffix ``_right``); every column nullable.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> clicks = env.from_pandas(pd.DataFrame(
+        ...     {"ad": [1], "ts": pd.to_datetime(["2024-01-01 10:00:05"])}))
+        >>> views = env.from_pandas(pd.DataFrame(
+        ...     {"ad": [1], "ts": pd.to_datetime(["2024-01-01 10:00:00"])}))
+        >>> views.interval_join(clicks, on="ad", left_time="ts", right_time="ts",
+        ...                     lower="0 s", upper="10 min")  # doctest: +NORMALIZE_WHITESPACE
+        <DataFrame interval_join(ad = ad, ts + 0s <= ts_right <= ts + 10m0s)
+         [ad: int64, ts: timestamp[...], ad_right: int64, ts_right: timestamp[...]]>
+        """
+        op = "interval_join"
+        if not isinstance(right, DataFrame):
+            raise ArgumentTypeError(f"{op}: right must be a flinkgo DataFrame, got {right!r}")
+        if right._step.env is not self._step.env:
+            raise InvalidArgumentError(
+                f"{op}: right ({right._step.name}) belongs to another Environment; build "
+                "every part of a job from one Environment"
+            )
+        if on is not None and (left_on is not None or right_on is not None):
+            raise InvalidArgumentError(f"{op}: give on=, or left_on= and right_on=, not both")
+        if on is None and (left_on is None or right_on is None):
+            raise InvalidArgumentError(f"{op}: give the keys, on= or left_on= and right_on=")
+
+        def names(given: str | Sequence[str] | None, side: str) -> list[str]:
+            listed = [given] if isinstance(given, str) else list(given or [])
+            if not listed or not all(isinstance(c, str) for c in listed):
+                raise ArgumentTypeError(f"{op}: the {side} keys are column names, got {given!r}")
+            return listed
+
+        lkeys = names(on if on is not None else left_on, "left")
+        rkeys = names(on if on is not None else right_on, "right")
+        if len(lkeys) != len(rkeys):
+            raise InvalidArgumentError(
+                f"{op}: {len(lkeys)} left keys {lkeys} but {len(rkeys)} right keys {rkeys}"
+            )
+        sides = (
+            ("left", self.schema, lkeys, left_time),
+            ("right", right.schema, rkeys, right_time),
+        )
+        for side, schema, keys, time in sides:
+            for c in [*keys, time]:
+                if not isinstance(c, str):
+                    raise ArgumentTypeError(f"{op}: {side} columns are names, got {c!r}")
+                if schema.get_field_index(c) < 0:
+                    raise unknown_column(f"{op} ({side})", c, schema.names)
+            if not pa.types.is_timestamp(schema.field(time).type):
+                raise SchemaError(
+                    f"{op}: the {side} time column {time!r} is {schema.field(time).type}, not a "
+                    "timestamp; parse or cast it first (with_column(..., col(...).cast("
+                    "'timestamp[ms]')))"
+                )
+        for lk, rk in zip(lkeys, rkeys, strict=True):
+            lt, rt = self.schema.field(lk).type, right.schema.field(rk).type
+            if lt != rt:
+                raise SchemaError(
+                    f"{op}: left key {lk!r} is {lt} but right key {rk!r} is {rt}; cast one so "
+                    "both have one type"
+                )
+        if how not in ("inner", "left", "right", "full"):
+            raise InvalidArgumentError(
+                f"{op}: how is 'inner', 'left', 'right' or 'full', got {how!r}"
+            )
+        lower_td, upper_td = (
+            _signed_duration(lower, f"{op} lower"),
+            _signed_duration(upper, f"{op} upper"),
+        )
+        if lower_td > upper_td:
+            raise InvalidArgumentError(
+                f"{op}: lower ({lower_td}) is above upper ({upper_td}); no row could match"
+            )
+        fields = [f.with_nullable(True) for f in self.schema]
+        taken = set(self.schema.names)
+        for f in right.schema:
+            name = f.name
+            if name in taken:
+                name = f"{name}_right"
+                if name in taken:
+                    raise SchemaError(
+                        f"{op}: the right column {f.name!r} would be renamed {name!r}, which is "
+                        "also a column; rename one first"
+                    )
+            taken.add(name)
+            fields.append(f.with_name(name).with_nullable(True))
+        from flinkgo._proto import plan_pb2 as pb
+
+        micro = datetime.timedelta(microseconds=1)
+        body = pb.IntervalJoin(
+            left_keys=lkeys,
+            right_keys=rkeys,
+            left_time=left_time,
+            right_time=right_time,
+            lower_ns=lower_td // micro * 1000,
+            upper_ns=upper_td // micro * 1000,
+            how=getattr(pb.IntervalJoin, how.upper()),
+        )
+        right_time_out = fields[len(self.schema) + right.schema.get_field_index(right_time)].name
+        pairs = ", ".join(f"{a} = {b}" for a, b in zip(lkeys, rkeys, strict=True))
+        label = (
+            f"{op}({pairs}, {left_time} + {_fmt(lower_td)} <= {right_time_out} <= "
+            f"{left_time} + {_fmt(upper_td)}{'' if how == 'inner' else ', ' + how})"
+        )
+        inputs = ((self._step, self._partitioning), (right._step, right._partitioning))
+        step = Step(self._step.env, op, body, label, pa.schema(fields), inputs)
         return DataFrame(step)
 
     # --- partitioning of the next edge ----------------------------------------------------
@@ -1035,6 +1335,47 @@ class KeyedDataFrame:
         """Show the keys, e.g. ``<KeyedDataFrame key_by(sensor)>``."""
         return f"<KeyedDataFrame key_by({', '.join(self._keys)})>"
 
+    def window(
+        self,
+        window: Window,
+        *,
+        allowed_lateness: datetime.timedelta | str | None = None,
+        late_rows: LateRows = "drop",
+    ) -> WindowedDataFrame:
+        """Group each key's rows into event-time windows; aggregate them with ``.agg``.
+
+        A window's row comes out when the watermark reaches ``window_end - 1 ms`` (at
+        the latest when the input ends, which sends the maximum watermark). Rows that
+        arrive after their window fired follow Flink's ``WindowOperator``: within
+        ``allowed_lateness`` they update the window, which fires again (one more row for
+        it); later, when every window they belong to is past ``window_end - 1 +
+        allowed_lateness``, they are dropped and counted in the operator's
+        ``numLateRecordsDropped``.
+
+        Parameters
+        ----------
+        window
+            :func:`flinkgo.tumble`, :func:`~flinkgo.hop`, :func:`~flinkgo.cumulate` or
+            :func:`~flinkgo.session`; its time column must be a timestamp column.
+        allowed_lateness
+            How long after a window fired late rows still update it (a
+            :class:`datetime.timedelta` or a string like ``"5 s"``); None is 0.
+        late_rows
+            ``"drop"`` (count them). ``"keep"`` (a side output of late rows) is not
+            built yet and raises.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"k": ["a"], "ts": pd.to_datetime([0], unit="ms"), "x": [1]})
+        ... )
+        >>> df.key_by("k").window(fg.hop("ts", "10 s", "5 s")).agg(fg.count()).columns
+        ['k', 'window_start', 'window_end', 'count']
+        """
+        return WindowedDataFrame(self._df, self._keys, window, allowed_lateness, late_rows)
+
     def agg(self, *aggregates: Aggregate, emit: Emit = "auto") -> DataFrame:
         """Aggregate each key's rows: per key, a running result updated with every row.
 
@@ -1090,39 +1431,16 @@ class KeyedDataFrame:
             raise InvalidArgumentError(
                 f"agg: emit must be one of {sorted(_EMIT_MODES)}, got {emit!r}"
             )
-        schema = self._df.schema
-        empty = schema.empty_table()
-        fields = [schema.field(k) for k in self._keys]
-        seen = set(self._keys)
+        for a in aggregates:
+            if isinstance(a, Aggregate) and a.function in WINDOW_ONLY:
+                raise InvalidArgumentError(
+                    f"agg: {a.function} is computed in windows only "
+                    "(key_by(...).window(...).agg(...)); a keyed aggregation offers sum, count, "
+                    "min, max and mean"
+                )
+        fields, messages = _aggregate_fields(op, self._df.schema, self._keys, aggregates)
         from flinkgo._proto import plan_pb2 as pb
 
-        messages = []
-        for a in aggregates:
-            if not isinstance(a, Aggregate):
-                raise ArgumentTypeError(
-                    f"agg: expected aggregates such as flinkgo.sum('x') or flinkgo.count(), "
-                    f"got {a!r}"
-                )
-            if a.column is not None and schema.get_field_index(a.column) < 0:
-                raise unknown_column(op, a.column, schema.names)
-            if a.name in seen:
-                what = "a key" if a.name in self._keys else "another aggregate"
-                raise SchemaError(
-                    f"agg: the output column {a.name!r} of {a!r} has the name of {what}; "
-                    "rename it with .alias()"
-                )
-            seen.add(a.name)
-            spec = ([], "count_all") if a.column is None else (a.column, a.function)
-            try:
-                result = empty.group_by(list(self._keys), use_threads=False).aggregate([spec])
-            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as e:
-                raise ExpressionTypeError(
-                    f"agg: cannot compute {a.function}({a.column}) of type "
-                    f"{schema.field(a.column).type if a.column else ''}: {e}"
-                ) from e
-            out_name = "count_all" if a.column is None else f"{a.column}_{a.function}"
-            fields.append(pa.field(a.name, result.schema.field(out_name).type))
-            messages.append(pb.Aggregate(function=a.function, column=a.column or "", name=a.name))
         body = pb.KeyedAggregate(keys=list(self._keys), aggregates=messages, emit=_EMIT_MODES[emit])
         text = ", ".join(map(str, aggregates))
         name = f"key_by({', '.join(self._keys)}).agg({text})"
@@ -1133,6 +1451,232 @@ class KeyedDataFrame:
             name,
             pa.schema(fields),
             ((self._df._step, Partitioning("HASH", self._keys)),),
+        )
+        return DataFrame(step)
+
+
+def _aggregate_fields(
+    op: str,
+    schema: pa.Schema,
+    keys: Sequence[str],
+    aggregates: Sequence[Aggregate],
+    *,
+    taken: Sequence[str] = (),
+) -> tuple[list[pa.Field], list[Any]]:
+    """Return the output fields (keys, then one per aggregate) and the plan's aggregates.
+
+    Output types are those of Arrow's grouped aggregation of the same functions.
+    """
+    empty = schema.empty_table()
+    fields = [schema.field(k) for k in keys]
+    seen = set(keys) | set(taken)
+    from flinkgo._proto import plan_pb2 as pb
+
+    messages = []
+    for a in aggregates:
+        if not isinstance(a, Aggregate):
+            raise ArgumentTypeError(
+                f"{op}: expected aggregates such as flinkgo.sum('x') or flinkgo.count(), got {a!r}"
+            )
+        if a.column is not None and schema.get_field_index(a.column) < 0:
+            raise unknown_column(op, a.column, schema.names)
+        if a.name in seen:
+            what = (
+                "a key"
+                if a.name in keys
+                else "a window column"
+                if a.name in taken
+                else "another aggregate"
+            )
+            raise SchemaError(
+                f"{op}: the output column {a.name!r} of {a!r} has the name of {what}; "
+                "rename it with .alias()"
+            )
+        seen.add(a.name)
+        spec = ([], "count_all") if a.column is None else (a.column, a.function)
+        try:
+            result = empty.group_by(list(keys), use_threads=False).aggregate([spec])
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise ExpressionTypeError(
+                f"{op}: cannot compute {a.function}({a.column}) of type "
+                f"{schema.field(a.column).type if a.column else ''}: {e}"
+            ) from e
+        out_name = "count_all" if a.column is None else f"{a.column}_{a.function}"
+        fields.append(pa.field(a.name, result.schema.field(out_name).type))
+        messages.append(pb.Aggregate(function=a.function, column=a.column or "", name=a.name))
+    return fields, messages
+
+
+_WINDOW_KINDS = {"tumble": "TUMBLE", "hop": "HOP", "cumulate": "CUMULATE", "session": "SESSION"}
+
+
+def _window_type_ok(function: str, t: pa.DataType) -> bool:
+    """Whether the runtime's window aggregates compute `function` over type `t`."""
+    numeric = bool(pa.types.is_integer(t) or pa.types.is_floating(t))
+    text = bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+    if function in ("sum", "mean"):
+        return numeric
+    if function in ("min", "max"):
+        return numeric or text
+    if function in ("first", "last"):
+        return bool(
+            numeric
+            or text
+            or pa.types.is_boolean(t)
+            or pa.types.is_timestamp(t)
+            or pa.types.is_date(t)
+            or pa.types.is_duration(t)
+        )
+    return True
+
+
+class WindowedDataFrame:
+    """Rows grouped into event-time windows (per key, or all of them), waiting for :meth:`agg`.
+
+    Made by :meth:`KeyedDataFrame.window` and :meth:`DataFrame.window`.
+    """
+
+    __slots__ = ("_df", "_keys", "_late_rows", "_lateness", "_window")
+
+    def __init__(
+        self,
+        df: DataFrame,
+        keys: tuple[str, ...],
+        window: Window,
+        allowed_lateness: datetime.timedelta | str | None,
+        late_rows: str,
+    ) -> None:
+        op = "window"
+        if not isinstance(window, Window):
+            raise ArgumentTypeError(
+                f"{op}: expected a window such as flinkgo.tumble('ts', '1 min'), got {window!r}"
+            )
+        schema = df.schema
+        if schema.get_field_index(window.time) < 0:
+            raise unknown_column(op, window.time, schema.names)
+        time_type = schema.field(window.time).type
+        if not pa.types.is_timestamp(time_type):
+            raise SchemaError(
+                f"{op}: the time column {window.time!r} is {time_type}, not a timestamp; "
+                f"convert it first, e.g. with_column({window.time!r}, "
+                f"col({window.time!r}).cast('timestamp[ms]'))"
+            )
+        lateness = 0
+        if allowed_lateness is not None:
+            lateness = parse_duration(allowed_lateness, what="window(allowed_lateness=...)")
+        if late_rows == "keep":
+            raise InvalidArgumentError(
+                'window: late_rows="keep" (a side output of late rows) is not built yet; '
+                'use late_rows="drop", which drops them and counts them in the '
+                "operator's numLateRecordsDropped"
+            )
+        if late_rows != "drop":
+            raise InvalidArgumentError(
+                f'window: late_rows must be "drop" or "keep", got {late_rows!r}'
+            )
+        self._df = df
+        self._keys = keys
+        self._window = window
+        self._lateness = lateness
+        self._late_rows = late_rows
+
+    def __repr__(self) -> str:
+        """Show the window, e.g. ``<WindowedDataFrame key_by(k).window(tumble(ts, ...))>``."""
+        by = f"key_by({', '.join(self._keys)})." if self._keys else ""
+        return f"<WindowedDataFrame {by}window({self._window})>"
+
+    def agg(self, *aggregates: Aggregate) -> DataFrame:
+        """Aggregate the rows of each window: one row per (key,) window when it fires.
+
+        Parameters
+        ----------
+        *aggregates
+            At least one of :func:`flinkgo.sum`, :func:`~flinkgo.count`,
+            :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`,
+            :func:`~flinkgo.first`, :func:`~flinkgo.last`, :func:`~flinkgo.count_distinct`.
+
+        Returns
+        -------
+        DataFrame
+            The key columns, ``window_start`` and ``window_end`` (``timestamp[ms]`` in
+            the time column's time zone, as Flink's window functions), then one column
+            per aggregate, typed as Arrow's grouped aggregations.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If an aggregate's column is not a column of the input.
+        TypeError
+            If an aggregate does not apply to the column's type.
+        ValueError
+            If no aggregate is given or two output columns have the same name.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"k": ["a"], "ts": pd.to_datetime([0], unit="ms"), "p": [1.5]})
+        ... )
+        >>> w = df.key_by("k").window(fg.tumble("ts", "1 min"))
+        >>> w.agg(fg.first("p").alias("open"), fg.max("p")).schema
+        k: ...string
+        window_start: timestamp[ms] not null
+        window_end: timestamp[ms] not null
+        open: double
+        p: double
+        """
+        op = "agg"
+        if not aggregates:
+            raise InvalidArgumentError("agg: no aggregates given, e.g. agg(flinkgo.count())")
+        schema = self._df.schema
+        for a in aggregates:
+            if isinstance(a, Aggregate) and a.column is not None:
+                idx = schema.get_field_index(a.column)
+                if idx >= 0 and not _window_type_ok(a.function, schema.field(idx).type):
+                    raise ExpressionTypeError(
+                        f"agg: {a.function}({a.column}) of type {schema.field(idx).type} is "
+                        "not computed in windows (sum and mean: numbers; min and max: "
+                        "numbers and strings; first and last: numbers, strings, booleans, "
+                        "timestamps, dates, durations)"
+                    )
+        bounds = ("window_start", "window_end")
+        fields, messages = _aggregate_fields(op, schema, self._keys, aggregates, taken=bounds)
+        for b in bounds:
+            if b in self._keys:
+                raise SchemaError(
+                    f"window: the key {b!r} has the name of a window column; rename it first"
+                )
+        tz = schema.field(self._window.time).type.tz
+        n = len(self._keys)
+        fields[n:n] = [pa.field(b, pa.timestamp("ms", tz=tz), nullable=False) for b in bounds]
+        from flinkgo._proto import plan_pb2 as pb
+
+        w = self._window
+        body = pb.WindowAggregate(
+            time_column=w.time,
+            kind=_WINDOW_KINDS[w.kind],
+            size_ms=w.size_ms,
+            slide_ms=w.slide_ms,
+            step_ms=w.step_ms,
+            gap_ms=w.gap_ms,
+            offset_ms=w.offset_ms,
+            keys=list(self._keys),
+            aggregates=messages,
+            allowed_lateness_ms=self._lateness,
+            late_rows="DROP",
+        )
+        text = ", ".join(map(str, aggregates))
+        by = f"key_by({', '.join(self._keys)})." if self._keys else ""
+        name = f"{by}window({w}).agg({text})"
+        partitioning = Partitioning("HASH", self._keys) if self._keys else IMPLICIT
+        step = Step(
+            self._df._step.env,
+            "window_aggregate",
+            body,
+            name,
+            pa.schema(fields),
+            ((self._df._step, partitioning),),
         )
         return DataFrame(step)
 
@@ -1198,3 +1742,23 @@ class Sink:
 
 def _describe(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+def _signed_duration(value: object, what: str) -> datetime.timedelta:
+    """Read a duration that may be negative, in whole milliseconds as event time is."""
+    ms = parse_duration(value, what=what, allow_negative=True)
+    return datetime.timedelta(milliseconds=ms)
+
+
+def _fmt(d: datetime.timedelta) -> str:
+    """Print a duration as Go does (10m0s, -5s, 1.5s), for step names."""
+    micros = d // datetime.timedelta(microseconds=1)
+    sign, micros = ("-", -micros) if micros < 0 else ("", micros)
+    h, rest = divmod(micros, 3_600_000_000)
+    m, rest = divmod(rest, 60_000_000)
+    sec = f"{rest / 1e6:g}s"
+    if h:
+        return f"{sign}{h}h{m}m{sec}"
+    if m:
+        return f"{sign}{m}m{sec}"
+    return f"{sign}{sec}"

@@ -3,7 +3,9 @@
 An :class:`Expr` describes a computation over the columns of a DataFrame without running
 it: :func:`col` and :func:`lit` make the leaves; Python operators (``+ - * / %``, unary
 ``-``, ``== != < <= > >=``, ``& | ~``) and the methods :meth:`Expr.is_null`,
-:meth:`Expr.is_not_null`, :meth:`Expr.cast` and :meth:`Expr.alias` combine them; calling a
+:meth:`Expr.is_not_null`, :meth:`Expr.is_in`, :meth:`Expr.between`, :meth:`Expr.cast`,
+:meth:`Expr.alias`, the timestamp functions of :attr:`Expr.dt` and the conditional
+:func:`when` combine them; calling a
 :class:`~flinkgo.UserDefinedFunction` with an expression argument applies the UDF.
 Expressions become the plan's ``flinkgo.plan.v1.Expr`` messages; the runtime evaluates
 them column-wise with Arrow's compute kernels.
@@ -20,6 +22,12 @@ filter drops rows whose predicate is false or null. A Python value next to an ex
 becomes a literal of its natural type (int64, float64, bool, string), so
 ``col("x_int32") + 1`` is int64, as in Arrow.
 
+Timestamps take durations (a :class:`datetime.timedelta`, or next to ``+``/``-`` a
+string in Flink's syntax such as ``"5 min"``): ``timestamp ± duration`` is a timestamp of
+the same zone, ``timestamp - timestamp`` a duration. ``is_in``, ``between`` and ``when``
+follow SQL's null rules; a zoned timestamp's ``.dt`` fields are in its zone, a naive one's
+in UTC (docs/semantics.md, "Expressions").
+
 An expression's output type against a schema is found by evaluating it with
 :mod:`pyarrow.compute` on zero rows of that schema, so the types are Arrow's.
 
@@ -33,17 +41,19 @@ expression is converted into the plan.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import inspect
 import math
 import numbers
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from flinkgo._durations import parse_timedelta
 from flinkgo.exceptions import (
     ArgumentTypeError,
     ColumnNotFoundError,
@@ -55,7 +65,18 @@ from flinkgo.types import to_arrow_type
 if TYPE_CHECKING:
     from flinkgo._proto import plan_pb2, worker_pb2
 
-__all__ = ["ColumnNotFoundError", "Expr", "UdfCall", "UdfLike", "col", "lit"]
+__all__ = [
+    "CaseWhen",
+    "ColumnNotFoundError",
+    "DtAccessor",
+    "Expr",
+    "UdfCall",
+    "UdfLike",
+    "When",
+    "col",
+    "lit",
+    "when",
+]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -88,6 +109,9 @@ def _binary(
     symbol = _FUNCTIONS[function][1]
 
     def method(self: Expr, other: Any) -> Expr:
+        if function in ("add", "subtract") and isinstance(other, (str, datetime.timedelta)):
+            # Arrow adds no strings, so a string here is a duration: ts - "5 min".
+            other = _duration_literal(parse_timedelta(other, what=f"{symbol} {other!r}"))
         if compare:
             return _Call(function, (self, _compared(other, symbol or function)))
         if reflected:
@@ -98,6 +122,13 @@ def _binary(
         f"{'self' if reflected else 'other'}``, the plan's ``{function}``."
     )
     return method
+
+
+def _duration_literal(value: datetime.timedelta) -> _Literal:
+    # In the coarsest unit that holds it exactly, so that ts[ms] + "5 min" stays ts[ms].
+    micros = value // datetime.timedelta(microseconds=1)
+    unit = "s" if micros % 10**6 == 0 else "ms" if micros % 1000 == 0 else "us"
+    return _Literal.make(value, pa.duration(unit))
 
 
 def _unary(function: str) -> Callable[[Expr], Expr]:
@@ -224,6 +255,61 @@ class Expr:
         """
         return _Cast(self, to_arrow_type(type))
 
+    def is_in(self, values: Iterable[Any]) -> Expr:
+        """Return a bool expression, true where the value is one of `values` (SQL's ``IN``).
+
+        Null rules are SQL's: a null value gives null; a value that matches none of
+        `values` gives null when `values` holds a None, else False.
+
+        Parameters
+        ----------
+        values
+            Constants (bool, int, float, str, timedelta or None) that convert to this
+            expression's type exactly; checked when the expression is applied.
+
+        Examples
+        --------
+        >>> from flinkgo import col
+        >>> col("country").is_in(["FR", "DE"])
+        <Expr country.is_in(['FR', 'DE'])>
+        """
+        if isinstance(values, (str, bytes, Expr)) or not isinstance(values, Iterable):
+            raise ArgumentTypeError(
+                f"is_in: expected a list of constants, e.g. is_in([1, 2]), got {values!r}"
+            )
+        items = []
+        for v in values:
+            if isinstance(v, Expr):
+                raise ArgumentTypeError(
+                    f"is_in takes constants, not the expression {v}; compare with == and "
+                    "combine with |"
+                )
+            items.append(_Literal.make(v, None))
+        return _Method("is_in", (self, *items))
+
+    def between(self, lower: Any, upper: Any) -> Expr:
+        """Return a bool expression: ``lower <= self <= upper``, bounds included as in SQL.
+
+        It is ``(self >= lower) & (self <= upper)``, so nulls follow SQL's three-valued
+        logic: a null value gives null, and a null bound gives null unless the other
+        comparison is False.
+
+        Examples
+        --------
+        >>> from flinkgo import col
+        >>> col("price").between(10, 20)
+        <Expr price.between(10, 20)>
+        """
+        return _Method("between", (self, _operand(lower), _operand(upper)))
+
+    @property
+    def dt(self) -> DtAccessor:
+        """Timestamp functions: ``.dt.year()``, ``.dt.truncate("5 min")``, ...
+
+        See :class:`DtAccessor`.
+        """
+        return DtAccessor(self)
+
     def alias(self, name: str) -> Expr:
         """Name the expression's output column.
 
@@ -331,14 +417,18 @@ def col(name: str) -> Expr:
     return _Column(name)
 
 
-def lit(value: bool | int | float | str | None, type: pa.DataType | str | None = None) -> Expr:
+def lit(
+    value: bool | int | float | str | datetime.timedelta | None,
+    type: pa.DataType | str | None = None,
+) -> Expr:
     """Make a constant: the same value in every row.
 
     Parameters
     ----------
     value
-        A bool, int, float, str or None. Without `type`, the literal has the value's
-        natural Arrow type: bool, int64, double, string (None: the null type).
+        A bool, int, float, str, :class:`datetime.timedelta` or None. Without `type`, the
+        literal has the value's natural Arrow type: bool, int64, double, string,
+        duration[us] (None: the null type).
     type
         An Arrow type (:class:`pyarrow.DataType` or name) to convert the value to, e.g.
         ``lit(1, "int32")``, ``lit("2024-01-01", "timestamp[ms]")`` or ``lit(None,
@@ -404,10 +494,11 @@ class _Literal(Expr):
 
     @classmethod
     def make(cls, value: Any, dtype: pa.DataType | None) -> _Literal:
-        if value is not None and not isinstance(value, (bool, str, numbers.Real)):
+        allowed = (bool, str, numbers.Real, datetime.timedelta)
+        if value is not None and not isinstance(value, allowed):
             raise ArgumentTypeError(
                 f"lit: unsupported value {value!r} (of type {type(value).__name__}); a "
-                "literal is a bool, int, float, str or None, converted with type= to "
+                "literal is a bool, int, float, str, timedelta or None, converted with type= to "
                 "other Arrow types, e.g. lit('2024-01-01T12:00:00', 'timestamp[ms]')"
             )
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
@@ -419,6 +510,15 @@ class _Literal(Expr):
                 )
         elif isinstance(value, numbers.Real) and not isinstance(value, bool):
             value = float(value)
+        if (
+            isinstance(value, datetime.timedelta)
+            and dtype is not None
+            and not pa.types.is_duration(dtype)
+        ):
+            raise InvalidArgumentError(
+                f"lit: a timedelta is a duration; give a duration type (e.g. 'duration[ms]'), "
+                f"not {dtype}"
+            )
         scalar = pa.scalar(value)
         if dtype is not None and dtype != scalar.type:
             try:
@@ -437,6 +537,8 @@ class _Literal(Expr):
     def _text(self) -> str:
         if self._value is None:
             text = "null"
+        elif isinstance(self._value, datetime.timedelta):
+            return f"duration({str(self._value)!r})"  # its unit is an implementation detail
         elif isinstance(self._value, float) and not math.isfinite(self._value):
             text = f"float({str(self._value)!r})"
         else:
@@ -455,7 +557,11 @@ class _Literal(Expr):
             lit_pb.null = True
             lit_pb.type = str(self._scalar.type)
         else:
-            if isinstance(v, bool):
+            if isinstance(v, datetime.timedelta):
+                # A duration travels as an integer count of its unit.
+                lit_pb.int_value = pc.cast(self._scalar, pa.int64()).as_py()
+                lit_pb.type = str(self._scalar.type)
+            elif isinstance(v, bool):
                 lit_pb.bool_value = v
             elif isinstance(v, int):
                 lit_pb.int_value = v
@@ -506,6 +612,8 @@ class _Call(Expr):
             values = [
                 pc.cast(v, pa.float64()) if pa.types.is_integer(v.type) else v for v in values
             ]
+        if self._function in ("add", "subtract", "multiply", "divide"):
+            ctx.call(self, lambda: _check_temporal_arithmetic(self._function, values))
         if self._function == "modulo":
             value = ctx.call(self, lambda: _python_modulo(values))
         else:
@@ -545,6 +653,329 @@ def _python_modulo(values: list[Any]) -> pa.Array | pa.Scalar:
     n = len(arrays[0])
     lists = [v.to_pylist() if isinstance(v, pa.Array) else [v.as_py()] * n for v in values]
     return pa.array([mod(x, y) for x, y in zip(*lists, strict=True)], typ)
+
+
+# --- is_in, between, .dt, when/then/otherwise ----------------------------------------------------
+
+_DT_FIELDS = ("year", "month", "day", "hour", "minute")
+
+
+def _like(values: Sequence[pa.Array | pa.Scalar], dtype: pa.DataType) -> pa.Array | pa.Scalar:
+    # A typed value of zero rows (or a scalar when every input is one), for the type.
+    if any(isinstance(v, pa.Array) for v in values):
+        return pa.nulls(0, dtype)
+    return pa.scalar(None, dtype)
+
+
+def _need_timestamp(what: str, value: pa.Array | pa.Scalar) -> None:
+    if not pa.types.is_timestamp(value.type):
+        raise pa.ArrowTypeError(
+            f"{what} needs a timestamp, got {value.type}; parse or cast the column first, "
+            "e.g. .cast('timestamp[ms]')"
+        )
+
+
+def _eval_is_in(values: list[Any]) -> pa.Array | pa.Scalar:
+    x, *items = values
+    if pa.types.is_null(x.type):
+        raise pa.ArrowTypeError("is_in on a null-typed value; give it a type with .cast(...)")
+    for item in items:
+        if item.is_valid and item.type != x.type:
+            try:
+                pc.cast(item, x.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                raise pa.ArrowTypeError(
+                    f"value {item.as_py()!r} ({item.type}) does not convert to {x.type} "
+                    "exactly, the type of the expression"
+                ) from None
+    return _like([x], pa.bool_())
+
+
+def _eval_between(values: list[Any]) -> pa.Array | pa.Scalar:
+    x, lower, upper = values
+    result: pa.Array | pa.Scalar = pc.and_kleene(
+        pc.greater_equal(x, lower), pc.less_equal(x, upper)
+    )
+    return result
+
+
+def _eval_truncate(values: list[Any]) -> pa.Array | pa.Scalar:
+    x, every = values
+    _need_timestamp("dt.truncate", x)
+    nanos = every.as_py() // datetime.timedelta(microseconds=1) * 1000
+    unit = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[x.type.unit]
+    if nanos <= 0:
+        raise pa.ArrowInvalid(f"dt.truncate needs a positive duration, got {every.as_py()}")
+    if nanos % unit:
+        raise pa.ArrowInvalid(
+            f"dt.truncate({every.as_py()}) is not a whole number of the timestamp's unit "
+            f"({x.type.unit}); cast the timestamp to a finer unit first"
+        )
+    return _like([x], x.type)
+
+
+def _eval_field(field: str) -> Callable[[list[Any]], pa.Array | pa.Scalar]:
+    def evaluate(values: list[Any]) -> pa.Array | pa.Scalar:
+        _need_timestamp(f"dt.{field}", values[0])
+        return _like(values, pa.int64())
+
+    return evaluate
+
+
+_METHODS: dict[str, Callable[[list[Any]], pa.Array | pa.Scalar]] = {
+    "is_in": _eval_is_in,
+    "between": _eval_between,
+    "truncate": _eval_truncate,
+    **{f: _eval_field(f) for f in _DT_FIELDS},
+}
+
+
+class _Method(Expr):
+    """is_in, between and the .dt functions: methods of their first argument."""
+
+    __slots__ = ("_args", "_function")
+
+    def __init__(self, function: str, args: tuple[Expr, ...]) -> None:
+        self._function = function
+        self._args = args
+
+    def output_name(self) -> str:
+        return self._args[0].output_name()
+
+    def _text(self) -> str:
+        x, *rest = self._args
+        texts = ", ".join(a._text() for a in rest)
+        if self._function == "is_in":
+            return f"{x._operand_text()}.is_in([{texts}])"
+        if self._function == "between":
+            return f"{x._operand_text()}.between({texts})"
+        return f"{x._operand_text()}.dt.{self._function}({texts})"
+
+    def _columns(self) -> Iterator[str]:
+        for a in self._args:
+            yield from a._columns()
+
+    def _build(self, ctx: _Context) -> tuple[pa.Array | pa.Scalar, plan_pb2.Expr | None]:
+        built = [a._build(ctx) for a in self._args]
+        values = [v for v, _ in built]
+        value = ctx.call(self, lambda: _METHODS[self._function](values))
+        proto = None
+        if ctx.pb is not None:
+            proto = ctx.pb.Expr(
+                call=ctx.pb.Call(function=self._function, args=[p for _, p in built])
+            )
+        return value, proto
+
+
+class DtAccessor:
+    """Timestamp functions of an expression, reached as ``expr.dt``.
+
+    A timestamp with a time zone (``timestamp[ms, tz=Europe/Paris]``) gives its fields and
+    truncates in that zone's wall-clock time; a timestamp without one is read as UTC.
+    Fields are int64 (as pyarrow's and Flink's ``EXTRACT``); a null gives null.
+
+    Examples
+    --------
+    >>> from flinkgo import col
+    >>> col("ts").dt.hour(), col("ts").dt.truncate("5 min")
+    (<Expr ts.dt.hour()>, <Expr ts.dt.truncate(duration('0:05:00'))>)
+    """
+
+    __slots__ = ("_expr",)
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def year(self) -> Expr:
+        """Return the year (int64)."""
+        return _Method("year", (self._expr,))
+
+    def month(self) -> Expr:
+        """Return the month, 1 to 12 (int64)."""
+        return _Method("month", (self._expr,))
+
+    def day(self) -> Expr:
+        """Return the day of the month, 1 to 31 (int64)."""
+        return _Method("day", (self._expr,))
+
+    def hour(self) -> Expr:
+        """Return the hour, 0 to 23 (int64)."""
+        return _Method("hour", (self._expr,))
+
+    def minute(self) -> Expr:
+        """Return the minute, 0 to 59 (int64)."""
+        return _Method("minute", (self._expr,))
+
+    def truncate(self, every: datetime.timedelta | str) -> Expr:
+        """Round the timestamps down to a multiple of `every`, counted from the epoch.
+
+        As pandas' ``dt.floor``: in the wall-clock time of a zoned timestamp (``"1 d"``
+        is local midnight), in UTC for a naive one. The result has the input's type.
+
+        Parameters
+        ----------
+        every
+            A :class:`datetime.timedelta` or a string such as ``"5 min"`` (Flink's duration
+            syntax); positive and a whole number of the timestamp's unit.
+        """
+        duration = parse_timedelta(every, what="dt.truncate")
+        if duration <= datetime.timedelta(0):
+            raise InvalidArgumentError(f"dt.truncate needs a positive duration, got {every!r}")
+        return _Method("truncate", (self._expr, _duration_literal(duration)))
+
+
+class When:
+    """The ``when(condition)`` of a conditional, waiting for its :meth:`then`."""
+
+    __slots__ = ("_branches", "_condition")
+
+    def __init__(self, branches: tuple[Expr, ...], condition: Expr) -> None:
+        self._branches = branches
+        self._condition = condition
+
+    def then(self, value: Any) -> CaseWhen:
+        """Give the value of the rows where the condition is true."""
+        return CaseWhen((*self._branches, self._condition, _operand(value)), None)
+
+
+def when(condition: Any) -> When:
+    """Start a conditional expression: ``when(c).then(x).when(c2).then(y).otherwise(z)``.
+
+    As SQL's ``CASE WHEN``: each row takes the value of the first condition that is true
+    (a null condition counts as false), else the ``otherwise`` value, else null. The
+    values must have one type: equal types, nulls, integers of several widths (int64) or
+    integers with floats (float64); cast others to one type.
+
+    Examples
+    --------
+    >>> from flinkgo import col, when
+    >>> when(col("x") > 10).then("big").when(col("x") > 0).then("small").otherwise("none")
+    <Expr when(x > 10).then('big').when(x > 0).then('small').otherwise('none')>
+    """
+    return When((), _operand(condition))
+
+
+class CaseWhen(Expr):
+    """A conditional expression made by :func:`when`; without otherwise its default is null."""
+
+    __slots__ = ("_branches", "_otherwise")
+
+    def __init__(self, branches: tuple[Expr, ...], otherwise: Expr | None) -> None:
+        self._branches = branches  # condition, value, condition, value, ...
+        self._otherwise = otherwise
+
+    def when(self, condition: Any) -> When:
+        """Add a condition, tried when the ones before are not true."""
+        if self._otherwise is not None:
+            raise ArgumentTypeError(f"when: {self} already ends with otherwise(...)")
+        return When(self._branches, _operand(condition))
+
+    def otherwise(self, value: Any) -> CaseWhen:
+        """Give the value of the rows where no condition is true."""
+        if self._otherwise is not None:
+            raise ArgumentTypeError(f"otherwise: {self} already has an otherwise(...)")
+        return CaseWhen(self._branches, _operand(value))
+
+    def output_name(self) -> str:
+        """Return the name of the first ``then`` value, as polars does."""
+        return self._branches[1].output_name()
+
+    def _text(self) -> str:
+        b = self._branches
+        text = ".".join(
+            f"when({b[i]._text()}).then({b[i + 1]._text()})" for i in range(0, len(b), 2)
+        )
+        if self._otherwise is not None:
+            text += f".otherwise({self._otherwise._text()})"
+        return text
+
+    def _columns(self) -> Iterator[str]:
+        for a in self._args():
+            yield from a._columns()
+
+    def _args(self) -> tuple[Expr, ...]:
+        otherwise = self._otherwise if self._otherwise is not None else _Literal.make(None, None)
+        return (*self._branches, otherwise)
+
+    def _build(self, ctx: _Context) -> tuple[pa.Array | pa.Scalar, plan_pb2.Expr | None]:
+        args = self._args()
+        built = [a._build(ctx) for a in args]
+        values = [v for v, _ in built]
+        value = ctx.call(self, lambda: _eval_case_when(args, values))
+        proto = None
+        if ctx.pb is not None:
+            proto = ctx.pb.Expr(call=ctx.pb.Call(function="case_when", args=[p for _, p in built]))
+        return value, proto
+
+
+def _eval_case_when(args: tuple[Expr, ...], values: list[Any]) -> pa.Array | pa.Scalar:
+    results = []
+    for i, (arg, v) in enumerate(zip(args, values, strict=True)):
+        if i % 2 == 0 and i < len(values) - 1:
+            if not (pa.types.is_boolean(v.type) or pa.types.is_null(v.type)):
+                raise pa.ArrowTypeError(f"the condition {arg} is {v.type}, not bool")
+        else:
+            results.append(v.type)
+    return _like(values, _common_type(results))
+
+
+def _common_type(types: list[pa.DataType]) -> pa.DataType:
+    # As the runtime's commonType (runtime/expr/conditional.go).
+    typed = [t for t in types if not pa.types.is_null(t)]
+    if not typed:
+        return pa.null()
+    if all(t == typed[0] for t in typed):
+        return typed[0]
+    if all(pa.types.is_integer(t) for t in typed):
+        return pa.int64()
+    if all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in typed):
+        return pa.float64()
+    raise pa.ArrowTypeError(
+        f"the then/otherwise values have types {', '.join(map(str, typed))}, which have no "
+        "common type; cast them to one type"
+    )
+
+
+_DURATION_HINT = "a duration (a datetime.timedelta or a string such as '5 min')"
+
+
+def _check_temporal_arithmetic(function: str, values: list[Any]) -> None:
+    # As the runtime's checkTemporalArithmetic, so both give the same message.
+    a, b = (v.type for v in values)
+    ts_a, ts_b = pa.types.is_timestamp(a), pa.types.is_timestamp(b)
+    if not (ts_a or ts_b):
+        return
+    if function == "add":
+        if ts_a and ts_b:
+            raise pa.ArrowTypeError(
+                f"cannot add two timestamps ({a} + {b}); subtract them to get a duration, "
+                f"or add {_DURATION_HINT}"
+            )
+        other = a if ts_b else b
+        if not pa.types.is_duration(other):
+            raise pa.ArrowTypeError(
+                f"a timestamp can only be added to {_DURATION_HINT}, not to {other}"
+            )
+    elif function == "subtract":
+        if not ts_a:
+            raise pa.ArrowTypeError(
+                f"cannot subtract a timestamp ({b}) from {a}; write timestamp - duration or "
+                "timestamp - timestamp"
+            )
+        if ts_b and a.tz != b.tz:
+            raise pa.ArrowTypeError(
+                f"cannot subtract timestamps of different time zones ({a} - {b}); cast one "
+                "to the other's type first"
+            )
+        if not ts_b and not pa.types.is_duration(b):
+            raise pa.ArrowTypeError(
+                f"from a timestamp subtract {_DURATION_HINT} or another timestamp, not {b}"
+            )
+    else:
+        raise pa.ArrowTypeError(
+            f"{function} does not apply to timestamps ({a}, {b}); timestamps take + and - "
+            "with durations, comparisons and .dt"
+        )
 
 
 class _Cast(Expr):

@@ -58,7 +58,8 @@ class PlanNode:
         Its id in the plan, from 1.
     kind
         ``"source"``, ``"select"``, ``"filter"``, ``"map_batches"``,
-        ``"keyed_aggregate"``, ``"union"`` or ``"sink"``.
+        ``"keyed_aggregate"``, ``"drop_duplicates"``, ``"limit"``,
+        ``"watermark_assigner"``, ``"interval_join"``, ``"union"`` or ``"sink"``.
     name
         The step's name, e.g. ``"filter(temp > 30)"``.
     uid

@@ -223,6 +223,32 @@ def test_server_error_status(fake):
         client.execute(collect_plan())
 
 
+def test_a_plan_over_the_servers_message_limit_names_the_option(tmp_path):
+    # As `flinkgo serve --max-message-size`: gRPC refuses the request before
+    # the server reads it, and only says "larger than max"; the client says
+    # which option raises the limit.
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=2),
+        options=[("grpc.max_receive_message_length", 1024)],
+    )
+    job_pb2_grpc.add_JobServiceServicer_to_server(FakeRuntime(), server)
+    endpoint = f"unix://{tmp_path}/small.sock"
+    server.add_insecure_port(endpoint)
+    server.start()
+    try:
+        big = collect_plan()
+        big.name = "x" * 4096
+        with Client(endpoint) as client:
+            for call in (client.execute, client.explain):
+                with pytest.raises(fg.RuntimeConnectionError) as e:
+                    call(big)
+                assert "larger than max" in str(e.value)
+                assert "--max-message-size" in str(e.value)
+                assert "in files" in str(e.value)
+    finally:
+        server.stop(grace=None)
+
+
 def test_unreachable_endpoint(tmp_path):
     with Client(f"unix://{tmp_path}/none.sock") as client:
         with pytest.raises(fg.RuntimeConnectionError, match="unavailable"):

@@ -15,6 +15,7 @@ import pytest
         "flinkgo.types",
         "flinkgo.expr",
         "flinkgo.aggregates",
+        "flinkgo.windows",
         "flinkgo.dataframe",
         "flinkgo.environment",
         "flinkgo.job",

@@ -64,9 +64,10 @@ def test_start_passes_the_contract_and_forwards_stdout(tmp_path, capfd):
         assert rt.endpoint == f"unix://{tmp_path}/rt.sock"
         assert rt.alive()
         args, python, pythonpath = record.read_text().splitlines()
-        serve, listen_flag, listen, parent_flag, parent, output_flag, output = args.split()
+        serve, listen_flag, listen, parent_flag, parent, *rest = args.split()
         assert (serve, listen_flag, parent_flag) == ("serve", "--listen", "--parent-pid")
-        assert (output_flag, output) == ("--udf-output", "stderr")
+        assert "--reuse-workers" in rest  # its only client is this process
+        assert rest[rest.index("--udf-output") + 1] == "stderr"
         assert listen.startswith("unix:///") and listen.endswith("/runtime.sock")
         assert parent == str(os.getpid())
         assert python == f"FLINKGO_PYTHON={sys.executable}"

@@ -33,11 +33,25 @@ const (
 	// ConfigUpdateInterval is how often a keyed aggregation in updates
 	// mode emits the keys that changed. Default 1 s.
 	ConfigUpdateInterval = "pipeline.keyed-aggregate.update-interval"
+	// ConfigAutoWatermarkInterval is how often a watermark assigner sends
+	// its watermark (when it advanced) and checks idleness. Default 200 ms.
+	ConfigAutoWatermarkInterval = "pipeline.auto-watermark-interval"
 	// ConfigBundleSize and ConfigBundleTime set the UDF operators' bundle
 	// (package bundle); when set they override Options.BundleSize and
 	// Options.BundleTime.
 	ConfigBundleSize = "python.fn-execution.bundle.size"
 	ConfigBundleTime = "python.fn-execution.bundle.time"
+	// ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle: how long, and how
+	// many, Python workers a job leaves idle for later jobs of a runtime
+	// that reuses workers (pluginrunner.Pool).
+	ConfigWorkerIdleTimeout = "python.worker.idle-timeout"
+	ConfigWorkerMaxIdle     = "python.worker.max-idle"
+)
+
+// Defaults of ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle.
+const (
+	DefaultWorkerIdleTimeout = time.Minute
+	DefaultWorkerMaxIdle     = 8
 )
 
 // Values of ConfigCheckpointRetention, as Flink's.
@@ -101,14 +115,18 @@ type RestartConfig struct {
 
 // runtimeConfig is everything the runtime reads from the plan's config.
 type runtimeConfig struct {
-	checkpoint     CheckpointConfig
-	restore        RestoreConfig
-	restart        RestartConfig
-	updateInterval time.Duration
+	checkpoint        CheckpointConfig
+	restore           RestoreConfig
+	restart           RestartConfig
+	updateInterval    time.Duration
+	watermarkInterval time.Duration
 	// bundleSize and bundleTime are the job's bundle settings, 0 where the
 	// plan sets none.
 	bundleSize int
 	bundleTime time.Duration
+	// workerIdleTimeout and workerMaxIdle: see ConfigWorkerIdleTimeout.
+	workerIdleTimeout time.Duration
+	workerMaxIdle     int
 }
 
 // parseConfig checks a plan's config against the registry of known keys
@@ -153,8 +171,18 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 		p.problem(ConfigUpdateInterval, "must be positive")
 		c.updateInterval = time.Second
 	}
+	c.watermarkInterval = p.duration(ConfigAutoWatermarkInterval, 200*time.Millisecond)
+	if c.watermarkInterval <= 0 {
+		p.problem(ConfigAutoWatermarkInterval, "must be positive")
+		c.watermarkInterval = 200 * time.Millisecond
+	}
 	c.bundleSize = p.integer(ConfigBundleSize, 0, 1)
 	c.bundleTime = p.duration(ConfigBundleTime, 0)
+	c.workerIdleTimeout = p.duration(ConfigWorkerIdleTimeout, DefaultWorkerIdleTimeout)
+	if c.workerIdleTimeout < 0 {
+		p.problem(ConfigWorkerIdleTimeout, "must not be negative")
+	}
+	c.workerMaxIdle = p.integer(ConfigWorkerMaxIdle, DefaultWorkerMaxIdle, 0)
 	c.restore.Path = p.str(ConfigRestorePath, "")
 	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState, false)
 

@@ -106,6 +106,8 @@ const (
 	readByRestart    = "runtime/job: restart strategy"
 	readByAggregate  = "runtime/operators: keyed aggregation"
 	readByUDF        = "runtime/operators: UDF operators (package bundle)"
+	readByWatermarks = "runtime/operators: watermark assigners (with_watermark)"
+	readByWorkerPool = "udf/bridge/pluginrunner: worker pool"
 )
 
 // Known returns the registry of every key the runtime reads. Each call
@@ -126,6 +128,10 @@ func Known() Registry {
 			Description: "How often a keyed aggregation in updates mode emits the keys that changed.",
 		},
 		{
+			Name: "pipeline.auto-watermark-interval", Type: TypeDuration, Default: "200 ms", Min: "1 ms", ReadBy: readByWatermarks,
+			Description: "How often a watermark assigner (with_watermark) sends its watermark downstream when it advanced, and checks for idleness (Flink's key of the same name).",
+		},
+		{
 			Name: "python.fn-execution.arrow.batch.size", Type: TypeInt, Default: "10000", Min: "1", ReadBy: readByPlanner,
 			Description: "Rows per batch sent to a Python worker when no fused UDF sets batch_size (capped at the bundle size).",
 		},
@@ -136,6 +142,14 @@ func Known() Registry {
 		{
 			Name: "python.fn-execution.bundle.time", Type: TypeDuration, Default: "1 s", Min: "1 ms", ReadBy: readByUDF,
 			Description: "Time after a bundle's first row at which a UDF operator finishes the bundle. Overrides the runtime's own setting.",
+		},
+		{
+			Name: "python.worker.idle-timeout", Type: TypeDuration, Default: "60 s", Min: "0 ms", ReadBy: readByWorkerPool,
+			Description: "How long a Python worker that ended this job's UDF operator in order stays idle for a later job of the same runtime and Python environment (the embedded runtime and `flinkgo run` reuse workers; a `flinkgo serve` does not). 0: this job's workers are stopped at its end.",
+		},
+		{
+			Name: "python.worker.max-idle", Type: TypeInt, Default: "8", Min: "0", ReadBy: readByWorkerPool,
+			Description: "Most idle Python workers the runtime keeps once this job gave its workers back; the oldest idle ones are stopped beyond it. 0: none.",
 		},
 		{
 			Name: "execution.checkpointing.interval", Type: TypeDuration, Default: "0 ms", ReadBy: readByCheckpoint,

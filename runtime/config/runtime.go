@@ -10,11 +10,19 @@ type Runtime struct {
 	Restore        RestoreConfig
 	Restart        RestartConfig
 	UpdateInterval time.Duration
+	// WatermarkInterval is pipeline.auto-watermark-interval: how often a
+	// watermark assigner emits.
+	WatermarkInterval time.Duration
 	// BundleSize and BundleTime are the job's UDF bundle settings
 	// (ConfigBundleSize, ConfigBundleTime), 0 where the plan sets none; set,
 	// they override the runtime's options.
 	BundleSize int
 	BundleTime time.Duration
+	// WorkerIdleTimeout and WorkerMaxIdle: how long, and how many, Python
+	// workers the job leaves idle for later jobs (ConfigWorkerIdleTimeout,
+	// ConfigWorkerMaxIdle).
+	WorkerIdleTimeout time.Duration
+	WorkerMaxIdle     int
 }
 
 // Parse reads the runtime's keys of a plan's config, reporting every
@@ -22,5 +30,7 @@ type Runtime struct {
 func Parse(cfg map[string]string) (Runtime, error) {
 	c, err := parseConfig(cfg)
 	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, UpdateInterval: c.updateInterval,
-		BundleSize: c.bundleSize, BundleTime: c.bundleTime}, err
+		WatermarkInterval: c.watermarkInterval,
+		BundleSize:        c.bundleSize, BundleTime: c.bundleTime,
+		WorkerIdleTimeout: c.workerIdleTimeout, WorkerMaxIdle: c.workerMaxIdle}, err
 }

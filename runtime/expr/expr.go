@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -33,6 +34,17 @@ var kernels = map[string]struct {
 	"cast": {"cast", 1}, "modulo": {"modulo", 2},
 }
 
+// specials are the functions compiled and evaluated here rather than by
+// one kernel call (conditional.go, temporal.go); -1 arity is variadic.
+var specials = map[string]struct {
+	arity   int
+	compile func(*Expr) error
+}{
+	"is_in": {-1, compileIsIn}, "between": {3, compileBetween}, "case_when": {-1, compileCaseWhen},
+	"year": {1, compileDtField}, "month": {1, compileDtField}, "day": {1, compileDtField},
+	"hour": {1, compileDtField}, "minute": {1, compileDtField}, "truncate": {2, compileTruncate},
+}
+
 var symbols = map[string]string{
 	"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%",
 	"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
@@ -49,6 +61,9 @@ type Expr struct {
 	fn     string        // compute function for a call
 	castTo arrow.DataType
 	args   []*Expr
+
+	valueSet arrow.Array                   // is_in's values, in the type of args[0]
+	round    *compute.RoundTemporalOptions // dt.truncate's unit
 }
 
 // Type is the type of the values Eval returns.
@@ -90,7 +105,43 @@ func compile(e *planpb.Expr, schema *arrow.Schema) (*Expr, error) {
 	return nil, fmt.Errorf("%w: empty expression", ErrUnsupported)
 }
 
+func compileArgs(call *planpb.Call, schema *arrow.Schema) ([]*Expr, error) {
+	args := make([]*Expr, 0, len(call.GetArgs()))
+	for _, a := range call.GetArgs() {
+		arg, err := compile(a, schema)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, arg)
+	}
+	return args, nil
+}
+
+func compileSpecial(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
+	fn := call.GetFunction()
+	sp := specials[fn]
+	if sp.arity >= 0 && len(call.GetArgs()) != sp.arity {
+		return nil, fmt.Errorf("expr: %s takes %d argument(s), got %d", fn, sp.arity, len(call.GetArgs()))
+	}
+	if len(call.GetArgs()) == 0 {
+		return nil, fmt.Errorf("expr: %s takes at least one argument", fn)
+	}
+	args, err := compileArgs(call, schema)
+	if err != nil {
+		return nil, err
+	}
+	out := &Expr{column: -1, fn: fn, args: args}
+	out.text = render(fn, out)
+	if err := sp.compile(out); err != nil {
+		return nil, fmt.Errorf("expr: %s: %w", out.text, err)
+	}
+	return out, nil
+}
+
 func compileCall(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
+	if _, ok := specials[call.GetFunction()]; ok {
+		return compileSpecial(call, schema)
+	}
 	k, ok := kernels[call.GetFunction()]
 	if !ok {
 		return nil, fmt.Errorf("%w: function %q", ErrUnsupported, call.GetFunction())
@@ -98,13 +149,13 @@ func compileCall(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
 	if len(call.GetArgs()) != k.arity {
 		return nil, fmt.Errorf("expr: %s takes %d argument(s), got %d", call.GetFunction(), k.arity, len(call.GetArgs()))
 	}
-	out := &Expr{column: -1, fn: k.name}
-	for _, a := range call.GetArgs() {
-		arg, err := compile(a, schema)
-		if err != nil {
-			return nil, err
-		}
-		out.args = append(out.args, arg)
+	args, err := compileArgs(call, schema)
+	if err != nil {
+		return nil, err
+	}
+	out := &Expr{column: -1, fn: k.name, args: args}
+	if k.arity == 2 {
+		alignUnits(out.args)
 	}
 	if call.GetFunction() == "divide" {
 		// True division: integers become float64 first.
@@ -128,6 +179,12 @@ func compileCall(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
 		out.castTo = t
 	}
 	out.text = render(call.GetFunction(), out)
+	switch call.GetFunction() {
+	case "add", "subtract", "multiply", "divide":
+		if err := checkTemporalArithmetic(call.GetFunction(), out.args[0].typ, out.args[1].typ); err != nil {
+			return nil, fmt.Errorf("expr: %s: %w", out.text, err)
+		}
+	}
 	// The result type is what the kernel gives on zero rows of the
 	// argument types: the same dispatch as on real data.
 	typ, err := out.resultType()
@@ -149,8 +206,35 @@ func render(fn string, e *Expr) string {
 		return "~" + e.args[0].text
 	case "cast":
 		return fmt.Sprintf("%s.cast(%s)", e.args[0].text, e.castTo)
+	case "is_in":
+		return e.args[0].text + ".is_in([" + joinTexts(e.args[1:]) + "])"
+	case "between":
+		return e.args[0].text + ".between(" + joinTexts(e.args[1:]) + ")"
+	case "case_when":
+		var b strings.Builder
+		for i := 0; i+1 < len(e.args); i += 2 {
+			if i > 0 {
+				b.WriteString(".")
+			}
+			fmt.Fprintf(&b, "when(%s).then(%s)", e.args[i].text, e.args[i+1].text)
+		}
+		fmt.Fprintf(&b, ".otherwise(%s)", e.args[len(e.args)-1].text)
+		return b.String()
+	case "truncate":
+		return e.args[0].text + ".dt.truncate(" + e.args[1].text + ")"
+	}
+	if _, ok := dtFields[fn]; ok {
+		return e.args[0].text + ".dt." + fn + "()"
 	}
 	return e.args[0].text + "." + fn + "()"
+}
+
+func joinTexts(es []*Expr) string {
+	texts := make([]string, len(es))
+	for i, a := range es {
+		texts[i] = a.text
+	}
+	return strings.Join(texts, ", ")
 }
 
 func (e *Expr) resultType() (arrow.DataType, error) {
@@ -228,8 +312,21 @@ func (e *Expr) eval(ctx context.Context, batch arrow.RecordBatch) (compute.Datum
 		}
 		args = append(args, d)
 	}
-	if e.fn == "modulo" {
-		return modulo(ctx, e.typ, args, int(batch.NumRows()))
+	n := int(batch.NumRows())
+	switch e.fn {
+	case "modulo":
+		return modulo(ctx, e.typ, args, n)
+	case "is_in":
+		return e.isIn(ctx, args[0])
+	case "between":
+		return between(ctx, args)
+	case "case_when":
+		return caseWhen(ctx, e.typ, args, n)
+	case "truncate":
+		return compute.CallFunction(ctx, "floor_temporal", e.round, args[0])
+	}
+	if field, ok := dtFields[e.fn]; ok {
+		return dtField(ctx, field, args[0], n)
 	}
 	return e.call(ctx, args)
 }
@@ -268,6 +365,15 @@ func literal(l *planpb.Literal) (scalar.Scalar, error) {
 	t, err := ParseType(l.GetType())
 	if err != nil {
 		return nil, err
+	}
+	if d, ok := t.(*arrow.DurationType); ok {
+		// A duration travels as an integer count of its unit (arrow-go
+		// has no scalar cast from int64 to duration).
+		v, isInt := l.GetValue().(*planpb.Literal_IntValue)
+		if !isInt {
+			return nil, fmt.Errorf("expr: a %s literal must be an integer count of %s, got %s", d, d.Unit, sc)
+		}
+		return scalar.NewDurationScalar(arrow.Duration(v.IntValue), d), nil
 	}
 	cast, err := sc.CastTo(t)
 	if err != nil {

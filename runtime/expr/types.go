@@ -25,7 +25,11 @@ var simpleTypes = map[string]arrow.DataType{
 	"null": arrow.Null,
 }
 
-var timestampType = regexp.MustCompile(`^timestamp\[(s|ms|us|ns)(?:, tz=(.+))?\]$`)
+var (
+	timestampType = regexp.MustCompile(`^timestamp\[(s|ms|us|ns)(?:, tz=(.+))?\]$`)
+	durationType  = regexp.MustCompile(`^duration\[(s|ms|us|ns)\]$`)
+	timeUnits     = map[string]arrow.TimeUnit{"s": arrow.Second, "ms": arrow.Millisecond, "us": arrow.Microsecond, "ns": arrow.Nanosecond}
+)
 
 // ParseType reads an Arrow type name as pyarrow prints it (str(pa.int64())
 // is "int64", str(pa.timestamp("us")) is "timestamp[us]").
@@ -35,8 +39,10 @@ func ParseType(name string) (arrow.DataType, error) {
 		return t, nil
 	}
 	if m := timestampType.FindStringSubmatch(name); m != nil {
-		unit := map[string]arrow.TimeUnit{"s": arrow.Second, "ms": arrow.Millisecond, "us": arrow.Microsecond, "ns": arrow.Nanosecond}[m[1]]
-		return &arrow.TimestampType{Unit: unit, TimeZone: m[2]}, nil
+		return &arrow.TimestampType{Unit: timeUnits[m[1]], TimeZone: m[2]}, nil
 	}
-	return nil, fmt.Errorf("expr: unknown Arrow type %q (examples: int64, double, string, bool, timestamp[us])", name)
+	if m := durationType.FindStringSubmatch(name); m != nil {
+		return &arrow.DurationType{Unit: timeUnits[m[1]]}, nil
+	}
+	return nil, fmt.Errorf("expr: unknown Arrow type %q (examples: int64, double, string, bool, timestamp[us], duration[ms])", name)
 }

@@ -140,6 +140,11 @@ func (a *attempt) start() {
 	}
 	go func() {
 		defer close(a.coordDone)
+		defer func() {
+			if r := recover(); r != nil {
+				a.fail(fmt.Errorf("checkpoint coordinator: %w", task.PanicError(r)))
+			}
+		}()
 		a.coord.Run(a.gctx)
 	}()
 }

@@ -106,6 +106,10 @@ type OperatorMetrics struct {
 	Parallelism int
 	RowsIn      int64
 	RowsOut     int64
+	// LateRecordsDropped counts the rows a window aggregation dropped as
+	// too late for every window they belong to (Flink's
+	// numLateRecordsDropped).
+	LateRecordsDropped int64
 }
 
 // Run executes g until every source is exhausted and every operator has
@@ -173,6 +177,8 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	if cfg.BundleTime > 0 {
 		opts.BundleTime = cfg.BundleTime
 	}
+	// Workers the job leaves idle (when the runtime gave it a pool).
+	opts.Runner.IdleTimeout, opts.Runner.MaxIdle = cfg.WorkerIdleTimeout, cfg.WorkerMaxIdle
 	j := &Job{
 		g: g, opts: opts, config: cfg, id: opts.JobID, count: make([]operator.Counters, len(g.Operators)),
 		restarts: newRestarter(cfg.Restart),
@@ -242,6 +248,12 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 
 // run drives attempts until the job ends.
 func (j *Job) run(ctx context.Context, a *attempt) {
+	defer func() {
+		// A bug between attempts fails this job; the process lives on.
+		if r := recover(); r != nil {
+			j.end(ctx, fmt.Errorf("job: %w", task.PanicError(r)), Failed, Running, Failing, Restarting, Canceling)
+		}
+	}()
 	for {
 		err := a.wait()
 		if err == nil {
@@ -434,6 +446,7 @@ func (j *Job) Snapshot() *Metrics {
 		m.Operators = append(m.Operators, OperatorMetrics{
 			Name: op.Name, UID: op.UID, Parallelism: op.Parallelism, Kind: op.Kind.String(),
 			RowsIn: j.count[op.ID].In.Load(), RowsOut: j.count[op.ID].Out.Load(),
+			LateRecordsDropped: j.count[op.ID].LateRecordsDropped.Load(),
 		})
 	}
 	return m
@@ -491,5 +504,6 @@ func (j *Job) operatorOptions() operators.Options {
 		Runner: o.Runner, NewRunner: o.NewRunner, BundleSize: o.BundleSize, BundleTime: o.BundleTime,
 		SourceBatchRows: o.SourceBatchRows, Stdout: o.Stdout, Collect: o.Collect,
 		KeyedCacheGroups: o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval,
+		WatermarkInterval: j.config.WatermarkInterval,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/sink"
+	"github.com/flinkgo/flinkgo/runtime/source"
 	"github.com/flinkgo/flinkgo/state"
 )
 
@@ -52,6 +53,11 @@ type Context struct {
 	// Watermarks sends the watermarks and statuses the operator makes
 	// itself downstream (a watermark assigner's); the task sets it.
 	Watermarks WatermarkOutput
+	// SourceSplits is set for an operator chained to a source whose reader
+	// reports its splits (files), directly or through selects and filters
+	// only: during Process its LastSplit is the split the batch came from.
+	// Nil otherwise.
+	SourceSplits source.SplitReporter
 	// EndInput tells the runtime the operator needs no more input (a
 	// limit whose rows have passed): the sources in Op.Ends stop reading
 	// once every limit that ends them has called it, and end their
@@ -69,8 +75,10 @@ type KeyedContext struct {
 	StateDir string
 }
 
-// Counters count an operator's rows.
-type Counters struct{ In, Out atomic.Int64 }
+// Counters count an operator's rows: in, out, and the rows a window
+// dropped as too late for every window they belong to (Flink's
+// numLateRecordsDropped).
+type Counters struct{ In, Out, LateRecordsDropped atomic.Int64 }
 
 // Input is the schema of the operator's only input, or nil for none.
 func (c *Context) Input() *arrow.Schema {

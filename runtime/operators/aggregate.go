@@ -61,8 +61,10 @@ type aggProc struct {
 	list   []*group
 	keyBuf []byte
 	gids   []int // per batch: each row's group, reused
-	kgs    []int32
-	maxP   int
+	// targets: per batch and aggregate, each row's accumulator, reused.
+	targets []*accumulator
+	kgs     []int32
+	maxP    int
 	// stateful: the keyed state backend and what it holds (aggstate.go).
 	keyed keyedState
 	// updates mode (else final): emit changed groups every updateInterval.
@@ -82,13 +84,6 @@ type aggProc struct {
 // smallKeys bounds the int64 keys looked up in a slice (256 KiB at most).
 const smallKeys = 1 << 16
 
-type aggSpec struct {
-	fn     string
-	column int // -1 for count(*)
-	isInt  bool
-	isStr  bool
-}
-
 type group struct {
 	key  []string // ValueStr of each key, "" when null
 	null []bool
@@ -99,16 +94,6 @@ type group struct {
 	dirty    bool
 	// changed: since the last emission (updates mode).
 	changed bool
-}
-
-type accumulator struct {
-	count      int64
-	isum       int64
-	fsum       float64
-	seen       bool // a numeric value came
-	imin, imax int64
-	fmin, fmax float64
-	min, max   any // strings
 }
 
 func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int, updates bool, interval time.Duration) (*aggProc, error) {
@@ -123,26 +108,9 @@ func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, 
 		p.keys = append(p.keys, idx[0])
 	}
 	for _, a := range spec.GetAggregates() {
-		s := aggSpec{fn: a.GetFunction(), column: -1}
-		switch s.fn {
-		case "sum", "count", "min", "max", "mean":
-		default:
-			return nil, fmt.Errorf("unknown aggregate %q (sum, count, min, max, mean)", s.fn)
-		}
-		if a.GetColumn() != "" {
-			idx := in.FieldIndices(a.GetColumn())
-			if len(idx) == 0 {
-				return nil, fmt.Errorf("aggregate %s(%s): unknown column; columns are %s", s.fn, a.GetColumn(), in)
-			}
-			s.column = idx[0]
-			t := in.Field(idx[0]).Type
-			s.isInt = arrow.IsInteger(t.ID())
-			s.isStr = arrow.IsBaseBinary(t.ID())
-			if s.isStr && (s.fn == "sum" || s.fn == "mean") {
-				return nil, fmt.Errorf("aggregate %s(%s): the column is %s, not numeric", s.fn, a.GetColumn(), t)
-			}
-		} else if s.fn != "count" {
-			return nil, fmt.Errorf("aggregate %s needs a column", s.fn)
+		s, err := parseAggSpec(a, in, keyedAggregateFunctions)
+		if err != nil {
+			return nil, err
 		}
 		p.aggs = append(p.aggs, s)
 	}
@@ -174,8 +142,15 @@ func (p *aggProc) Process(_ context.Context, _ int, b arrow.RecordBatch, _ opera
 	if err != nil {
 		return err
 	}
+	if cap(p.targets) < n {
+		p.targets = make([]*accumulator, n)
+	}
+	targets := p.targets[:n]
 	for i, a := range p.aggs {
-		p.accumulate(i, a, b, gids)
+		for row, g := range gids {
+			targets[row] = &p.list[g].acc[i]
+		}
+		accumulateColumn(a, b, targets, nil)
 	}
 	return nil
 }
@@ -317,111 +292,6 @@ func appendKey(buf []byte, col arrow.Array, row int) []byte {
 	return append(buf, v...)
 }
 
-// accumulate folds one aggregate's column into the groups, column-wise.
-func (p *aggProc) accumulate(i int, a aggSpec, b arrow.RecordBatch, gids []int) {
-	if a.column < 0 {
-		for _, g := range gids {
-			p.list[g].acc[i].count++
-		}
-		return
-	}
-	col := b.Column(a.column)
-	if f, ok := col.(*array.Float64); ok && col.NullN() == 0 {
-		// The common case, without per-row checks and type switches.
-		for row, v := range f.Float64Values() {
-			p.list[gids[row]].acc[i].addFloat(v)
-		}
-		return
-	}
-	for row, gid := range gids {
-		if col.IsNull(row) {
-			continue // SQL: aggregates skip nulls
-		}
-		acc := &p.list[gid].acc[i]
-		switch {
-		case a.isStr:
-			v := col.ValueStr(row)
-			acc.count++
-			if acc.min == nil || v < acc.min.(string) {
-				acc.min = v
-			}
-			if acc.max == nil || v > acc.max.(string) {
-				acc.max = v
-			}
-		case a.isInt:
-			v := intValue(col, row)
-			acc.count++
-			acc.isum += v
-			acc.fsum += float64(v)
-			if !acc.seen || v < acc.imin {
-				acc.imin = v
-			}
-			if !acc.seen || v > acc.imax {
-				acc.imax = v
-			}
-			acc.seen = true
-		default:
-			acc.addFloat(floatValue(col, row))
-		}
-	}
-}
-
-func (acc *accumulator) addFloat(v float64) {
-	acc.count++
-	acc.fsum += v
-	if !acc.seen || v < acc.fmin {
-		acc.fmin = v
-	}
-	if !acc.seen || v > acc.fmax {
-		acc.fmax = v
-	}
-	acc.seen = true
-}
-
-func pick(isInt bool, i int64, f float64) any {
-	if isInt {
-		return i
-	}
-	return f
-}
-
-func intValue(col arrow.Array, row int) int64 {
-	switch c := col.(type) {
-	case *array.Int8:
-		return int64(c.Value(row))
-	case *array.Int16:
-		return int64(c.Value(row))
-	case *array.Int32:
-		return int64(c.Value(row))
-	case *array.Int64:
-		return c.Value(row)
-	case *array.Uint8:
-		return int64(c.Value(row))
-	case *array.Uint16:
-		return int64(c.Value(row))
-	case *array.Uint32:
-		return int64(c.Value(row))
-	case *array.Uint64:
-		return int64(c.Value(row))
-	}
-	v, _ := strconv.ParseInt(col.ValueStr(row), 10, 64)
-	return v
-}
-
-func floatValue(col arrow.Array, row int) float64 {
-	switch c := col.(type) {
-	case *array.Float64:
-		return c.Value(row)
-	case *array.Float32:
-		return float64(c.Value(row))
-	}
-	v, err := strconv.ParseFloat(col.ValueStr(row), 64)
-	if err != nil {
-		return math.NaN()
-	}
-	return v
-}
-
 // Finish emits the results. Final mode: every group, in order of first
 // appearance when every group is in memory, else in key-group order from
 // the state backend. Updates mode: the groups changed since the last
@@ -494,17 +364,25 @@ func (p *aggProc) emitGroups(ctx context.Context, emit operator.Emit, groups []*
 // and given identity indices: arrow-go has no builder for every dictionary
 // value type (large_string, say).
 func (p *aggProc) keyColumn(i int, groups []*group) (arrow.Array, error) {
-	typ := p.schema.Field(i).Type
+	return buildKeyColumn(p.mem, p.schema.Field(i).Type, len(groups), func(j int) (string, bool) {
+		return groups[j].key[i], groups[j].null[i]
+	})
+}
+
+// buildKeyColumn builds a key column of type typ from n values given as
+// ValueStr strings (null true for a null).
+func buildKeyColumn(mem memory.Allocator, typ arrow.DataType, n int, value func(j int) (v string, null bool)) (arrow.Array, error) {
 	dict, isDict := typ.(*arrow.DictionaryType)
 	if isDict {
 		typ = dict.ValueType
 	}
-	b := array.NewBuilder(p.mem, typ)
+	b := array.NewBuilder(mem, typ)
 	defer b.Release()
-	for _, g := range groups {
-		if g.null[i] {
+	for j := range n {
+		v, null := value(j)
+		if null {
 			b.AppendNull()
-		} else if err := b.AppendValueFromString(g.key[i]); err != nil {
+		} else if err := b.AppendValueFromString(v); err != nil {
 			return nil, err
 		}
 	}
@@ -513,7 +391,7 @@ func (p *aggProc) keyColumn(i int, groups []*group) (arrow.Array, error) {
 		return values, nil
 	}
 	defer values.Release()
-	ib := array.NewBuilder(p.mem, dict.IndexType)
+	ib := array.NewBuilder(mem, dict.IndexType)
 	defer ib.Release()
 	for row := range values.Len() {
 		if values.IsNull(row) {
@@ -525,64 +403,4 @@ func (p *aggProc) keyColumn(i int, groups []*group) (arrow.Array, error) {
 	indices := ib.NewArray()
 	defer indices.Release()
 	return array.NewDictionaryArray(dict, indices, values), nil
-}
-
-func appendAggregate(b array.Builder, a aggSpec, acc accumulator) error {
-	var v any
-	switch a.fn {
-	case "count":
-		v = acc.count
-	case "sum":
-		if a.isInt {
-			v = acc.isum
-		} else {
-			v = acc.fsum
-		}
-	case "mean":
-		if acc.count > 0 {
-			v = acc.fsum / float64(acc.count)
-		}
-	case "min":
-		v = acc.min
-		if acc.seen {
-			v = pick(a.isInt, acc.imin, acc.fmin)
-		}
-	case "max":
-		v = acc.max
-		if acc.seen {
-			v = pick(a.isInt, acc.imax, acc.fmax)
-		}
-	}
-	if v == nil {
-		b.AppendNull()
-		return nil
-	}
-	switch b := b.(type) {
-	case *array.Int64Builder:
-		switch x := v.(type) {
-		case int64:
-			b.Append(x)
-			return nil
-		case float64:
-			b.Append(int64(x))
-			return nil
-		}
-	case *array.Float64Builder:
-		switch x := v.(type) {
-		case int64:
-			b.Append(float64(x))
-			return nil
-		case float64:
-			b.Append(x)
-			return nil
-		}
-	}
-	switch x := v.(type) {
-	case float64:
-		return b.AppendValueFromString(strconv.FormatFloat(x, 'g', -1, 64))
-	case int64:
-		return b.AppendValueFromString(strconv.FormatInt(x, 10))
-	default:
-		return b.AppendValueFromString(fmt.Sprint(x))
-	}
 }

@@ -119,22 +119,8 @@ func (p *aggProc) encodeGroup(buf []byte, g *group) []byte {
 		buf = appendBool(buf, g.null[i])
 		buf = appendString(buf, k)
 	}
-	for _, a := range g.acc {
-		buf = binary.AppendVarint(buf, a.count)
-		buf = binary.AppendVarint(buf, a.isum)
-		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(a.fsum))
-		buf = appendBool(buf, a.seen)
-		buf = binary.AppendVarint(buf, a.imin)
-		buf = binary.AppendVarint(buf, a.imax)
-		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(a.fmin))
-		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(a.fmax))
-		for _, v := range []any{a.min, a.max} {
-			s, ok := v.(string)
-			buf = appendBool(buf, ok)
-			if ok {
-				buf = appendString(buf, s)
-			}
-		}
+	for i := range g.acc {
+		buf = appendAccumulator(buf, &g.acc[i])
 	}
 	return buf
 }
@@ -148,15 +134,7 @@ func (p *aggProc) decodeGroup(data []byte) (*group, error) {
 		g.key = append(g.key, r.string())
 	}
 	for i := range g.acc {
-		a := &g.acc[i]
-		a.count, a.isum, a.fsum, a.seen = r.varint(), r.varint(), r.float(), r.bool()
-		a.imin, a.imax, a.fmin, a.fmax = r.varint(), r.varint(), r.float(), r.float()
-		if r.bool() {
-			a.min = r.string()
-		}
-		if r.bool() {
-			a.max = r.string()
-		}
+		r.accumulator(&g.acc[i])
 	}
 	if r.err != nil || len(r.data) != 0 || n != len(p.keys) {
 		return nil, fmt.Errorf("keyed state holds a group this aggregation cannot read (%d keys, want %d): was the aggregation changed since the snapshot?", n, len(p.keys))

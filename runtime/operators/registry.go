@@ -33,6 +33,9 @@ type Options struct {
 	// UpdateInterval is how often a keyed aggregation in updates mode
 	// emits the keys that changed.
 	UpdateInterval time.Duration
+	// WatermarkInterval is how often a watermark assigner sends its
+	// watermark (pipeline.auto-watermark-interval); 0 for the default.
+	WatermarkInterval time.Duration
 }
 
 // Registry returns the runtime's operators, built with opts: one line per
@@ -51,6 +54,9 @@ func Registry(opts Options) *operator.Registry {
 		keyedAggregateKind(opts),
 		dropDuplicatesKind(opts),
 		limitKind(),
+		watermarkAssignerKind(opts),
+		intervalJoinKind(opts),
+		windowAggregateKind(opts),
 		sinkKind(opts),
 	)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
@@ -94,9 +95,24 @@ func explainWork(sb *strings.Builder, op *Operator) {
 		fmt.Fprintf(sb, "    emits %s (%s)\n", mode, how)
 	case op.Kind == KindDropDuplicates:
 		fmt.Fprintf(sb, "    keeps the first row of each (%s)\n", strings.Join(op.Node.GetDropDuplicates().GetSubset(), ", "))
+	case op.Kind == KindIntervalJoin:
+		j := op.Node.GetIntervalJoin()
+		fmt.Fprintf(sb, "    %s join of (%s) with (%s) where left.%s + %s <= right.%s <= left.%s + %s\n",
+			strings.ToLower(j.GetHow().String()), strings.Join(j.GetLeftKeys(), ", "), strings.Join(j.GetRightKeys(), ", "),
+			j.GetLeftTime(), time.Duration(j.GetLowerNs()), j.GetRightTime(), j.GetLeftTime(), time.Duration(j.GetUpperNs()))
+	case op.Kind == KindWindowAggregate:
+		fmt.Fprintf(sb, "    %s\n", explainWindow(op.Node.GetWindowAggregate()))
 	case op.Kind == KindLimit:
 		fmt.Fprintf(sb, "    passes the first %d rows (of every subtask upstream, in arrival order), then %s\n",
 			op.Node.GetLimit().GetN(), limitEnds(op))
+	case op.Kind == KindWatermarkAssigner:
+		wa := op.Node.GetWatermarkAssigner()
+		idle := "never idle"
+		if wa.GetIdleTimeoutMs() > 0 {
+			idle = fmt.Sprintf("idle after %d ms without rows", wa.GetIdleTimeoutMs())
+		}
+		fmt.Fprintf(sb, "    event time %s; watermark = max %s - %d ms - 1 ms, every pipeline.auto-watermark-interval when it advanced; %s\n",
+			wa.GetTimeColumn(), wa.GetTimeColumn(), wa.GetMaxOutOfOrdernessMs(), idle)
 	case op.Role == "":
 	case op.Kind == KindSelect:
 		cols := make([]string, len(op.Node.GetSelect().GetColumns()))

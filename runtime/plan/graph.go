@@ -25,19 +25,25 @@ const (
 	KindSink
 	KindDropDuplicates
 	KindLimit
+	KindWatermarkAssigner
+	KindIntervalJoin
+	KindWindowAggregate
 )
 
 var kindNames = [...]string{
-	KindSource:         "source",
-	KindSelect:         "select",
-	KindFilter:         "filter",
-	KindUDF:            "udf",
-	KindMapBatches:     "map_batches",
-	KindKeyedAggregate: "keyed_aggregate",
-	KindUnion:          "union",
-	KindSink:           "sink",
-	KindDropDuplicates: "drop_duplicates",
-	KindLimit:          "limit",
+	KindSource:            "source",
+	KindSelect:            "select",
+	KindFilter:            "filter",
+	KindUDF:               "udf",
+	KindMapBatches:        "map_batches",
+	KindKeyedAggregate:    "keyed_aggregate",
+	KindUnion:             "union",
+	KindSink:              "sink",
+	KindDropDuplicates:    "drop_duplicates",
+	KindLimit:             "limit",
+	KindWatermarkAssigner: "watermark_assigner",
+	KindIntervalJoin:      "interval_join",
+	KindWindowAggregate:   "window_aggregate",
 }
 
 func (k Kind) String() string {
@@ -49,10 +55,11 @@ func (k Kind) String() string {
 
 // Where an operator's parallelism comes from (Operator.ParallelismFrom).
 const (
-	FromExplicit    = "explicit"        // the node's set_parallelism
-	FromDefault     = "default"         // the job's default parallelism
-	FromConcurrency = "udf concurrency" // the explicit concurrency of a synchronous UDF
-	FromLimit       = "limit"           // a limit counts its rows in one subtask
+	FromExplicit    = "explicit"         // the node's set_parallelism
+	FromDefault     = "default"          // the job's default parallelism
+	FromConcurrency = "udf concurrency"  // the explicit concurrency of a synchronous UDF
+	FromLimit       = "limit"            // a limit counts its rows in one subtask
+	FromWindowAll   = "non-keyed window" // a window without keys sees every row in one subtask (windowAll)
 )
 
 // Graph is the physical job graph: operators in topological order and the
@@ -102,7 +109,10 @@ type Operator struct {
 	// (except UDF operators, named after their UDFs): "pre", "pre-<k>"
 	// (materializes the arguments of udf-<k>), "udf-<k>", "post" (the
 	// select's final columns), "filter" and "drop" (removes the temporary
-	// columns after a filter).
+	// columns after a filter), and for with_watermark "extract-timestamp"
+	// (the select computing the event-time column from an expression; a
+	// UDF there keeps its "udf-<k>" role but takes this uid when it is the
+	// only operator) and "watermarks" (the watermark assigner).
 	Role string
 	// NodeID is the id of the logical node the operator comes from.
 	NodeID int

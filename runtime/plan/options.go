@@ -28,6 +28,25 @@ const (
 
 var forwardMismatchValues = []string{ForwardMismatchRebalance, ForwardMismatchRescale, ForwardMismatchFail}
 
+// Limits on what a plan may ask the runtime to allocate. A plan comes from a
+// client; these bound the goroutines, processes and buffers one plan can make
+// a server create, far above what a job on one machine uses
+// (docs/semantics.md#limits).
+const (
+	// ParallelismLimit bounds a node's parallelism, the plan's default
+	// parallelism and a UDF's concurrency (each subtask is a goroutine and,
+	// for a UDF, a Python process).
+	ParallelismLimit = 1024
+	// SubtasksLimit bounds the subtasks of all the operators of a job.
+	SubtasksLimit = 16384
+	// BatchSizeLimit bounds the rows of a batch a plan asks for
+	// (python.fn-execution.arrow.batch.size, a UDF's batch_size).
+	BatchSizeLimit = 1 << 22
+	// StringLiteralLimit bounds a string literal in an expression, which
+	// is repeated on every row of a batch.
+	StringLiteralLimit = 64 << 10
+)
+
 // DefaultBatchSize is the rows per batch sent to Python when neither a UDF
 // nor the plan sets one (python.fn-execution.arrow.batch.size): bundle's,
 // the one default, which says why it is not PyFlink's.
@@ -90,6 +109,8 @@ func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
 	switch dp := job.GetDefaultParallelism(); {
 	case dp < 0:
 		problems = append(problems, fmt.Sprintf("default_parallelism is %d, must not be negative (0 means the runtime's default)", dp))
+	case dp > ParallelismLimit:
+		problems = append(problems, fmt.Sprintf("default_parallelism is %d, above the runtime's limit of %d (plan.ParallelismLimit)", dp, ParallelismLimit))
 	case dp > 0:
 		s.defaultParallelism = int(dp)
 	}
@@ -140,8 +161,8 @@ func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
 
 	if v, ok := cfg[ConfigBatchSize]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 1 {
-			problems = append(problems, fmt.Sprintf("config %s=%q: must be a positive integer", ConfigBatchSize, v))
+		if err != nil || n < 1 || n > BatchSizeLimit {
+			problems = append(problems, fmt.Sprintf("config %s=%q: must be an integer between 1 and %d (plan.BatchSizeLimit)", ConfigBatchSize, v, BatchSizeLimit))
 		} else {
 			s.batchSize = n
 		}

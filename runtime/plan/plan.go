@@ -117,6 +117,8 @@ func (b *builder) add(n *planpb.Node) {
 	case info.kind == KindSelect && slices.ContainsFunc(n.GetSelect().GetColumns(), func(c *planpb.NamedExpr) bool { return hasUDF(c.GetExpr()) }),
 		info.kind == KindFilter && hasUDF(n.GetFilter().GetPredicate()):
 		ops = expand(info, b.s)
+	case info.kind == KindWatermarkAssigner:
+		ops = watermarkOps(info, b.s)
 	default:
 		op := &Operator{
 			UID: info.uid, Name: info.name, Kind: info.kind, NodeID: int(n.GetId()),
@@ -135,6 +137,9 @@ func (b *builder) add(n *planpb.Node) {
 		if info.kind == KindLimit {
 			b.limitParallelism(info, op)
 		}
+		if info.kind == KindWindowAggregate && len(n.GetWindowAggregate().GetKeys()) == 0 {
+			b.windowAllParallelism(info, op)
+		}
 		ops = []*Operator{op}
 	}
 	for i, op := range ops {
@@ -145,7 +150,7 @@ func (b *builder) add(n *planpb.Node) {
 		}
 	}
 	first := ops[0]
-	for _, in := range n.GetInputs() {
+	for j, in := range n.GetInputs() {
 		e := &Edge{
 			From:         b.output[in.GetNode()],
 			To:           first.ID,
@@ -156,7 +161,7 @@ func (b *builder) add(n *planpb.Node) {
 		if !e.Explicit {
 			e.Partitioning = planpb.Partitioning_FORWARD
 		}
-		if keys, keyed := keyedBy(n); keyed {
+		if keys, keyed := keyedBy(n, j); keyed {
 			b.keyedInput(info, first, e, keys)
 		}
 		if info.kind == KindLimit && !e.Explicit && b.g.Operators[e.From].Parallelism != 1 {
@@ -174,14 +179,22 @@ func (b *builder) add(n *planpb.Node) {
 	b.output[n.GetId()] = ops[len(ops)-1].ID
 }
 
-// keyedBy returns the keys of a node that reads its input by key (over
-// keyed state): a keyed aggregation's group keys, drop_duplicates' subset.
-func keyedBy(n *planpb.Node) ([]string, bool) {
+// keyedBy returns the keys by which a node reads its input number input
+// (over keyed state): a keyed aggregation's group keys, drop_duplicates'
+// subset, an interval join's left or right keys.
+func keyedBy(n *planpb.Node, input int) ([]string, bool) {
 	switch k := n.GetKind().(type) {
+	case *planpb.Node_IntervalJoin:
+		if input == 0 {
+			return k.IntervalJoin.GetLeftKeys(), true
+		}
+		return k.IntervalJoin.GetRightKeys(), true
 	case *planpb.Node_KeyedAggregate:
 		return k.KeyedAggregate.GetKeys(), true
 	case *planpb.Node_DropDuplicates:
 		return k.DropDuplicates.GetSubset(), true
+	case *planpb.Node_WindowAggregate:
+		return k.WindowAggregate.GetKeys(), true
 	}
 	return nil, false
 }
@@ -232,9 +245,13 @@ func (b *builder) checkUIDs() {
 // setMaxParallelism sets the graph's max parallelism and reports operators
 // whose parallelism exceeds it (docs/semantics.md#key-groups).
 func (b *builder) setMaxParallelism() {
-	highest := 0
+	highest, subtasks := 0, 0
 	for _, op := range b.g.Operators {
 		highest = max(highest, op.Parallelism)
+		subtasks += op.Parallelism
+	}
+	if subtasks > SubtasksLimit {
+		b.problem("the job has %d operator subtasks, above the runtime's limit of %d (plan.SubtasksLimit): lower the parallelism, or split the job", subtasks, SubtasksLimit)
 	}
 	from := b.s.maxParallelFrom
 	b.g.MaxParallelism = b.s.maxParallelism
@@ -357,6 +374,17 @@ func (b *builder) resolveBoundedness() {
 			}
 		}
 	}
+}
+
+// windowAllParallelism runs a window without keys in one subtask, as
+// Flink's windowAll: every row of a window must meet in one place.
+func (b *builder) windowAllParallelism(info nodeInfo, op *Operator) {
+	if info.parallelismFrom == FromExplicit && info.parallelism != 1 {
+		b.problem("%s: a window without keys runs at parallelism 1 (every row of a window meets in one subtask, "+
+			"as Flink's windowAll), it asks for %d: leave its parallelism unset, or key it with key_by(...).window(...)",
+			nodeLabel(info.node), info.parallelism)
+	}
+	op.Parallelism, op.ParallelismFrom = 1, FromWindowAll
 }
 
 // limitParallelism runs a limit in one subtask: it counts every row that

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -33,6 +34,12 @@ func nodeKind(n *planpb.Node) Kind {
 		return KindDropDuplicates
 	case *planpb.Node_Limit:
 		return KindLimit
+	case *planpb.Node_WatermarkAssigner:
+		return KindWatermarkAssigner
+	case *planpb.Node_IntervalJoin:
+		return KindIntervalJoin
+	case *planpb.Node_WindowAggregate:
+		return KindWindowAggregate
 	}
 	return 0
 }
@@ -67,13 +74,15 @@ func validate(job *planpb.JobPlan) []string {
 		}
 		if n.GetParallelism() < 0 {
 			bad("parallelism is %d, must not be negative (0 means the default)", n.GetParallelism())
+		} else if n.GetParallelism() > ParallelismLimit {
+			bad("parallelism is %d, above the runtime's limit of %d (plan.ParallelismLimit)", n.GetParallelism(), ParallelismLimit)
 		}
 		if strings.HasPrefix(n.GetUid(), reservedPrefix) {
 			bad("uid %q starts with %q, which is reserved", n.GetUid(), reservedPrefix)
 		}
 		kind := nodeKind(n)
 		if kind == 0 {
-			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, union or sink)")
+			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, watermark_assigner, interval_join, window_aggregate, union or sink)")
 		}
 		problems = append(problems, validateInputs(job, n, kind, i, index, label)...)
 		for _, p := range validateKind(n, kind) {
@@ -94,7 +103,9 @@ func validateInputs(job *planpb.JobPlan, n *planpb.Node, kind Kind, pos int, ind
 		bad("a source has no inputs, it has %d", len(inputs))
 	case kind == KindUnion && len(inputs) == 0:
 		bad("a union needs at least one input")
-	case kind != 0 && kind != KindSource && kind != KindUnion && len(inputs) != 1:
+	case kind == KindIntervalJoin && len(inputs) != 2:
+		bad("an interval_join needs two inputs (left, right), it has %d", len(inputs))
+	case kind != 0 && kind != KindSource && kind != KindUnion && kind != KindIntervalJoin && len(inputs) != 1:
 		bad("a %s needs exactly one input, it has %d", kind, len(inputs))
 	}
 	for j, in := range inputs {
@@ -212,9 +223,64 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		for _, c := range subset {
 			column("drop_duplicates subset column", c)
 		}
+	case KindIntervalJoin:
+		j := n.GetIntervalJoin()
+		if len(j.GetLeftKeys()) == 0 || len(j.GetLeftKeys()) != len(j.GetRightKeys()) {
+			bad("interval_join needs as many left keys as right keys, at least one; it has %v and %v", j.GetLeftKeys(), j.GetRightKeys())
+		}
+		for _, k := range j.GetLeftKeys() {
+			column("interval_join left key", k)
+		}
+		for _, k := range j.GetRightKeys() {
+			column("interval_join right key", k)
+		}
+		column("interval_join left time column", j.GetLeftTime())
+		column("interval_join right time column", j.GetRightTime())
+		if j.GetLowerNs() > j.GetUpperNs() {
+			bad("interval_join lower bound %dns is above the upper bound %dns", j.GetLowerNs(), j.GetUpperNs())
+		}
+		if _, known := planpb.IntervalJoin_How_name[int32(j.GetHow())]; !known {
+			bad("interval_join has unknown join type %d", int32(j.GetHow()))
+		}
+	case KindWindowAggregate:
+		w := n.GetWindowAggregate()
+		column("window time column", w.GetTimeColumn())
+		for _, k := range w.GetKeys() {
+			column("window key", k)
+		}
+		for j, a := range w.GetAggregates() {
+			column(fmt.Sprintf("window aggregate #%d output name", j), a.GetName())
+		}
+		if len(w.GetAggregates()) == 0 {
+			bad("the window aggregation has no aggregates")
+		}
+		if w.GetAllowedLatenessMs() < 0 {
+			bad("the window's allowed lateness is %dms; it must be 0 or more", w.GetAllowedLatenessMs())
+		}
+		if _, err := WindowAssigner(w); err != nil {
+			bad("%v", err)
+		}
 	case KindLimit:
 		if n := n.GetLimit().GetN(); n < 1 {
 			bad("limit n is %d; it must be at least 1", n)
+		}
+	case KindWatermarkAssigner:
+		wa := n.GetWatermarkAssigner()
+		column("with_watermark time column", wa.GetTimeColumn())
+		if wa.GetMaxOutOfOrdernessMs() < 0 {
+			bad("with_watermark max_out_of_orderness is %d ms; it must be 0 or more", wa.GetMaxOutOfOrdernessMs())
+		}
+		if wa.GetIdleTimeoutMs() < 0 {
+			bad("with_watermark idle_timeout is %d ms; it must be positive (0: no idleness)", wa.GetIdleTimeoutMs())
+		}
+		if ext := wa.GetTimeExtractor(); ext != nil {
+			sel := &planpb.Node{Kind: &planpb.Node_Select{Select: ext}}
+			for _, p := range validateKind(sel, KindSelect) {
+				bad("with_watermark timestamp extractor: %s", p)
+			}
+			if !slices.ContainsFunc(ext.GetColumns(), func(c *planpb.NamedExpr) bool { return c.GetName() == wa.GetTimeColumn() }) {
+				bad("with_watermark timestamp extractor does not compute the time column %q", wa.GetTimeColumn())
+			}
 		}
 	}
 	return problems
@@ -235,6 +301,10 @@ func validateExpr(where string, e *planpb.Expr) []string {
 				problems = append(problems, where+": "+p)
 			}
 		case *planpb.Expr_Literal:
+			// A literal becomes a column of a batch's rows: its length is multiplied.
+			if v := k.Literal.GetStringValue(); len(v) > StringLiteralLimit {
+				problems = append(problems, fmt.Sprintf("%s: a string literal of %d bytes, above the runtime's limit of %d (plan.StringLiteralLimit)", where, len(v), StringLiteralLimit))
+			}
 		case *planpb.Expr_Call:
 			if k.Call.GetFunction() == "" {
 				problems = append(problems, where+": a call has no function")
@@ -265,9 +335,13 @@ func validateSpec(where string, spec *workerpb.UdfSpec) []string {
 	}
 	if c := spec.GetConcurrency(); c < 0 {
 		problems = append(problems, fmt.Sprintf("%s %q: concurrency is %d, must not be negative (0 when not given)", where, name, c))
+	} else if c > ParallelismLimit {
+		problems = append(problems, fmt.Sprintf("%s %q: concurrency is %d, above the runtime's limit of %d (plan.ParallelismLimit)", where, name, c, ParallelismLimit))
 	}
 	if b := spec.GetBatchSize(); b < 0 {
 		problems = append(problems, fmt.Sprintf("%s %q: batch_size is %d, must not be negative (0 when not given)", where, name, b))
+	} else if b > BatchSizeLimit {
+		problems = append(problems, fmt.Sprintf("%s %q: batch_size is %d, above the runtime's limit of %d (plan.BatchSizeLimit)", where, name, b, BatchSizeLimit))
 	}
 	return problems
 }

@@ -59,7 +59,7 @@ func TestValidationErrors(t *testing.T) {
 			}},
 		{"bad config numbers", jobWith(map[string]string{ConfigBatchSize: "0", ConfigMaxParallelism: "lots"}, source(1, "src")), Options{},
 			[]string{
-				`config python.fn-execution.arrow.batch.size="0": must be a positive integer`,
+				`config python.fn-execution.arrow.batch.size="0": must be an integer between 1 and 4194304`,
 				`config pipeline.max-parallelism="lots": must be an integer between 1 and 32768`,
 			}},
 		{"expressions", job(
@@ -103,5 +103,36 @@ func TestRestoredMaxParallelism(t *testing.T) {
 	// An explicit setting wins (exec then refuses a different one).
 	if g := mustPlan(t, jobWith(map[string]string{ConfigMaxParallelism: "64"}, source(1, "src"), sink(2, "out", from(1))), Options{RestoredMaxParallelism: 256}); g.MaxParallelism != 64 {
 		t.Errorf("max parallelism %d, want the configured 64", g.MaxParallelism)
+	}
+}
+
+// A plan cannot make the runtime build more goroutines, processes or
+// buffers than the limits allow (docs/semantics.md#limits); each error
+// names the limit.
+func TestPlanLimits(t *testing.T) {
+	wide := job(source(1, "src", par(1000)))
+	for i := int32(2); i <= 20; i++ {
+		wide.Nodes = append(wide.Nodes, sink(i, "out", from(1), par(1000)))
+	}
+	for _, tc := range []struct {
+		name string
+		job  *planpb.JobPlan
+		want []string
+	}{
+		{"node parallelism", job(source(1, "src", par(1_000_000_000), uid("s"))),
+			[]string{`node 1 "src" (uid "s"): parallelism is 1000000000, above the runtime's limit of 1024 (plan.ParallelismLimit)`}},
+		{"default parallelism", &planpb.JobPlan{DefaultParallelism: 1 << 30, Nodes: []*planpb.Node{source(1, "src")}},
+			[]string{"default_parallelism is 1073741824, above the runtime's limit of 1024 (plan.ParallelismLimit)"}},
+		{"udf concurrency and batch size", job(source(1, "src"), mapBatches(2, "m", from(1), spec("big", 1<<20, 1<<30, false))),
+			[]string{`"big": concurrency is 1048576, above the runtime's limit of 1024`, `"big": batch_size is 1073741824, above the runtime's limit of 4194304 (plan.BatchSizeLimit)`}},
+		{"batch size config", jobWith(map[string]string{ConfigBatchSize: "2000000000"}, source(1, "src")),
+			[]string{`config python.fn-execution.arrow.batch.size="2000000000": must be an integer between 1 and 4194304 (plan.BatchSizeLimit)`}},
+		{"string literal", job(source(1, "src"), selectNode(2, "sel", from(1), []*planpb.NamedExpr{as("s", &planpb.Expr{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_StringValue{StringValue: strings.Repeat("x", 1<<20)}}}})})),
+			[]string{"a string literal of 1048576 bytes, above the runtime's limit of 65536 (plan.StringLiteralLimit)"}},
+		{"subtasks", wide, []string{"the job has 20000 operator subtasks, above the runtime's limit of 16384 (plan.SubtasksLimit)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantContains(t, planError(t, tc.job, Options{}), tc.want...)
+		})
 	}
 }

@@ -103,7 +103,13 @@ func New(opts job.Options, defaults map[string]string) *Server {
 // its snapshot's max parallelism when it restores one.
 func (s *Server) plan(jp *planpb.JobPlan) (*plan.Graph, error) {
 	if len(s.defaults) > 0 {
-		jp = proto.CloneOf(jp)
+		// A copy with the defaults added, sharing the nodes: they hold the
+		// inline tables, which must not be copied once more per request.
+		nodes := jp.Nodes
+		jp.Nodes = nil
+		c := proto.CloneOf(jp)
+		jp.Nodes, c.Nodes = nodes, nodes
+		jp = c
 		if jp.Config == nil {
 			jp.Config = map[string]string{}
 		}

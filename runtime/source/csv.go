@@ -112,7 +112,10 @@ func csvOptions(src *planpb.FileSource, cfg Config) []arrowcsv.Option {
 }
 
 func (it *csvIter) next(context.Context) (arrow.RecordBatch, error) {
-	if it.r.Next() {
+	// arrow-go's reader still returns the batch in which a value failed to
+	// parse, with a null in its place, and reports the error beside it: such
+	// a batch is never passed on, or the null would reach the sink.
+	if it.r.Next() && it.r.Err() == nil {
 		b := it.r.RecordBatch()
 		b.Retain()
 		it.rows += b.NumRows()

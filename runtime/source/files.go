@@ -147,6 +147,25 @@ func (r *fileReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	}
 }
 
+// LastSplit is the file the batch Next returned last was read from.
+func (r *fileReader) LastSplit() string {
+	if r.i < len(r.splits) {
+		return r.splits[r.i].id
+	}
+	return ""
+}
+
+// PendingSplits are the files not read to their end, in reading order.
+func (r *fileReader) PendingSplits() []string {
+	var ids []string
+	for _, s := range r.splits {
+		if !s.done {
+			ids = append(ids, s.id)
+		}
+	}
+	return ids
+}
+
 // Snapshot returns the position of the reader's files.
 func (r *fileReader) Snapshot() ([]SplitState, error) {
 	out := make([]SplitState, 0, len(r.splits))

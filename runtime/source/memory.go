@@ -1,15 +1,14 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -24,29 +23,27 @@ type arrowReader struct {
 }
 
 func openArrow(src *planpb.ArrowSource, cfg Config, restore map[string]SplitState) (Reader, error) {
-	r, err := ipc.NewReader(bytes.NewReader(src.GetIpc()), ipc.WithAllocator(cfg.Allocator))
+	// The table comes from a client: validated in full before any row is
+	// read, so crafted buffers fail the job here, never panic a reader.
+	schema, batches, err := arrowipc.DecodeStream(src.GetIpc(), cfg.Allocator)
 	if err != nil {
-		return nil, fmt.Errorf("source: the in-memory table is not an Arrow IPC stream: %w", err)
-	}
-	defer r.Release()
-	if !r.Schema().Equal(cfg.Schema) {
-		return nil, fmt.Errorf("source: the in-memory table's schema %s differs from the node's %s", r.Schema(), cfg.Schema)
+		return nil, fmt.Errorf("source: the in-memory table in the plan: %w", err)
 	}
 	out := &arrowReader{cfg: cfg}
+	if !schema.Equal(cfg.Schema) {
+		out.batches = batches
+		out.Close()
+		return nil, fmt.Errorf("source: the in-memory table's schema %s differs from the node's %s", schema, cfg.Schema)
+	}
 	var n int64
-	for r.Next() {
-		b := r.RecordBatch()
+	for _, b := range batches {
 		if b.NumRows() == 0 {
+			b.Release()
 			continue
 		}
-		b.Retain()
 		out.batches = append(out.batches, b)
 		out.starts = append(out.starts, n)
 		n += b.NumRows()
-	}
-	if err := r.Err(); err != nil {
-		out.Close()
-		return nil, fmt.Errorf("source: reading the in-memory table: %w", err)
 	}
 	if out.ranges, err = splitRows(n, cfg, restore); err != nil {
 		out.Close()

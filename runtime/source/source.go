@@ -71,6 +71,21 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
+// SplitReporter is a Reader that says which split each batch came from,
+// so that an operator chained right after the source (a watermark
+// assigner) can keep state per split, as Flink's per-split watermarks.
+// File sources report their files; the batches of ranges and lanes run
+// across splits, so those readers do not report.
+type SplitReporter interface {
+	Reader
+	// LastSplit is the id of the split the batch Next returned last was
+	// read from.
+	LastSplit() string
+	// PendingSplits are the ids of the reader's splits not read to their
+	// end, in reading order (the one being read among them).
+	PendingSplits() []string
+}
+
 // Reader yields the batches of one source subtask.
 type Reader interface {
 	// Next returns the next batch, which the caller releases, or io.EOF at

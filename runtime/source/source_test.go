@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,6 +193,37 @@ func TestMalformedCSVNamesFileLineAndColumn(t *testing.T) {
 	}
 }
 
+// A value that does not parse fails the read before the batch holding it
+// is passed on: arrow-go's reader would hand it over with a null there.
+func TestMalformedCSVValueNeverReachesABatch(t *testing.T) {
+	mem := checked(t)
+	path := filepath.Join(t.TempDir(), "bad.csv")
+	data := "sensor,temp,site\n1,2.5,a\n2,warm,b\n3,4.0,c\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(fileSource(planpb.FileSource_CSV, path), Config{Schema: readings, Parallelism: 1, BatchRows: 10, Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for {
+		b, err := r.Next(context.Background())
+		if err != nil {
+			if errors.Is(err, io.EOF) || !strings.Contains(err.Error(), `cannot parse "warm" as float64`) {
+				t.Fatalf("want the parse error, got %v", err)
+			}
+			return
+		}
+		for row := range int(b.NumRows()) {
+			if b.Column(1).IsNull(row) {
+				t.Errorf("row %d passed on with a null temp in place of the value that did not parse", row)
+			}
+		}
+		b.Release()
+	}
+}
+
 func TestMissingFileIsNamed(t *testing.T) {
 	r, err := Open(fileSource(planpb.FileSource_JSONL, "/nonexistent/x.jsonl"), Config{Schema: readings, Parallelism: 1})
 	if err != nil {
@@ -261,5 +294,20 @@ func TestDatagenMoreTypes(t *testing.T) {
 	want := base64.StdEncoding.EncodeToString([]byte("b-3"))
 	if len(got[0]) != 5 || !strings.HasPrefix(got[0][3], want+",") || !strings.HasSuffix(got[0][3], ",00:00:00.000003,3ms,3") {
 		t.Errorf("rows %v", got[0])
+	}
+}
+
+// A datagen repeats its column's name in every generated string: a name
+// past the limit is refused, and so is a rate that is not a number.
+func TestDatagenBoundsWhatAPlanMakesItAllocate(t *testing.T) {
+	long := arrow.NewSchema([]arrow.Field{{Name: strings.Repeat("n", 1<<20), Type: arrow.BinaryTypes.String}}, nil)
+	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 10}}}
+	if _, err := Open(src, Config{Schema: long, Parallelism: 1}); err == nil || !strings.Contains(err.Error(), "source.DatagenNameLimit") {
+		t.Errorf("a 1 MiB column name: %v", err)
+	}
+	ids := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	nan := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{RowsPerSecond: math.NaN()}}}
+	if _, err := Open(nan, Config{Schema: ids, Parallelism: 1}); err == nil {
+		t.Error("a NaN rate was accepted")
 	}
 }

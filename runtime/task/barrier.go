@@ -200,11 +200,11 @@ func (t *Task) checkpoint(ctx context.Context, id int64) error {
 			return err
 		}
 	}
-	acknowledge := func() checkpoint.Ack {
-		a := checkpoint.Ack{ID: id, Task: t, States: map[string]checkpoint.SubtaskState{}}
+	acknowledge := func() (a checkpoint.Ack) {
+		a = checkpoint.Ack{ID: id, Task: t, States: map[string]checkpoint.SubtaskState{}}
 		for _, o := range states {
 			if o.persist != nil {
-				if err := o.persist(ctx, &o.st); err != nil {
+				if err := persistGuarded(ctx, o.persist, &o.st); err != nil {
 					a.Err = o.link.named(err)
 					return a
 				}
@@ -224,4 +224,15 @@ func (t *Task) checkpoint(ctx context.Context, id int64) error {
 		}
 	}
 	return send(acknowledge())
+}
+
+// persistGuarded runs an operator's persist step (on its own goroutine
+// when the task goes on meanwhile) with a panic as its error.
+func persistGuarded(ctx context.Context, persist func(context.Context, *checkpoint.SubtaskState) error, st *checkpoint.SubtaskState) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = PanicError(r)
+		}
+	}()
+	return persist(ctx, st)
 }

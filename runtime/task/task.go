@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +74,7 @@ type Task struct {
 // link is one operator of a task's chain.
 type link struct {
 	op       *plan.Operator
+	subtask  int
 	proc     operator.Operator // nil for a source
 	count    *operator.Counters
 	children []*link // operators chained to this one
@@ -101,7 +101,7 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	}
 	var add func(op *plan.Operator) (*link, error)
 	add = func(op *plan.Operator) (*link, error) {
-		l := &link{op: op, count: &bc.Counters[op.ID], outs: bc.outs[op.ID][i],
+		l := &link{op: op, subtask: i, count: &bc.Counters[op.ID], outs: bc.outs[op.ID][i],
 			wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
 		t.links = append(t.links, l)
 		if err := t.build(bc, l); err != nil {
@@ -127,10 +127,35 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	return t, nil
 }
 
+// readsSourceBatches reports whether op is chained to a source through
+// selects and filters only, which emit only inside Process: every batch op
+// processes then comes from the batch the source read last.
+func readsSourceBatches(g *plan.Graph, op int) bool {
+	for isChained(g, op) {
+		up := g.Operators[g.Inputs(op)[0].From]
+		switch up.Kind {
+		case plan.KindSource:
+			return true
+		case plan.KindSelect, plan.KindFilter:
+			op = up.ID
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 // build makes l's operator (or the task's source reader) as the registry
 // says.
-func (t *Task) build(bc *buildContext, l *link) error {
+func (t *Task) build(bc *buildContext, l *link) (err error) {
 	op := l.op
+	// A constructor that panics fails the job being built, never the
+	// process that builds it (a server's Execute call, a job's restart).
+	defer func() {
+		if r := recover(); r != nil {
+			err = &TaskError{Operator: op.Name, UID: op.UID, Subtask: t.subtask, Err: PanicError(r)}
+		}
+	}()
 	kind, err := bc.Registry.Lookup(op.Kind)
 	if err != nil {
 		return err
@@ -154,6 +179,9 @@ func (t *Task) build(bc *buildContext, l *link) error {
 			StateDir:  bc.StateDir,
 		}
 	}
+	if r, ok := t.reader.(source.SplitReporter); ok && readsSourceBatches(bc.Graph, op.ID) {
+		c.SourceSplits = r
+	}
 	if len(op.Ends) > 0 {
 		c.EndInput = sync.OnceFunc(func() { bc.endInput(op) })
 	}
@@ -170,16 +198,30 @@ func (t *Task) build(bc *buildContext, l *link) error {
 
 // Release frees what the task holds: its source reader and every
 // operator. After Run has returned, or for a task that never ran.
-func (t *Task) Release() {
+func (t *Task) Release() { _ = t.release() }
+
+// release is Release, with the first panic of an operator's Release (or
+// the reader's Close) as an error naming it: the other operators are
+// still released.
+func (t *Task) release() (err error) {
 	t.persisting.Wait() // before the state backends close
+	guard := func(l *link, free func()) {
+		defer func() {
+			if r := recover(); r != nil && err == nil {
+				err = &TaskError{Operator: l.op.Name, UID: l.op.UID, Subtask: t.subtask, Err: PanicError(r)}
+			}
+		}()
+		free()
+	}
 	if t.reader != nil {
-		_ = t.reader.Close()
+		guard(t.links[0], func() { _ = t.reader.Close() })
 	}
 	for _, l := range t.links {
 		if l.proc != nil {
-			l.proc.Release()
+			guard(l, l.proc.Release)
 		}
 	}
+	return err
 }
 
 // cancel takes every chained processor's cancel path.
@@ -210,8 +252,15 @@ func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
 }
 
 // process runs l's processor on b, of its input `input`; the caller keeps b.
-func (l *link) process(ctx context.Context, input int, b arrow.RecordBatch) error {
+func (l *link) process(ctx context.Context, input int, b arrow.RecordBatch) (err error) {
 	l.count.In.Add(b.NumRows())
+	// Recovered here, not only in Run, to name the operator that panicked
+	// rather than its chain's head.
+	defer func() {
+		if r := recover(); r != nil {
+			err = l.named(PanicError(r))
+		}
+	}()
 	return l.named(l.proc.Process(ctx, input, b, l.emit))
 }
 
@@ -224,7 +273,7 @@ func (l *link) named(err error) error {
 		errors.Is(err, bridge.ErrWorkerLost) || errors.Is(err, bridge.ErrWorkerStart) {
 		return err
 	}
-	return &TaskError{Operator: l.op.Name, UID: l.op.UID, Err: err}
+	return &TaskError{Operator: l.op.Name, UID: l.op.UID, Subtask: l.subtask, Err: err}
 }
 
 // Run is the task goroutine. On failure or cancel it takes every
@@ -235,16 +284,16 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		// A bug in an operator fails its job, never the whole runtime
 		// process (a server runs other jobs).
 		if r := recover(); r != nil {
-			err = t.head.named(fmt.Errorf("internal error: %v\n%s", r, debug.Stack()))
+			err = t.head.named(PanicError(r))
 		}
 		if err != nil {
+			// err may be the cause another task failed with (a canceled
+			// task returns it): it is shared, never changed here.
 			t.cancel(err)
-			var taskErr *TaskError
-			if errors.As(err, &taskErr) {
-				taskErr.Subtask = t.subtask
-			}
 		}
-		t.Release()
+		if rerr := t.release(); err == nil {
+			err = rerr
+		}
 	}()
 	// Cancel comes from outside the task goroutine, which may be blocked
 	// inside a processor (a send to a hung worker): as Flink's task
@@ -373,6 +422,14 @@ func (t *Task) runSource(ctx context.Context) error {
 		t.head.count.In.Add(b.NumRows())
 		if err := t.head.emit(ctx, b); err != nil {
 			return err
+		}
+		// The chained operators' time triggers (a watermark assigner's
+		// periodic emit, a UDF bundle's time) run between batches: a
+		// reader blocks only for I/O and rate limiting.
+		if _, ok := t.deadline(); ok {
+			if err := t.onTimer(ctx); err != nil {
+				return err
+			}
 		}
 	}
 }

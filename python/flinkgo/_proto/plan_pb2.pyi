@@ -28,7 +28,7 @@ class JobPlan(_message.Message):
     def __init__(self, name: _Optional[str] = ..., default_parallelism: _Optional[int] = ..., config: _Optional[_Mapping[str, str]] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("id", "uid", "name", "parallelism", "inputs", "output_schema", "source", "select", "filter", "map_batches", "keyed_aggregate", "union", "sink", "drop_duplicates", "limit")
+    __slots__ = ("id", "uid", "name", "parallelism", "inputs", "output_schema", "source", "select", "filter", "map_batches", "keyed_aggregate", "union", "sink", "drop_duplicates", "limit", "watermark_assigner", "window_aggregate", "interval_join")
     ID_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +44,9 @@ class Node(_message.Message):
     SINK_FIELD_NUMBER: _ClassVar[int]
     DROP_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_ASSIGNER_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_AGGREGATE_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_JOIN_FIELD_NUMBER: _ClassVar[int]
     id: int
     uid: str
     name: str
@@ -59,7 +62,10 @@ class Node(_message.Message):
     sink: Sink
     drop_duplicates: DropDuplicates
     limit: Limit
-    def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ..., drop_duplicates: _Optional[_Union[DropDuplicates, _Mapping]] = ..., limit: _Optional[_Union[Limit, _Mapping]] = ...) -> None: ...
+    watermark_assigner: WatermarkAssigner
+    window_aggregate: WindowAggregate
+    interval_join: IntervalJoin
+    def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ..., drop_duplicates: _Optional[_Union[DropDuplicates, _Mapping]] = ..., limit: _Optional[_Union[Limit, _Mapping]] = ..., watermark_assigner: _Optional[_Union[WatermarkAssigner, _Mapping]] = ..., window_aggregate: _Optional[_Union[WindowAggregate, _Mapping]] = ..., interval_join: _Optional[_Union[IntervalJoin, _Mapping]] = ...) -> None: ...
 
 class Input(_message.Message):
     __slots__ = ("node", "partitioning")
@@ -233,17 +239,101 @@ class KeyedAggregate(_message.Message):
     emit: KeyedAggregate.Emit
     def __init__(self, keys: _Optional[_Iterable[str]] = ..., aggregates: _Optional[_Iterable[_Union[Aggregate, _Mapping]]] = ..., emit: _Optional[_Union[KeyedAggregate.Emit, str]] = ...) -> None: ...
 
+class IntervalJoin(_message.Message):
+    __slots__ = ("left_keys", "right_keys", "left_time", "right_time", "lower_ns", "upper_ns", "how")
+    class How(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        INNER: _ClassVar[IntervalJoin.How]
+        LEFT: _ClassVar[IntervalJoin.How]
+        RIGHT: _ClassVar[IntervalJoin.How]
+        FULL: _ClassVar[IntervalJoin.How]
+    INNER: IntervalJoin.How
+    LEFT: IntervalJoin.How
+    RIGHT: IntervalJoin.How
+    FULL: IntervalJoin.How
+    LEFT_KEYS_FIELD_NUMBER: _ClassVar[int]
+    RIGHT_KEYS_FIELD_NUMBER: _ClassVar[int]
+    LEFT_TIME_FIELD_NUMBER: _ClassVar[int]
+    RIGHT_TIME_FIELD_NUMBER: _ClassVar[int]
+    LOWER_NS_FIELD_NUMBER: _ClassVar[int]
+    UPPER_NS_FIELD_NUMBER: _ClassVar[int]
+    HOW_FIELD_NUMBER: _ClassVar[int]
+    left_keys: _containers.RepeatedScalarFieldContainer[str]
+    right_keys: _containers.RepeatedScalarFieldContainer[str]
+    left_time: str
+    right_time: str
+    lower_ns: int
+    upper_ns: int
+    how: IntervalJoin.How
+    def __init__(self, left_keys: _Optional[_Iterable[str]] = ..., right_keys: _Optional[_Iterable[str]] = ..., left_time: _Optional[str] = ..., right_time: _Optional[str] = ..., lower_ns: _Optional[int] = ..., upper_ns: _Optional[int] = ..., how: _Optional[_Union[IntervalJoin.How, str]] = ...) -> None: ...
+
 class DropDuplicates(_message.Message):
     __slots__ = ("subset",)
     SUBSET_FIELD_NUMBER: _ClassVar[int]
     subset: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, subset: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class WatermarkAssigner(_message.Message):
+    __slots__ = ("time_column", "max_out_of_orderness_ms", "idle_timeout_ms", "time_extractor")
+    TIME_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    MAX_OUT_OF_ORDERNESS_MS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    TIME_EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
+    time_column: str
+    max_out_of_orderness_ms: int
+    idle_timeout_ms: int
+    time_extractor: Select
+    def __init__(self, time_column: _Optional[str] = ..., max_out_of_orderness_ms: _Optional[int] = ..., idle_timeout_ms: _Optional[int] = ..., time_extractor: _Optional[_Union[Select, _Mapping]] = ...) -> None: ...
+
 class Limit(_message.Message):
     __slots__ = ("n",)
     N_FIELD_NUMBER: _ClassVar[int]
     n: int
     def __init__(self, n: _Optional[int] = ...) -> None: ...
+
+class WindowAggregate(_message.Message):
+    __slots__ = ("time_column", "kind", "size_ms", "slide_ms", "step_ms", "gap_ms", "offset_ms", "keys", "aggregates", "allowed_lateness_ms", "late_rows")
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        KIND_UNSPECIFIED: _ClassVar[WindowAggregate.Kind]
+        TUMBLE: _ClassVar[WindowAggregate.Kind]
+        HOP: _ClassVar[WindowAggregate.Kind]
+        CUMULATE: _ClassVar[WindowAggregate.Kind]
+        SESSION: _ClassVar[WindowAggregate.Kind]
+    KIND_UNSPECIFIED: WindowAggregate.Kind
+    TUMBLE: WindowAggregate.Kind
+    HOP: WindowAggregate.Kind
+    CUMULATE: WindowAggregate.Kind
+    SESSION: WindowAggregate.Kind
+    class LateRows(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        DROP: _ClassVar[WindowAggregate.LateRows]
+        KEEP: _ClassVar[WindowAggregate.LateRows]
+    DROP: WindowAggregate.LateRows
+    KEEP: WindowAggregate.LateRows
+    TIME_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SIZE_MS_FIELD_NUMBER: _ClassVar[int]
+    SLIDE_MS_FIELD_NUMBER: _ClassVar[int]
+    STEP_MS_FIELD_NUMBER: _ClassVar[int]
+    GAP_MS_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_MS_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    AGGREGATES_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_LATENESS_MS_FIELD_NUMBER: _ClassVar[int]
+    LATE_ROWS_FIELD_NUMBER: _ClassVar[int]
+    time_column: str
+    kind: WindowAggregate.Kind
+    size_ms: int
+    slide_ms: int
+    step_ms: int
+    gap_ms: int
+    offset_ms: int
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    aggregates: _containers.RepeatedCompositeFieldContainer[Aggregate]
+    allowed_lateness_ms: int
+    late_rows: WindowAggregate.LateRows
+    def __init__(self, time_column: _Optional[str] = ..., kind: _Optional[_Union[WindowAggregate.Kind, str]] = ..., size_ms: _Optional[int] = ..., slide_ms: _Optional[int] = ..., step_ms: _Optional[int] = ..., gap_ms: _Optional[int] = ..., offset_ms: _Optional[int] = ..., keys: _Optional[_Iterable[str]] = ..., aggregates: _Optional[_Iterable[_Union[Aggregate, _Mapping]]] = ..., allowed_lateness_ms: _Optional[int] = ..., late_rows: _Optional[_Union[WindowAggregate.LateRows, str]] = ...) -> None: ...
 
 class Aggregate(_message.Message):
     __slots__ = ("function", "column", "name")

@@ -32,6 +32,7 @@ from flinkgo._proto import (
 from flinkgo.worker import logs
 from flinkgo.worker.chain import Chain, UdfCallError, read_batch, write_batch
 from flinkgo.worker.datasocket import DataSocket
+from flinkgo.worker.namespace import Namespace
 
 # The go-plugin handshake: the host sets this variable; a worker started any
 # other way refuses to run (go-plugin's magic cookie).
@@ -91,8 +92,21 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
         self._lock = threading.Lock()
         self._socket_dir = socket_dir
         self._max_message = max_message
+        self._opened = 0
+        # A reused worker returns to this before each chain but its first
+        # (namespace.py); the return runs after Close, off the host's path.
+        self._namespace = Namespace()
+        self._clean = threading.Event()
+        self._clean.set()
 
     def Open(self, request: worker_pb2.OpenRequest, context: grpc.ServicerContext) -> Any:
+        self._clean.wait()
+        with self._lock:
+            previous, self._chain = self._chain, None
+            self._opened += 1
+            opened = self._opened
+        if previous is not None:  # the host reuses a worker only after Close
+            previous.close()
         try:
             chain = Chain(request)
         except UdfCallError as e:
@@ -103,7 +117,7 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
             self._chain = chain
         data_socket = ""
         if request.transport == worker_pb2.TRANSPORT_UNIX_SOCKET:
-            data_socket = os.path.join(self._socket_dir, f"data-{request.subtask}.sock")
+            data_socket = os.path.join(self._socket_dir, f"data-{opened}.sock")
             DataSocket(data_socket, self._max_message, log).serve_in_background(
                 lambda requests: serve_batches(chain, requests)
             )
@@ -127,7 +141,24 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
         yield from serve_batches(chain, request_iterator)
 
     def Close(self, request: worker_pb2.CloseRequest, context: grpc.ServicerContext) -> Any:
-        return self.close_chain()
+        response = self.close_chain()
+        self._clean.clear()
+        threading.Thread(target=self._forget, name="flinkgo-forget", daemon=True).start()
+        return response
+
+    def _forget(self) -> None:
+        """Return to the namespace of the worker's start (the host may reuse it)."""
+        try:
+            dropped = self._namespace.reset()
+            if dropped:
+                log.debug(
+                    "modules of the closed chain dropped", extra={"fields": {"modules": dropped}}
+                )
+        except Exception:
+            log.exception("could not reset the worker's namespace; it exits")
+            os._exit(1)
+        finally:
+            self._clean.set()
 
     def close_chain(self) -> worker_pb2.CloseResponse:
         """Close the open chain, if any (Close, and the worker's shutdown)."""

@@ -203,6 +203,162 @@ func (KeyedAggregate_Emit) EnumDescriptor() ([]byte, []int) {
 	return file_plan_proto_rawDescGZIP(), []int{16, 0}
 }
 
+type IntervalJoin_How int32
+
+const (
+	IntervalJoin_INNER IntervalJoin_How = 0
+	IntervalJoin_LEFT  IntervalJoin_How = 1
+	IntervalJoin_RIGHT IntervalJoin_How = 2
+	IntervalJoin_FULL  IntervalJoin_How = 3
+)
+
+// Enum value maps for IntervalJoin_How.
+var (
+	IntervalJoin_How_name = map[int32]string{
+		0: "INNER",
+		1: "LEFT",
+		2: "RIGHT",
+		3: "FULL",
+	}
+	IntervalJoin_How_value = map[string]int32{
+		"INNER": 0,
+		"LEFT":  1,
+		"RIGHT": 2,
+		"FULL":  3,
+	}
+)
+
+func (x IntervalJoin_How) Enum() *IntervalJoin_How {
+	p := new(IntervalJoin_How)
+	*p = x
+	return p
+}
+
+func (x IntervalJoin_How) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IntervalJoin_How) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[3].Descriptor()
+}
+
+func (IntervalJoin_How) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[3]
+}
+
+func (x IntervalJoin_How) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IntervalJoin_How.Descriptor instead.
+func (IntervalJoin_How) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{17, 0}
+}
+
+type WindowAggregate_Kind int32
+
+const (
+	WindowAggregate_KIND_UNSPECIFIED WindowAggregate_Kind = 0
+	WindowAggregate_TUMBLE           WindowAggregate_Kind = 1 // size, offset
+	WindowAggregate_HOP              WindowAggregate_Kind = 2 // size, slide (size a multiple of slide), offset
+	WindowAggregate_CUMULATE         WindowAggregate_Kind = 3 // step, size (a multiple of step), offset
+	WindowAggregate_SESSION          WindowAggregate_Kind = 4 // gap
+)
+
+// Enum value maps for WindowAggregate_Kind.
+var (
+	WindowAggregate_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "TUMBLE",
+		2: "HOP",
+		3: "CUMULATE",
+		4: "SESSION",
+	}
+	WindowAggregate_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"TUMBLE":           1,
+		"HOP":              2,
+		"CUMULATE":         3,
+		"SESSION":          4,
+	}
+)
+
+func (x WindowAggregate_Kind) Enum() *WindowAggregate_Kind {
+	p := new(WindowAggregate_Kind)
+	*p = x
+	return p
+}
+
+func (x WindowAggregate_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WindowAggregate_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[4].Descriptor()
+}
+
+func (WindowAggregate_Kind) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[4]
+}
+
+func (x WindowAggregate_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WindowAggregate_Kind.Descriptor instead.
+func (WindowAggregate_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{21, 0}
+}
+
+// What happens to a row too late for every window it belongs to: DROP
+// counts it in numLateRecordsDropped. KEEP (a side output) is not built
+// yet; the runtime refuses it.
+type WindowAggregate_LateRows int32
+
+const (
+	WindowAggregate_DROP WindowAggregate_LateRows = 0
+	WindowAggregate_KEEP WindowAggregate_LateRows = 1
+)
+
+// Enum value maps for WindowAggregate_LateRows.
+var (
+	WindowAggregate_LateRows_name = map[int32]string{
+		0: "DROP",
+		1: "KEEP",
+	}
+	WindowAggregate_LateRows_value = map[string]int32{
+		"DROP": 0,
+		"KEEP": 1,
+	}
+)
+
+func (x WindowAggregate_LateRows) Enum() *WindowAggregate_LateRows {
+	p := new(WindowAggregate_LateRows)
+	*p = x
+	return p
+}
+
+func (x WindowAggregate_LateRows) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WindowAggregate_LateRows) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[5].Descriptor()
+}
+
+func (WindowAggregate_LateRows) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[5]
+}
+
+func (x WindowAggregate_LateRows) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WindowAggregate_LateRows.Descriptor instead.
+func (WindowAggregate_LateRows) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{21, 1}
+}
+
 // What to do with a directory that already holds files, as Spark's
 // SaveMode; checked once per job at submission.
 type FileSink_Mode int32
@@ -243,11 +399,11 @@ func (x FileSink_Mode) String() string {
 }
 
 func (FileSink_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[3].Descriptor()
+	return file_plan_proto_enumTypes[6].Descriptor()
 }
 
 func (FileSink_Mode) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[3]
+	return &file_plan_proto_enumTypes[6]
 }
 
 func (x FileSink_Mode) Number() protoreflect.EnumNumber {
@@ -256,7 +412,7 @@ func (x FileSink_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileSink_Mode.Descriptor instead.
 func (FileSink_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23, 0}
+	return file_plan_proto_rawDescGZIP(), []int{26, 0}
 }
 
 type JobPlan struct {
@@ -355,6 +511,9 @@ type Node struct {
 	//	*Node_Sink
 	//	*Node_DropDuplicates
 	//	*Node_Limit
+	//	*Node_WatermarkAssigner
+	//	*Node_WindowAggregate
+	//	*Node_IntervalJoin
 	Kind          isNode_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -520,6 +679,33 @@ func (x *Node) GetLimit() *Limit {
 	return nil
 }
 
+func (x *Node) GetWatermarkAssigner() *WatermarkAssigner {
+	if x != nil {
+		if x, ok := x.Kind.(*Node_WatermarkAssigner); ok {
+			return x.WatermarkAssigner
+		}
+	}
+	return nil
+}
+
+func (x *Node) GetWindowAggregate() *WindowAggregate {
+	if x != nil {
+		if x, ok := x.Kind.(*Node_WindowAggregate); ok {
+			return x.WindowAggregate
+		}
+	}
+	return nil
+}
+
+func (x *Node) GetIntervalJoin() *IntervalJoin {
+	if x != nil {
+		if x, ok := x.Kind.(*Node_IntervalJoin); ok {
+			return x.IntervalJoin
+		}
+	}
+	return nil
+}
+
 type isNode_Kind interface {
 	isNode_Kind()
 }
@@ -560,6 +746,18 @@ type Node_Limit struct {
 	Limit *Limit `protobuf:"bytes,18,opt,name=limit,proto3,oneof"`
 }
 
+type Node_WatermarkAssigner struct {
+	WatermarkAssigner *WatermarkAssigner `protobuf:"bytes,19,opt,name=watermark_assigner,json=watermarkAssigner,proto3,oneof"`
+}
+
+type Node_WindowAggregate struct {
+	WindowAggregate *WindowAggregate `protobuf:"bytes,20,opt,name=window_aggregate,json=windowAggregate,proto3,oneof"`
+}
+
+type Node_IntervalJoin struct {
+	IntervalJoin *IntervalJoin `protobuf:"bytes,21,opt,name=interval_join,json=intervalJoin,proto3,oneof"`
+}
+
 func (*Node_Source) isNode_Kind() {}
 
 func (*Node_Select) isNode_Kind() {}
@@ -577,6 +775,12 @@ func (*Node_Sink) isNode_Kind() {}
 func (*Node_DropDuplicates) isNode_Kind() {}
 
 func (*Node_Limit) isNode_Kind() {}
+
+func (*Node_WatermarkAssigner) isNode_Kind() {}
+
+func (*Node_WindowAggregate) isNode_Kind() {}
+
+func (*Node_IntervalJoin) isNode_Kind() {}
 
 // Input is one incoming edge and how its rows are distributed.
 type Input struct {
@@ -943,7 +1147,12 @@ func (*Literal_StringValue) isLiteral_Value() {}
 // add, subtract, multiply, divide, modulo (2); negate (1);
 // equal, not_equal, less, less_equal, greater, greater_equal (2);
 // and, or (2); not (1); is_null, is_not_null (1);
-// cast (1, with cast_to).
+// cast (1, with cast_to);
+// is_in (1 + n: the value, then n literals); between (3: value, lo, hi);
+// case_when (2n + 1: condition, value, ..., otherwise; a null literal for none);
+// year, month, day, hour, minute (1, a timestamp);
+// truncate (2: a timestamp and a duration literal).
+// A duration literal is an int_value with type "duration[s|ms|us|ns]".
 type Call struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Function string                 `protobuf:"bytes,1,opt,name=function,proto3" json:"function,omitempty"`
@@ -1588,6 +1797,108 @@ func (x *KeyedAggregate) GetEmit() KeyedAggregate_Emit {
 // seen as keyed state; rows with a combination seen before are dropped.
 // Its input is partitioned by the hash of the subset (as a keyed
 // aggregation's by its keys), and its output schema is its input's.
+// IntervalJoin joins two inputs (inputs[0] left, inputs[1] right) on equal
+// keys where left.time + lower <= right.time <= left.time + upper, bounds
+// inclusive, as Flink's IntervalJoinOperator. Each input is partitioned by
+// its keys (the same number of keys, of equal types). Output: the left
+// columns, then the right ones; a right column whose name is a left one's
+// gets the suffix "_right". Rows with a null key or a null time never
+// match: an inner side drops them, an outer side emits them padded with
+// nulls at once.
+type IntervalJoin struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	LeftKeys  []string               `protobuf:"bytes,1,rep,name=left_keys,json=leftKeys,proto3" json:"left_keys,omitempty"`
+	RightKeys []string               `protobuf:"bytes,2,rep,name=right_keys,json=rightKeys,proto3" json:"right_keys,omitempty"`
+	// Timestamp columns (any unit) holding each side's event time.
+	LeftTime  string `protobuf:"bytes,3,opt,name=left_time,json=leftTime,proto3" json:"left_time,omitempty"`
+	RightTime string `protobuf:"bytes,4,opt,name=right_time,json=rightTime,proto3" json:"right_time,omitempty"`
+	// Bounds in nanoseconds, lower <= upper.
+	LowerNs       int64            `protobuf:"varint,5,opt,name=lower_ns,json=lowerNs,proto3" json:"lower_ns,omitempty"`
+	UpperNs       int64            `protobuf:"varint,6,opt,name=upper_ns,json=upperNs,proto3" json:"upper_ns,omitempty"`
+	How           IntervalJoin_How `protobuf:"varint,7,opt,name=how,proto3,enum=flinkgo.plan.v1.IntervalJoin_How" json:"how,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IntervalJoin) Reset() {
+	*x = IntervalJoin{}
+	mi := &file_plan_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IntervalJoin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IntervalJoin) ProtoMessage() {}
+
+func (x *IntervalJoin) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IntervalJoin.ProtoReflect.Descriptor instead.
+func (*IntervalJoin) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *IntervalJoin) GetLeftKeys() []string {
+	if x != nil {
+		return x.LeftKeys
+	}
+	return nil
+}
+
+func (x *IntervalJoin) GetRightKeys() []string {
+	if x != nil {
+		return x.RightKeys
+	}
+	return nil
+}
+
+func (x *IntervalJoin) GetLeftTime() string {
+	if x != nil {
+		return x.LeftTime
+	}
+	return ""
+}
+
+func (x *IntervalJoin) GetRightTime() string {
+	if x != nil {
+		return x.RightTime
+	}
+	return ""
+}
+
+func (x *IntervalJoin) GetLowerNs() int64 {
+	if x != nil {
+		return x.LowerNs
+	}
+	return 0
+}
+
+func (x *IntervalJoin) GetUpperNs() int64 {
+	if x != nil {
+		return x.UpperNs
+	}
+	return 0
+}
+
+func (x *IntervalJoin) GetHow() IntervalJoin_How {
+	if x != nil {
+		return x.How
+	}
+	return IntervalJoin_INNER
+}
+
 type DropDuplicates struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The columns that identify a duplicate, at least one; the client lists
@@ -1599,7 +1910,7 @@ type DropDuplicates struct {
 
 func (x *DropDuplicates) Reset() {
 	*x = DropDuplicates{}
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +1922,7 @@ func (x *DropDuplicates) String() string {
 func (*DropDuplicates) ProtoMessage() {}
 
 func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,12 +1935,90 @@ func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDuplicates.ProtoReflect.Descriptor instead.
 func (*DropDuplicates) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{17}
+	return file_plan_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DropDuplicates) GetSubset() []string {
 	if x != nil {
 		return x.Subset
+	}
+	return nil
+}
+
+// WatermarkAssigner makes the event-time watermarks of its output
+// (`with_watermark`): the event time of a row is its time_column, a
+// timestamp of any unit; the watermark is Flink's bounded out-of-orderness
+// (the greatest event time seen - max_out_of_orderness_ms - 1), sent every
+// pipeline.auto-watermark-interval when it advanced, and the output is
+// marked idle after idle_timeout_ms without rows (0: never). Rows pass
+// unchanged. When time is an expression, time_extractor is the select that
+// computes time_column (every input column, then time_column), which the
+// planner runs first as the timestamp extractor, uid
+// "<uid>/extract-timestamp". The assigner's uid is "<uid>/watermarks".
+type WatermarkAssigner struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	TimeColumn          string                 `protobuf:"bytes,1,opt,name=time_column,json=timeColumn,proto3" json:"time_column,omitempty"`
+	MaxOutOfOrdernessMs int64                  `protobuf:"varint,2,opt,name=max_out_of_orderness_ms,json=maxOutOfOrdernessMs,proto3" json:"max_out_of_orderness_ms,omitempty"`
+	IdleTimeoutMs       int64                  `protobuf:"varint,3,opt,name=idle_timeout_ms,json=idleTimeoutMs,proto3" json:"idle_timeout_ms,omitempty"`
+	TimeExtractor       *Select                `protobuf:"bytes,4,opt,name=time_extractor,json=timeExtractor,proto3" json:"time_extractor,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *WatermarkAssigner) Reset() {
+	*x = WatermarkAssigner{}
+	mi := &file_plan_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatermarkAssigner) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatermarkAssigner) ProtoMessage() {}
+
+func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatermarkAssigner.ProtoReflect.Descriptor instead.
+func (*WatermarkAssigner) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *WatermarkAssigner) GetTimeColumn() string {
+	if x != nil {
+		return x.TimeColumn
+	}
+	return ""
+}
+
+func (x *WatermarkAssigner) GetMaxOutOfOrdernessMs() int64 {
+	if x != nil {
+		return x.MaxOutOfOrdernessMs
+	}
+	return 0
+}
+
+func (x *WatermarkAssigner) GetIdleTimeoutMs() int64 {
+	if x != nil {
+		return x.IdleTimeoutMs
+	}
+	return 0
+}
+
+func (x *WatermarkAssigner) GetTimeExtractor() *Select {
+	if x != nil {
+		return x.TimeExtractor
 	}
 	return nil
 }
@@ -1650,7 +2039,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +2051,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,7 +2064,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Limit) GetN() int64 {
@@ -1685,9 +2074,146 @@ func (x *Limit) GetN() int64 {
 	return 0
 }
 
+// WindowAggregate aggregates the rows of each event-time window, per key
+// (keyed: its input is partitioned by the hash of the keys) or over all rows
+// (no keys: one subtask, as Flink's windowAll). Output: the keys,
+// window_start and window_end (timestamp[ms], the time column's time zone),
+// then the aggregates; a window's row comes out when the watermark reaches
+// window_end - 1 ms, and again for each batch of late rows that updates it
+// within the allowed lateness (docs/semantics.md#windows).
+type WindowAggregate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The event time: a timestamp column of the input (any unit).
+	TimeColumn string               `protobuf:"bytes,1,opt,name=time_column,json=timeColumn,proto3" json:"time_column,omitempty"`
+	Kind       WindowAggregate_Kind `protobuf:"varint,2,opt,name=kind,proto3,enum=flinkgo.plan.v1.WindowAggregate_Kind" json:"kind,omitempty"`
+	// Durations in milliseconds.
+	SizeMs     int64        `protobuf:"varint,3,opt,name=size_ms,json=sizeMs,proto3" json:"size_ms,omitempty"`
+	SlideMs    int64        `protobuf:"varint,4,opt,name=slide_ms,json=slideMs,proto3" json:"slide_ms,omitempty"`
+	StepMs     int64        `protobuf:"varint,5,opt,name=step_ms,json=stepMs,proto3" json:"step_ms,omitempty"`
+	GapMs      int64        `protobuf:"varint,6,opt,name=gap_ms,json=gapMs,proto3" json:"gap_ms,omitempty"`
+	OffsetMs   int64        `protobuf:"varint,7,opt,name=offset_ms,json=offsetMs,proto3" json:"offset_ms,omitempty"`
+	Keys       []string     `protobuf:"bytes,8,rep,name=keys,proto3" json:"keys,omitempty"`
+	Aggregates []*Aggregate `protobuf:"bytes,9,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
+	// How long after a window fired a late row still updates it (Flink's
+	// allowedLateness); 0 drops every row of a fired window.
+	AllowedLatenessMs int64                    `protobuf:"varint,10,opt,name=allowed_lateness_ms,json=allowedLatenessMs,proto3" json:"allowed_lateness_ms,omitempty"`
+	LateRows          WindowAggregate_LateRows `protobuf:"varint,11,opt,name=late_rows,json=lateRows,proto3,enum=flinkgo.plan.v1.WindowAggregate_LateRows" json:"late_rows,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *WindowAggregate) Reset() {
+	*x = WindowAggregate{}
+	mi := &file_plan_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowAggregate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowAggregate) ProtoMessage() {}
+
+func (x *WindowAggregate) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowAggregate.ProtoReflect.Descriptor instead.
+func (*WindowAggregate) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *WindowAggregate) GetTimeColumn() string {
+	if x != nil {
+		return x.TimeColumn
+	}
+	return ""
+}
+
+func (x *WindowAggregate) GetKind() WindowAggregate_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return WindowAggregate_KIND_UNSPECIFIED
+}
+
+func (x *WindowAggregate) GetSizeMs() int64 {
+	if x != nil {
+		return x.SizeMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetSlideMs() int64 {
+	if x != nil {
+		return x.SlideMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetStepMs() int64 {
+	if x != nil {
+		return x.StepMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetGapMs() int64 {
+	if x != nil {
+		return x.GapMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetOffsetMs() int64 {
+	if x != nil {
+		return x.OffsetMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *WindowAggregate) GetAggregates() []*Aggregate {
+	if x != nil {
+		return x.Aggregates
+	}
+	return nil
+}
+
+func (x *WindowAggregate) GetAllowedLatenessMs() int64 {
+	if x != nil {
+		return x.AllowedLatenessMs
+	}
+	return 0
+}
+
+func (x *WindowAggregate) GetLateRows() WindowAggregate_LateRows {
+	if x != nil {
+		return x.LateRows
+	}
+	return WindowAggregate_DROP
+}
+
 type Aggregate struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// sum, count, min, max, mean.
+	// sum, count, min, max, mean; in a WindowAggregate also first, last (the
+	// value of the row with the earliest / latest event time, nulls skipped)
+	// and count_distinct (non-null values).
 	Function string `protobuf:"bytes,1,opt,name=function,proto3" json:"function,omitempty"`
 	// Input column; empty for count(*).
 	Column string `protobuf:"bytes,2,opt,name=column,proto3" json:"column,omitempty"`
@@ -1699,7 +2225,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +2237,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +2250,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -1757,7 +2283,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +2295,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +2308,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 type Sink struct {
@@ -1799,7 +2325,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +2337,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +2350,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -1891,7 +2417,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +2429,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +2442,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{25}
 }
 
 type FileSink struct {
@@ -1931,7 +2457,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2469,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2482,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23}
+	return file_plan_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -1989,7 +2515,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2527,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2540,7 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24}
+	return file_plan_proto_rawDescGZIP(), []int{27}
 }
 
 var File_plan_proto protoreflect.FileDescriptor
@@ -2030,7 +2556,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x05nodes\x18\x04 \x03(\v2\x15.flinkgo.plan.v1.NodeR\x05nodes\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb9\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa3\a\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x12\n" +
@@ -2048,7 +2574,10 @@ const file_plan_proto_rawDesc = "" +
 	"\x05union\x18\x0f \x01(\v2\x16.flinkgo.plan.v1.UnionH\x00R\x05union\x12+\n" +
 	"\x04sink\x18\x10 \x01(\v2\x15.flinkgo.plan.v1.SinkH\x00R\x04sink\x12J\n" +
 	"\x0fdrop_duplicates\x18\x11 \x01(\v2\x1f.flinkgo.plan.v1.DropDuplicatesH\x00R\x0edropDuplicates\x12.\n" +
-	"\x05limit\x18\x12 \x01(\v2\x16.flinkgo.plan.v1.LimitH\x00R\x05limitB\x06\n" +
+	"\x05limit\x18\x12 \x01(\v2\x16.flinkgo.plan.v1.LimitH\x00R\x05limit\x12S\n" +
+	"\x12watermark_assigner\x18\x13 \x01(\v2\".flinkgo.plan.v1.WatermarkAssignerH\x00R\x11watermarkAssigner\x12M\n" +
+	"\x10window_aggregate\x18\x14 \x01(\v2 .flinkgo.plan.v1.WindowAggregateH\x00R\x0fwindowAggregate\x12D\n" +
+	"\rinterval_join\x18\x15 \x01(\v2\x1d.flinkgo.plan.v1.IntervalJoinH\x00R\fintervalJoinB\x06\n" +
 	"\x04kind\"^\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
@@ -2131,11 +2660,58 @@ const file_plan_proto_rawDesc = "" +
 	"\tEMIT_AUTO\x10\x00\x12\x0e\n" +
 	"\n" +
 	"EMIT_FINAL\x10\x01\x12\x10\n" +
-	"\fEMIT_UPDATES\x10\x02\"(\n" +
+	"\fEMIT_UPDATES\x10\x02\"\xa2\x02\n" +
+	"\fIntervalJoin\x12\x1b\n" +
+	"\tleft_keys\x18\x01 \x03(\tR\bleftKeys\x12\x1d\n" +
+	"\n" +
+	"right_keys\x18\x02 \x03(\tR\trightKeys\x12\x1b\n" +
+	"\tleft_time\x18\x03 \x01(\tR\bleftTime\x12\x1d\n" +
+	"\n" +
+	"right_time\x18\x04 \x01(\tR\trightTime\x12\x19\n" +
+	"\blower_ns\x18\x05 \x01(\x03R\alowerNs\x12\x19\n" +
+	"\bupper_ns\x18\x06 \x01(\x03R\aupperNs\x123\n" +
+	"\x03how\x18\a \x01(\x0e2!.flinkgo.plan.v1.IntervalJoin.HowR\x03how\"/\n" +
+	"\x03How\x12\t\n" +
+	"\x05INNER\x10\x00\x12\b\n" +
+	"\x04LEFT\x10\x01\x12\t\n" +
+	"\x05RIGHT\x10\x02\x12\b\n" +
+	"\x04FULL\x10\x03\"(\n" +
 	"\x0eDropDuplicates\x12\x16\n" +
-	"\x06subset\x18\x01 \x03(\tR\x06subset\"\x15\n" +
+	"\x06subset\x18\x01 \x03(\tR\x06subset\"\xd2\x01\n" +
+	"\x11WatermarkAssigner\x12\x1f\n" +
+	"\vtime_column\x18\x01 \x01(\tR\n" +
+	"timeColumn\x124\n" +
+	"\x17max_out_of_orderness_ms\x18\x02 \x01(\x03R\x13maxOutOfOrdernessMs\x12&\n" +
+	"\x0fidle_timeout_ms\x18\x03 \x01(\x03R\ridleTimeoutMs\x12>\n" +
+	"\x0etime_extractor\x18\x04 \x01(\v2\x17.flinkgo.plan.v1.SelectR\rtimeExtractor\"\x15\n" +
 	"\x05Limit\x12\f\n" +
-	"\x01n\x18\x01 \x01(\x03R\x01n\"S\n" +
+	"\x01n\x18\x01 \x01(\x03R\x01n\"\xa4\x04\n" +
+	"\x0fWindowAggregate\x12\x1f\n" +
+	"\vtime_column\x18\x01 \x01(\tR\n" +
+	"timeColumn\x129\n" +
+	"\x04kind\x18\x02 \x01(\x0e2%.flinkgo.plan.v1.WindowAggregate.KindR\x04kind\x12\x17\n" +
+	"\asize_ms\x18\x03 \x01(\x03R\x06sizeMs\x12\x19\n" +
+	"\bslide_ms\x18\x04 \x01(\x03R\aslideMs\x12\x17\n" +
+	"\astep_ms\x18\x05 \x01(\x03R\x06stepMs\x12\x15\n" +
+	"\x06gap_ms\x18\x06 \x01(\x03R\x05gapMs\x12\x1b\n" +
+	"\toffset_ms\x18\a \x01(\x03R\boffsetMs\x12\x12\n" +
+	"\x04keys\x18\b \x03(\tR\x04keys\x12:\n" +
+	"\n" +
+	"aggregates\x18\t \x03(\v2\x1a.flinkgo.plan.v1.AggregateR\n" +
+	"aggregates\x12.\n" +
+	"\x13allowed_lateness_ms\x18\n" +
+	" \x01(\x03R\x11allowedLatenessMs\x12F\n" +
+	"\tlate_rows\x18\v \x01(\x0e2).flinkgo.plan.v1.WindowAggregate.LateRowsR\blateRows\"L\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\n" +
+	"\n" +
+	"\x06TUMBLE\x10\x01\x12\a\n" +
+	"\x03HOP\x10\x02\x12\f\n" +
+	"\bCUMULATE\x10\x03\x12\v\n" +
+	"\aSESSION\x10\x04\"\x1e\n" +
+	"\bLateRows\x12\b\n" +
+	"\x04DROP\x10\x00\x12\b\n" +
+	"\x04KEEP\x10\x01\"S\n" +
 	"\tAggregate\x12\x1a\n" +
 	"\bfunction\x18\x01 \x01(\tR\bfunction\x12\x16\n" +
 	"\x06column\x18\x02 \x01(\tR\x06column\x12\x12\n" +
@@ -2170,82 +2746,96 @@ func file_plan_proto_rawDescGZIP() []byte {
 	return file_plan_proto_rawDescData
 }
 
-var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_plan_proto_goTypes = []any{
-	(Partitioning_Kind)(0),   // 0: flinkgo.plan.v1.Partitioning.Kind
-	(FileSource_Format)(0),   // 1: flinkgo.plan.v1.FileSource.Format
-	(KeyedAggregate_Emit)(0), // 2: flinkgo.plan.v1.KeyedAggregate.Emit
-	(FileSink_Mode)(0),       // 3: flinkgo.plan.v1.FileSink.Mode
-	(*JobPlan)(nil),          // 4: flinkgo.plan.v1.JobPlan
-	(*Node)(nil),             // 5: flinkgo.plan.v1.Node
-	(*Input)(nil),            // 6: flinkgo.plan.v1.Input
-	(*Partitioning)(nil),     // 7: flinkgo.plan.v1.Partitioning
-	(*Expr)(nil),             // 8: flinkgo.plan.v1.Expr
-	(*Literal)(nil),          // 9: flinkgo.plan.v1.Literal
-	(*Call)(nil),             // 10: flinkgo.plan.v1.Call
-	(*UdfExpr)(nil),          // 11: flinkgo.plan.v1.UdfExpr
-	(*NamedExpr)(nil),        // 12: flinkgo.plan.v1.NamedExpr
-	(*Source)(nil),           // 13: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),      // 14: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),       // 15: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),    // 16: flinkgo.plan.v1.DatagenSource
-	(*Select)(nil),           // 17: flinkgo.plan.v1.Select
-	(*Filter)(nil),           // 18: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),       // 19: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),   // 20: flinkgo.plan.v1.KeyedAggregate
-	(*DropDuplicates)(nil),   // 21: flinkgo.plan.v1.DropDuplicates
-	(*Limit)(nil),            // 22: flinkgo.plan.v1.Limit
-	(*Aggregate)(nil),        // 23: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),            // 24: flinkgo.plan.v1.Union
-	(*Sink)(nil),             // 25: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),        // 26: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),         // 27: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),      // 28: flinkgo.plan.v1.CollectSink
-	nil,                      // 29: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil), // 30: flinkgo.worker.v1.UdfSpec
+	(Partitioning_Kind)(0),        // 0: flinkgo.plan.v1.Partitioning.Kind
+	(FileSource_Format)(0),        // 1: flinkgo.plan.v1.FileSource.Format
+	(KeyedAggregate_Emit)(0),      // 2: flinkgo.plan.v1.KeyedAggregate.Emit
+	(IntervalJoin_How)(0),         // 3: flinkgo.plan.v1.IntervalJoin.How
+	(WindowAggregate_Kind)(0),     // 4: flinkgo.plan.v1.WindowAggregate.Kind
+	(WindowAggregate_LateRows)(0), // 5: flinkgo.plan.v1.WindowAggregate.LateRows
+	(FileSink_Mode)(0),            // 6: flinkgo.plan.v1.FileSink.Mode
+	(*JobPlan)(nil),               // 7: flinkgo.plan.v1.JobPlan
+	(*Node)(nil),                  // 8: flinkgo.plan.v1.Node
+	(*Input)(nil),                 // 9: flinkgo.plan.v1.Input
+	(*Partitioning)(nil),          // 10: flinkgo.plan.v1.Partitioning
+	(*Expr)(nil),                  // 11: flinkgo.plan.v1.Expr
+	(*Literal)(nil),               // 12: flinkgo.plan.v1.Literal
+	(*Call)(nil),                  // 13: flinkgo.plan.v1.Call
+	(*UdfExpr)(nil),               // 14: flinkgo.plan.v1.UdfExpr
+	(*NamedExpr)(nil),             // 15: flinkgo.plan.v1.NamedExpr
+	(*Source)(nil),                // 16: flinkgo.plan.v1.Source
+	(*ArrowSource)(nil),           // 17: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),            // 18: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),         // 19: flinkgo.plan.v1.DatagenSource
+	(*Select)(nil),                // 20: flinkgo.plan.v1.Select
+	(*Filter)(nil),                // 21: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),            // 22: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),        // 23: flinkgo.plan.v1.KeyedAggregate
+	(*IntervalJoin)(nil),          // 24: flinkgo.plan.v1.IntervalJoin
+	(*DropDuplicates)(nil),        // 25: flinkgo.plan.v1.DropDuplicates
+	(*WatermarkAssigner)(nil),     // 26: flinkgo.plan.v1.WatermarkAssigner
+	(*Limit)(nil),                 // 27: flinkgo.plan.v1.Limit
+	(*WindowAggregate)(nil),       // 28: flinkgo.plan.v1.WindowAggregate
+	(*Aggregate)(nil),             // 29: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),                 // 30: flinkgo.plan.v1.Union
+	(*Sink)(nil),                  // 31: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),             // 32: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),              // 33: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),           // 34: flinkgo.plan.v1.CollectSink
+	nil,                           // 35: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*workerpb.UdfSpec)(nil),      // 36: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	29, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
-	5,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
-	6,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
-	13, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
-	17, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
-	18, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
-	19, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
-	20, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	24, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	25, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	21, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	22, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
-	7,  // 12: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
-	0,  // 13: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	9,  // 14: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	10, // 15: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	11, // 16: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	8,  // 17: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	30, // 18: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	8,  // 19: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	8,  // 20: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	14, // 21: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	15, // 22: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	16, // 23: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	1,  // 24: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	12, // 25: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	8,  // 26: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	30, // 27: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	23, // 28: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	2,  // 29: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	26, // 30: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	27, // 31: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	28, // 32: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 33: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	3,  // 34: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	35, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	8,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
+	9,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
+	16, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
+	20, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
+	21, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
+	22, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
+	23, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
+	30, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	31, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	25, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
+	27, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	26, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
+	28, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
+	24, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
+	10, // 15: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	0,  // 16: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
+	12, // 17: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	13, // 18: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	14, // 19: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	11, // 20: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	36, // 21: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	11, // 22: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	11, // 23: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	17, // 24: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	18, // 25: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	19, // 26: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	1,  // 27: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	15, // 28: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	11, // 29: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	36, // 30: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	29, // 31: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	2,  // 32: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	3,  // 33: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
+	20, // 34: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
+	4,  // 35: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
+	29, // 36: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	5,  // 37: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	32, // 38: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	33, // 39: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	34, // 40: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	1,  // 41: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	6,  // 42: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -2263,6 +2853,9 @@ func file_plan_proto_init() {
 		(*Node_Sink)(nil),
 		(*Node_DropDuplicates)(nil),
 		(*Node_Limit)(nil),
+		(*Node_WatermarkAssigner)(nil),
+		(*Node_WindowAggregate)(nil),
+		(*Node_IntervalJoin)(nil),
 	}
 	file_plan_proto_msgTypes[4].OneofWrappers = []any{
 		(*Expr_Column)(nil),
@@ -2282,7 +2875,7 @@ func file_plan_proto_init() {
 		(*Source_File)(nil),
 		(*Source_Datagen)(nil),
 	}
-	file_plan_proto_msgTypes[21].OneofWrappers = []any{
+	file_plan_proto_msgTypes[24].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
@@ -2292,8 +2885,8 @@ func file_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   26,
+			NumEnums:      7,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -26,5 +26,9 @@
 // records and output are debug. Lines are cut at a bound (output.go), so no
 // output grows the runtime's memory. Nothing is logged per batch.
 //
+// Reuse: with Options.Pool, Open takes an idle worker of the same
+// environment instead of starting one, and a Close that ended in order
+// gives the worker back (see Pool and docs/semantics.md#worker-reuse).
+//
 // The package knows nothing about bundles or operators: see package bundle.
 package pluginrunner

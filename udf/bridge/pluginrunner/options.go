@@ -67,6 +67,16 @@ type Options struct {
 	Logger *slog.Logger
 	// Allocator holds the result batches. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
+
+	// Pool, when set, lends Open an idle worker of the same environment
+	// (Python, Env, MaxMessageBytes) instead of starting one, and takes the
+	// worker back when Close ends in order, for IdleTimeout, with at most
+	// MaxIdle workers idle. Nil, or IdleTimeout or MaxIdle 0: every runner
+	// starts and stops its own worker.
+	Pool        *Pool
+	IdleTimeout time.Duration
+	MaxIdle     int
+
 	// UDFOutput, when set, receives each line that user code in the worker
 	// prints (stdout and stderr), prefixed with the UDF and the subtask
 	// counted from 1 ("[parse_ts #1] hello"): the user's terminal, for a
@@ -155,6 +165,9 @@ func (o Options) validate() error {
 	}
 	if o.Transport != TransportUnixSocket && o.Transport != TransportGRPCStream {
 		errs = append(errs, fmt.Errorf("Transport is %s; want TransportUnixSocket or TransportGRPCStream", o.Transport))
+	}
+	if o.IdleTimeout < 0 || o.MaxIdle < 0 {
+		errs = append(errs, fmt.Errorf("IdleTimeout (%s) and MaxIdle (%d) must not be negative", o.IdleTimeout, o.MaxIdle))
 	}
 	if o.MaxInFlight < 1 {
 		errs = append(errs, fmt.Errorf("MaxInFlight is %d; it must be at least 1", o.MaxInFlight))

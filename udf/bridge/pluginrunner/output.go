@@ -126,6 +126,13 @@ func (u *udfOutput) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+func (u *udfOutput) setTarget(out io.Writer, prefix string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.out, u.prefix = out, prefix
+	u.split = lineSplitter{max: u.split.max}
+}
+
 func (u *udfOutput) emit(line string) {
 	switch {
 	case u.silenced.Load():

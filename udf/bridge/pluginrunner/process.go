@@ -82,6 +82,20 @@ type pluginProcess struct {
 	// An orderly Shutdown keeps it: what the worker prints while it
 	// finishes is the user's.
 	silenced *atomic.Bool
+	// logTo is the logger go-plugin's records and the worker's lines go to:
+	// the runner using the worker sets it (see Pool).
+	logTo *atomic.Pointer[slog.Logger]
+	// printed receive what user code prints (stdout, stderr); a runner
+	// that reuses the worker points them at its own output (setOutput).
+	printed [2]*udfOutput
+}
+
+// setOutput sends what user code prints from now on to out with prefix
+// (see Options.UDFOutput): the worker now runs another runner's chain.
+func (p *pluginProcess) setOutput(out io.Writer, prefix string) {
+	for _, u := range p.printed {
+		u.setTarget(out, prefix)
+	}
 }
 
 // maxSocketPath is the longest Unix socket path the system takes:
@@ -111,6 +125,8 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 	stderr := newLineTail(stderrTailLines)
 	silenced := new(atomic.Bool)
 	prefix := outputPrefix(opts.udfNames(), opts.Subtask)
+	printedOut := newUDFOutput(log, pid, "udf stdout", opts.UDFOutput, prefix, silenced)
+	printedErr := newUDFOutput(log, pid, "udf stderr", opts.UDFOutput, prefix, silenced)
 	guard := &startGuard{pid: pid}
 	extraEnv := append([]string{maxMessageEnv + "=" + strconv.Itoa(opts.MaxMessageBytes)}, opts.Env...)
 	client := plugin.NewClient(&plugin.ClientConfig{
@@ -126,14 +142,14 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 		StartTimeout:     opts.StartTimeout,
 		Logger:           newSlogHCLog(log, pid, opts.Python).withSilenced(silenced),
 		Stderr:           stderr,
-		SyncStdout:       newUDFOutput(log, pid, "udf stdout", opts.UDFOutput, prefix, silenced),
-		SyncStderr:       newUDFOutput(log, pid, "udf stderr", opts.UDFOutput, prefix, silenced),
+		SyncStdout:       printedOut,
+		SyncStderr:       printedErr,
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(opts.MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(opts.MaxMessageBytes),
 		)},
 	})
-	p := &pluginProcess{client: client, stderr: stderr, silenced: silenced}
+	p := &pluginProcess{client: client, stderr: stderr, silenced: silenced, printed: [2]*udfOutput{printedOut, printedErr}}
 
 	type dispensed struct {
 		conn workerpb.UdfWorkerClient

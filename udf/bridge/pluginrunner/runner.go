@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -207,29 +208,8 @@ func (r *Runner) Open(ctx context.Context) error {
 	stop := context.AfterFunc(r.lifeCtx, func() { cancel(bridge.ErrClosed) })
 	defer stop()
 
-	proc, err := startProcess(openCtx, r.opts, r.log, &r.pid)
+	proc, resp, err := r.openWorker(openCtx, true)
 	if err != nil {
-		r.markClosed(err)
-		return fmt.Errorf("%s: %w", r.label, err)
-	}
-	r.log.Debug("worker started", "pid", proc.Pid(), "python", r.opts.Python)
-	r.mu.Lock()
-	if r.mu.closing {
-		r.mu.Unlock()
-		proc.Stop(r.opts.CancelGrace)
-		return fmt.Errorf("%s: canceled while opening: %w", r.label, bridge.ErrClosed)
-	}
-	r.proc = proc
-	r.mu.Unlock()
-
-	resp, err := proc.conn.Open(openCtx, r.openReq)
-	if err == nil && resp.GetError() != nil {
-		err = r.udfError(resp.GetError())
-	} else if err != nil {
-		err = fmt.Errorf("%s: open: %w", r.label, r.lostError(err))
-	}
-	if err != nil {
-		r.failOpen(proc, err)
 		return err
 	}
 	r.log.Debug("worker ready", "pid", resp.GetPid(), "python", resp.GetPythonVersion(), "pyarrow", resp.GetPyarrowVersion())
@@ -248,6 +228,63 @@ func (r *Runner) Open(ctx context.Context) error {
 	r.receiverDone = make(chan struct{})
 	go r.receive()
 	return nil
+}
+
+// openWorker takes an idle worker from the pool (when reuse allows) or
+// starts one, and opens the chain on it. A warm worker that turns out to
+// be gone is replaced by a new one; nothing is left running on failure.
+func (r *Runner) openWorker(ctx context.Context, reuse bool) (*pluginProcess, *workerpb.OpenResponse, error) {
+	var proc *pluginProcess
+	if reuse && r.opts.Pool != nil {
+		proc, _ = r.opts.Pool.take(envKey(r.opts)).(*pluginProcess)
+	}
+	reused := proc != nil
+	if reused {
+		proc.logTo.Store(r.log)
+		proc.stderr.reset()
+		proc.setOutput(r.opts.UDFOutput, outputPrefix(r.opts.udfNames(), r.opts.Subtask))
+		r.pid.Store(int64(proc.Pid()))
+		r.log.Debug("idle worker reused", "pid", proc.Pid(), "python", r.opts.Python)
+	} else {
+		logger, logTo := newSwapLogger(r.log)
+		var err error
+		proc, err = startProcess(ctx, r.opts, logger, &r.pid)
+		if err != nil {
+			r.markClosed(err)
+			return nil, nil, fmt.Errorf("%s: %w", r.label, err)
+		}
+		proc.logTo = logTo
+		r.log.Debug("worker started", "pid", proc.Pid(), "python", r.opts.Python)
+	}
+	r.mu.Lock()
+	if r.mu.closing {
+		r.mu.Unlock()
+		proc.Stop(r.opts.CancelGrace)
+		return nil, nil, fmt.Errorf("%s: canceled while opening: %w", r.label, bridge.ErrClosed)
+	}
+	r.proc = proc
+	r.mu.Unlock()
+
+	resp, err := proc.conn.Open(ctx, r.openReq)
+	if err != nil && reused && ctx.Err() == nil {
+		// The idle worker died (killed from outside) since its last job.
+		r.log.Debug("idle worker lost, starting a new one", "pid", proc.Pid(), "cause", err)
+		r.mu.Lock()
+		r.proc = nil
+		r.mu.Unlock()
+		proc.Stop(r.opts.CancelGrace)
+		return r.openWorker(ctx, false)
+	}
+	if err == nil && resp.GetError() != nil {
+		err = r.udfError(resp.GetError())
+	} else if err != nil {
+		err = fmt.Errorf("%s: open: %w", r.label, r.lostError(err))
+	}
+	if err != nil {
+		r.failOpen(proc, err)
+		return nil, nil, err
+	}
+	return proc, resp, nil
 }
 
 // errNoDataSocket is a worker that ignored TRANSPORT_UNIX_SOCKET: it is
@@ -465,7 +502,23 @@ func (r *Runner) close() error {
 		r.streamCancel()
 		<-r.receiverDone
 	}
-	r.fail(fmt.Errorf("%s: %w", r.label, bridge.ErrClosed))
+	// A worker that answered everything and closed its chain without an
+	// error may serve a later runner; it leaves this one under r.mu, so
+	// that a Cancel racing with this Close can no longer reach it.
+	var keep *pluginProcess
+	r.mu.Lock()
+	if r.opts.Pool != nil && len(errs) == 0 && r.mu.err == nil {
+		keep, r.proc = r.proc, nil
+	}
+	r.failLocked(fmt.Errorf("%s: %w", r.label, bridge.ErrClosed))
+	r.mu.Unlock()
+	if keep != nil {
+		if r.opts.Pool.put(envKey(r.opts), keep, r.opts.IdleTimeout, r.opts.MaxIdle) {
+			r.log.Debug("worker kept idle for reuse", "pid", keep.Pid(), "idle_timeout", r.opts.IdleTimeout)
+		} else {
+			keep.Shutdown()
+		}
+	}
 	r.procMu.Lock()
 	if r.proc != nil {
 		r.proc.Shutdown()
@@ -503,6 +556,13 @@ func (r *Runner) Cancel() {
 // receive reads the worker's answers until the stream ends.
 func (r *Runner) receive() {
 	defer close(r.receiverDone)
+	// The receiver decodes what a worker sent: a panic on it fails this
+	// runner's job, never the process.
+	defer func() {
+		if p := recover(); p != nil {
+			r.fail(fmt.Errorf("%s: internal error receiving results (a bug in flinkgo, please report it with this trace): panic: %v\n%s", r.label, p, debug.Stack()))
+		}
+	}()
 	for {
 		resp, err := r.stream.Recv()
 		if err != nil {

@@ -91,6 +91,10 @@ const (
 	WrongSeq Func = "wrong_seq"
 	// BadArrow answers with bytes that are not Arrow IPC.
 	BadArrow Func = "bad_arrow"
+	// CraftedArrow answers with a well-formed IPC stream of a string
+	// column whose offsets go backwards (declare it string): reading its
+	// second row would slice [6:3].
+	CraftedArrow Func = "crafted_arrow"
 	// Chatty returns its argument; for each batch it prints
 	// "printed by the udf <first value>" to stdout (go-plugin's stdio
 	// stream) and writes ChattyStderrLine to stderr.

@@ -1,0 +1,59 @@
+package plan
+
+import "github.com/flinkgo/flinkgo/runtime/proto/planpb"
+
+// Roles of the operators with_watermark becomes (Operator.Role).
+const (
+	RoleExtractTimestamp = "extract-timestamp"
+	RoleWatermarks       = "watermarks"
+)
+
+// watermarkOps turns a with_watermark node into its operators:
+//
+//	[extract-timestamp] watermarks
+//
+// The timestamp extractor is there when the event time is an expression:
+// the node's time_extractor select, with its Python UDF calls taken out as
+// for any select (expand). Every uid derives from the node's (the user's
+// .uid, else "<kind>-<id>", docs/semantics.md#uids), so a savepoint still
+// matches when operators are added elsewhere: "<uid>/extract-timestamp"
+// (when the extractor is one UDF operator, that operator's; else the
+// prefix of its operators') and "<uid>/watermarks".
+func watermarkOps(info nodeInfo, s settings) []*Operator {
+	n := info.node
+	var ops []*Operator
+	if ext := n.GetWatermarkAssigner().GetTimeExtractor(); ext != nil {
+		x := info
+		x.uid, x.name = info.uid+"/"+RoleExtractTimestamp, info.name+"/"+RoleExtractTimestamp
+		x.kind = KindSelect
+		x.node = &planpb.Node{Id: n.GetId(), Uid: x.uid, Name: x.name, OutputSchema: n.GetOutputSchema(),
+			Kind: &planpb.Node_Select{Select: ext}}
+		if anyUDF(ext.GetColumns()) {
+			ops = expand(x, s)
+			if len(ops) == 1 {
+				ops[0].UID = x.uid
+			}
+		} else {
+			ops = []*Operator{{
+				UID: x.uid, Name: x.name, Kind: KindSelect, Role: RoleExtractTimestamp, NodeID: int(n.GetId()),
+				Parallelism: info.parallelism, ParallelismFrom: info.parallelismFrom,
+				Node: x.node, OutputSchema: n.GetOutputSchema(),
+			}}
+		}
+	}
+	return append(ops, &Operator{
+		UID: info.uid + "/" + RoleWatermarks, Name: info.name + "/" + RoleWatermarks,
+		Kind: KindWatermarkAssigner, Role: RoleWatermarks, NodeID: int(n.GetId()),
+		Parallelism: info.parallelism, ParallelismFrom: info.parallelismFrom,
+		Node: n, OutputSchema: n.GetOutputSchema(),
+	})
+}
+
+func anyUDF(cols []*planpb.NamedExpr) bool {
+	for _, c := range cols {
+		if hasUDF(c.GetExpr()) {
+			return true
+		}
+	}
+	return false
+}

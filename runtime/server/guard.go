@@ -1,0 +1,61 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// DefaultMaxMessageBytes is the default limit of one job-service message
+// (`flinkgo serve --max-message-size`): a plan with its pickled UDFs and
+// small inline tables fits many times over; large inline data belongs in
+// files (Parquet, CSV), which the runtime reads without holding them in a
+// message. The limit also bounds what one request can make the server hold.
+const DefaultMaxMessageBytes = 64 << 20
+
+// MaxMessageFlag names the option that raises the limit, for errors.
+const MaxMessageFlag = "--max-message-size"
+
+// Guard returns the server options that keep one call from taking the
+// server down: a panic in a handler becomes that call's INTERNAL error
+// (logged with its stack), and a request over maxMessage bytes is refused
+// before it is read. gRPC itself answers that refusal, RESOURCE_EXHAUSTED
+// "received message larger than max (N vs. M)", which no handler can
+// reword: the clients add which option raises it (MaxMessageFlag).
+func Guard(log *slog.Logger, maxMessage int) []grpc.ServerOption {
+	g := &guard{log: log}
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(maxMessage),
+		grpc.ChainUnaryInterceptor(g.unary),
+		grpc.ChainStreamInterceptor(g.stream),
+	}
+}
+
+type guard struct{ log *slog.Logger }
+
+func (g *guard) recovered(method string, r any) error {
+	g.log.Error("internal error in a call: the call fails, the server goes on", "method", method, "panic", r, "stack", string(debug.Stack()))
+	return status.Errorf(codes.Internal, "internal error in the flinkgo runtime (a bug, please report it with the server's log): %v", r)
+}
+
+func (g *guard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = nil, g.recovered(info.FullMethod, r)
+		}
+	}()
+	return handler(ctx, req)
+}
+
+func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = g.recovered(info.FullMethod, r)
+		}
+	}()
+	return handler(srv, ss)
+}

@@ -1,0 +1,94 @@
+package pluginrunner_test
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
+)
+
+func TestPooledWorkerServesTheNextRunnerOnlyAfterAnOrderlyClose(t *testing.T) {
+	eachWorker(t, testPooledWorkerReuse)
+}
+
+func testPooledWorkerReuse(t *testing.T, w worker) {
+	f := newFixture(t, w)
+	pool := pluginrunner.NewPool(nil)
+	defer pool.Close()
+	pooled := func(call *workerpb.UdfCall) pluginrunner.Options {
+		o := f.options(int64Schema, call)
+		o.Pool, o.IdleTimeout, o.MaxIdle = pool, time.Hour, 4
+		return o
+	}
+	run := func(r *pluginrunner.Runner, values ...int64) error {
+		b := f.int64Batch(values...)
+		defer b.Release()
+		if err := r.Process(context.Background(), 0, b); err != nil {
+			return err
+		}
+		results, err := flushAndTake(t, r)
+		for _, res := range results {
+			res.Batch.Release()
+		}
+		return err
+	}
+
+	first := f.open(pooled(testkit.Call(f.specs["plus_one"], "y", "x")))
+	pid := first.Pid()
+	if err := run(first, 1, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pool.Idle() != 1 || !alive(pid) {
+		t.Fatalf("after an orderly close: %d idle, worker alive %v; want it idle", pool.Idle(), alive(pid))
+	}
+
+	// Another chain on the same worker: reused, and out of the pool meanwhile.
+	second := f.open(pooled(testkit.Call(f.specs["boom"], "y", "x")))
+	if second.Pid() != pid {
+		t.Fatalf("second runner's worker is %d, want the idle %d", second.Pid(), pid)
+	}
+	if pool.Idle() != 0 {
+		t.Fatalf("a worker in use is still idle in the pool")
+	}
+	if err := run(second, 1, 2); err != nil {
+		t.Fatalf("a reused worker failed: %v", err)
+	}
+	// It fails now: the operator takes the cancel path, and the worker is
+	// stopped, never given back.
+	if err := run(second, 3); err == nil {
+		t.Fatal("boom on 3 did not fail")
+	}
+	second.Cancel()
+	_ = second.Close()
+	if pool.Idle() != 0 {
+		t.Fatal("a failed runner gave its worker back")
+	}
+	waitGone(t, pid)
+
+	third := f.open(pooled(testkit.Call(f.specs["plus_one"], "y", "x")))
+	defer third.Cancel()
+	if third.Pid() == pid {
+		t.Fatal("a failed worker was reused")
+	}
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// waitGone waits until process pid has been reaped.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %d still runs", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
