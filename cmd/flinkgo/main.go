@@ -114,8 +114,8 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
   flinkgo serve [--listen ADDR] [--parent-pid N] [--reuse-workers] [--allow-path DIR]... [--allow-group GROUP]
                 [--token-file PATH] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
-                [--max-message-size BYTES (default 64MiB)] [--udf-output log|stderr]
-                [--log-level LEVEL] [--log-format text|json]
+                [--max-message-size BYTES (default 64MiB)]
+                [--udf-output log|stderr] [--log-level LEVEL] [--log-format text|json]
   flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [--log-level LEVEL] [--log-format text|json] PIPELINE.py [ARGS...]
   flinkgo list [--endpoint ADDR]
   flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]

@@ -64,10 +64,17 @@ def test_start_passes_the_contract_and_forwards_stdout(tmp_path, capfd):
         assert rt.endpoint == f"unix://{tmp_path}/rt.sock"
         assert rt.alive()
         args, python, pythonpath = record.read_text().splitlines()
-        serve, listen_flag, listen, parent_flag, parent, *rest = args.split()
+        serve, listen_flag, listen, parent_flag, parent, *flags = args.split()
         assert (serve, listen_flag, parent_flag) == ("serve", "--listen", "--parent-pid")
-        assert "--reuse-workers" in rest  # its only client is this process
-        assert rest[rest.index("--udf-output") + 1] == "stderr"
+        # Its only client is this process: big inline tables, reused workers, and
+        # what UDFs print on this program's stderr.
+        assert flags == [
+            "--max-message-size",
+            "1GiB",
+            "--reuse-workers",
+            "--udf-output",
+            "stderr",
+        ]
         assert listen.startswith("unix:///") and listen.endswith("/runtime.sock")
         assert parent == str(os.getpid())
         assert python == f"FLINKGO_PYTHON={sys.executable}"

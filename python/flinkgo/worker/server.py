@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 import traceback
+import types
 from collections.abc import Iterable, Iterator
 from concurrent import futures
 from typing import Any
@@ -214,8 +215,47 @@ def _udf_error(
         udf_name=udf_name,
         exception_type=type(exc).__name__,
         message=message,
-        traceback="".join(traceback.format_exception(exc)),
+        traceback=users_traceback(exc),
     )
+
+
+_PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
+
+
+def users_traceback(exc: BaseException) -> str:
+    """Format `exc` with the user's frames only: the worker's own say nothing to the user.
+
+    An exception raised by flinkgo itself (a result of the wrong type, say) has no frame
+    left: its message says everything, and the traceback is empty.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = _without_flinkgo_frames(e.__traceback__)
+        todo += [e.__cause__, e.__context__]
+    if exc.__traceback__ is None and exc.__cause__ is None and exc.__context__ is None:
+        return "" if exc.__class__.__module__.startswith("flinkgo") else _only_line(exc)
+    return "".join(traceback.format_exception(exc))
+
+
+def _only_line(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(exc))
+
+
+def _without_flinkgo_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            kept.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(kept):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
 
 
 class HealthServicer(health_pb2_grpc.HealthServicer):

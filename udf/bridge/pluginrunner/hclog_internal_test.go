@@ -72,7 +72,9 @@ func TestStoppedWorkerIsSilenced(t *testing.T) {
 	var stopping atomic.Bool
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	worker := newSlogHCLog(log, &pid, "python3").withSilenced(&stopping).Named("python3")
-	printed := newUDFOutput(log, &pid, "udf stderr", &out, outputPrefix("parse_ts", 0), &stopping)
+	prefix := new(atomic.Pointer[string])
+	prefix.Store(ptr(outputPrefix("parse_ts", 0)))
+	printed := newUDFOutput(log, &pid, "udf stderr", &out, prefix, &stopping)
 
 	worker.Error("udf failed", "traceback", "Traceback (most recent call last): ...")
 	_, _ = printed.Write([]byte("hello\n"))

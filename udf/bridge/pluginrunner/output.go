@@ -107,14 +107,14 @@ type udfOutput struct {
 	pid      *atomic.Int64
 	msg      string
 	out      io.Writer
-	prefix   string
+	prefix   *atomic.Pointer[string] // swapped when a pooled worker serves another runner
 	silenced *atomic.Bool
 	mu       sync.Mutex
 	split    lineSplitter
 	line     []byte
 }
 
-func newUDFOutput(log *slog.Logger, pid *atomic.Int64, msg string, out io.Writer, prefix string, silenced *atomic.Bool) *udfOutput {
+func newUDFOutput(log *slog.Logger, pid *atomic.Int64, msg string, out io.Writer, prefix *atomic.Pointer[string], silenced *atomic.Bool) *udfOutput {
 	return &udfOutput{log: log, pid: pid, msg: msg, out: out, prefix: prefix, silenced: silenced,
 		split: lineSplitter{max: maxPrintedLineBytes}}
 }
@@ -126,25 +126,20 @@ func (u *udfOutput) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func (u *udfOutput) setTarget(out io.Writer, prefix string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.out, u.prefix = out, prefix
-	u.split = lineSplitter{max: u.split.max}
-}
-
 func (u *udfOutput) emit(line string) {
 	switch {
 	case u.silenced.Load():
 		u.log.Debug(u.msg, "source", "worker", "pid", u.pid.Load(), "line", line, "after_stop", true)
 	case u.out != nil:
 		// One Write per line: several workers share the terminal.
-		u.line = append(append(append(u.line[:0], u.prefix...), line...), '\n')
+		u.line = append(append(append(u.line[:0], *u.prefix.Load()...), line...), '\n')
 		_, _ = u.out.Write(u.line)
 	default:
 		u.log.Info(u.msg, "source", "worker", "pid", u.pid.Load(), "line", line)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // outputPrefix is how a printed line is tagged on the user's terminal:
 // the UDF (or fused chain) and the subtask counted from 1, as Flink's print

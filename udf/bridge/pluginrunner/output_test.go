@@ -141,19 +141,19 @@ func TestPrintedOutputIsPrefixedAndBounded(t *testing.T) {
 }
 
 // A reused worker's printed lines carry the UDF and subtask of the runner
-// that uses it now, and go to that runner's output.
+// that uses it now (the output itself is the runtime's, one for all).
 func TestReusedWorkerPrintsUnderItsNewRunner(t *testing.T) {
 	f := newFixture(t, goWorker(goworker.Serve))
 	pool := pluginrunner.NewPool(nil)
 	defer pool.Close()
-	var firstOut, secondOut syncBuffer
-	open := func(name string, subtask int, out *syncBuffer) *pluginrunner.Runner {
+	var out syncBuffer
+	open := func(name string, subtask int) *pluginrunner.Runner {
 		o := f.options(int64Schema, testkit.Call(goworker.UDF(name, goworker.Chatty, arrow.PrimitiveTypes.Int64), "y", "x"))
 		o.Pool, o.IdleTimeout, o.MaxIdle = pool, time.Hour, 4
-		o.Subtask, o.UDFOutput = subtask, out
+		o.Subtask, o.UDFOutput = subtask, &out
 		return f.open(o)
 	}
-	printOne := func(r *pluginrunner.Runner, v int64, out *syncBuffer, want string) {
+	printOne := func(r *pluginrunner.Runner, v int64, want string) {
 		t.Helper()
 		b := f.int64Batch(v)
 		defer b.Release()
@@ -173,13 +173,13 @@ func TestReusedWorkerPrintsUnderItsNewRunner(t *testing.T) {
 			}
 		}
 	}
-	first := open("loud", 0, &firstOut)
+	first := open("loud", 0)
 	pid := first.Pid()
-	printOne(first, 1, &firstOut, "[loud #1] printed by the udf 1\n")
+	printOne(first, 1, "[loud #1] printed by the udf 1\n")
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	second := open("quiet", 4, &secondOut)
+	second := open("quiet", 4)
 	defer func() {
 		if err := second.Close(); err != nil {
 			t.Error(err)
@@ -188,8 +188,8 @@ func TestReusedWorkerPrintsUnderItsNewRunner(t *testing.T) {
 	if second.Pid() != pid {
 		t.Fatalf("the worker was not reused (%d, then %d)", pid, second.Pid())
 	}
-	printOne(second, 2, &secondOut, "[quiet #5] printed by the udf 2\n")
-	if strings.Contains(firstOut.String(), "udf 2") {
-		t.Errorf("the first runner's output got the second's line: %q", firstOut.String())
+	printOne(second, 2, "[quiet #5] printed by the udf 2\n")
+	if strings.Contains(out.String(), "[loud #1] printed by the udf 2") {
+		t.Errorf("the reused worker's line carries the first runner's tag: %q", out.String())
 	}
 }

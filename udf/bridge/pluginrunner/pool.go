@@ -225,5 +225,5 @@ func (t *lineTail) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lines = nil
-	t.split = lineSplitter{max: t.split.max}
+	t.split.buf, t.split.dropped = t.split.buf[:0], 0
 }

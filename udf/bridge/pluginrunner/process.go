@@ -76,26 +76,17 @@ type pluginProcess struct {
 	// stopping is set once the runtime itself signals the worker, so a
 	// SIGKILL it sent is not taken for the OOM killer's.
 	stopping atomic.Bool
+	// logTo is the logger go-plugin's records and the worker's lines go to,
+	// and prefix how its printed lines are tagged on the user's terminal:
+	// the runner using the worker sets both (see Pool).
+	logTo  *atomic.Pointer[slog.Logger]
+	prefix *atomic.Pointer[string]
 	// silenced is set once the runtime kills the worker (Stop: cancel, or
 	// the runtime's shutdown); shared with the output writers and
 	// go-plugin's logger, which then demote the worker's output to debug.
 	// An orderly Shutdown keeps it: what the worker prints while it
 	// finishes is the user's.
 	silenced *atomic.Bool
-	// logTo is the logger go-plugin's records and the worker's lines go to:
-	// the runner using the worker sets it (see Pool).
-	logTo *atomic.Pointer[slog.Logger]
-	// printed receive what user code prints (stdout, stderr); a runner
-	// that reuses the worker points them at its own output (setOutput).
-	printed [2]*udfOutput
-}
-
-// setOutput sends what user code prints from now on to out with prefix
-// (see Options.UDFOutput): the worker now runs another runner's chain.
-func (p *pluginProcess) setOutput(out io.Writer, prefix string) {
-	for _, u := range p.printed {
-		u.setTarget(out, prefix)
-	}
 }
 
 // maxSocketPath is the longest Unix socket path the system takes:
@@ -124,9 +115,8 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 	}
 	stderr := newLineTail(stderrTailLines)
 	silenced := new(atomic.Bool)
-	prefix := outputPrefix(opts.udfNames(), opts.Subtask)
-	printedOut := newUDFOutput(log, pid, "udf stdout", opts.UDFOutput, prefix, silenced)
-	printedErr := newUDFOutput(log, pid, "udf stderr", opts.UDFOutput, prefix, silenced)
+	prefix := new(atomic.Pointer[string])
+	prefix.Store(ptr(outputPrefix(opts.udfNames(), opts.Subtask)))
 	guard := &startGuard{pid: pid}
 	extraEnv := append([]string{maxMessageEnv + "=" + strconv.Itoa(opts.MaxMessageBytes)}, opts.Env...)
 	client := plugin.NewClient(&plugin.ClientConfig{
@@ -142,14 +132,14 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 		StartTimeout:     opts.StartTimeout,
 		Logger:           newSlogHCLog(log, pid, opts.Python).withSilenced(silenced),
 		Stderr:           stderr,
-		SyncStdout:       printedOut,
-		SyncStderr:       printedErr,
+		SyncStdout:       newUDFOutput(log, pid, "udf stdout", opts.UDFOutput, prefix, silenced),
+		SyncStderr:       newUDFOutput(log, pid, "udf stderr", opts.UDFOutput, prefix, silenced),
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(opts.MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(opts.MaxMessageBytes),
 		)},
 	})
-	p := &pluginProcess{client: client, stderr: stderr, silenced: silenced, printed: [2]*udfOutput{printedOut, printedErr}}
+	p := &pluginProcess{client: client, stderr: stderr, prefix: prefix, silenced: silenced}
 
 	type dispensed struct {
 		conn workerpb.UdfWorkerClient
