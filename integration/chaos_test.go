@@ -52,6 +52,10 @@ const (
 // for the figures TestChaos logs (never asserted: a hang guard bounds it).
 var cancelLatency = map[chaosAction][]time.Duration{}
 
+// roundsDone counts the rounds by the action that landed (a run that ended
+// first counts as none), for the same figures.
+var roundsDone = map[chaosAction]int{}
+
 // TestChaos cancels runs, kills workers and hangs them at random moments.
 // Every round must stop promptly (a hang guard, not a timing), leave no
 // worker process, goroutine or Arrow buffer behind, and deliver a prefix of
@@ -79,6 +83,7 @@ func TestChaos(t *testing.T) {
 // logCancelFigures logs the cancel latencies by UDF state: count, p50, p99
 // and max (the README's chaos table comes from these lines).
 func logCancelFigures(t *testing.T) {
+	t.Logf("FIGURES chaos rounds by fault: %v", roundsDone)
 	for _, a := range []chaosAction{actCancel, actStopThen, actCancelChild, actCancelGIL} {
 		d := slices.Clone(cancelLatency[a])
 		if len(d) == 0 {
@@ -158,10 +163,27 @@ def slow_double(x):
 		action = actNone
 	case <-time.After(delay):
 		victim = pickWorker(pidDir)
+		// A fault on a worker lands on one that runs: wait for it, unless
+		// the run ends first (a worker starts in about a second).
+		ended := false
+		for deadline := time.Now().Add(hangGuard); victim == 0 && (action == actKill || action == actStopThen); victim = pickWorker(pidDir) {
+			select {
+			case err = <-done:
+				ended = true
+			case <-time.After(10 * time.Millisecond):
+			}
+			if ended || time.Now().After(deadline) {
+				break
+			}
+		}
+		if ended {
+			action = actNone // finished before the action
+			break
+		}
 		if action == actCancelChild || action == actCancelGIL {
-			if child, err = udfTookMark(markDir, action, done); err != nil {
-				// Finished before a UDF took the mark.
-				action = actNone
+			var ended bool
+			if child, ended, err = udfTookMark(t, markDir, action, done); ended {
+				action = actNone // finished before a UDF took the mark
 				break
 			}
 			canceled = time.Now()
@@ -201,6 +223,7 @@ def slow_double(x):
 		b.Release()
 	}
 
+	roundsDone[action]++
 	switch action {
 	case actNone:
 		if err != nil {
@@ -235,12 +258,12 @@ def slow_double(x):
 
 // udfTookMark makes a UDF take the mark of action (start a child, or hold
 // the GIL) and waits until it did; for a child, until it runs, and returns
-// its pid. It fails when the run ends first.
-func udfTookMark(dir string, action chaosAction, done <-chan error) (child int, err error) {
+// its pid. When the run ends first, it reports that with the run's error.
+func udfTookMark(t *testing.T, dir string, action chaosAction, done <-chan error) (child int, ended bool, runErr error) {
 	name := map[chaosAction]string{actCancelChild: "child", actCancelGIL: "hog"}[action]
 	mark := filepath.Join(dir, name)
 	if err := os.WriteFile(mark, nil, 0o600); err != nil {
-		return 0, err
+		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(hangGuard); ; time.Sleep(5 * time.Millisecond) {
 		if _, err := os.Stat(mark); os.IsNotExist(err) {
@@ -248,22 +271,22 @@ func udfTookMark(dir string, action chaosAction, done <-chan error) (child int, 
 		}
 		select {
 		case err := <-done:
-			return 0, fmt.Errorf("the run ended first: %v", err)
+			return 0, true, err
 		default:
 		}
 		if time.Now().After(deadline) {
-			return 0, errors.New("no UDF took the mark")
+			t.Fatalf("no UDF took the mark %s", name)
 		}
 	}
 	if action != actCancelChild {
-		return 0, nil
+		return 0, false, nil
 	}
 	for deadline := time.Now().Add(hangGuard); ; time.Sleep(5 * time.Millisecond) {
 		if i := slices.IndexFunc(descendants(os.Getpid()), isSleep); i >= 0 {
-			return descendants(os.Getpid())[i], nil
+			return descendants(os.Getpid())[i], false, nil
 		}
 		if time.Now().After(deadline) {
-			return 0, errors.New("the UDF's child never ran")
+			t.Fatal("the UDF's child never ran")
 		}
 	}
 }

@@ -319,6 +319,10 @@ def _start_group_reaper() -> None:
             # Ends with the group, whoever signals it; never runs the worker's handlers.
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.close(write_end)
+            # Never hold the worker's stdio pipes: the host reads them to their end.
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
             while os.read(read_end, 1):
                 pass
             os.killpg(os.getpgrp(), signal.SIGKILL)

@@ -12,6 +12,7 @@ import (
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
+	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
@@ -136,5 +137,59 @@ func TestPrintedOutputIsPrefixedAndBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A reused worker's printed lines carry the UDF and subtask of the runner
+// that uses it now (the output itself is the runtime's, one for all).
+func TestReusedWorkerPrintsUnderItsNewRunner(t *testing.T) {
+	f := newFixture(t, goWorker(goworker.Serve))
+	pool := pluginrunner.NewPool(nil)
+	defer pool.Close()
+	var out syncBuffer
+	open := func(name string, subtask int) *pluginrunner.Runner {
+		o := f.options(int64Schema, testkit.Call(goworker.UDF(name, goworker.Chatty, arrow.PrimitiveTypes.Int64), "y", "x"))
+		o.Pool, o.IdleTimeout, o.MaxIdle = pool, time.Hour, 4
+		o.Subtask, o.UDFOutput = subtask, &out
+		return f.open(o)
+	}
+	printOne := func(r *pluginrunner.Runner, v int64, want string) {
+		t.Helper()
+		b := f.int64Batch(v)
+		defer b.Release()
+		if err := r.Process(context.Background(), 0, b); err != nil {
+			t.Fatal(err)
+		}
+		results, err := flushAndTake(t, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, res := range results {
+			res.Batch.Release()
+		}
+		for deadline := time.Now().Add(hangGuard); !strings.Contains(out.String(), want); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("output lacks %q: %q", want, out.String())
+			}
+		}
+	}
+	first := open("loud", 0)
+	pid := first.Pid()
+	printOne(first, 1, "[loud #1] printed by the udf 1\n")
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := open("quiet", 4)
+	defer func() {
+		if err := second.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if second.Pid() != pid {
+		t.Fatalf("the worker was not reused (%d, then %d)", pid, second.Pid())
+	}
+	printOne(second, 2, "[quiet #5] printed by the udf 2\n")
+	if strings.Contains(out.String(), "[loud #1] printed by the udf 2") {
+		t.Errorf("the reused worker's line carries the first runner's tag: %q", out.String())
 	}
 }
