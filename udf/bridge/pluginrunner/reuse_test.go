@@ -3,16 +3,13 @@ package pluginrunner_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/udf/bridge"
-	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -96,49 +93,6 @@ func waitGone(t *testing.T, pid int) {
 			t.Fatalf("worker %d still runs", pid)
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// A pooled worker serving another runner tags what its UDF prints with
-// that runner's UDF and subtask, not those of the runner that started it.
-func TestReusedWorkerPrintsUnderTheNewRunnersPrefix(t *testing.T) {
-	f := newFixture(t, goWorker(goworker.Serve))
-	pool := pluginrunner.NewPool(nil)
-	defer pool.Close()
-	var out syncBuffer
-	printOnce := func(subtask int, value int64) int {
-		o := f.options(int64Schema, testkit.Call(f.specs["chatty"], "y", "x"))
-		o.Pool, o.IdleTimeout, o.MaxIdle = pool, time.Hour, 4
-		o.Subtask, o.UDFOutput = subtask, &out
-		r := f.open(o)
-		b := f.int64Batch(value)
-		defer b.Release()
-		if err := r.Process(context.Background(), 0, b); err != nil {
-			t.Fatal(err)
-		}
-		results, err := flushAndTake(t, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, res := range results {
-			res.Batch.Release()
-		}
-		want := fmt.Sprintf("[chatty #%d] printed by the udf %d\n", subtask+1, value)
-		// Printed output travels through go-plugin's stdio stream, asynchronously.
-		for deadline := time.Now().Add(hangGuard); !strings.Contains(out.String(), want); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("printed output %q lacks %q", out.String(), want)
-			}
-		}
-		pid := r.Pid()
-		if err := r.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return pid
-	}
-	first := printOnce(0, 7)
-	if second := printOnce(2, 8); second != first {
-		t.Fatalf("second runner's worker is %d, want the idle %d", second, first)
 	}
 }
 
