@@ -72,3 +72,21 @@ func TestConfigFailsOnWhatWouldFailAJob(t *testing.T) {
 		t.Error("a missing plan file is not an error")
 	}
 }
+
+// A credential set in the configuration is never printed, as Flink hides
+// its sensitive keys; the key still shows that it is set.
+func TestConfigHidesSecrets(t *testing.T) {
+	var out bytes.Buffer
+	if err := showConfig([]string{"-c", "s3.secret-key=hunter2", "-c", "s3.access-key=AKIDEXAMPLE"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if strings.Contains(text, "hunter2") {
+		t.Errorf("the secret key's value is printed:\n%s", text)
+	}
+	for _, want := range []string{"s3.secret-key = ******  (set)", "s3.access-key = AKIDEXAMPLE  (set)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+}

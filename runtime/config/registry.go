@@ -70,6 +70,9 @@ type Key struct {
 	// Min and Max bound an integer, number or duration, in the key's own
 	// syntax; "" for no bound.
 	Min, Max string
+	// Secret keys (credentials) are shown as HiddenValue wherever the
+	// configuration is printed, as Flink hides its sensitive keys.
+	Secret bool
 }
 
 // Expected says what a valid value looks like, e.g. "an integer of at
@@ -206,7 +209,7 @@ func Known() Registry {
 			Description: "Access key of the S3 client, with s3.secret-key (empty: the AWS default chain, AWS_ACCESS_KEY_ID ...).",
 		},
 		{
-			Name: "s3.secret-key", Type: TypeString, ReadBy: readByS3,
+			Name: "s3.secret-key", Type: TypeString, ReadBy: readByS3, Secret: true,
 			Description: "Secret key of the S3 client, with s3.access-key.",
 		},
 		{
@@ -389,14 +392,22 @@ type Setting struct {
 	IsSet bool
 }
 
+// HiddenValue stands for the value of a Secret key where the
+// configuration is shown (Flink's GlobalConfiguration.HIDDEN_CONTENT).
+const HiddenValue = "******"
+
 // Effective returns every known key, sorted by name, with its value in cfg
-// or its default. Unknown keys of cfg are not in it: Validate reports them.
+// or its default; a Secret key's value set in cfg is HiddenValue. Unknown
+// keys of cfg are not in it: Validate reports them.
 func (r Registry) Effective(cfg map[string]string) []Setting {
 	var out []Setting
 	for _, k := range r.Keys() {
 		s := Setting{Key: k, Value: k.Default}
 		if v, ok := cfg[k.Name]; ok {
 			s.Value, s.IsSet = v, true
+			if k.Secret {
+				s.Value = HiddenValue
+			}
 		}
 		out = append(out, s)
 	}
