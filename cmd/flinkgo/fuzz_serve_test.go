@@ -108,10 +108,14 @@ func TestServeSurvivesMutatedRequests(t *testing.T) {
 }
 
 // mutatedRequest is the bytes of an Explain/Execute request for a mutant
-// of p: its protobuf bytes mutated, or its inline tables' Arrow bytes.
+// of p: its fields or its inline tables' Arrow bytes mutated, and one time
+// in four its protobuf bytes too.
 func mutatedRequest(t *testing.T, rng *rand.Rand, p *planpb.JobPlan) []byte {
 	p = proto.CloneOf(p)
-	mutateTables := rng.IntN(2) == 0
+	mutateTables := rng.IntN(3) == 0
+	if !mutateTables {
+		fuzzseeds.MutateFields(rng, p)
+	}
 	if mutateTables {
 		for _, n := range p.GetNodes() {
 			if a := n.GetSource().GetArrow(); a != nil {
@@ -123,7 +127,7 @@ func mutatedRequest(t *testing.T, rng *rand.Rand, p *planpb.JobPlan) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !mutateTables || rng.IntN(4) == 0 {
+	if rng.IntN(4) == 0 {
 		data = fuzzseeds.Mutate(rng, data)
 	}
 	return data

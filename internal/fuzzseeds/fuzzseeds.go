@@ -2,12 +2,17 @@ package fuzzseeds
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -188,4 +193,90 @@ func Mutate(r *rand.Rand, data []byte) []byte {
 		}
 	}
 	return out
+}
+
+// MutateFields changes a few fields of m in place, keeping it well-formed
+// protobuf: numbers set to extremes (0, -1, the largest, NaN), strings
+// emptied or made long, bytes mutated, list elements dropped or
+// repeated, config values replaced. It reaches the planner's checks that
+// byte mutations, which mostly break the encoding, rarely do.
+func MutateFields(r *rand.Rand, m proto.Message) {
+	var fields []func()
+	var walk func(m protoreflect.Message)
+	walk = func(m protoreflect.Message) {
+		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			switch {
+			case fd.IsMap():
+				mp := v.Map()
+				mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+					if fd.MapValue().Kind() == protoreflect.StringKind {
+						fields = append(fields, func() { mp.Set(k, protoreflect.ValueOfString(extremeString(r))) })
+					}
+					return true
+				})
+			case fd.IsList():
+				l := v.List()
+				if l.Len() > 0 {
+					fields = append(fields, func() {
+						if l.Len() == 0 {
+							return // emptied by an earlier mutation
+						}
+						if r.IntN(2) == 0 {
+							l.Truncate(l.Len() - 1)
+						} else if fd.Kind() != protoreflect.MessageKind {
+							l.Append(l.Get(r.IntN(l.Len())))
+						}
+					})
+				}
+				if fd.Kind() == protoreflect.MessageKind {
+					for i := range l.Len() {
+						walk(l.Get(i).Message())
+					}
+				}
+			case fd.Kind() == protoreflect.MessageKind:
+				walk(v.Message())
+			default:
+				fields = append(fields, func() { m.Set(fd, extremeScalar(r, fd, v)) })
+			}
+			return true
+		})
+	}
+	walk(m.ProtoReflect())
+	for range 1 + r.IntN(3) {
+		if len(fields) > 0 {
+			fields[r.IntN(len(fields))]()
+		}
+	}
+}
+
+func extremeString(r *rand.Rand) string {
+	return []string{"", "0", "-1", "99999999999", "NaN", "__flinkgo_x", strings.Repeat("x", 70_000)}[r.IntN(7)]
+}
+
+func extremeScalar(r *rand.Rand, fd protoreflect.FieldDescriptor, v protoreflect.Value) protoreflect.Value {
+	ints := []int64{0, -1, 1, 2, 1023, 1025, math.MaxInt32, math.MinInt32, math.MaxInt64, math.MinInt64}
+	n := ints[r.IntN(len(ints))]
+	switch fd.Kind() {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return protoreflect.ValueOfInt32(int32(n))
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return protoreflect.ValueOfInt64(n)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return protoreflect.ValueOfUint32(uint32(n))
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return protoreflect.ValueOfUint64(uint64(n))
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64([]float64{0, -1, 1e-300, 1e300, math.NaN(), math.Inf(1)}[r.IntN(6)])
+	case protoreflect.FloatKind:
+		return protoreflect.ValueOfFloat32(float32([]float64{0, -1, math.NaN(), math.Inf(1)}[r.IntN(4)]))
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(!v.Bool())
+	case protoreflect.EnumKind:
+		return protoreflect.ValueOfEnum(protoreflect.EnumNumber(n))
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString(extremeString(r))
+	case protoreflect.BytesKind:
+		return protoreflect.ValueOfBytes(Mutate(r, v.Bytes()))
+	}
+	return v
 }

@@ -17,15 +17,12 @@ import (
 // message. The limit also bounds what one request can make the server hold.
 const DefaultMaxMessageBytes = 64 << 20
 
-// MaxMessageFlag names the option that raises the limit, for errors.
-const MaxMessageFlag = "--max-message-size"
-
 // Guard returns the server options that keep one call from taking the
 // server down: a panic in a handler becomes that call's INTERNAL error
 // (logged with its stack), and a request over maxMessage bytes is refused
 // before it is read. gRPC itself answers that refusal, RESOURCE_EXHAUSTED
 // "received message larger than max (N vs. M)", which no handler can
-// reword: the clients add which option raises it (MaxMessageFlag).
+// reword: the clients add which option raises it (--max-message-size).
 func Guard(log *slog.Logger, maxMessage int) []grpc.ServerOption {
 	g := &guard{log: log}
 	return []grpc.ServerOption{

@@ -26,7 +26,8 @@ import (
 )
 
 // panicking is a filter that panics in subtask 1 of the step its node's
-// name says: "panic-in-new", "panic-in-process", "panic-in-release"; any
+// name says: "panic-in-new", "panic-in-process", "panic-in-finish",
+// "panic-in-release"; any
 // other name keeps every row.
 var panicking = operator.Kind{
 	Kind:   plan.KindFilter,
@@ -53,14 +54,21 @@ func (p *panicker) Process(_ context.Context, _ int, b arrow.RecordBatch, emit o
 	return emit(context.Background(), b)
 }
 
+func (p *panicker) Finish(context.Context, operator.Emit) error {
+	if p.subtask == 1 && p.step == "panic-in-finish" {
+		panic("a bug in Finish")
+	}
+	return nil
+}
+
 func (p *panicker) Release() {
 	if p.subtask == 1 && p.step == "panic-in-release" {
 		panic(fmt.Sprintf("a bug in Release of %d", p.subtask))
 	}
 }
 
-// A panic in an operator's constructor, Process or Release fails its job,
-// naming the operator and the subtask; the server goes on serving: a job
+// A panic in an operator's constructor, Process, Finish or Release fails
+// its job, naming the operator (not the head of its chain) and the subtask; the server goes on serving: a job
 // submitted alongside finishes with every row, and a new one is answered.
 func TestAPanickingOperatorFailsOnlyItsJob(t *testing.T) {
 	var rows atomic.Int64
@@ -79,7 +87,7 @@ func TestAPanickingOperatorFailsOnlyItsJob(t *testing.T) {
 	var wg sync.WaitGroup
 	outcomes := map[string]*jobpb.JobFinished{}
 	var mu sync.Mutex
-	for _, step := range []string{"panic-in-new", "panic-in-process", "panic-in-release", "fine"} {
+	for _, step := range []string{"panic-in-new", "panic-in-process", "panic-in-finish", "panic-in-release", "fine"} {
 		wg.Go(func() {
 			fin := execute(t, client, filtered(t, step, 10_000))
 			mu.Lock()
@@ -88,7 +96,7 @@ func TestAPanickingOperatorFailsOnlyItsJob(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for _, step := range []string{"panic-in-new", "panic-in-process", "panic-in-release"} {
+	for _, step := range []string{"panic-in-new", "panic-in-process", "panic-in-finish", "panic-in-release"} {
 		fin := outcomes[step]
 		if fin.GetState() != jobpb.JobFinished_FAILED {
 			t.Errorf("%s: the job ended %v, want FAILED", step, fin)

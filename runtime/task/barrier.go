@@ -84,7 +84,7 @@ func (t *Task) onSignal(ctx context.Context) error {
 		t.committed = id
 		for _, l := range t.links {
 			if l.proc != nil {
-				if err := l.named(l.proc.NotifyCheckpointComplete(id)); err != nil {
+				if err := l.call(func() error { return l.proc.NotifyCheckpointComplete(id) }); err != nil {
 					return err
 				}
 			}
@@ -188,7 +188,7 @@ func (t *Task) checkpoint(ctx context.Context, id int64) error {
 			}
 		}
 		if l.proc != nil {
-			if err := l.named(l.proc.SnapshotState(ctx, target, l.emit, &o.st)); err != nil {
+			if err := l.call(func() error { return l.proc.SnapshotState(ctx, target, l.emit, &o.st) }); err != nil {
 				return err
 			}
 			o.persist = l.proc.TakePersist()

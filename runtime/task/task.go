@@ -252,16 +252,21 @@ func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
 }
 
 // process runs l's processor on b, of its input `input`; the caller keeps b.
-func (l *link) process(ctx context.Context, input int, b arrow.RecordBatch) (err error) {
+func (l *link) process(ctx context.Context, input int, b arrow.RecordBatch) error {
 	l.count.In.Add(b.NumRows())
-	// Recovered here, not only in Run, to name the operator that panicked
-	// rather than its chain's head.
+	return l.call(func() error { return l.proc.Process(ctx, input, b, l.emit) })
+}
+
+// call runs one step of l's operator and names l in its error. A panic is
+// recovered here, not only in Run, to name the operator that panicked
+// rather than its chain's head.
+func (l *link) call(step func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = l.named(PanicError(r))
 		}
 	}()
-	return l.named(l.proc.Process(ctx, input, b, l.emit))
+	return l.named(step())
 }
 
 // named makes err name l's operator unless an operator further down the
@@ -302,8 +307,8 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	defer stop()
 	for _, l := range t.links {
 		if l.proc != nil {
-			if err := l.proc.Open(ctx); err != nil {
-				return l.named(err)
+			if err := l.call(func() error { return l.proc.Open(ctx) }); err != nil {
+				return err
 			}
 		}
 	}
@@ -359,7 +364,7 @@ func (t *Task) finish(ctx context.Context) error {
 	}
 	for _, l := range t.links {
 		if l.proc != nil {
-			if err := l.named(l.proc.Finish(ctx, l.emit)); err != nil {
+			if err := l.call(func() error { return l.proc.Finish(ctx, l.emit) }); err != nil {
 				return err
 			}
 		}
@@ -395,7 +400,7 @@ func (t *Task) onTimer(ctx context.Context) error {
 			continue
 		}
 		if at, ok := l.proc.Deadline(); ok && !at.After(now) {
-			if err := l.named(l.proc.OnTimer(ctx, l.emit)); err != nil {
+			if err := l.call(func() error { return l.proc.OnTimer(ctx, l.emit) }); err != nil {
 				return err
 			}
 		}

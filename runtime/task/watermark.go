@@ -52,9 +52,11 @@ func (l *link) onWatermark(ctx context.Context, wm watermark.Watermark) error {
 	l.wmIn = wm
 	out := wm
 	if l.proc != nil {
-		var err error
-		if out, err = l.proc.OnWatermark(ctx, wm, l.emit); err != nil {
-			return l.named(err)
+		if err := l.call(func() (err error) {
+			out, err = l.proc.OnWatermark(ctx, wm, l.emit)
+			return err
+		}); err != nil {
+			return err
 		}
 	}
 	return l.forwardWatermark(ctx, out)
