@@ -369,6 +369,9 @@ func (k *winKey) firstEndingAfter(t int64) int {
 }
 
 func (k *winKey) slot(w window.Window) *winSlot {
+	if n := len(k.slots); n > 0 && k.slots[n-1].w == w { // rows mostly go to the newest
+		return k.slots[n-1]
+	}
 	if i := k.firstEndingAfter(w.End - 1); i < len(k.slots) && k.slots[i].w == w {
 		return k.slots[i]
 	}
