@@ -13,7 +13,7 @@ export FLINKGO_PYTHON := $(abspath $(PY))
 go-test: FLINKGO_CHAOS_ROUNDS ?= 3
 chaos: FLINKGO_CHAOS_ROUNDS ?= 50
 
-.PHONY: example example-bridge test setup go-test py-test tox lint proto proto-check chaos bench
+.PHONY: example example-bridge test setup go-test py-test tox lint proto proto-check chaos bench fuzz
 
 setup: $(VENV)/.installed
 	go mod download
@@ -71,3 +71,13 @@ chaos: setup
 
 bench: setup
 	FLINKGO_REQUIRE_PYTHON=1 go test -run '^$$' -bench . -benchtime 3x ./integration/bench/
+
+# The fuzzers of the runtime's trust boundaries, each for FUZZTIME; then
+# FLINKGO_FUZZ_ROUNDS mutated requests against a real `flinkgo serve`. Their
+# seeds (and 200 rounds against serve) run in every `go test`, so in CI.
+FUZZTIME ?= 30s
+fuzz: FLINKGO_FUZZ_ROUNDS ?= 2000
+fuzz: setup
+	go test -run '^$$' -fuzz '^FuzzDecodeStream$$' -fuzztime $(FUZZTIME) ./internal/arrowipc/
+	go test -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME) ./runtime/server/
+	FLINKGO_FUZZ_ROUNDS=$(FLINKGO_FUZZ_ROUNDS) go test -count=1 -run '^TestServeSurvivesMutatedRequests$$' -v ./cmd/flinkgo/

@@ -47,7 +47,11 @@ func (o *Operator) processBatch(ctx context.Context, b arrow.RecordBatch) error 
 }
 
 // sendAll sends batches to the runner with the next sequence numbers and
-// releases them, then emits the results already available.
+// releases them, emitting the results already available after each: the
+// results of a large input leave as they come back, not after its last
+// batch was sent, so downstream operators (and the row counts of the
+// job's progress) see the UDF's progress, and the runner's queue stays
+// short.
 func (o *Operator) sendAll(ctx context.Context, batches []arrow.RecordBatch) error {
 	defer releaseAll(batches)
 	if len(batches) == 0 {
@@ -65,8 +69,11 @@ func (o *Operator) sendAll(ctx context.Context, batches []arrow.RecordBatch) err
 		}
 		o.nextSeq++
 		o.unflushed++
+		if err := o.emitAvailable(runner); err != nil {
+			return err
+		}
 	}
-	return o.emitAvailable(runner)
+	return nil
 }
 
 // emitAvailable emits the results queued now, without waiting for more.

@@ -182,6 +182,30 @@ func TestProcessBatchEmitsAvailableResults(t *testing.T) {
 	}
 }
 
+// A large input batch is sent as many batches; each result that has come
+// back leaves before the next batch goes out, not after the last one, so
+// downstream operators (and the job's row counts) see the UDF's progress.
+func TestResultsLeaveBetweenTheBatchesOfOneInput(t *testing.T) {
+	h := newHarness(t, Options{BatchSize: 4}, true, nil) // results ready at once
+	defer h.mem.AssertSize(t, 0)
+	if err := h.process(t, 0, 12); err != nil { // three batches of 4
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, c := range h.log.Snapshot() {
+		if c == "runner.Process" || c == "emit" {
+			calls = append(calls, c)
+		}
+	}
+	want := []string{"runner.Process", "emit", "runner.Process", "emit", "runner.Process", "emit"}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("calls %v, want each result emitted before the next batch is sent", calls)
+	}
+	if err := h.op.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestResultsInInputOrder(t *testing.T) {
 	h := newHarness(t, Options{BatchSize: 7, BundleSize: 20}, true, func(r *bridgetest.Runner) { r.HoldUntilFlush = true })
 	defer h.mem.AssertSize(t, 0)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -39,7 +41,16 @@ const (
 	actCancel   chaosAction = "cancel"
 	actKill     chaosAction = "sigkill-worker"
 	actStopThen chaosAction = "sigstop-worker-then-cancel"
+	// actCancelChild cancels while a UDF waits on a child process it
+	// started; the child must be gone after the cancel.
+	actCancelChild chaosAction = "cancel-with-udf-child"
+	// actCancelGIL cancels while a UDF holds the GIL in a C loop.
+	actCancelGIL chaosAction = "cancel-with-gil-held"
 )
+
+// cancelLatency collects how long each cancel took, by the UDF's state,
+// for the figures TestChaos logs (never asserted: a hang guard bounds it).
+var cancelLatency = map[chaosAction][]time.Duration{}
 
 // TestChaos cancels runs, kills workers and hangs them at random moments.
 // Every round must stop promptly (a hang guard, not a timing), leave no
@@ -50,7 +61,8 @@ func TestChaos(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("chaos seed %d, %d rounds", seed, rounds)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
-	actions := []chaosAction{actNone, actCancel, actKill, actStopThen}
+	// The first rounds (CI runs 3) take the hardest cases first.
+	actions := []chaosAction{actCancelChild, actCancelGIL, actKill, actStopThen, actCancel, actNone}
 	for round := range rounds {
 		action := actions[round%len(actions)]
 		if round >= len(actions) {
@@ -61,21 +73,48 @@ func TestChaos(t *testing.T) {
 			chaosRound(t, action, delay)
 		})
 	}
+	logCancelFigures(t)
+}
+
+// logCancelFigures logs the cancel latencies by UDF state: count, p50, p99
+// and max (the README's chaos table comes from these lines).
+func logCancelFigures(t *testing.T) {
+	for _, a := range []chaosAction{actCancel, actStopThen, actCancelChild, actCancelGIL} {
+		d := slices.Clone(cancelLatency[a])
+		if len(d) == 0 {
+			continue
+		}
+		slices.Sort(d)
+		q := func(p float64) time.Duration { return d[min(len(d)-1, int(p*float64(len(d))))] }
+		t.Logf("FIGURES cancel %s: %d runs, p50 %s, p99 %s, max %s", a, len(d),
+			q(0.50).Round(time.Millisecond), q(0.99).Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
+	}
 }
 
 func chaosRound(t *testing.T, action chaosAction, delay time.Duration) {
 	e := newEnv(t)
-	pidDir := t.TempDir()
+	pidDir, markDir := t.TempDir(), t.TempDir()
 	specs := testkit.UDFSpecs(t, fmt.Sprintf(`
-import os, time
+import itertools, os, subprocess, time
 from flinkgo import udf
+
+def take(name):
+    try:
+        os.remove(os.path.join(%[2]q, name))
+        return True
+    except FileNotFoundError:
+        return False
 
 @udf("int64", func_type="pandas")
 def slow_double(x):
-    open(os.path.join(%q, str(os.getpid())), "a").close()
+    open(os.path.join(%[1]q, str(os.getpid())), "a").close()
+    if take("child"):
+        subprocess.Popen(["sleep", "1000"]).wait()
+    if take("hog"):
+        sum(itertools.repeat(1, 10**12))  # holds the GIL
     time.sleep(0.01)
     return x * 2
-`, pidDir))
+`, pidDir, markDir))
 	const batches, rows = 60, 500
 	inputs := e.int64Batches(batches, rows)
 	defer release(inputs)
@@ -110,14 +149,31 @@ def slow_double(x):
 		})
 	}()
 
-	var victim int
+	var victim, child int
 	var err error
+	var canceled time.Time
 	select {
 	case err = <-done:
 		// Finished before the action.
 		action = actNone
 	case <-time.After(delay):
 		victim = pickWorker(pidDir)
+		if action == actCancelChild || action == actCancelGIL {
+			if child, err = udfTookMark(markDir, action, done); err != nil {
+				// Finished before a UDF took the mark.
+				action = actNone
+				break
+			}
+			canceled = time.Now()
+			cancel(errChaosCancel)
+			select {
+			case err = <-done:
+			case <-time.After(60 * time.Second): // hang guard
+				t.Fatalf("run did not stop after %s", action)
+			}
+			cancelLatency[action] = append(cancelLatency[action], time.Since(canceled))
+			break
+		}
 		switch {
 		case action == actCancel || (victim == 0 && action != actNone):
 			action = actCancel
@@ -128,10 +184,14 @@ def slow_double(x):
 			_ = syscall.Kill(victim, syscall.SIGSTOP)
 			cancel(errChaosCancel)
 		}
+		canceled = time.Now()
 		select {
 		case err = <-done:
 		case <-time.After(60 * time.Second): // hang guard
 			t.Fatalf("run did not stop after %s", action)
+		}
+		if action == actCancel || action == actStopThen {
+			cancelLatency[action] = append(cancelLatency[action], time.Since(canceled))
 		}
 	}
 	// Run stops reading early on failure: stop the feeder and free what it
@@ -149,7 +209,7 @@ def slow_double(x):
 		if len(got) != batches*rows {
 			t.Fatalf("undisturbed run gave %d rows, want %d", len(got), batches*rows)
 		}
-	case actCancel, actStopThen:
+	case actCancel, actStopThen, actCancelChild, actCancelGIL:
 		if err != nil && !errors.Is(err, errChaosCancel) {
 			t.Errorf("canceled run returned %v, want the cancel cause", err)
 		}
@@ -166,6 +226,45 @@ def slow_double(x):
 	}
 	if victim != 0 && !testkit.WaitGone(victim, 10*time.Second) {
 		t.Errorf("worker %d survived %s", victim, action)
+	}
+	if child != 0 && !testkit.WaitGone(child, 10*time.Second) {
+		_ = syscall.Kill(child, syscall.SIGKILL)
+		t.Errorf("the UDF's child %d survived %s", child, action)
+	}
+}
+
+// udfTookMark makes a UDF take the mark of action (start a child, or hold
+// the GIL) and waits until it did; for a child, until it runs, and returns
+// its pid. It fails when the run ends first.
+func udfTookMark(dir string, action chaosAction, done <-chan error) (child int, err error) {
+	name := map[chaosAction]string{actCancelChild: "child", actCancelGIL: "hog"}[action]
+	mark := filepath.Join(dir, name)
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		return 0, err
+	}
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(mark); os.IsNotExist(err) {
+			break
+		}
+		select {
+		case err := <-done:
+			return 0, fmt.Errorf("the run ended first: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return 0, errors.New("no UDF took the mark")
+		}
+	}
+	if action != actCancelChild {
+		return 0, nil
+	}
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(5 * time.Millisecond) {
+		if i := slices.IndexFunc(descendants(os.Getpid()), isSleep); i >= 0 {
+			return descendants(os.Getpid())[i], nil
+		}
+		if time.Now().After(deadline) {
+			return 0, errors.New("the UDF's child never ran")
+		}
 	}
 }
 

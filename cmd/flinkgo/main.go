@@ -1,7 +1,7 @@
 // Command flinkgo is the flinkgo runtime:
 //
 //	flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]...
-//	    [--allow-group GROUP] [--token-file PATH] [LOG FLAGS]
+//	    [--allow-group GROUP] [--token-file PATH] [--udf-output log|stderr] [LOG FLAGS]
 //	    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
 //	    [--max-message-size BYTES]                   run a runtime server
 //	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [LOG FLAGS] PIPELINE.py [ARGS...]
@@ -35,6 +35,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -51,6 +52,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/gctune"
 	"github.com/flinkgo/flinkgo/internal/logging"
+	"github.com/flinkgo/flinkgo/internal/rundir"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
@@ -113,7 +115,7 @@ func usage() {
   flinkgo serve [--listen ADDR] [--parent-pid N] [--reuse-workers] [--allow-path DIR]... [--allow-group GROUP]
                 [--token-file PATH] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
                 [--max-message-size BYTES (default 64MiB)]
-                [--log-level LEVEL] [--log-format text|json]
+                [--udf-output log|stderr] [--log-level LEVEL] [--log-format text|json]
   flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [--log-level LEVEL] [--log-format text|json] PIPELINE.py [ARGS...]
   flinkgo list [--endpoint ADDR]
   flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]
@@ -151,6 +153,7 @@ func serve(args []string) error {
 	tlsClientCA := fs.String("tls-client-ca", "", "TCP: require client certificates signed by this PEM CA (mutual TLS)")
 	maxMessage := byteSize(server.DefaultMaxMessageBytes)
 	fs.Var(&maxMessage, "max-message-size", "the largest request (a plan with its inline data) the server reads, in bytes or with a KiB, MiB or GiB suffix")
+	udfOutput := fs.String("udf-output", "log", "where what UDFs print goes: log (the server's log, at info) or stderr (prefixed with the UDF and subtask, for the runtime embedded in a user's program)")
 	var allowPaths repeatedFlag
 	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and the temp dir; / allows any)")
 	newLogger := logFlags(fs)
@@ -163,6 +166,14 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	var printed io.Writer
+	switch *udfOutput {
+	case "log":
+	case "stderr":
+		printed = os.Stderr
+	default:
+		return fmt.Errorf("--udf-output %q: want log or stderr", *udfOutput)
+	}
 	lis, err := listen.Open(listen.Options{
 		Addr: *addr, AllowGroup: *group, TokenFile: *tokenFile,
 		TLSCert: *tlsCert, TLSKey: *tlsKey, TLSClientCA: *tlsClientCA, Logger: logger,
@@ -170,6 +181,11 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	rd, err := openRunDir(logger)
+	if err != nil {
+		return err
+	}
+	defer rd.Remove()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *parent > 0 {
@@ -186,7 +202,7 @@ func serve(args []string) error {
 		fmt.Fprintf(os.Stderr, "flinkgo: clients may use paths under %s (--allow-path adds more)\n", roots)
 	}
 	fmt.Printf("flinkgo: serving on %s\n", lis.Address)
-	return serveOn(ctx, lis, nil, logger, roots, int(maxMessage), *reuse, lis.ServerOptions()...)
+	return serveOn(ctx, lis, nil, logger, printed, roots, int(maxMessage), *reuse, lis.ServerOptions()...)
 }
 
 // logFlags adds --log-level and --log-format to fs; after fs.Parse, the
@@ -226,14 +242,15 @@ func pathRoots(flags []string) (*allowpath.Roots, error) {
 
 // serveOn serves the job service on lis until ctx ends; running jobs are
 // canceled then. logger receives the server's, the jobs' and the workers'
-// logs. Clients may use the paths under roots and send requests of up to
-// maxMessage bytes; guard are the listener's server options (token check,
-// TLS). With reuseWorkers, the Python workers of an ended job may serve the
-// next one.
-func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, roots *allowpath.Roots, maxMessage int, reuseWorkers bool, guard ...grpc.ServerOption) error {
+// logs; what UDFs print goes to udfOutput when set (see
+// pluginrunner.Options.UDFOutput), else to logger. Clients may use the
+// paths under roots and send requests of up to maxMessage bytes; guard are
+// the listener's server options (token check, TLS). With reuseWorkers, the
+// Python workers of an ended job may serve the next one.
+func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, udfOutput io.Writer, roots *allowpath.Roots, maxMessage int, reuseWorkers bool, guard ...grpc.ServerOption) error {
 	opts := append([]grpc.ServerOption{grpc.MaxSendMsgSize(maxSendMessage)}, server.Guard(logger, maxMessage)...)
 	srv := grpc.NewServer(append(opts, guard...)...)
-	jobOpts := job.Options{Logger: logger}
+	jobOpts := job.Options{Logger: logger, Runner: pluginrunner.Options{UDFOutput: udfOutput}}
 	if reuseWorkers {
 		// Workers are shared only between jobs of one client: one user's
 		// code, one Python process (docs/semantics.md#worker-reuse).
@@ -257,6 +274,36 @@ func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, 
 		jobs.Wait()
 		return nil
 	}
+}
+
+// openRunDir makes this runtime's own directory under the temp dir, removes
+// those of runtimes that died without removing theirs, and points $TMPDIR
+// at it, so that everything this process and its workers create there
+// (go-plugin's socket directories, local state stores, the UDFs' temp
+// files) goes with it: removed when the runtime ends, or by the next one
+// after a crash. Call it once the paths that must stay in the user's temp
+// dir (the default listen directory, the allowed path roots) are resolved.
+func openRunDir(logger *slog.Logger) (*rundir.Dir, error) {
+	base := os.TempDir()
+	rd, err := rundir.Create(base)
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range rundir.Sweep(base, logger) {
+		logger.Info("removed the directory of a runtime that died", "dir", dir)
+	}
+	if !pluginrunner.SocketDirFits(rd.Path) && pluginrunner.SocketDirFits(base) {
+		// The workers' socket paths must stay short: in a long temp dir they
+		// go beside the runtime's directory, not into it, and a crash may
+		// leave their plugin-dir* behind.
+		logger.Info("the temp dir is too long to hold the workers' sockets under the runtime's own directory; they go in the temp dir itself", "dir", base)
+		return rd, nil
+	}
+	if err := os.Setenv("TMPDIR", rd.Path); err != nil {
+		_ = rd.Remove()
+		return nil, err
+	}
+	return rd, nil
 }
 
 // watchParent ends the returned context when process pid is gone.
@@ -307,12 +354,14 @@ func run(args []string) error {
 	if *allow {
 		defaults[config.ConfigIgnoreUnclaimedState] = "true"
 	}
-	dir, err := os.MkdirTemp("", "flinkgo-run-")
+	// The pipeline's own temp files stay in the user's temp dir.
+	pipelineEnv := os.Environ()
+	rd, err := openRunDir(logger)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "runtime.sock")
+	defer rd.Remove()
+	sock := filepath.Join(rd.Path, "runtime.sock")
 	lis, err := listen.Open(listen.Options{Addr: "unix://" + sock})
 	if err != nil {
 		return err
@@ -320,8 +369,11 @@ func run(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	served := make(chan error, 1)
-	// The pipeline runs as this user: any path is its to choose.
-	go func() { served <- serveOn(ctx, lis, defaults, logger, allowpath.Any(), localMaxMessage, true) }()
+	// The pipeline runs as this user: any path is its to choose, and what
+	// its UDFs print is shown to the user, as the embedded runtime does.
+	go func() {
+		served <- serveOn(ctx, lis, defaults, logger, os.Stderr, allowpath.Any(), localMaxMessage, true)
+	}()
 
 	python := os.Getenv(pluginrunner.PythonEnv)
 	if python == "" {
@@ -329,7 +381,7 @@ func run(args []string) error {
 	}
 	cmd := exec.Command(python, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "FLINKGO_ENDPOINT=unix://"+sock)
+	cmd.Env = append(pipelineEnv, "FLINKGO_ENDPOINT=unix://"+sock)
 	// Ctrl-C reaches the pipeline through the terminal's process group; the
 	// client cancels its job and exits.
 	signal.Ignore(os.Interrupt)

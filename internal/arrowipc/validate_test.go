@@ -131,3 +131,25 @@ func FuzzDecodeStream(f *testing.F) {
 		_, _ = DecodeSchema(data)
 	})
 }
+
+// A table is read in place: decoding it allocates nothing from the
+// allocator for its buffers (it used to copy every message body, once per
+// subtask of an inline-table source).
+func TestDecodeStreamReadsInPlace(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	data := validStream(t)
+	_, batches, err := DecodeStream(data, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := mem.CurrentAlloc(); n != 0 {
+		t.Errorf("decoding a %d-byte stream allocated %d bytes; want its buffers read in place", len(data), n)
+	}
+	if len(batches) != 1 || batches[0].Column(0).ValueStr(2) != "cde" {
+		t.Errorf("decoded %v", batches)
+	}
+	for _, b := range batches {
+		b.Release()
+	}
+}

@@ -31,6 +31,7 @@ Examples
  'key_by(sensor).agg(mean(temp) AS avg_temp, count())', 'print']
 """
 
+from flinkgo import _tracebacks
 from flinkgo.aggregates import (
     Aggregate,
     count,
@@ -72,6 +73,9 @@ from flinkgo.job_client import JobClient
 from flinkgo.plan import JobPlan, PlanInput, PlanNode
 from flinkgo.udfs import UserDefinedFunction, udf
 from flinkgo.windows import Window, cumulate, hop, session, tumble
+
+# An uncaught flinkgo error shows the user's frames and our message (flinkgo._tracebacks).
+_tracebacks.install()
 
 __version__ = "0.1.0"
 

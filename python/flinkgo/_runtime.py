@@ -273,7 +273,7 @@ class LocalRuntime:
     def __init__(self, binary: str, *, start_timeout: float = START_TIMEOUT) -> None:
         self.binary = binary
         self.owner_pid = os.getpid()
-        self._dir = tempfile.mkdtemp(prefix="flinkgo-")
+        self._dir, self._lock = _locked_dir()
         self._ready = threading.Event()
         self._endpoint = ""
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
@@ -291,9 +291,10 @@ class LocalRuntime:
         # The embedded runtime's only client is this process, as this user: in-memory
         # tables of up to 1 GiB (a `flinkgo serve` takes 64 MiB), and the workers of one
         # job may serve the next (python.worker.idle-timeout): a second collect() skips
-        # their start.
+        # their start. What UDFs print goes to this program's stderr, tagged
+        # "[udf #subtask] ", as Spark's local mode shows its executors' output.
         args = [binary, "serve", "--listen", listen, "--parent-pid", str(os.getpid())]
-        args += ["--max-message-size", "1GiB", "--reuse-workers"]
+        args += ["--max-message-size", "1GiB", "--reuse-workers", "--udf-output", "stderr"]
         try:
             self._proc = subprocess.Popen(
                 args,
@@ -305,7 +306,7 @@ class LocalRuntime:
                 close_fds=True,
             )
         except OSError as e:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            _remove_locked_dir(self._dir, self._lock)
             raise RuntimeStartError(f"flinkgo: cannot start the runtime {binary}: {e}") from e
         self._threads = [
             threading.Thread(target=self._pump_stdout, name="flinkgo-runtime-stdout", daemon=True),
@@ -390,7 +391,7 @@ class LocalRuntime:
                     self._proc.wait()
             for t in self._threads:
                 t.join(1.0)
-        shutil.rmtree(self._dir, ignore_errors=True)
+        _remove_locked_dir(self._dir, self._lock)
 
     # --- internals --------------------------------------------------------------------------
 
@@ -464,6 +465,36 @@ class LocalRuntime:
             pass
         finally:
             stream.close()
+
+
+# The runtime's convention for its temporary directories (Go package internal/rundir):
+# a directory named flinkgo-rt-* holding owner.lock, which its owner keeps flock()ed
+# while it lives. A runtime that starts removes the ones whose lock it can take, so the
+# directory of a client that was killed does not stay behind.
+RUNDIR_PREFIX = "flinkgo-rt-"
+RUNDIR_LOCK = "owner.lock"
+
+
+def _locked_dir() -> tuple[str, int]:
+    """Make a runtime directory in the temp dir and lock it for this process."""
+    import fcntl
+
+    path = tempfile.mkdtemp(prefix=RUNDIR_PREFIX)
+    try:
+        # os.open descriptors are not inherited by the runtime or any other child.
+        fd = os.open(os.path.join(path, RUNDIR_LOCK), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    return path, fd
+
+
+def _remove_locked_dir(path: str, lock: int) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.close(lock)
 
 
 def _normalize(address: str) -> str:

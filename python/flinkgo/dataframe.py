@@ -738,8 +738,8 @@ class DataFrame:
         that arrives behind the watermark is dropped, as Flink does. A bounded input ends
         with the maximum watermark, so every row is decided at the end.
 
-        The join does not checkpoint yet: a job with checkpointing enabled fails at its
-        first checkpoint with a message saying so.
+        The buffered rows are keyed state: checkpoints and savepoints keep them, and a job
+        restored at another parallelism goes on matching them.
 
         Parameters
         ----------

@@ -1103,7 +1103,9 @@ class UdfCall(Expr):
         try:
             spec = self._udf._to_spec()
         except TypeError as e:  # not picklable: keep the error's class
-            raise type(e)(f"{ctx.op}: {e}") from e
+            # Said once, also where no excepthook trims the chain (a notebook): the
+            # message holds the pickling error's type and text.
+            raise type(e)(f"{ctx.op}: {e}") from None
         return value, ctx.pb.Expr(udf=ctx.pb.UdfExpr(udf=spec, args=[p for _, p in built]))
 
 

@@ -223,6 +223,32 @@ def test_server_error_status(fake):
         client.execute(collect_plan())
 
 
+def test_a_plan_over_the_servers_message_limit_names_the_option(tmp_path):
+    # As `flinkgo serve --max-message-size`: gRPC refuses the request before
+    # the server reads it, and only says "larger than max"; the client says
+    # which option raises the limit.
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=2),
+        options=[("grpc.max_receive_message_length", 1024)],
+    )
+    job_pb2_grpc.add_JobServiceServicer_to_server(FakeRuntime(), server)
+    endpoint = f"unix://{tmp_path}/small.sock"
+    server.add_insecure_port(endpoint)
+    server.start()
+    try:
+        big = collect_plan()
+        big.name = "x" * 4096
+        with Client(endpoint) as client:
+            for call in (client.execute, client.explain):
+                with pytest.raises(fg.RuntimeConnectionError) as e:
+                    call(big)
+                assert "larger than max" in str(e.value)
+                assert "--max-message-size" in str(e.value)
+                assert "in files" in str(e.value)
+    finally:
+        server.stop(grace=None)
+
+
 def test_unreachable_endpoint(tmp_path):
     with Client(f"unix://{tmp_path}/none.sock") as client:
         with pytest.raises(fg.RuntimeConnectionError, match="unavailable"):
@@ -337,6 +363,47 @@ def test_progress_line_on_a_terminal(fake, monkeypatch):
         "\rflinkgo: fake job finished in 2.50 s: read 5,000 rows, wrote 5,000 rows "
         "(2,000 rows/s)\x1b[K\n"
     )
+
+
+def udf_bound_progress(read, into_udf, written, elapsed):
+    return job_pb2.Progress(
+        operators=[
+            job_pb2.OperatorProgress(
+                name="from_pandas", uid="source-1", rows_in=read, rows_out=read
+            ),
+            job_pb2.OperatorProgress(
+                name="slow_udf", uid="udf-2", rows_in=into_udf, rows_out=written
+            ),
+            job_pb2.OperatorProgress(name="collect", uid="sink-2", rows_in=written),
+        ],
+        elapsed_seconds=elapsed,
+    )
+
+
+def test_progress_line_of_a_udf_bound_job_shows_the_rate_where_rows_move(fake, monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    fake.events = [
+        started(),
+        # Every row is read at once and waits in the UDF: the sources no longer move.
+        job_pb2.JobEvent(progress=udf_bound_progress(3000, 3000, 0, 1.0)),
+        job_pb2.JobEvent(progress=udf_bound_progress(3000, 3000, 0, 1.5)),
+        # The UDF busy with one batch: nothing moved anywhere.
+        job_pb2.JobEvent(progress=udf_bound_progress(3000, 3000, 1000, 2.0)),
+        job_pb2.JobEvent(progress=udf_bound_progress(3000, 3000, 2000, 3.0)),
+        finished(State.FINISHED, metrics=udf_bound_progress(3000, 3000, 3000, 3.5)),
+    ]
+    with Client(fake.endpoint) as client:
+        client.execute(collect_plan())
+    lines = terminal.getvalue().split("\r")
+    assert not any("0 rows/s" in line and "rows/s into" not in line for line in lines), lines
+    # No rate while nothing moves (the line may be redrawn between events).
+    waiting = [line for line in lines if "wrote 0 rows\x1b" in line]
+    assert waiting and not any("rows/s" in line for line in waiting), waiting
+    # Results leave the UDF: rows enter the sink, 1,000 a second since 1.0 s.
+    for written in ("1,000", "2,000"):
+        want = f"read 3,000 rows  wrote {written} rows  1,000 rows/s into 'collect'\x1b[K"
+        assert any(line.endswith(want) for line in lines), lines
 
 
 def test_progress_summary_is_never_cut_at_the_terminal_width(fake, monkeypatch):

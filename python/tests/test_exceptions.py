@@ -152,3 +152,45 @@ def test_unpicklable_udf_in_a_plan():
     with pytest.raises(fg.UdfPickleError, match="with_column 'y': udf 'guarded'") as info:
         df.with_column("y", guarded(fg.col("x")))
     assert isinstance(info.value, TypeError)
+
+
+def test_an_uncaught_error_is_printed_without_flinkgos_frames_and_repeated_causes(capsys):
+    import sys
+
+    from flinkgo import _tracebacks
+
+    assert sys.excepthook is _tracebacks._hook  # import flinkgo installed it
+    env = fg.Environment()
+    lock = threading.Lock()
+
+    @fg.udf("int64")
+    def locked(x):
+        with lock:
+            return x
+
+    with pytest.raises(fg.UdfPickleError) as info:
+        env.from_pandas(pd.DataFrame({"x": [1]})).with_column("y", locked("x"))
+    error = info.value
+    # Caught, the error keeps every frame (for debuggers and logs).
+    assert "dataframe.py" in "".join(__import__("traceback").format_tb(error.__traceback__))
+    sys.excepthook(type(error), error, error.__traceback__)
+    printed = capsys.readouterr().err
+    assert str(PACKAGE_DIR) not in printed, printed
+    assert printed.count("cannot pickle") == 1, printed
+    assert "test_exceptions.py" in printed
+
+
+def test_an_unpicklable_udf_in_a_pipeline_has_no_repeating_chain():
+    # Where no hook trims what is printed (a notebook), the chain must not say it again.
+    lock = threading.Lock()
+
+    @fg.udf("int64")
+    def locked(x):
+        with lock:
+            return x
+
+    env = fg.Environment()
+    with pytest.raises(fg.UdfPickleError) as info:
+        env.from_pandas(pd.DataFrame({"x": [1]})).with_column("y", locked("x"))
+    printed = "".join(__import__("traceback").format_exception(info.value))
+    assert printed.count("cannot pickle") == 1, printed

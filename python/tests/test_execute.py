@@ -100,6 +100,14 @@ def runtime():
         pytest.fail(f"the flinkgo runtime cannot be built or started:\n{e}", pytrace=False)
 
 
+@pytest.fixture
+def fresh_runtime():
+    # A new runtime, without idle workers of earlier jobs (docs/semantics.md#worker-reuse):
+    # every child it has once a job was canceled is a worker the cancel left behind.
+    _runtime.stop_local_runtime()
+    return _runtime.local_runtime()
+
+
 @pytest.fixture(params=[1, 3], ids=["p1", "p3"])
 def p(request, runtime):
     return request.param
@@ -790,7 +798,8 @@ def test_unknown_column_fails_at_declaration(env):
         df.key_by("k").agg(fg.sum("zz"))
 
 
-def test_ctrl_c_cancels_the_job(runtime):
+def test_ctrl_c_cancels_the_job(fresh_runtime):
+    runtime = fresh_runtime
     env = fg.Environment(parallelism=2)
     endless = env.datagen(schema={"id": "int64"}, rows_per_second=2000)
     endless.filter(fg.col("id") == fg.col("id") + 1).with_column("t", tag(fg.col("id"))).print()
@@ -824,7 +833,8 @@ def no_children_left(pid, timeout=15.0):
     return False
 
 
-def test_cancel_by_job_id(runtime):
+def test_cancel_by_job_id(fresh_runtime):
+    runtime = fresh_runtime
     from flinkgo._client import Client
     from flinkgo._proto import job_pb2, plan_pb2
 

@@ -155,3 +155,22 @@ def test_plan_time_errors(env):
     other = fg.Environment().from_pandas(CLICKS)
     with pytest.raises(InvalidArgumentError, match="another Environment"):
         views.interval_join(other, on="ad", **kw)
+
+
+def test_self_join(env):
+    views = env.from_pandas(VIEWS)
+    out = views.interval_join(
+        views, on="ad", left_time="ts", right_time="ts", lower="-10 s", upper="10 s"
+    )
+    table = out.collect()
+    got = set(
+        zip(
+            table.column("view_id").to_pylist(),
+            table.column("view_id_right").to_pylist(),
+            strict=True,
+        )
+    )
+    right = VIEWS.rename(columns={"view_id": "click_id"})
+    assert got == reference(
+        VIEWS, right, pd.Timedelta(seconds=-10), pd.Timedelta(seconds=10), "inner"
+    )

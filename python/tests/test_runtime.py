@@ -8,11 +8,15 @@ that started it exits or is killed.
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -60,9 +64,17 @@ def test_start_passes_the_contract_and_forwards_stdout(tmp_path, capfd):
         assert rt.endpoint == f"unix://{tmp_path}/rt.sock"
         assert rt.alive()
         args, python, pythonpath = record.read_text().splitlines()
-        serve, listen_flag, listen, parent_flag, parent, reuse = args.split()
+        serve, listen_flag, listen, parent_flag, parent, *flags = args.split()
         assert (serve, listen_flag, parent_flag) == ("serve", "--listen", "--parent-pid")
-        assert reuse == "--reuse-workers"  # its only client is this process
+        # Its only client is this process: big inline tables, reused workers, and
+        # what UDFs print on this program's stderr.
+        assert flags == [
+            "--max-message-size",
+            "1GiB",
+            "--reuse-workers",
+            "--udf-output",
+            "stderr",
+        ]
         assert listen.startswith("unix:///") and listen.endswith("/runtime.sock")
         assert parent == str(os.getpid())
         assert python == f"FLINKGO_PYTHON={sys.executable}"
@@ -196,6 +208,37 @@ if sys.argv[1] == "job-then-exit":
     env = fg.Environment()
     assert env.from_pandas(pd.DataFrame({"x": [1, 2]})).to_pandas()["x"].sum() == 3
     print("ok", flush=True)
+elif sys.argv[1] == "print":
+    @fg.udf("int64")
+    def shout(x):
+        print("hello", x)
+        print("to stderr", x, file=sys.stderr)
+        return x
+
+    env = fg.Environment()
+    df = env.from_pandas(pd.DataFrame({"x": [7]}))
+    assert df.with_column("y", shout(fg.col("x"))).to_pandas()["y"].tolist() == [7]
+    print("ok", flush=True)
+elif sys.argv[1] == "hog":
+    import itertools, os, subprocess
+
+    marks = sys.argv[2]
+
+    @fg.udf("int64")
+    def hog(x):
+        # A child of the UDF, then a C loop that never releases the GIL: no Python
+        # thread of the worker runs again.
+        child = subprocess.Popen(["sleep", "1000"])
+        mark = os.path.join(marks, str(os.getpid()))
+        with open(mark + ".tmp", "w") as f:
+            f.write(f"{os.getpid()} {child.pid}")
+        os.rename(mark + ".tmp", mark)
+        return sum(itertools.repeat(1, 10**15))
+
+    env = fg.Environment(parallelism=2)
+    src = env.from_pandas(pd.DataFrame({"x": range(100)}))
+    src.rebalance().with_column("y", hog(fg.col("x"))).print()
+    env.execute("hog")
 else:  # run an endless job with Python workers until killed
     @fg.udf("int64", func_type="pandas")
     def inc(s):
@@ -217,11 +260,15 @@ def built():
         pytest.fail(f"the flinkgo runtime cannot be built:\n{e}", pytrace=False)
 
 
-def start_child(tmp_path, mode):
+def start_child(tmp_path, mode, *args, env=None):
     code = tmp_path / "child.py"
     code.write_text(CHILD)
     proc = subprocess.Popen(
-        [sys.executable, str(code), mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, str(code), mode, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     line = proc.stdout.readline()
     assert line, proc.stderr.read()
@@ -236,6 +283,61 @@ def test_runtime_stops_when_python_exits(built, tmp_path):
     assert out.strip() == "ok"
     assert gone(pid, 5)
     assert not os.path.exists(os.path.dirname(endpoint[len("unix://") :]))
+
+
+def test_udf_print_reaches_the_users_stderr_tagged(built, tmp_path):
+    # As Spark's local mode shows its executors' output: the user sees what a UDF
+    # prints, tagged with the UDF and the subtask counted from 1 (issue 9, item 8).
+    proc, _, _ = start_child(tmp_path, "print")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out.strip() == "ok"
+    assert "[shout #1] hello 7\n" in err, err
+    assert "[shout #1] to stderr 7\n" in err, err
+
+
+def test_a_sigkilled_runtime_leaves_no_process_and_its_files_are_removed_next(
+    built, tmp_path, request
+):
+    # Issue 9, item 5: the runtime is SIGKILLed while each worker's UDF holds the GIL in
+    # a C loop (so no Python thread of the worker can notice) and has started a child
+    # process. The kernel's parent-death signal kills the workers and their group reaper
+    # kills the children.
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    # A temp dir of its own, short enough for the workers' socket paths in it.
+    tmp = Path(tempfile.mkdtemp(prefix="fg-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    env = dict(os.environ, TMPDIR=str(tmp))
+    proc, runtime_pid, _ = start_child(tmp_path, "hog", str(marks), env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not os.listdir(marks) and proc.poll() is None:
+            assert time.monotonic() < deadline, "the UDF did not start"
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read()
+        mark = os.listdir(marks)[0]
+        worker, child = (marks / mark).read_text().split()
+        # Every process under the runtime: both workers, their group reapers, the
+        # UDF's child.
+        pids = [p.pid for p in psutil.Process(runtime_pid).children(recursive=True)]
+        assert {int(worker), int(child)} <= set(pids), pids
+        os.kill(runtime_pid, signal.SIGKILL)
+        for pid in pids:
+            assert gone(pid, 15), f"process {pid} outlived the SIGKILLed runtime"
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
+    # Item 7: what the killed runtime (and its client, unless the client saw the
+    # runtime die and removed its own first) left is all in their own directories,
+    # go-plugin's sockets among them, and the next runtime removes them.
+    left = sorted(os.listdir(tmp))
+    assert 1 <= len(left) <= 2 and all(n.startswith("flinkgo-rt-") for n in left), left
+    assert any(n.startswith("plugin-dir") for d in left for n in os.listdir(tmp / d)), left
+    proc, _, _ = start_child(tmp_path, "job-then-exit", env=env)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert os.listdir(tmp) == [], "left in $TMPDIR after the next runtime ran"
 
 
 def test_runtime_and_workers_exit_when_python_is_killed(built, tmp_path):

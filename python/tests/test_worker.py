@@ -132,6 +132,9 @@ def test_udf_exception_is_reported_with_traceback(worker):
     assert (
         "test_worker.py" in error.traceback and 'raise KeyError(f"no key {x}")' in error.traceback
     )
+    # Only the user's frames: the worker's own say nothing to the user.
+    assert error.traceback.startswith("Traceback (most recent call last):\n")
+    assert "flinkgo/worker" not in error.traceback, error.traceback
 
 
 def test_open_reports_unknown_column(worker):

@@ -138,6 +138,13 @@ def test_idle_timeout_zero_stops_the_workers_at_the_jobs_end():
     assert pid not in pids(fg.Environment())
 
 
+def test_an_idle_worker_is_stopped_after_its_idle_timeout():
+    env = fg.Environment(config={"python.worker.idle-timeout": "300 ms"})
+    (pid,) = pids(env)
+    wait_gone(pid)  # nobody took it within 300 ms: the pool stopped it
+    assert pid not in pids(fg.Environment())
+
+
 @udf("int64")
 def pid_when_both_run(x):
     # Both jobs' UDFs run at once: each waits until the other has written its pid.
@@ -184,10 +191,14 @@ def test_the_worker_namespace_drops_modules_the_chain_imported(tmp_path: Path, m
 
     users_module.STATE.append(1)
     os.environ["FLINKGO_NAMESPACE_TEST"] = "1"
+    path, cwd = list(sys.path), os.getcwd()
+    sys.path.append(str(tmp_path / "added"))
+    os.chdir(tmp_path)
     dropped = ns.reset()
     assert "users_module" in dropped
     assert "users_module" not in sys.modules
     assert "FLINKGO_NAMESPACE_TEST" not in os.environ
+    assert (sys.path, os.getcwd()) == (path, cwd)
     import users_module as again  # type: ignore[import-not-found]
 
     assert again.STATE == []

@@ -2,7 +2,8 @@
 // own implementing the contract of package operator: sources (opened for
 // their task), select, filter, union, the Python UDF and map_batches
 // operators (through package bundle and a bridge.Runner), keyed
-// aggregation over keyed state (package state), and sinks. Registry
+// aggregation, drop_duplicates and the interval join (two inputs) over
+// keyed state (package state), limit, and sinks. Registry
 // returns the table from plan.Kind to each operator's factory, output
 // schema and state.
 //

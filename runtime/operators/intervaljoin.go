@@ -1,19 +1,27 @@
 package operators
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 
+	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
+	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/watermark"
+	"github.com/flinkgo/flinkgo/state"
 )
 
 // intervalJoinKind joins two keyed inputs on equal keys and event times
@@ -25,19 +33,25 @@ import (
 // and an outer side emits it then, padded with nulls, if it never matched.
 // Rows later than the watermark are dropped, as Flink does, and counted.
 //
-// The buffers are held in memory as the input batches themselves; the
-// operator does not checkpoint yet (SnapshotState fails with a clear
-// error), so a job with an interval join runs without checkpoints.
-func intervalJoinKind() operator.Kind {
+// The buffers are held in memory (the input batches themselves) and are
+// keyed state: each checkpoint writes the buffers of the keys that changed
+// since the last one into the Pebble backend (one value per key: both
+// sides' rows as Arrow IPC, with their matched flags), as the other keyed
+// operators do, so a restore, at any parallelism, loads its key groups'
+// rows back; cleanup times follow from the rows' times.
+func intervalJoinKind(opts Options) operator.Kind {
 	return operator.Kind{
 		Kind:   plan.KindIntervalJoin,
 		Schema: intervalJoinSchema,
-		New:    newIntervalJoin,
+		State:  operator.StateDescriptor{Keyed: true, What: "the rows of both sides that may still match"},
+		New: func(c *operator.Context) (operator.Operator, error) {
+			return newIntervalJoin(c, opts)
+		},
 	}
 }
 
-// errJoinCheckpoint refuses checkpoints until the buffers are keyed state.
-var errJoinCheckpoint = errors.New("interval_join does not support checkpoints yet: its buffered rows are not in keyed state; run the job without execution.checkpointing.interval")
+// matchedColumn holds a stored row's matched flag in a snapshot.
+const matchedColumn = "__flinkgo_matched"
 
 // intervalJoinSchema is the left columns then the right ones, a right name
 // that is also a left one suffixed with "_right"; every column is nullable
@@ -95,26 +109,58 @@ type bufRow struct {
 	matched   bool
 }
 
+// keyBuffer is the buffered rows of one key, by side.
+type keyBuffer struct {
+	group int // the key's key group
+	rows  [2][]*bufRow
+}
+
 type intervalJoin struct {
 	operator.Base
 	c            *operator.Context
 	side         [2]joinSide
 	lower, upper int64 // nanoseconds
 	out          *arrow.Schema
-	buffers      map[string]*[2][]*bufRow
-	cleanup      cleanupHeap
+	buffers      map[string]*keyBuffer
+	cleanup      cleanupQueue
 	wm           int64
 	hasWM        bool
 	late         int64
 	keyBuf       []byte
+	// keyed is the Pebble backend; dirty the keys (and their key
+	// groups) whose buffers changed since the last checkpoint.
+	keyed keyedState
+	dirty map[string]int
 }
 
-func newIntervalJoin(c *operator.Context) (operator.Operator, error) {
+func newIntervalJoin(c *operator.Context, opts Options) (operator.Operator, error) {
+	j, err := configureIntervalJoin(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Keyed == nil {
+		return nil, errors.New("interval_join: no keyed state context")
+	}
+	if err := j.keyed.setup(context.Background(), c, "interval-join-rows", opts.KeyedCacheGroups); err != nil {
+		j.Release()
+		return nil, err
+	}
+	if j.keyed.backend != nil { // restored
+		if err := j.load(); err != nil {
+			j.Release()
+			return nil, fmt.Errorf("interval_join: restoring the buffered rows: %w", err)
+		}
+	}
+	return j, nil
+}
+
+func configureIntervalJoin(c *operator.Context) (*intervalJoin, error) {
 	spec := c.Op.Node.GetIntervalJoin()
 	if len(c.In) != 2 {
 		return nil, fmt.Errorf("interval_join has %d inputs, needs 2", len(c.In))
 	}
-	j := &intervalJoin{c: c, lower: spec.GetLowerNs(), upper: spec.GetUpperNs(), out: c.Out, buffers: map[string]*[2][]*bufRow{}}
+	j := &intervalJoin{c: c, lower: spec.GetLowerNs(), upper: spec.GetUpperNs(), out: c.Out,
+		buffers: map[string]*keyBuffer{}, dirty: map[string]int{}}
 	how := spec.GetHow()
 	j.side[0] = joinSide{name: "left", outer: how == planpb.IntervalJoin_LEFT || how == planpb.IntervalJoin_FULL, cleanupAfter: max(0, j.upper)}
 	j.side[1] = joinSide{name: "right", outer: how == planpb.IntervalJoin_RIGHT || how == planpb.IntervalJoin_FULL, cleanupAfter: max(0, -j.lower)}
@@ -175,6 +221,7 @@ func (j *intervalJoin) Process(ctx context.Context, input int, b arrow.RecordBat
 	var unjoinable []int64 // null key or time: never match
 	matches := map[*heldBatch]*pairs{}
 	var held *heldBatch
+	var groups []int32 // the rows' key groups, computed at the first buffered row
 	for row := range n {
 		if times.IsNull(row) || j.nullKey(b, side.keys, row) {
 			if side.outer {
@@ -193,9 +240,16 @@ func (j *intervalJoin) Process(ctx context.Context, input int, b arrow.RecordBat
 		}
 		buf := j.buffers[string(j.keyBuf)]
 		if buf == nil {
-			buf = &[2][]*bufRow{}
+			if groups == nil {
+				var err error
+				if groups, err = partition.KeyGroups(b, side.keys, j.c.MaxParallelism); err != nil {
+					return fmt.Errorf("interval_join: %w", err)
+				}
+			}
+			buf = &keyBuffer{group: int(groups[row])}
 			j.buffers[string(j.keyBuf)] = buf
 		}
+		j.dirty[string(j.keyBuf)] = buf.group
 		// A left row at t matches right rows in [t+lower, t+upper]; a
 		// right row at t matches left rows in [t-upper, t-lower].
 		lo, hi := ts+j.lower, ts+j.upper
@@ -203,7 +257,7 @@ func (j *intervalJoin) Process(ctx context.Context, input int, b arrow.RecordBat
 			lo, hi = ts-j.upper, ts-j.lower
 		}
 		matched := false
-		for _, o := range buf[other] {
+		for _, o := range buf.rows[other] {
 			if o.ts < lo || o.ts > hi {
 				continue
 			}
@@ -222,8 +276,8 @@ func (j *intervalJoin) Process(ctx context.Context, input int, b arrow.RecordBat
 		}
 		held.live++
 		r := &bufRow{batch: held, row: row, ts: ts, cleanupMs: floorMs(ts + side.cleanupAfter), matched: matched}
-		buf[input] = append(buf[input], r)
-		heap.Push(&j.cleanup, cleanupEntry{at: r.cleanupMs, key: string(j.keyBuf)})
+		buf.rows[input] = append(buf.rows[input], r)
+		j.cleanup.add(r.cleanupMs, string(j.keyBuf))
 	}
 	for o, p := range matches {
 		if err := j.emitPairs(ctx, input, b, p.this, o.rec, p.other, emit); err != nil {
@@ -310,10 +364,23 @@ func takeRows(ctx context.Context, b arrow.RecordBatch, rows []int64) (arrow.Rec
 
 // OnWatermark drops the rows the watermark has passed the cleanup time of
 // (Flink's cleanup timers fire when timestamp <= watermark), emitting the
-// unmatched ones of an outer side, then forwards the watermark.
+// unmatched ones of an outer side, then forwards the watermark held back
+// by the join's reach, max(upper, -lower), as Flink's SQL interval join
+// does (KeyedCoProcessOperatorWithWatermarkDelay): a row padded when its
+// cleanup time passes is then not behind the watermark that follows it.
 func (j *intervalJoin) OnWatermark(ctx context.Context, wm operator.Watermark, emit operator.Emit) (operator.Watermark, error) {
 	j.wm, j.hasWM = int64(wm), true
-	return wm, j.expire(ctx, func(r *bufRow) bool { return r.cleanupMs <= j.wm }, emit)
+	if err := j.expire(ctx, func(r *bufRow) bool { return r.cleanupMs <= j.wm }, emit); err != nil {
+		return wm, err
+	}
+	if wm == watermark.MaxWatermark {
+		return wm, nil
+	}
+	delay := floorMs(max(j.side[0].cleanupAfter, j.side[1].cleanupAfter) + 999_999) // rounded up
+	if int64(wm) < math.MinInt64+delay {
+		return operator.Watermark(math.MinInt64), nil
+	}
+	return wm - operator.Watermark(delay), nil
 }
 
 // Finish expires every buffered row: no input is left to match them.
@@ -334,33 +401,41 @@ func (j *intervalJoin) expire(ctx context.Context, due func(*bufRow) bool, emit 
 		if buf == nil {
 			return
 		}
+		changed := false
 		for s := range 2 {
-			kept := buf[s][:0]
-			for _, r := range buf[s] {
+			kept := buf.rows[s][:0]
+			for _, r := range buf.rows[s] {
 				if !due(r) {
 					kept = append(kept, r)
 					continue
 				}
+				changed = true
 				if !r.matched && j.side[s].outer {
 					padded[r.batch] = append(padded[r.batch], int64(r.row))
 				} else {
 					j.drop(r.batch)
 				}
 			}
-			clear(buf[s][len(kept):])
-			buf[s] = kept
+			clear(buf.rows[s][len(kept):])
+			buf.rows[s] = kept
 		}
-		if len(buf[0]) == 0 && len(buf[1]) == 0 {
+		if changed {
+			j.dirty[key] = buf.group
+		}
+		if len(buf.rows[0]) == 0 && len(buf.rows[1]) == 0 {
 			delete(j.buffers, key)
 		}
 	}
-	for len(j.cleanup) > 0 {
-		top := j.cleanup[0]
-		if !due(&bufRow{cleanupMs: top.at}) {
+	for len(j.cleanup.times) > 0 {
+		at := j.cleanup.times[0]
+		if !due(&bufRow{cleanupMs: at}) {
 			break
 		}
-		heap.Pop(&j.cleanup)
-		sweep(top.key)
+		heap.Pop(&j.cleanup.times)
+		for _, key := range j.cleanup.keys[at] {
+			sweep(key)
+		}
+		delete(j.cleanup.keys, at)
 	}
 	var err error
 	for h, rows := range padded {
@@ -383,37 +458,218 @@ func (j *intervalJoin) drop(h *heldBatch) {
 	}
 }
 
-func (j *intervalJoin) SnapshotState(context.Context, checkpoint.Target, operator.Emit, *checkpoint.SubtaskState) error {
-	return errJoinCheckpoint
+// SnapshotState writes the buffers of the keys that changed since the last
+// checkpoint (or clears them when empty) and snapshots the backend;
+// TakePersist hands over the writing out.
+func (j *intervalJoin) SnapshotState(ctx context.Context, target checkpoint.Target, _ operator.Emit, _ *checkpoint.SubtaskState) error {
+	if err := j.keyed.open(); err != nil {
+		return err
+	}
+	ctx = compute.WithAllocator(ctx, j.c.Allocator)
+	for key, group := range j.dirty {
+		k := state.Key{Group: group, Bytes: []byte(key)}
+		buf := j.buffers[key]
+		if buf == nil {
+			if err := j.keyed.values.Clear(k); err != nil {
+				return err
+			}
+			continue
+		}
+		value, err := j.encode(ctx, buf)
+		if err != nil {
+			return fmt.Errorf("interval_join: storing the rows of a key: %w", err)
+		}
+		if err := j.keyed.values.Put(k, value); err != nil {
+			return err
+		}
+	}
+	clear(j.dirty)
+	return j.keyed.snapshot(target)
 }
 
-// Release frees the buffered batches.
+func (j *intervalJoin) TakePersist() func(context.Context, *checkpoint.SubtaskState) error {
+	return j.keyed.takePersist()
+}
+
+// encode stores a key's rows: for each side a length and an Arrow IPC
+// stream of its rows with their matched flags (length 0: no rows).
+func (j *intervalJoin) encode(ctx context.Context, buf *keyBuffer) ([]byte, error) {
+	var out []byte
+	for s := range 2 {
+		if len(buf.rows[s]) == 0 {
+			out = binary.AppendUvarint(out, 0)
+			continue
+		}
+		rec, err := j.gather(ctx, s, buf.rows[s])
+		if err != nil {
+			return nil, err
+		}
+		var enc bytes.Buffer
+		err = arrowipc.EncodeBatch(&enc, rec, j.c.Allocator)
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		out = binary.AppendUvarint(out, uint64(enc.Len()))
+		out = append(out, enc.Bytes()...)
+	}
+	return out, nil
+}
+
+// gather makes one batch of rows (of side s) and their matched flags.
+func (j *intervalJoin) gather(ctx context.Context, s int, rows []*bufRow) (arrow.RecordBatch, error) {
+	mem := j.c.Allocator
+	in := j.c.In[s]
+	byBatch := map[*heldBatch][]int64{}
+	flags := map[*heldBatch][]bool{}
+	var order []*heldBatch
+	for _, r := range rows {
+		if _, ok := byBatch[r.batch]; !ok {
+			order = append(order, r.batch)
+		}
+		byBatch[r.batch] = append(byBatch[r.batch], int64(r.row))
+		flags[r.batch] = append(flags[r.batch], r.matched)
+	}
+	parts := make([][]arrow.Array, in.NumFields())
+	defer func() {
+		for _, col := range parts {
+			for _, a := range col {
+				a.Release()
+			}
+		}
+	}()
+	matched := array.NewBooleanBuilder(mem)
+	defer matched.Release()
+	for _, h := range order {
+		taken, err := takeRows(ctx, h.rec, byBatch[h])
+		if err != nil {
+			return nil, err
+		}
+		for i, col := range taken.Columns() {
+			col.Retain()
+			parts[i] = append(parts[i], col)
+		}
+		taken.Release()
+	}
+	for _, h := range order { // the flags in the order the rows were taken
+		matched.AppendValues(flags[h], nil)
+	}
+	cols := make([]arrow.Array, 0, in.NumFields()+1)
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for _, col := range parts {
+		joined, err := array.Concatenate(col, mem)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, joined)
+	}
+	cols = append(cols, matched.NewArray())
+	fields := append(slices.Clone(in.Fields()), arrow.Field{Name: matchedColumn, Type: arrow.FixedWidthTypes.Boolean})
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(len(rows))), nil
+}
+
+// load reads the restored backend's rows (those of the subtask's key
+// groups) back into the buffers.
+func (j *intervalJoin) load() error {
+	return j.keyed.values.ForEach(func(k state.Key, v []byte) error {
+		buf := &keyBuffer{group: k.Group}
+		key := string(k.Bytes)
+		for s := range 2 {
+			n, read := binary.Uvarint(v)
+			if read <= 0 || uint64(len(v)-read) < n {
+				return fmt.Errorf("a stored value of %d bytes is truncated", len(v))
+			}
+			data := v[read : read+int(n)]
+			v = v[read+int(n):]
+			if n == 0 {
+				continue
+			}
+			rec, err := arrowipc.DecodeBatch(data, j.c.Allocator)
+			if err != nil {
+				return err
+			}
+			if err := j.restoreRows(key, buf, s, rec); err != nil {
+				rec.Release()
+				return err
+			}
+			rec.Release()
+		}
+		j.buffers[key] = buf
+		return nil
+	})
+}
+
+func (j *intervalJoin) restoreRows(key string, buf *keyBuffer, s int, rec arrow.RecordBatch) error {
+	in := j.c.In[s]
+	if int(rec.NumCols()) != in.NumFields()+1 {
+		return fmt.Errorf("the %s rows have %d columns, the input has %d (the job's schema changed)", j.side[s].name, rec.NumCols()-1, in.NumFields())
+	}
+	for i, f := range in.Fields() {
+		if !arrow.TypeEqual(rec.Column(i).DataType(), f.Type) {
+			return fmt.Errorf("the stored %s column %q is %s, the input's is %s (the job's schema changed)", j.side[s].name, f.Name, rec.Column(i).DataType(), f.Type)
+		}
+	}
+	n := int(rec.NumRows())
+	side := &j.side[s]
+	h := &heldBatch{rec: array.NewRecordBatch(in, rec.Columns()[:in.NumFields()], int64(n)), side: s, live: n}
+	times := rec.Column(side.time).(*array.Timestamp)
+	matched := rec.Column(in.NumFields()).(*array.Boolean)
+	for row := range n {
+		ts := int64(times.Value(row)) * side.timeMul
+		r := &bufRow{batch: h, row: row, ts: ts, cleanupMs: floorMs(ts + side.cleanupAfter), matched: matched.Value(row)}
+		buf.rows[s] = append(buf.rows[s], r)
+		j.cleanup.add(r.cleanupMs, key)
+	}
+	return nil
+}
+
+// Release frees the buffered batches and the backend.
 func (j *intervalJoin) Release() {
 	for key, buf := range j.buffers {
 		for s := range 2 {
-			for _, r := range buf[s] {
+			for _, r := range buf.rows[s] {
 				j.drop(r.batch)
 			}
 		}
 		delete(j.buffers, key)
 	}
-	j.cleanup = nil
+	j.cleanup = cleanupQueue{}
+	j.keyed.release()
 }
 
-// cleanupHeap orders the keys to sweep by cleanup time (a key is in it
-// once per buffered row; a sweep of a key finds what is due).
-type cleanupEntry struct {
-	at  int64
-	key string
+// cleanupQueue is the join's cleanup timers, deduplicated by time and key
+// as Flink's timer service does: a heap of the distinct cleanup times and,
+// for each, the keys to sweep then.
+type cleanupQueue struct {
+	times timeHeap
+	keys  map[int64][]string
 }
 
-type cleanupHeap []cleanupEntry
+func (q *cleanupQueue) add(at int64, key string) {
+	keys, ok := q.keys[at]
+	if !ok {
+		if q.keys == nil {
+			q.keys = map[int64][]string{}
+		}
+		heap.Push(&q.times, at)
+	}
+	if n := len(keys); n > 0 && keys[n-1] == key {
+		return // the same key again (rows of a key come in runs)
+	}
+	q.keys[at] = append(keys, key)
+}
 
-func (h cleanupHeap) Len() int           { return len(h) }
-func (h cleanupHeap) Less(a, b int) bool { return h[a].at < h[b].at }
-func (h cleanupHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
-func (h *cleanupHeap) Push(x any)        { *h = append(*h, x.(cleanupEntry)) }
-func (h *cleanupHeap) Pop() any {
+type timeHeap []int64
+
+func (h timeHeap) Len() int           { return len(h) }
+func (h timeHeap) Less(a, b int) bool { return h[a] < h[b] }
+func (h timeHeap) Swap(a, b int)      { h[a], h[b] = h[b], h[a] }
+func (h *timeHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *timeHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]

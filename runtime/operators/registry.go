@@ -55,7 +55,7 @@ func Registry(opts Options) *operator.Registry {
 		dropDuplicatesKind(opts),
 		limitKind(),
 		watermarkAssignerKind(opts),
-		intervalJoinKind(),
+		intervalJoinKind(opts),
 		windowAggregateKind(opts),
 		sinkKind(opts),
 	)

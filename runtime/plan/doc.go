@@ -39,7 +39,8 @@
 //   - Edges: an input without partitioning is FORWARD with Explicit false.
 //     The forward-mismatch policy applies to every forward edge, also those
 //     between operators the planner added. A keyed operator's input
-//     (keyed_aggregate: its group keys; drop_duplicates: its subset) without
+//     (keyed_aggregate: its group keys; drop_duplicates: its subset; an
+//     interval_join's inputs: the left keys, the right keys) without
 //     partitioning becomes HASH on its keys (GLOBAL when it has none); an
 //     explicit partitioning that would split a key over subtasks is an
 //     error unless the operator's parallelism is 1.

@@ -42,6 +42,9 @@ const (
 	// BatchSizeLimit bounds the rows of a batch a plan asks for
 	// (python.fn-execution.arrow.batch.size, a UDF's batch_size).
 	BatchSizeLimit = 1 << 22
+	// StringLiteralLimit bounds a string literal in an expression, which
+	// is repeated on every row of a batch.
+	StringLiteralLimit = 64 << 10
 )
 
 // DefaultBatchSize is the rows per batch sent to Python when neither a UDF

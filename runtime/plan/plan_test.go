@@ -419,3 +419,33 @@ func TestLimitRule(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func intervalJoin(id int32, name string, left, right *planpb.Input, spec *planpb.IntervalJoin, opts ...nodeOpt) *planpb.Node {
+	n := node(id, name, []*planpb.Input{left, right}, opts)
+	n.Kind = &planpb.Node_IntervalJoin{IntervalJoin: spec}
+	return n
+}
+
+// An interval join reads each input by that input's keys, and its plan
+// node is checked: two inputs, as many left keys as right keys, time
+// columns, lower <= upper.
+func TestIntervalJoinPlan(t *testing.T) {
+	spec := &planpb.IntervalJoin{LeftKeys: []string{"a", "b"}, RightKeys: []string{"x", "y"}, LeftTime: "lt", RightTime: "rt", LowerNs: -5, UpperNs: 5}
+	g := mustPlan(t, job(source(1, "l", uid("l")), source(2, "r", uid("r")),
+		intervalJoin(3, "join", from(1), from(2), spec, uid("join")), sink(4, "out", from(3))), Options{DefaultParallelism: 3})
+	for from, keys := range map[string][]string{"l": {"a", "b"}, "r": {"x", "y"}} {
+		e := edge(t, g, from, "join")
+		if e.Partitioning != planpb.Partitioning_HASH || !slices.Equal(e.Keys, keys) {
+			t.Errorf("edge %s → join: %s %v, want hash %v", from, e.Partitioning, e.Keys, keys)
+		}
+	}
+	if ins := g.Inputs(op(t, g, "join").ID); len(ins) != 2 || g.Operators[ins[0].From].UID != "l" || g.Operators[ins[1].From].UID != "r" {
+		t.Fatalf("the join's inputs are not left then right: %+v", ins)
+	}
+	bad := &planpb.IntervalJoin{LeftKeys: []string{"a"}, RightKeys: []string{"x", "y"}, LeftTime: "", RightTime: "rt", LowerNs: 5, UpperNs: -5, How: 9}
+	msg := planError(t, job(source(1, "l"), source(2, "r"), intervalJoin(3, "join", from(1), from(2), bad), sink(4, "out", from(3))), Options{})
+	wantContains(t, msg, "interval_join needs as many left keys as right keys, at least one; it has [a] and [x y]",
+		"interval_join left time column is empty", "lower bound 5ns is above the upper bound -5ns", "unknown join type 9")
+	one := &planpb.Node{Id: 2, Name: "one", Inputs: []*planpb.Input{from(1)}, Kind: &planpb.Node_IntervalJoin{IntervalJoin: spec}}
+	wantContains(t, planError(t, job(source(1, "l"), one), Options{}), "an interval_join needs two inputs (left, right), it has 1")
+}

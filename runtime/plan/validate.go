@@ -301,6 +301,10 @@ func validateExpr(where string, e *planpb.Expr) []string {
 				problems = append(problems, where+": "+p)
 			}
 		case *planpb.Expr_Literal:
+			// A literal becomes a column of a batch's rows: its length is multiplied.
+			if v := k.Literal.GetStringValue(); len(v) > StringLiteralLimit {
+				problems = append(problems, fmt.Sprintf("%s: a string literal of %d bytes, above the runtime's limit of %d (plan.StringLiteralLimit)", where, len(v), StringLiteralLimit))
+			}
 		case *planpb.Expr_Call:
 			if k.Call.GetFunction() == "" {
 				problems = append(problems, where+": a call has no function")

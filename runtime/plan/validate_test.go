@@ -127,6 +127,8 @@ func TestPlanLimits(t *testing.T) {
 			[]string{`"big": concurrency is 1048576, above the runtime's limit of 1024`, `"big": batch_size is 1073741824, above the runtime's limit of 4194304 (plan.BatchSizeLimit)`}},
 		{"batch size config", jobWith(map[string]string{ConfigBatchSize: "2000000000"}, source(1, "src")),
 			[]string{`config python.fn-execution.arrow.batch.size="2000000000": must be an integer between 1 and 4194304 (plan.BatchSizeLimit)`}},
+		{"string literal", job(source(1, "src"), selectNode(2, "sel", from(1), []*planpb.NamedExpr{as("s", &planpb.Expr{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_StringValue{StringValue: strings.Repeat("x", 1<<20)}}}})})),
+			[]string{"a string literal of 1048576 bytes, above the runtime's limit of 65536 (plan.StringLiteralLimit)"}},
 		{"subtasks", wide, []string{"the job has 20000 operator subtasks, above the runtime's limit of 16384 (plan.SubtasksLimit)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

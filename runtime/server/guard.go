@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -23,11 +22,12 @@ const MaxMessageFlag = "--max-message-size"
 
 // Guard returns the server options that keep one call from taking the
 // server down: a panic in a handler becomes that call's INTERNAL error
-// (logged with its stack), and a request over the message limit
-// (maxMessage bytes) gets an error naming the limit and the option that
-// raises it.
+// (logged with its stack), and a request over maxMessage bytes is refused
+// before it is read. gRPC itself answers that refusal, RESOURCE_EXHAUSTED
+// "received message larger than max (N vs. M)", which no handler can
+// reword: the clients add which option raises it (MaxMessageFlag).
 func Guard(log *slog.Logger, maxMessage int) []grpc.ServerOption {
-	g := &guard{log: log, max: maxMessage}
+	g := &guard{log: log}
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessage),
 		grpc.ChainUnaryInterceptor(g.unary),
@@ -35,10 +35,7 @@ func Guard(log *slog.Logger, maxMessage int) []grpc.ServerOption {
 	}
 }
 
-type guard struct {
-	log *slog.Logger
-	max int
-}
+type guard struct{ log *slog.Logger }
 
 func (g *guard) recovered(method string, r any) error {
 	g.log.Error("internal error in a call: the call fails, the server goes on", "method", method, "panic", r, "stack", string(debug.Stack()))
@@ -60,28 +57,5 @@ func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 			err = g.recovered(info.FullMethod, r)
 		}
 	}()
-	return handler(srv, &limitedStream{ServerStream: ss, max: g.max})
-}
-
-// limitedStream names the message limit when a request is over it (the
-// streaming calls read their request through it; gRPC's own message
-// says only "received message larger than max").
-type limitedStream struct {
-	grpc.ServerStream
-	max int
-}
-
-func (s *limitedStream) RecvMsg(m any) error {
-	err := s.ServerStream.RecvMsg(m)
-	if st, ok := status.FromError(err); ok && st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max") {
-		return TooLarge(st.Message(), s.max)
-	}
-	return err
-}
-
-// TooLarge is the error of a request over the message limit.
-func TooLarge(grpcMessage string, max int) error {
-	return status.Errorf(codes.ResourceExhausted,
-		"the request is larger than the server's message limit of %d MiB (%s): start the server with a larger %s, or put large inline data in files (write Parquet and read it with read_parquet)",
-		max>>20, grpcMessage, MaxMessageFlag)
+	return handler(srv, ss)
 }

@@ -215,8 +215,9 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	}
 	g, err := s.plan(req.GetPlan())
 	if err != nil {
-		s.log.Warn("job rejected: it cannot be planned", "name", req.GetPlan().GetName(), "error", err)
-		return send(finished(jobpb.JobFinished_FAILED, &jobpb.JobError{Message: err.Error(), Kind: "PLAN"}, nil))
+		sent := send(finished(jobpb.JobFinished_FAILED, &jobpb.JobError{Message: err.Error(), Kind: "PLAN"}, nil))
+		s.log.Log(context.Background(), failureLevel(sent), "job rejected: it cannot be planned", "name", req.GetPlan().GetName(), "error", err)
+		return sent
 	}
 	id := job.NewJobID()
 	log := s.log.With("job", id, "name", g.Name)
@@ -269,8 +270,9 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	if err != nil {
 		close(states)
 		reporter.Wait()
-		log.Warn("job failed to start", "error", err)
-		return send(finished(jobpb.JobFinished_FAILED, jobError(err), nil))
+		sent := send(finished(jobpb.JobFinished_FAILED, jobError(err), nil))
+		log.Log(context.Background(), failureLevel(sent), "job failed to start", "error", err)
+		return sent
 	}
 	s.mu.Lock()
 	running.job = j
@@ -293,9 +295,21 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		_ = send(finished(jobpb.JobFinished_CANCELED, &jobpb.JobError{Message: err.Error(), Kind: "CANCELED"}, metrics))
 		return nil
 	default:
-		log.Warn("job ended", "state", job.Failed, "error", err)
-		return send(finished(jobpb.JobFinished_FAILED, jobError(err), metrics))
+		sent := send(finished(jobpb.JobFinished_FAILED, jobError(err), metrics))
+		log.Log(context.Background(), failureLevel(sent), "job ended", "state", job.Failed, "error", err)
+		return sent
 	}
+}
+
+// failureLevel is the level of a job's failure in the log: info when the
+// client that submitted the job got the error (it shows it; the log at the
+// default level would print it a second time), warn when the send of it
+// failed and the log is the only place left that has it.
+func failureLevel(sendErr error) slog.Level {
+	if sendErr != nil {
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
 }
 
 func reportProgress(j *job.Job, every time.Duration, start time.Time, send func(*jobpb.JobEvent) error) {

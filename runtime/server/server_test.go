@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -21,9 +22,14 @@ type eventStream struct {
 	grpc.ServerStream
 	ctx    context.Context
 	events []*jobpb.JobEvent
+	// broken makes every Send fail, as to a client that went away.
+	broken bool
 }
 
 func (s *eventStream) Send(ev *jobpb.JobEvent) error {
+	if s.broken {
+		return errors.New("test: the client is gone")
+	}
 	s.events = append(s.events, ev)
 	return nil
 }
@@ -46,7 +52,9 @@ func datagenToCollect(t *testing.T, name string, rows int64) *planpb.JobPlan {
 }
 
 // The server logs a job's submission and end at info with its id and
-// name, and a plan it rejects at warn.
+// name; a plan it rejects at info when the client got the error (the
+// client shows it: at the default level warn it would be printed twice),
+// at warn when it could not be sent.
 func TestJobSubmissionAndEndAreLogged(t *testing.T) {
 	var logs logtest.Buffer
 	s := New(job.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
@@ -79,7 +87,13 @@ func TestJobSubmissionAndEndAreLogged(t *testing.T) {
 	if err := s.Execute(&jobpb.ExecuteRequest{Plan: bad}, &eventStream{ctx: context.Background()}); err != nil {
 		t.Fatal(err)
 	}
+	if out := logs.String(); !strings.Contains(out, `level=INFO msg="job rejected: it cannot be planned" name=broken error=`) {
+		t.Errorf("the rejected plan the client was told of was not logged at info:\n%s", out)
+	}
+	if err := s.Execute(&jobpb.ExecuteRequest{Plan: bad}, &eventStream{ctx: context.Background(), broken: true}); err == nil {
+		t.Fatal("Execute on a broken stream returned no error")
+	}
 	if out := logs.String(); !strings.Contains(out, `level=WARN msg="job rejected: it cannot be planned" name=broken error=`) {
-		t.Errorf("the rejected plan was not logged at warn:\n%s", out)
+		t.Errorf("the rejected plan nobody was told of was not logged at warn:\n%s", out)
 	}
 }

@@ -71,6 +71,12 @@ func newDatagen(src *planpb.DatagenSource, cfg Config, restore map[string]SplitS
 	if src.GetRows() < 0 || !(src.GetRowsPerSecond() >= 0) || math.IsInf(src.GetRowsPerSecond(), 1) {
 		return nil, fmt.Errorf("source: datagen rows (%d) and rows_per_second (%g) must not be negative (and the rate finite)", src.GetRows(), src.GetRowsPerSecond())
 	}
+	for _, f := range cfg.Schema.Fields() {
+		// A generated string holds its column's name, on every row.
+		if len(f.Name) > DatagenNameLimit {
+			return nil, fmt.Errorf("source: datagen column name of %d bytes, above the limit of %d (source.DatagenNameLimit)", len(f.Name), DatagenNameLimit)
+		}
+	}
 	g := &datagen{cfg: cfg, seed: src.GetSeed()}
 	// Each subtask keeps to its share of the rate: that of its rows or lanes.
 	var share float64
@@ -232,6 +238,10 @@ func (g *datagen) wait(ctx context.Context, n int64) error {
 	}
 	return nil
 }
+
+// DatagenNameLimit bounds a datagen column's name, which its generated
+// strings repeat on every row.
+const DatagenNameLimit = 1 << 10
 
 func appendValue(b array.Builder, f arrow.Field, row int64, bits uint64) {
 	switch b := b.(type) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -293,5 +294,20 @@ func TestDatagenMoreTypes(t *testing.T) {
 	want := base64.StdEncoding.EncodeToString([]byte("b-3"))
 	if len(got[0]) != 5 || !strings.HasPrefix(got[0][3], want+",") || !strings.HasSuffix(got[0][3], ",00:00:00.000003,3ms,3") {
 		t.Errorf("rows %v", got[0])
+	}
+}
+
+// A datagen repeats its column's name in every generated string: a name
+// past the limit is refused, and so is a rate that is not a number.
+func TestDatagenBoundsWhatAPlanMakesItAllocate(t *testing.T) {
+	long := arrow.NewSchema([]arrow.Field{{Name: strings.Repeat("n", 1<<20), Type: arrow.BinaryTypes.String}}, nil)
+	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 10}}}
+	if _, err := Open(src, Config{Schema: long, Parallelism: 1}); err == nil || !strings.Contains(err.Error(), "source.DatagenNameLimit") {
+		t.Errorf("a 1 MiB column name: %v", err)
+	}
+	ids := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	nan := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{RowsPerSecond: math.NaN()}}}
+	if _, err := Open(nan, Config{Schema: ids, Parallelism: 1}); err == nil {
+		t.Error("a NaN rate was accepted")
 	}
 }

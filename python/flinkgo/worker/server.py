@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
@@ -11,6 +12,7 @@ import tempfile
 import threading
 import time
 import traceback
+import types
 from collections.abc import Iterable, Iterator
 from concurrent import futures
 from typing import Any
@@ -42,6 +44,8 @@ APP_PROTOCOL_VERSION = 1
 MAX_MESSAGE_ENV = "FLINKGO_MAX_MESSAGE_BYTES"
 DEFAULT_MAX_MESSAGE = 16 * 1024 * 1024
 PARENT_POLL_SECONDS = 0.2
+# Largest piece of printed output sent in one GRPCStdio message.
+STDIO_CHUNK = 64 * 1024
 
 log = logs.setup(os.environ.get("FLINKGO_WORKER_LOG_LEVEL", "info"))
 
@@ -49,17 +53,26 @@ log = logs.setup(os.environ.get("FLINKGO_WORKER_LOG_LEVEL", "info"))
 class StdioForwarder:
     """A text stream that forwards writes to the host through GRPCStdio.
 
-    It replaces ``sys.stdout`` after the handshake, so ``print`` in user code
-    reaches the host's logs instead of corrupting the go-plugin stdout.
+    One replaces ``sys.stdout`` and one ``sys.stderr`` after the handshake, so
+    ``print`` in user code reaches the host (the user's terminal, or a server's
+    logs) tagged with the UDF, instead of corrupting the go-plugin stdout or
+    being taken for the worker's own log lines. Both share one queue, so the
+    host sees the writes in order.
     """
 
-    def __init__(self, channel: grpc_stdio_pb2.StdioData.Channel):
+    def __init__(
+        self,
+        channel: grpc_stdio_pb2.StdioData.Channel,
+        out: queue.SimpleQueue[tuple[grpc_stdio_pb2.StdioData.Channel, bytes] | None],
+    ):
         self.channel = channel
-        self.queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.queue = out
 
     def write(self, text: str) -> int:
-        if text:
-            self.queue.put(text.encode("utf-8", "replace"))
+        data = text.encode("utf-8", "replace")
+        # Chunks well below the gRPC message limit, however much one print is.
+        for start in range(0, len(data), STDIO_CHUNK):
+            self.queue.put((self.channel, data[start : start + STDIO_CHUNK]))
         return len(text)
 
     def flush(self) -> None:
@@ -202,8 +215,47 @@ def _udf_error(
         udf_name=udf_name,
         exception_type=type(exc).__name__,
         message=message,
-        traceback="".join(traceback.format_exception(exc)),
+        traceback=users_traceback(exc),
     )
+
+
+_PACKAGE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
+
+
+def users_traceback(exc: BaseException) -> str:
+    """Format `exc` with the user's frames only: the worker's own say nothing to the user.
+
+    An exception raised by flinkgo itself (a result of the wrong type, say) has no frame
+    left: its message says everything, and the traceback is empty.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = _without_flinkgo_frames(e.__traceback__)
+        todo += [e.__cause__, e.__context__]
+    if exc.__traceback__ is None and exc.__cause__ is None and exc.__context__ is None:
+        return "" if exc.__class__.__module__.startswith("flinkgo") else _only_line(exc)
+    return "".join(traceback.format_exception(exc))
+
+
+def _only_line(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(exc))
+
+
+def _without_flinkgo_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            kept.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(kept):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
 
 
 class HealthServicer(health_pb2_grpc.HealthServicer):
@@ -222,15 +274,18 @@ class ControllerServicer(grpc_controller_pb2_grpc.GRPCControllerServicer):
 
 
 class StdioServicer(grpc_stdio_pb2_grpc.GRPCStdioServicer):
-    def __init__(self, stdout: StdioForwarder):
-        self._stdout = stdout
+    def __init__(
+        self, out: queue.SimpleQueue[tuple[grpc_stdio_pb2.StdioData.Channel, bytes] | None]
+    ):
+        self._queue = out
 
     def StreamStdio(self, request: Any, context: grpc.ServicerContext) -> Any:
         while True:
-            data = self._stdout.queue.get()
-            if data is None:
+            item = self._queue.get()
+            if item is None:
                 return
-            yield grpc_stdio_pb2.StdioData(channel=self._stdout.channel, data=data)
+            channel, data = item
+            yield grpc_stdio_pb2.StdioData(channel=channel, data=data)
 
 
 def _watch_parent(parent: int, shutdown: threading.Event) -> None:
@@ -241,6 +296,47 @@ def _watch_parent(parent: int, shutdown: threading.Event) -> None:
             shutdown.set()
             return
         time.sleep(PARENT_POLL_SECONDS)
+
+
+def _start_group_reaper() -> None:
+    """Fork a process that kills the worker's process group once the worker is gone.
+
+    The host starts the worker as the leader of its own process group, with a
+    parent-death signal, so the kernel kills the worker when the host dies, even while
+    a UDF holds the GIL. Processes a UDF started are not the host's children and get no
+    such signal: this reaper, forked before any thread or gRPC server exists, waits for
+    EOF on a pipe only the worker holds (whatever way the worker ends, SIGKILL
+    included) and then SIGKILLs the group. It runs no Python between those two system
+    calls that could need the worker. Without a group of its own (a worker started by
+    hand) it does nothing.
+    """
+    if os.getpgrp() != os.getpid():
+        return
+    read_end, write_end = os.pipe()  # not inherited by exec'd children (PEP 446)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            # Ends with the group, whoever signals it; never runs the worker's handlers.
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.close(write_end)
+            while os.read(read_end, 1):
+                pass
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.close(read_end)
+    # A child the worker forks without exec (multiprocessing) must not hold the pipe
+    # open: the reaper would wait for it. Only the first fork closes it: in a
+    # grandchild the descriptor number may name something else by then.
+    held = [True]
+
+    def close_in_child() -> None:
+        if held[0]:
+            held[0] = False
+            with contextlib.suppress(OSError):
+                os.close(write_end)
+
+    os.register_at_fork(after_in_child=close_in_child)
 
 
 def main() -> int:
@@ -262,6 +358,7 @@ def main() -> int:
     shutdown = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: shutdown.set())
 
+    _start_group_reaper()
     max_message = int(os.environ.get(MAX_MESSAGE_ENV, DEFAULT_MAX_MESSAGE))
     socket_dir = tempfile.mkdtemp(
         prefix="flinkgo-worker-", dir=os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or None
@@ -269,7 +366,10 @@ def main() -> int:
     os.chmod(socket_dir, 0o700)
     socket_path = os.path.join(socket_dir, "plugin.sock")
 
-    stdout = StdioForwarder(grpc_stdio_pb2.StdioData.STDOUT)
+    printed: queue.SimpleQueue[tuple[grpc_stdio_pb2.StdioData.Channel, bytes] | None]
+    printed = queue.SimpleQueue()
+    stdout = StdioForwarder(grpc_stdio_pb2.StdioData.STDOUT, printed)
+    stderr = StdioForwarder(grpc_stdio_pb2.StdioData.STDERR, printed)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="flinkgo-grpc"),
         options=[
@@ -283,7 +383,7 @@ def main() -> int:
     grpc_controller_pb2_grpc.add_GRPCControllerServicer_to_server(
         ControllerServicer(shutdown), server
     )
-    grpc_stdio_pb2_grpc.add_GRPCStdioServicer_to_server(StdioServicer(stdout), server)
+    grpc_stdio_pb2_grpc.add_GRPCStdioServicer_to_server(StdioServicer(printed), server)
     server.add_insecure_port("unix:" + socket_path)
     server.start()
 
@@ -298,9 +398,11 @@ def main() -> int:
     real_stdout.write(f"1|{APP_PROTOCOL_VERSION}|unix|{socket_path}|grpc\n")
     real_stdout.flush()
     # From here on nothing may reach fd 1: route it to stderr, and Python's
-    # own stdout to the host through GRPCStdio.
+    # own stdout and stderr to the host through GRPCStdio (the worker's log
+    # handler keeps the real stderr: it writes the JSON lines go-plugin parses).
     os.dup2(sys.stderr.fileno(), 1)
     sys.stdout = stdout
+    sys.stderr = stderr
     log.debug("worker serving", extra={"fields": {"socket": socket_path, "pid": os.getpid()}})
 
     shutdown.wait()

@@ -19,9 +19,12 @@
 // Logging: everything goes to Options.Logger (a *slog.Logger; nil
 // discards), tagged with the UDF, operator, subtask and worker pid: the
 // worker's own log lines (JSON on its stderr, parsed by go-plugin through an
-// hclog adapter, levels kept), what user code prints (info), go-plugin's
-// messages (debug), the worker's start (debug) and an unexpected exit
-// (warn, with the exit status). Nothing is logged per batch.
+// hclog adapter, levels kept), what user code prints (info, or to
+// Options.UDFOutput with a "[udf #subtask] " prefix), go-plugin's messages
+// (debug), the worker's start (debug) and an unexpected exit (warn, with
+// the exit status). Once the runner kills its worker (Cancel), the worker's
+// records and output are debug. Lines are cut at a bound (output.go), so no
+// output grows the runtime's memory. Nothing is logged per batch.
 //
 // Reuse: with Options.Pool, Open takes an idle worker of the same
 // environment instead of starting one, and a Close that ended in order

@@ -32,8 +32,12 @@ type slogHCLog struct {
 	// stderr: the base name of the interpreter.
 	workerName string
 	// worker is set on that logger and its children: their levels are
-	// kept.
+	// kept, until silenced.
 	worker bool
+	// silenced, when set and true, demotes the worker's records to debug:
+	// the runtime is killing the worker itself, so a traceback of the
+	// threads it interrupts is not an error to show the user.
+	silenced *atomic.Bool
 }
 
 var _ hclog.Logger = (*slogHCLog)(nil)
@@ -60,8 +64,14 @@ func slogLevel(l hclog.Level) slog.Level {
 	}
 }
 
+// withSilenced makes the worker's records debug once silenced is true.
+func (h *slogHCLog) withSilenced(silenced *atomic.Bool) *slogHCLog {
+	h.silenced = silenced
+	return h
+}
+
 func (h *slogHCLog) level(l hclog.Level) slog.Level {
-	if !h.worker {
+	if !h.worker || (h.silenced != nil && h.silenced.Load()) {
 		return min(slogLevel(l), slog.LevelDebug)
 	}
 	return slogLevel(l)

@@ -61,3 +61,60 @@ func TestSlogHCLogAdapter(t *testing.T) {
 		t.Errorf("StandardLogger record = %q", got)
 	}
 }
+
+// Once the runtime stops a worker itself (cancel, shutdown), the worker's
+// log records and what its UDF prints are debug: no error-level records or
+// tracebacks on the user's terminal after a cancel (issue 9, item 8).
+func TestStoppedWorkerIsSilenced(t *testing.T) {
+	t.Parallel()
+	var logs, out bytes.Buffer
+	var pid atomic.Int64
+	var stopping atomic.Bool
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	worker := newSlogHCLog(log, &pid, "python3").withSilenced(&stopping).Named("python3")
+	prefix := new(atomic.Pointer[string])
+	prefix.Store(ptr(outputPrefix("parse_ts", 0)))
+	printed := newUDFOutput(log, &pid, "udf stderr", &out, prefix, &stopping)
+
+	worker.Error("udf failed", "traceback", "Traceback (most recent call last): ...")
+	_, _ = printed.Write([]byte("hello\n"))
+	if !strings.Contains(logs.String(), `level=ERROR msg="udf failed"`) || out.String() != "[parse_ts #1] hello\n" {
+		t.Fatalf("a running worker's records and output: log %q, output %q", logs.String(), out.String())
+	}
+
+	logs.Reset()
+	out.Reset()
+	stopping.Store(true)
+	worker.Error("udf failed", "traceback", "Traceback (most recent call last): ...")
+	_, _ = printed.Write([]byte("Traceback (most recent call last):\n"))
+	got := logs.String()
+	if strings.Contains(got, "level=ERROR") || !strings.Contains(got, `level=DEBUG msg="udf failed"`) ||
+		!strings.Contains(got, `level=DEBUG msg="udf stderr"`) || out.Len() != 0 {
+		t.Errorf("a stopped worker's records must be debug and print nothing: log %q, output %q", got, out.String())
+	}
+}
+
+// A line is cut at its bound whatever the chunks it arrives in, and says
+// how much was cut; lines under the bound pass whole.
+func TestLineSplitterBoundsLines(t *testing.T) {
+	t.Parallel()
+	s := lineSplitter{max: 8}
+	var lines []string
+	emit := func(l string) { lines = append(lines, l) }
+	s.write([]byte("short\nabcdefghij"), emit)
+	s.write([]byte("klmnop\nok"), emit)
+	if len(lines) != 2 || lines[0] != "short" || lines[1] != "abcdefgh… [8 more bytes of this line cut]" {
+		t.Fatalf("lines = %q", lines)
+	}
+	if !s.hasPending() || s.pending() != "ok" {
+		t.Errorf("pending = %q", s.pending())
+	}
+	tail := newLineTail(3)
+	for range 1000 {
+		_, _ = tail.Write(bytes.Repeat([]byte("z"), 10<<10))
+		_, _ = tail.Write([]byte("\n"))
+	}
+	if got := tail.Lines(); len(got) != 3 || len(got[0]) > maxTailLineBytes+64 || cap(tail.lines) > 8 {
+		t.Errorf("tail of 1000 lines of 10 KiB kept %d lines, the first %d bytes, capacity %d", len(got), len(got[0]), cap(tail.lines))
+	}
+}

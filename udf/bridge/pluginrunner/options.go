@@ -3,8 +3,10 @@ package pluginrunner
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -74,6 +76,24 @@ type Options struct {
 	Pool        *Pool
 	IdleTimeout time.Duration
 	MaxIdle     int
+
+	// UDFOutput, when set, receives each line that user code in the worker
+	// prints (stdout and stderr), prefixed with the UDF and the subtask
+	// counted from 1 ("[parse_ts #1] hello"): the user's terminal, for a
+	// runtime embedded in the user's program. Nil logs the lines at info
+	// instead (a server). Lines printed after the runtime began to kill
+	// the worker (cancel, the runtime's shutdown) are logged at debug
+	// either way.
+	UDFOutput io.Writer
+}
+
+// udfNames names the chain as logs and printed lines do: "a+b".
+func (o Options) udfNames() string {
+	names := make([]string, len(o.Calls))
+	for i, c := range o.Calls {
+		names[i] = c.GetUdf().GetName()
+	}
+	return strings.Join(names, "+")
 }
 
 // MaxBatchBytes is the largest Arrow IPC payload a caller should send: the

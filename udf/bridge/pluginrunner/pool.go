@@ -225,5 +225,5 @@ func (t *lineTail) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lines = nil
-	t.partial.Reset()
+	t.split.buf, t.split.dropped = t.split.buf[:0], 0
 }

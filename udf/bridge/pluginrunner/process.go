@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,17 +76,47 @@ type pluginProcess struct {
 	// stopping is set once the runtime itself signals the worker, so a
 	// SIGKILL it sent is not taken for the OOM killer's.
 	stopping atomic.Bool
-	// logTo is the logger go-plugin's records and the worker's lines go to:
-	// the runner using the worker sets it (see Pool).
-	logTo *atomic.Pointer[slog.Logger]
+	// logTo is the logger go-plugin's records and the worker's lines go to,
+	// and prefix how its printed lines are tagged on the user's terminal:
+	// the runner using the worker sets both (see Pool).
+	logTo  *atomic.Pointer[slog.Logger]
+	prefix *atomic.Pointer[string]
+	// silenced is set once the runtime kills the worker (Stop: cancel, or
+	// the runtime's shutdown); shared with the output writers and
+	// go-plugin's logger, which then demote the worker's output to debug.
+	// An orderly Shutdown keeps it: what the worker prints while it
+	// finishes is the user's.
+	silenced *atomic.Bool
 }
+
+// maxSocketPath is the longest Unix socket path the system takes:
+// sun_path holds 108 bytes on Linux, 104 on macOS and the BSDs, with the
+// terminating NUL.
+var maxSocketPath = map[bool]int{true: 107, false: 103}[runtime.GOOS == "linux"]
+
+// workerSocketTail is the most a worker's socket paths add to the temp dir:
+// go-plugin's "/plugin-dir<10 digits>", the worker's
+// "/flinkgo-worker-<10 chars>" and "/data-<subtask>.sock" or "/plugin.sock".
+const workerSocketTail = len("/plugin-dir0123456789/flinkgo-worker-0123456789/data-99999.sock")
+
+// SocketDirFits reports whether workers started with dir as the temp dir
+// ($TMPDIR) can bind their Unix sockets there: a socket path has a short
+// length limit.
+func SocketDirFits(dir string) bool { return len(dir)+workerSocketTail <= maxSocketPath }
 
 // startProcess starts the worker and connects to it. It blocks until the
 // handshake is done, opts.StartTimeout passes, or ctx ends.
 // log is the runner's logger; go-plugin gets it through an hclog adapter.
 // pid is set once the process started.
 func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atomic.Int64) (*pluginProcess, error) {
-	stderr := newLineTail(20)
+	if tmp := os.TempDir(); !SocketDirFits(tmp) {
+		return nil, &startError{msg: fmt.Sprintf("%v: the temp dir %q is too long for the worker's Unix socket paths (%d bytes at most, %d of them under the temp dir): set $TMPDIR to a shorter directory",
+			bridge.ErrWorkerStart, tmp, maxSocketPath, workerSocketTail)}
+	}
+	stderr := newLineTail(stderrTailLines)
+	silenced := new(atomic.Bool)
+	prefix := new(atomic.Pointer[string])
+	prefix.Store(ptr(outputPrefix(opts.udfNames(), opts.Subtask)))
 	guard := &startGuard{pid: pid}
 	extraEnv := append([]string{maxMessageEnv + "=" + strconv.Itoa(opts.MaxMessageBytes)}, opts.Env...)
 	client := plugin.NewClient(&plugin.ClientConfig{
@@ -99,16 +130,16 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 		},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     opts.StartTimeout,
-		Logger:           newSlogHCLog(log, pid, opts.Python),
+		Logger:           newSlogHCLog(log, pid, opts.Python).withSilenced(silenced),
 		Stderr:           stderr,
-		SyncStdout:       &lineLogger{log: log, pid: pid, msg: "udf stdout"},
-		SyncStderr:       &lineLogger{log: log, pid: pid, msg: "udf stderr"},
+		SyncStdout:       newUDFOutput(log, pid, "udf stdout", opts.UDFOutput, prefix, silenced),
+		SyncStderr:       newUDFOutput(log, pid, "udf stderr", opts.UDFOutput, prefix, silenced),
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(opts.MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(opts.MaxMessageBytes),
 		)},
 	})
-	p := &pluginProcess{client: client, stderr: stderr}
+	p := &pluginProcess{client: client, stderr: stderr, prefix: prefix, silenced: silenced}
 
 	type dispensed struct {
 		conn workerpb.UdfWorkerClient
@@ -244,6 +275,7 @@ func (p *pluginProcess) waitExited(d time.Duration) bool {
 
 func (p *pluginProcess) Stop(grace time.Duration) {
 	p.stopping.Store(true)
+	p.silenced.Store(true)
 	if proc := p.cmd.Process; proc != nil && !p.client.Exited() {
 		_ = signalGroup(proc, syscall.SIGTERM)
 		if !p.waitExited(grace) {
@@ -412,67 +444,4 @@ func (w *workerCmd) PluginToHost(network, addr string) (string, string, error) {
 
 func (w *workerCmd) HostToPlugin(network, addr string) (string, string, error) {
 	return network, addr, nil
-}
-
-// lineTail keeps the last n lines written to it. go-plugin writes the
-// worker's stderr to it line by line.
-type lineTail struct {
-	mu      sync.Mutex
-	n       int
-	lines   []string
-	partial strings.Builder
-}
-
-func newLineTail(n int) *lineTail { return &lineTail{n: n} }
-
-func (t *lineTail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, c := range string(b) {
-		if c != '\n' {
-			t.partial.WriteRune(c)
-			continue
-		}
-		t.lines = append(t.lines, t.partial.String())
-		t.partial.Reset()
-		if len(t.lines) > t.n {
-			t.lines = t.lines[len(t.lines)-t.n:]
-		}
-	}
-	return len(b), nil
-}
-
-func (t *lineTail) Lines() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := append([]string(nil), t.lines...)
-	if t.partial.Len() > 0 {
-		out = append(out, t.partial.String())
-	}
-	return out
-}
-
-// lineLogger logs each line written to it; it receives what user code
-// prints in the worker (forwarded through go-plugin's GRPCStdio).
-type lineLogger struct {
-	log *slog.Logger // the runner's: tagged with udf, operator, subtask
-	pid *atomic.Int64
-	msg string
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (l *lineLogger) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, b...)
-	for {
-		i := strings.IndexByte(string(l.buf), '\n')
-		if i < 0 {
-			break
-		}
-		l.log.Info(l.msg, "source", "worker", "pid", l.pid.Load(), "line", string(l.buf[:i]))
-		l.buf = l.buf[i+1:]
-	}
-	return len(b), nil
 }

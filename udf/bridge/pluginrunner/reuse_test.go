@@ -2,11 +2,17 @@ package pluginrunner_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -91,4 +97,77 @@ func waitGone(t *testing.T, pid int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// A pooled worker serving another runner tags what its UDF prints with
+// that runner's UDF and subtask, not those of the runner that started it.
+func TestReusedWorkerPrintsUnderTheNewRunnersPrefix(t *testing.T) {
+	f := newFixture(t, goWorker(goworker.Serve))
+	pool := pluginrunner.NewPool(nil)
+	defer pool.Close()
+	var out syncBuffer
+	printOnce := func(subtask int, value int64) int {
+		o := f.options(int64Schema, testkit.Call(f.specs["chatty"], "y", "x"))
+		o.Pool, o.IdleTimeout, o.MaxIdle = pool, time.Hour, 4
+		o.Subtask, o.UDFOutput = subtask, &out
+		r := f.open(o)
+		b := f.int64Batch(value)
+		defer b.Release()
+		if err := r.Process(context.Background(), 0, b); err != nil {
+			t.Fatal(err)
+		}
+		results, err := flushAndTake(t, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, res := range results {
+			res.Batch.Release()
+		}
+		want := fmt.Sprintf("[chatty #%d] printed by the udf %d\n", subtask+1, value)
+		// Printed output travels through go-plugin's stdio stream, asynchronously.
+		for deadline := time.Now().Add(hangGuard); !strings.Contains(out.String(), want); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("printed output %q lacks %q", out.String(), want)
+			}
+		}
+		pid := r.Pid()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	first := printOnce(0, 7)
+	if second := printOnce(2, 8); second != first {
+		t.Fatalf("second runner's worker is %d, want the idle %d", second, first)
+	}
+}
+
+// A worker that reported a UDF's exception ends its batch stream; that end
+// is the failure's consequence, not a lost worker: the user gets the
+// exception, and no warning about the worker besides it.
+func TestUDFExceptionLogsNoLostWorker(t *testing.T) {
+	eachWorker(t, func(t *testing.T, w worker) {
+		f := newFixture(t, w)
+		var logs syncBuffer
+		opts := f.options(int64Schema, testkit.Call(f.specs["boom"], "y", "x"))
+		opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		r := f.open(opts)
+		for seq, values := range [][]int64{{3}, {1}, {2}} { // unread batches after the failure
+			b := f.int64Batch(values...)
+			_ = r.Process(context.Background(), int64(seq), b)
+			b.Release()
+		}
+		results, err := flushAndTake(t, r)
+		for _, res := range results {
+			res.Batch.Release()
+		}
+		var udfErr *bridge.UDFError
+		if !errors.As(err, &udfErr) {
+			t.Fatalf("want the UDF's exception, got %v", err)
+		}
+		r.Cancel()
+		if out := logs.String(); out != "" {
+			t.Errorf("warnings beside the UDF's exception:\n%s", out)
+		}
+	})
 }

@@ -241,6 +241,7 @@ func (r *Runner) openWorker(ctx context.Context, reuse bool) (*pluginProcess, *w
 	reused := proc != nil
 	if reused {
 		proc.logTo.Store(r.log)
+		proc.prefix.Store(ptr(outputPrefix(r.opts.udfNames(), r.opts.Subtask)))
 		proc.stderr.reset()
 		r.pid.Store(int64(proc.Pid()))
 		r.log.Debug("idle worker reused", "pid", proc.Pid(), "python", r.opts.Python)
@@ -636,8 +637,14 @@ func (r *Runner) checkResult(want pendingBatch, seq int64, batch arrow.RecordBat
 // streamEnded turns the end of the stream into the runner's failure.
 func (r *Runner) streamEnded(err error) {
 	r.mu.Lock()
-	closing := r.mu.closing
+	closing, failed := r.mu.closing, r.mu.err != nil
 	r.mu.Unlock()
+	if failed {
+		// The worker reported a UDF's exception (or sent a bad result) and
+		// ended its stream: the end is the failure's consequence, and the
+		// first failure stands.
+		return
+	}
 	if closing {
 		if !errors.Is(err, io.EOF) {
 			r.fail(fmt.Errorf("%s: %w", r.label, bridge.ErrClosed))

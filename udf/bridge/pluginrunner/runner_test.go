@@ -95,6 +95,7 @@ var goUDFs = map[string]*workerpb.UdfSpec{
 	"wrong_type": goworker.UDF("wrong_type", goworker.WrongType, arrow.PrimitiveTypes.Int64),
 	"wrong_seq":  goworker.UDF("wrong_seq", goworker.WrongSeq, arrow.PrimitiveTypes.Int64),
 	"bad_arrow":  goworker.UDF("bad_arrow", goworker.BadArrow, arrow.PrimitiveTypes.Int64),
+	"crafted":    goworker.UDF("crafted", goworker.CraftedArrow, arrow.BinaryTypes.String),
 	"ident":      goworker.UDF("ident", goworker.Identity, arrow.PrimitiveTypes.Int64),
 	"chatty":     goworker.UDF("chatty", goworker.Chatty, arrow.PrimitiveTypes.Int64),
 }
@@ -332,6 +333,8 @@ func testWrongResultShapeIsNamed(t *testing.T, w worker) {
 			"wrong_type": `column "y" is utf8, declared int64`,
 			"wrong_seq":  "got the result of batch 1 while batch 0 was next",
 			"bad_arrow":  "result of batch 0 is not a valid Arrow IPC stream",
+			// Well-formed IPC with offsets going backwards: validated in full.
+			"crafted": `result of batch 0 is not a valid Arrow IPC stream: invalid Arrow data: column "y"`,
 		}
 	}
 	for name, want := range cases {

@@ -40,7 +40,7 @@ type chain struct {
 
 var knownOps = []string{
 	string(Identity), string(AddOne), string(Affine), string(Upper), string(Hang), string(SpawnChild), string(KillSelf), string(ShortResult),
-	string(WrongType), string(WrongSeq), string(BadArrow), string(Chatty), string(FailOpen),
+	string(WrongType), string(WrongSeq), string(BadArrow), string(CraftedArrow), string(Chatty), string(Flood), string(FloodCrash), string(FailOpen),
 	string(FailClose), string(NoDataSocket), string(Repeat), "fail_on", "crash_on",
 }
 
@@ -225,6 +225,15 @@ func (c *chain) invoke(cl call, args []arrow.Array) (arrow.Array, error) {
 	case string(Identity), string(WrongSeq), string(BadArrow), string(NoDataSocket), string(FailOpen), string(FailClose):
 		x.Retain()
 		return x, nil
+	case string(CraftedArrow):
+		offsets := make([]int32, x.Len()+1)
+		for i := 1; i < len(offsets); i++ {
+			offsets[i] = int32(3 + 3*(i%2)) // 6, 3, 6, ...: backwards every other row
+		}
+		data := array.NewData(arrow.BinaryTypes.String, x.Len(), []*memory.Buffer{nil,
+			memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes([]byte("abcdef"))}, nil, 0, 0)
+		defer data.Release()
+		return array.MakeFromData(data), nil
 	case string(Chatty):
 		first := "(empty)"
 		if x.Len() > 0 {
@@ -234,6 +243,13 @@ func (c *chain) invoke(cl call, args []arrow.Array) (arrow.Array, error) {
 		fmt.Fprintln(stderr, ChattyStderrLine)
 		x.Retain()
 		return x, nil
+	case string(Flood):
+		_, _ = os.Stdout.Write(append(bytes.Repeat([]byte{'y'}, FloodBytes), '\n'))
+		x.Retain()
+		return x, nil
+	case string(FloodCrash):
+		_, _ = stderr.Write(bytes.Repeat([]byte{'x'}, FloodBytes))
+		os.Exit(3)
 	case string(AddOne):
 		return c.arith(x, 1, 1)
 	case string(Affine):

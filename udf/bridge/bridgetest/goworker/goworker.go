@@ -91,6 +91,10 @@ const (
 	WrongSeq Func = "wrong_seq"
 	// BadArrow answers with bytes that are not Arrow IPC.
 	BadArrow Func = "bad_arrow"
+	// CraftedArrow answers with a well-formed IPC stream of a string
+	// column whose offsets go backwards (declare it string): reading its
+	// second row would slice [6:3].
+	CraftedArrow Func = "crafted_arrow"
 	// Chatty returns its argument; for each batch it prints
 	// "printed by the udf <first value>" to stdout (go-plugin's stdio
 	// stream) and writes ChattyStderrLine to stderr.
@@ -104,7 +108,16 @@ const (
 	NoDataSocket Func = "no_data_socket"
 	// Repeat is a map_batches function: every row of the batch twice.
 	Repeat Func = "repeat"
+	// Flood prints one line of FloodBytes bytes to stdout (go-plugin's
+	// stdio stream) and returns its argument.
+	Flood Func = "flood"
+	// FloodCrash writes FloodBytes bytes without a newline to stderr and
+	// exits with status 3.
+	FloodCrash Func = "flood_crash"
 )
+
+// FloodBytes is how much Flood and FloodCrash write.
+const FloodBytes = 8 << 20
 
 // ChattyStderrLine is what Chatty writes to stderr.
 const ChattyStderrLine = "written to stderr by the udf"

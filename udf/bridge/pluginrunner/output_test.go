@@ -1,0 +1,140 @@
+package pluginrunner_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
+	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
+)
+
+// floodSource's UDFs write goworker.FloodBytes bytes at once, as
+// goworker.Flood and goworker.FloodCrash do.
+const floodSource = `
+import os
+import sys
+from flinkgo import udf
+
+N = 8 << 20
+
+@udf("int64")
+def flood(x):
+    print("y" * N)
+    sys.stderr.write("z" * N + "\n")
+    return x
+
+@udf("int64")
+def flood_crash(x):
+    os.write(2, b"x" * N)
+    os._exit(3)
+`
+
+func floodWorkers(t *testing.T) []worker {
+	goSpecs := map[string]*workerpb.UdfSpec{
+		"flood":       goworker.UDF("flood", goworker.Flood, arrow.PrimitiveTypes.Int64),
+		"flood_crash": goworker.UDF("flood_crash", goworker.FloodCrash, arrow.PrimitiveTypes.Int64),
+	}
+	g := goWorker(goworker.Serve)
+	g.specs = goSpecs
+	p := worker{name: "python", python: testkit.Python(t), specs: testkit.UDFSpecs(t, floodSource)}
+	return []worker{g, p}
+}
+
+// Bounds a line may take once cut, with its note and prefix: far below the
+// 8 MiB written.
+const (
+	maxKeptTailLine    = 4<<10 + 100
+	maxKeptPrintedLine = 16<<10 + 100
+)
+
+// A worker that writes megabytes to stderr without a newline, then dies:
+// the runner keeps a bounded tail, each line cut with a note, not the
+// megabytes (issue 9, item 3).
+func TestStderrTailIsBounded(t *testing.T) {
+	for _, w := range floodWorkers(t) {
+		t.Run(w.name, func(t *testing.T) {
+			f := newFixture(t, w)
+			r := f.runner(int64Schema, testkit.Call(w.specs["flood_crash"], "y", "x"))
+			defer r.Cancel()
+			b := f.int64Batch(1)
+			_ = r.Process(context.Background(), 0, b)
+			b.Release()
+			results, err := flushAndTake(t, r)
+			for _, res := range results {
+				res.Batch.Release()
+			}
+			var exitErr *bridge.WorkerExitError
+			if !errors.As(err, &exitErr) {
+				t.Fatalf("want a WorkerExitError, got %v", err)
+			}
+			kept := 0
+			for _, line := range exitErr.StderrTail {
+				kept += len(line)
+				if len(line) > maxKeptTailLine {
+					t.Errorf("a stderr tail line of %d bytes was kept; the bound is %d", len(line), maxKeptTailLine)
+				}
+			}
+			if !strings.Contains(strings.Join(exitErr.StderrTail, "\n"), "bytes of this line cut") {
+				t.Errorf("the cut line does not say it was cut: %.200q", exitErr.StderrTail)
+			}
+			t.Logf("%d bytes written to stderr, %d kept in %d lines", goworker.FloodBytes, kept, len(exitErr.StderrTail))
+		})
+	}
+}
+
+// What a UDF prints goes to UDFOutput, prefixed with the UDF and subtask
+// counted from 1, each line cut at a bound however long it is (items 3
+// and 8).
+func TestPrintedOutputIsPrefixedAndBounded(t *testing.T) {
+	for _, w := range floodWorkers(t) {
+		t.Run(w.name, func(t *testing.T) {
+			f := newFixture(t, w)
+			var out syncBuffer
+			opts := f.options(int64Schema, testkit.Call(w.specs["flood"], "y", "x"))
+			opts.Subtask = 2
+			opts.UDFOutput = &out
+			r := f.open(opts)
+			defer r.Cancel()
+			b := f.int64Batch(1)
+			defer b.Release()
+			if err := r.Process(context.Background(), 0, b); err != nil {
+				t.Fatal(err)
+			}
+			results, err := flushAndTake(t, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, res := range results {
+				res.Batch.Release()
+			}
+			want := 2 // stdout and stderr
+			if w.name == "go" {
+				want = 1 // its stderr is the worker's own (fd 2)
+			}
+			// Printed output travels through go-plugin's stdio stream, asynchronously.
+			deadline := time.Now().Add(hangGuard)
+			for strings.Count(out.String(), "\n") < want && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if len(lines) != want {
+				t.Fatalf("want %d printed lines, got %d: %.300q", want, len(lines), out.String())
+			}
+			for _, line := range lines {
+				if !strings.HasPrefix(line, "[flood #3] ") {
+					t.Errorf("printed line lacks the prefix [flood #3]: %.80q", line)
+				}
+				if len(line) > maxKeptPrintedLine || !strings.HasSuffix(line, "bytes of this line cut]") {
+					t.Errorf("printed line of %d bytes, not cut at the bound with a note: …%q", len(line), line[max(0, len(line)-80):])
+				}
+			}
+		})
+	}
+}
