@@ -446,6 +446,7 @@ def _outcome(
                     parallelism=op.parallelism,
                     rows_in=op.rows_in,
                     rows_out=op.rows_out,
+                    num_late_records_dropped=op.late_records_dropped,
                 )
                 for op in finished.metrics.operators
             ),

@@ -67,6 +67,9 @@ class OperatorMetrics:
         Its number of subtasks.
     rows_in, rows_out
         Rows received and emitted (a source counts the rows it read as both).
+    num_late_records_dropped
+        Rows a window aggregation dropped as too late for every window they belong to
+        (Flink's ``numLateRecordsDropped``); 0 for other operators.
     """
 
     name: str
@@ -74,6 +77,7 @@ class OperatorMetrics:
     parallelism: int
     rows_in: int
     rows_out: int
+    num_late_records_dropped: int = 0
 
 
 @dataclass(frozen=True)

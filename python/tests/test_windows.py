@@ -116,10 +116,12 @@ def test_window_refuses_what_it_cannot_do():
 def test_non_keyed_window_runs_at_parallelism_one(runtime):
     env = fg.Environment(parallelism=3)
     df = env.from_pandas(pd.DataFrame({"ts": pd.to_datetime([0], unit="ms"), "x": [1]}))
-    agg = df.window(fg.tumble("ts", "1 s")).agg(fg.sum("x"))
+    agg = df.window(fg.tumble("ts", "1 s")).agg(fg.sum("x")).uid("w")
     agg.print()
     assert "non-keyed window" in env.explain()
-    env.execute()
+    window = env.execute().operator("w")
+    assert (window.parallelism, window.rows_in, window.rows_out) == (1, 1, 1)
+    assert window.num_late_records_dropped == 0  # the end of input makes no row late
     with pytest.raises(fg.JobFailedError, match="a window without keys runs at parallelism 1"):
         agg.set_parallelism(2).to_pandas()
 

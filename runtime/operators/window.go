@@ -112,6 +112,7 @@ type windowProc struct {
 	targets []*accumulator
 	merges  []slotMerge
 	refire  []refire
+	idle    []*winKey // keys that took no row in the batch, maybe empty
 	// out are the window rows to emit.
 	out []winRow
 }
@@ -269,6 +270,8 @@ func (p *windowProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, em
 		if slot != nil {
 			slot.rows++
 			k.dirty = true
+		} else if len(k.slots) == 0 {
+			p.idle = append(p.idle, k) // a new key with late rows only
 		}
 	}
 	for i, a := range p.aggs {
@@ -292,6 +295,11 @@ func (p *windowProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, em
 	for _, r := range p.refire {
 		p.fireWindow(r.k, r.w)
 	}
+	for _, k := range p.idle {
+		p.forgetIfEmpty(k)
+	}
+	clear(p.idle)
+	p.idle = p.idle[:0]
 	return p.emitRows(ctx, emit)
 }
 
@@ -361,6 +369,9 @@ func (k *winKey) firstEndingAfter(t int64) int {
 }
 
 func (k *winKey) slot(w window.Window) *winSlot {
+	if n := len(k.slots); n > 0 && k.slots[n-1].w == w { // rows mostly go to the newest
+		return k.slots[n-1]
+	}
 	if i := k.firstEndingAfter(w.End - 1); i < len(k.slots) && k.slots[i].w == w {
 		return k.slots[i]
 	}

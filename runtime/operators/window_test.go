@@ -531,3 +531,94 @@ func TestWindowRefusesBadPlans(t *testing.T) {
 }
 
 var partitionKeyGroups = partition.KeyGroups
+
+// Sessions with allowed lateness, by hand from Flink's rules: a late row
+// that bridges a fired session and a pending one merges them (one timer, at
+// the merged end - 1); a late row inside a fired, not cleaned up session
+// fires it again; after the cleanup a row is dropped and counted.
+func TestWindowSessionLatenessMergesAndRefires(t *testing.T) {
+	h := newWindowHarness(t, windowSpec(planpb.WindowAggregate_SESSION, 0, 0, 100, 200, true), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h.process(windowRow{k: "a", t: 0, v: 1, s: "p"})
+	h.watermark(99)
+	expectRows(t, "first session", h.take(), "a [0,100) 1 1 1 1 p p 1 1")
+	h.process(windowRow{k: "a", t: 150, v: 2, s: "q"}) // [150, 250): pending
+	h.process(windowRow{k: "a", t: 50, v: 3, s: "r"})  // bridges [0, 100) and [150, 250)
+	expectRows(t, "merged, not due", h.take())
+	h.watermark(248)
+	expectRows(t, "not yet", h.take())
+	h.watermark(249)
+	expectRows(t, "merged session", h.take(), "a [0,250) 3 6 1 3 p q 3 2")
+	h.process(windowRow{k: "a", t: 10, v: 4, s: "p"}) // inside the fired session
+	expectRows(t, "re-fired", h.take(), "a [0,250) 4 10 1 4 p q 3 2.5")
+	h.watermark(449) // cleanup at 249 + 200
+	h.process(windowRow{k: "a", t: 20, v: 5, s: "z"})
+	if got := h.counters.LateRecordsDropped.Load(); got != 1 {
+		t.Fatalf("numLateRecordsDropped = %d, want 1", got)
+	}
+	h.watermark(math.MaxInt64)
+	expectRows(t, "at the end", h.take())
+}
+
+// A null event time fails the batch, naming the column; times of other
+// units are floored to milliseconds, before the epoch too.
+func TestWindowTimeColumn(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	in := arrow.NewSchema([]arrow.Field{{Name: "t", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true}}, nil)
+	spec := &planpb.WindowAggregate{TimeColumn: "t", Kind: planpb.WindowAggregate_TUMBLE, SizeMs: 10,
+		Aggregates: []*planpb.Aggregate{{Function: "count", Name: "n"}}}
+	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
+	out := arrow.NewSchema([]arrow.Field{{Name: "window_start", Type: ts}, {Name: "window_end", Type: ts}, {Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	c := &operator.Context{
+		Op: &plan.Operator{Name: "window", UID: "window", Kind: plan.KindWindowAggregate,
+			Node: &planpb.Node{Kind: &planpb.Node_WindowAggregate{WindowAggregate: spec}}},
+		Parallelism: 1, MaxParallelism: 128, In: []*arrow.Schema{in}, Out: out, Allocator: mem, Counters: &operator.Counters{},
+		Keyed: &operator.KeyedContext{KeyGroups: state.KeyGroupRange{Start: 0, End: 127}, StateDir: t.TempDir()},
+	}
+	op, err := windowAggregateKind(Options{KeyedCacheGroups: 10}).New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Release()
+	var got []string
+	emit := func(_ context.Context, b arrow.RecordBatch) error {
+		defer b.Release()
+		for i := range int(b.NumRows()) {
+			got = append(got, fmt.Sprintf("[%s,%s) %s", b.Column(0).ValueStr(i), b.Column(1).ValueStr(i), b.Column(2).ValueStr(i)))
+		}
+		return nil
+	}
+	batch := func(vals []int64, valid []bool) arrow.RecordBatch {
+		b := array.NewRecordBuilder(mem, in)
+		defer b.Release()
+		for i, v := range vals {
+			if valid != nil && !valid[i] {
+				b.Field(0).AppendNull()
+			} else {
+				b.Field(0).(*array.TimestampBuilder).Append(arrow.Timestamp(v))
+			}
+		}
+		return b.NewRecordBatch()
+	}
+	// -1 µs is in the millisecond -1, so in the window [-10, 0).
+	b := batch([]int64{-1, 0, 9_999, 10_000}, nil)
+	err = op.Process(context.Background(), 0, b, emit)
+	b.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.OnWatermark(context.Background(), operator.Watermark(math.MaxInt64), emit); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	want := []string{"[1969-12-31T23:59:59.99,1970-01-01T00:00:00) 1", "[1970-01-01T00:00:00,1970-01-01T00:00:00.01) 2", "[1970-01-01T00:00:00.01,1970-01-01T00:00:00.02) 1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("windows %q, want %q", got, want)
+	}
+	b = batch([]int64{1, 2}, []bool{true, false})
+	err = op.Process(context.Background(), 0, b, emit)
+	b.Release()
+	if err == nil || !strings.Contains(err.Error(), `the time column "t" is null`) {
+		t.Fatalf("a null time: %v", err)
+	}
+}

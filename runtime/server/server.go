@@ -335,6 +335,7 @@ func progress(m *job.Metrics, start time.Time) *jobpb.Progress {
 	for _, op := range m.Operators {
 		p.Operators = append(p.Operators, &jobpb.OperatorProgress{
 			Name: op.Name, Uid: op.UID, Parallelism: int32(op.Parallelism), RowsIn: op.RowsIn, RowsOut: op.RowsOut,
+			LateRecordsDropped: op.LateRecordsDropped,
 		})
 	}
 	return p

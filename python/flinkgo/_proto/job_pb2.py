@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from . import plan_pb2 as plan__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\tjob.proto\x12\x0e\x66linkgo.job.v1\x1a\nplan.proto\"C\n\x10SavepointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tdirectory\x18\x02 \x01(\t\x12\x0c\n\x04stop\x18\x03 \x01(\x08\"!\n\x11SavepointResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x11\n\x0fListJobsRequest\"<\n\x10ListJobsResponse\x12(\n\x04jobs\x18\x01 \x03(\x0b\x32\x1a.flinkgo.job.v1.JobSummary\"l\n\nJobSummary\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\'\n\x05state\x18\x03 \x01(\x0e\x32\x18.flinkgo.job.v1.JobState\x12\x17\n\x0f\x65lapsed_seconds\x18\x04 \x01(\x01\"V\n\x0e\x45xecuteRequest\x12&\n\x04plan\x18\x01 \x01(\x0b\x32\x18.flinkgo.plan.v1.JobPlan\x12\x1c\n\x14progress_interval_ms\x18\x02 \x01(\x05\"\x8c\x02\n\x08JobEvent\x12-\n\x07started\x18\x01 \x01(\x0b\x32\x1a.flinkgo.job.v1.JobStartedH\x00\x12,\n\x08progress\x18\x02 \x01(\x0b\x32\x18.flinkgo.job.v1.ProgressH\x00\x12\x33\n\tcollected\x18\x03 \x01(\x0b\x32\x1e.flinkgo.job.v1.CollectedBatchH\x00\x12/\n\x08\x66inished\x18\x04 \x01(\x0b\x32\x1b.flinkgo.job.v1.JobFinishedH\x00\x12\x35\n\rstate_changed\x18\x05 \x01(\x0b\x32\x1c.flinkgo.job.v1.StateChangedH\x00\x42\x06\n\x04kind\"P\n\x0cStateChanged\x12\'\n\x05state\x18\x01 \x01(\x0e\x32\x18.flinkgo.job.v1.JobState\x12\x17\n\x0f\x65lapsed_seconds\x18\x02 \x01(\x01\"-\n\nJobStarted\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07\x65xplain\x18\x02 \x01(\t\"e\n\x10OperatorProgress\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03uid\x18\x02 \x01(\t\x12\x13\n\x0bparallelism\x18\x03 \x01(\x05\x12\x0f\n\x07rows_in\x18\x04 \x01(\x03\x12\x10\n\x08rows_out\x18\x05 \x01(\x03\"X\n\x08Progress\x12\x33\n\toperators\x18\x01 \x03(\x0b\x32 .flinkgo.job.v1.OperatorProgress\x12\x17\n\x0f\x65lapsed_seconds\x18\x02 \x01(\x01\"B\n\x0e\x43ollectedBatch\x12\x0c\n\x04node\x18\x01 \x01(\x05\x12\x0f\n\x07subtask\x18\x02 \x01(\x05\x12\x11\n\tarrow_ipc\x18\x03 \x01(\x0c\"\xdb\x01\n\x0bJobFinished\x12\x30\n\x05state\x18\x01 \x01(\x0e\x32!.flinkgo.job.v1.JobFinished.State\x12\'\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x18.flinkgo.job.v1.JobError\x12)\n\x07metrics\x18\x03 \x01(\x0b\x32\x18.flinkgo.job.v1.Progress\"F\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x0c\n\x08\x46INISHED\x10\x01\x12\x0c\n\x08\x43\x41NCELED\x10\x02\x12\n\n\x06\x46\x41ILED\x10\x03\"[\n\x08JobError\x12\x0f\n\x07message\x18\x01 \x01(\t\x12\x10\n\x08operator\x18\x02 \x01(\t\x12\x0b\n\x03udf\x18\x03 \x01(\t\x12\x11\n\ttraceback\x18\x04 \x01(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\"8\n\x0e\x45xplainRequest\x12&\n\x04plan\x18\x01 \x01(\x0b\x32\x18.flinkgo.plan.v1.JobPlan\"1\n\x0f\x45xplainResponse\x12\x0f\n\x07\x65xplain\x18\x01 \x01(\t\x12\r\n\x05\x65rror\x18\x02 \x01(\t\"\x1f\n\rCancelRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"\x1f\n\x0e\x43\x61ncelResponse\x12\r\n\x05\x66ound\x18\x01 \x01(\x08*\xe3\x01\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATE_CREATED\x10\x01\x12\x15\n\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n\x13JOB_STATE_CANCELING\x10\x03\x12\x16\n\x12JOB_STATE_CANCELED\x10\x04\x12\x15\n\x11JOB_STATE_FAILING\x10\x05\x12\x14\n\x10JOB_STATE_FAILED\x10\x06\x12\x16\n\x12JOB_STATE_FINISHED\x10\x07\x12\x18\n\x14JOB_STATE_RESTARTING\x10\x08\x32\x90\x03\n\nJobService\x12\x45\n\x07\x45xecute\x12\x1e.flinkgo.job.v1.ExecuteRequest\x1a\x18.flinkgo.job.v1.JobEvent0\x01\x12J\n\x07\x45xplain\x12\x1e.flinkgo.job.v1.ExplainRequest\x1a\x1f.flinkgo.job.v1.ExplainResponse\x12G\n\x06\x43\x61ncel\x12\x1d.flinkgo.job.v1.CancelRequest\x1a\x1e.flinkgo.job.v1.CancelResponse\x12W\n\x10TriggerSavepoint\x12 .flinkgo.job.v1.SavepointRequest\x1a!.flinkgo.job.v1.SavepointResponse\x12M\n\x08ListJobs\x12\x1f.flinkgo.job.v1.ListJobsRequest\x1a .flinkgo.job.v1.ListJobsResponseB0Z.github.com/flinkgo/flinkgo/runtime/proto/jobpbb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\tjob.proto\x12\x0e\x66linkgo.job.v1\x1a\nplan.proto\"C\n\x10SavepointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tdirectory\x18\x02 \x01(\t\x12\x0c\n\x04stop\x18\x03 \x01(\x08\"!\n\x11SavepointResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x11\n\x0fListJobsRequest\"<\n\x10ListJobsResponse\x12(\n\x04jobs\x18\x01 \x03(\x0b\x32\x1a.flinkgo.job.v1.JobSummary\"l\n\nJobSummary\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\'\n\x05state\x18\x03 \x01(\x0e\x32\x18.flinkgo.job.v1.JobState\x12\x17\n\x0f\x65lapsed_seconds\x18\x04 \x01(\x01\"V\n\x0e\x45xecuteRequest\x12&\n\x04plan\x18\x01 \x01(\x0b\x32\x18.flinkgo.plan.v1.JobPlan\x12\x1c\n\x14progress_interval_ms\x18\x02 \x01(\x05\"\x8c\x02\n\x08JobEvent\x12-\n\x07started\x18\x01 \x01(\x0b\x32\x1a.flinkgo.job.v1.JobStartedH\x00\x12,\n\x08progress\x18\x02 \x01(\x0b\x32\x18.flinkgo.job.v1.ProgressH\x00\x12\x33\n\tcollected\x18\x03 \x01(\x0b\x32\x1e.flinkgo.job.v1.CollectedBatchH\x00\x12/\n\x08\x66inished\x18\x04 \x01(\x0b\x32\x1b.flinkgo.job.v1.JobFinishedH\x00\x12\x35\n\rstate_changed\x18\x05 \x01(\x0b\x32\x1c.flinkgo.job.v1.StateChangedH\x00\x42\x06\n\x04kind\"P\n\x0cStateChanged\x12\'\n\x05state\x18\x01 \x01(\x0e\x32\x18.flinkgo.job.v1.JobState\x12\x17\n\x0f\x65lapsed_seconds\x18\x02 \x01(\x01\"-\n\nJobStarted\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07\x65xplain\x18\x02 \x01(\t\"\x83\x01\n\x10OperatorProgress\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03uid\x18\x02 \x01(\t\x12\x13\n\x0bparallelism\x18\x03 \x01(\x05\x12\x0f\n\x07rows_in\x18\x04 \x01(\x03\x12\x10\n\x08rows_out\x18\x05 \x01(\x03\x12\x1c\n\x14late_records_dropped\x18\x06 \x01(\x03\"X\n\x08Progress\x12\x33\n\toperators\x18\x01 \x03(\x0b\x32 .flinkgo.job.v1.OperatorProgress\x12\x17\n\x0f\x65lapsed_seconds\x18\x02 \x01(\x01\"B\n\x0e\x43ollectedBatch\x12\x0c\n\x04node\x18\x01 \x01(\x05\x12\x0f\n\x07subtask\x18\x02 \x01(\x05\x12\x11\n\tarrow_ipc\x18\x03 \x01(\x0c\"\xdb\x01\n\x0bJobFinished\x12\x30\n\x05state\x18\x01 \x01(\x0e\x32!.flinkgo.job.v1.JobFinished.State\x12\'\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x18.flinkgo.job.v1.JobError\x12)\n\x07metrics\x18\x03 \x01(\x0b\x32\x18.flinkgo.job.v1.Progress\"F\n\x05State\x12\x15\n\x11STATE_UNSPECIFIED\x10\x00\x12\x0c\n\x08\x46INISHED\x10\x01\x12\x0c\n\x08\x43\x41NCELED\x10\x02\x12\n\n\x06\x46\x41ILED\x10\x03\"[\n\x08JobError\x12\x0f\n\x07message\x18\x01 \x01(\t\x12\x10\n\x08operator\x18\x02 \x01(\t\x12\x0b\n\x03udf\x18\x03 \x01(\t\x12\x11\n\ttraceback\x18\x04 \x01(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\"8\n\x0e\x45xplainRequest\x12&\n\x04plan\x18\x01 \x01(\x0b\x32\x18.flinkgo.plan.v1.JobPlan\"1\n\x0f\x45xplainResponse\x12\x0f\n\x07\x65xplain\x18\x01 \x01(\t\x12\r\n\x05\x65rror\x18\x02 \x01(\t\"\x1f\n\rCancelRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"\x1f\n\x0e\x43\x61ncelResponse\x12\r\n\x05\x66ound\x18\x01 \x01(\x08*\xe3\x01\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATE_CREATED\x10\x01\x12\x15\n\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n\x13JOB_STATE_CANCELING\x10\x03\x12\x16\n\x12JOB_STATE_CANCELED\x10\x04\x12\x15\n\x11JOB_STATE_FAILING\x10\x05\x12\x14\n\x10JOB_STATE_FAILED\x10\x06\x12\x16\n\x12JOB_STATE_FINISHED\x10\x07\x12\x18\n\x14JOB_STATE_RESTARTING\x10\x08\x32\x90\x03\n\nJobService\x12\x45\n\x07\x45xecute\x12\x1e.flinkgo.job.v1.ExecuteRequest\x1a\x18.flinkgo.job.v1.JobEvent0\x01\x12J\n\x07\x45xplain\x12\x1e.flinkgo.job.v1.ExplainRequest\x1a\x1f.flinkgo.job.v1.ExplainResponse\x12G\n\x06\x43\x61ncel\x12\x1d.flinkgo.job.v1.CancelRequest\x1a\x1e.flinkgo.job.v1.CancelResponse\x12W\n\x10TriggerSavepoint\x12 .flinkgo.job.v1.SavepointRequest\x1a!.flinkgo.job.v1.SavepointResponse\x12M\n\x08ListJobs\x12\x1f.flinkgo.job.v1.ListJobsRequest\x1a .flinkgo.job.v1.ListJobsResponseB0Z.github.com/flinkgo/flinkgo/runtime/proto/jobpbb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,8 +33,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'job_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z.github.com/flinkgo/flinkgo/runtime/proto/jobpb'
-  _globals['_JOBSTATE']._serialized_start=1576
-  _globals['_JOBSTATE']._serialized_end=1803
+  _globals['_JOBSTATE']._serialized_start=1607
+  _globals['_JOBSTATE']._serialized_end=1834
   _globals['_SAVEPOINTREQUEST']._serialized_start=41
   _globals['_SAVEPOINTREQUEST']._serialized_end=108
   _globals['_SAVEPOINTRESPONSE']._serialized_start=110
@@ -53,26 +53,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_STATECHANGED']._serialized_end=775
   _globals['_JOBSTARTED']._serialized_start=777
   _globals['_JOBSTARTED']._serialized_end=822
-  _globals['_OPERATORPROGRESS']._serialized_start=824
-  _globals['_OPERATORPROGRESS']._serialized_end=925
-  _globals['_PROGRESS']._serialized_start=927
-  _globals['_PROGRESS']._serialized_end=1015
-  _globals['_COLLECTEDBATCH']._serialized_start=1017
-  _globals['_COLLECTEDBATCH']._serialized_end=1083
-  _globals['_JOBFINISHED']._serialized_start=1086
-  _globals['_JOBFINISHED']._serialized_end=1305
-  _globals['_JOBFINISHED_STATE']._serialized_start=1235
-  _globals['_JOBFINISHED_STATE']._serialized_end=1305
-  _globals['_JOBERROR']._serialized_start=1307
-  _globals['_JOBERROR']._serialized_end=1398
-  _globals['_EXPLAINREQUEST']._serialized_start=1400
-  _globals['_EXPLAINREQUEST']._serialized_end=1456
-  _globals['_EXPLAINRESPONSE']._serialized_start=1458
-  _globals['_EXPLAINRESPONSE']._serialized_end=1507
-  _globals['_CANCELREQUEST']._serialized_start=1509
-  _globals['_CANCELREQUEST']._serialized_end=1540
-  _globals['_CANCELRESPONSE']._serialized_start=1542
-  _globals['_CANCELRESPONSE']._serialized_end=1573
-  _globals['_JOBSERVICE']._serialized_start=1806
-  _globals['_JOBSERVICE']._serialized_end=2206
+  _globals['_OPERATORPROGRESS']._serialized_start=825
+  _globals['_OPERATORPROGRESS']._serialized_end=956
+  _globals['_PROGRESS']._serialized_start=958
+  _globals['_PROGRESS']._serialized_end=1046
+  _globals['_COLLECTEDBATCH']._serialized_start=1048
+  _globals['_COLLECTEDBATCH']._serialized_end=1114
+  _globals['_JOBFINISHED']._serialized_start=1117
+  _globals['_JOBFINISHED']._serialized_end=1336
+  _globals['_JOBFINISHED_STATE']._serialized_start=1266
+  _globals['_JOBFINISHED_STATE']._serialized_end=1336
+  _globals['_JOBERROR']._serialized_start=1338
+  _globals['_JOBERROR']._serialized_end=1429
+  _globals['_EXPLAINREQUEST']._serialized_start=1431
+  _globals['_EXPLAINREQUEST']._serialized_end=1487
+  _globals['_EXPLAINRESPONSE']._serialized_start=1489
+  _globals['_EXPLAINRESPONSE']._serialized_end=1538
+  _globals['_CANCELREQUEST']._serialized_start=1540
+  _globals['_CANCELREQUEST']._serialized_end=1571
+  _globals['_CANCELRESPONSE']._serialized_start=1573
+  _globals['_CANCELRESPONSE']._serialized_end=1604
+  _globals['_JOBSERVICE']._serialized_start=1837
+  _globals['_JOBSERVICE']._serialized_end=2237
 # @@protoc_insertion_point(module_scope)

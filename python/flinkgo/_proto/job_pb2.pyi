@@ -106,18 +106,20 @@ class JobStarted(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., explain: _Optional[str] = ...) -> None: ...
 
 class OperatorProgress(_message.Message):
-    __slots__ = ("name", "uid", "parallelism", "rows_in", "rows_out")
+    __slots__ = ("name", "uid", "parallelism", "rows_in", "rows_out", "late_records_dropped")
     NAME_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
     ROWS_IN_FIELD_NUMBER: _ClassVar[int]
     ROWS_OUT_FIELD_NUMBER: _ClassVar[int]
+    LATE_RECORDS_DROPPED_FIELD_NUMBER: _ClassVar[int]
     name: str
     uid: str
     parallelism: int
     rows_in: int
     rows_out: int
-    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., parallelism: _Optional[int] = ..., rows_in: _Optional[int] = ..., rows_out: _Optional[int] = ...) -> None: ...
+    late_records_dropped: int
+    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., parallelism: _Optional[int] = ..., rows_in: _Optional[int] = ..., rows_out: _Optional[int] = ..., late_records_dropped: _Optional[int] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("operators", "elapsed_seconds")

@@ -698,14 +698,17 @@ func (x *JobStarted) GetExplain() string {
 }
 
 type OperatorProgress struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Uid           string                 `protobuf:"bytes,2,opt,name=uid,proto3" json:"uid,omitempty"`
-	Parallelism   int32                  `protobuf:"varint,3,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
-	RowsIn        int64                  `protobuf:"varint,4,opt,name=rows_in,json=rowsIn,proto3" json:"rows_in,omitempty"`
-	RowsOut       int64                  `protobuf:"varint,5,opt,name=rows_out,json=rowsOut,proto3" json:"rows_out,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Uid         string                 `protobuf:"bytes,2,opt,name=uid,proto3" json:"uid,omitempty"`
+	Parallelism int32                  `protobuf:"varint,3,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	RowsIn      int64                  `protobuf:"varint,4,opt,name=rows_in,json=rowsIn,proto3" json:"rows_in,omitempty"`
+	RowsOut     int64                  `protobuf:"varint,5,opt,name=rows_out,json=rowsOut,proto3" json:"rows_out,omitempty"`
+	// Rows a window aggregation dropped as too late for every window they
+	// belong to (Flink's numLateRecordsDropped); 0 for other operators.
+	LateRecordsDropped int64 `protobuf:"varint,6,opt,name=late_records_dropped,json=lateRecordsDropped,proto3" json:"late_records_dropped,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *OperatorProgress) Reset() {
@@ -769,6 +772,13 @@ func (x *OperatorProgress) GetRowsIn() int64 {
 func (x *OperatorProgress) GetRowsOut() int64 {
 	if x != nil {
 		return x.RowsOut
+	}
+	return 0
+}
+
+func (x *OperatorProgress) GetLateRecordsDropped() int64 {
+	if x != nil {
+		return x.LateRecordsDropped
 	}
 	return 0
 }
@@ -1254,13 +1264,14 @@ const file_job_proto_rawDesc = "" +
 	"\n" +
 	"JobStarted\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\aexplain\x18\x02 \x01(\tR\aexplain\"\x8e\x01\n" +
+	"\aexplain\x18\x02 \x01(\tR\aexplain\"\xc0\x01\n" +
 	"\x10OperatorProgress\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12 \n" +
 	"\vparallelism\x18\x03 \x01(\x05R\vparallelism\x12\x17\n" +
 	"\arows_in\x18\x04 \x01(\x03R\x06rowsIn\x12\x19\n" +
-	"\brows_out\x18\x05 \x01(\x03R\arowsOut\"s\n" +
+	"\brows_out\x18\x05 \x01(\x03R\arowsOut\x120\n" +
+	"\x14late_records_dropped\x18\x06 \x01(\x03R\x12lateRecordsDropped\"s\n" +
 	"\bProgress\x12>\n" +
 	"\toperators\x18\x01 \x03(\v2 .flinkgo.job.v1.OperatorProgressR\toperators\x12'\n" +
 	"\x0felapsed_seconds\x18\x02 \x01(\x01R\x0eelapsedSeconds\"[\n" +
