@@ -55,6 +55,17 @@ func parseAggSpec(a *planpb.Aggregate, in *arrow.Schema, allowed []string) (aggS
 	if s.isStr && (s.fn == "sum" || s.fn == "mean") {
 		return s, fmt.Errorf("aggregate %s(%s): the column is %s, not numeric", s.fn, a.GetColumn(), t)
 	}
+	// The accumulators keep int64, float64 or strings: a uint64 above
+	// 2^63-1 or a timestamp would come out wrong, so they are refused.
+	numeric := (s.isInt && t.ID() != arrow.UINT64) || arrow.IsFloating(t.ID())
+	switch {
+	case (s.fn == "sum" || s.fn == "mean") && !numeric:
+		return s, fmt.Errorf("aggregate %s(%s): columns of type %s are not supported (signed and unsigned integers up to 32 bits, int64, floats are): cast the column first, e.g. col(%q).cast(\"int64\")",
+			s.fn, a.GetColumn(), t, a.GetColumn())
+	case (s.fn == "min" || s.fn == "max") && !numeric && !s.isStr:
+		return s, fmt.Errorf("aggregate %s(%s): columns of type %s are not supported yet (integers but uint64, floats and strings are): cast the column first, e.g. col(%q).cast(\"int64\")",
+			s.fn, a.GetColumn(), t, a.GetColumn())
+	}
 	if (s.fn == "first" || s.fn == "last") && !scalarSupported(t) {
 		return s, fmt.Errorf("aggregate %s(%s): columns of type %s are not supported (numbers, strings, booleans, timestamps, dates, durations are)",
 			s.fn, a.GetColumn(), t)
