@@ -259,15 +259,22 @@ class Chain:
                     f"got {type(result).__name__}"
                 )
             return _check_array(call, result, num_rows)
+        # Column-wise: one to_pylist per argument, then map() calls the user's
+        # function straight from C, with no tuple per row and no frame of ours.
+        # Nulls arrive as None, as PyFlink passes them, so no per-row branch.
         columns = [a.to_pylist() for a in args]
-        rows = zip(*columns, strict=True) if args else (() for _ in range(num_rows))
-        func = call.func
+        if columns:
+            first = iter(columns[0])
+            calls = map(call.func, first, *columns[1:])
+        else:
+            first = iter(range(num_rows))
+            calls = map(lambda _: call.func(), first)
         try:
-            values = [func(*row) for row in rows]
+            values = list(calls)
         except Exception as e:
-            # The failing row is the last one taken from `rows`: count what is left,
-            # rather than tracking an index on every row's path.
-            row = num_rows - sum(1 for _ in rows) - 1
+            # map() takes the failing row from `first` before the call: count what is
+            # left, rather than tracking an index on every row's path.
+            row = num_rows - sum(1 for _ in first) - 1
             raise UdfCallError(call.name, e, row=_describe_row(row, columns)) from e
         return _to_array(call, values, num_rows)
 
@@ -340,6 +347,16 @@ def _to_array(call: _Call, values: Any, num_rows: int, from_pandas: bool = False
             f"udf {call.name!r} returned {length} rows for a batch of {num_rows} rows; "
             "a scalar UDF must return exactly one value per input row"
         )
+    if isinstance(values, list) and pa.types.is_integer(call.return_type):
+        # A row UDF's ints: converted as they are, they either come out as the
+        # declared type exactly (nothing truncated, nothing parsed: done in one
+        # conversion) or go through the typed conversion and its checks below.
+        try:
+            own = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            own = None
+        if own is not None and own.type.equals(call.return_type):
+            return _check_array(call, own, num_rows)
     try:
         array = pa.array(values, type=call.return_type, from_pandas=from_pandas)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
