@@ -12,6 +12,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -106,9 +107,11 @@ func wantJoined(t *testing.T, rows int64, got [][2]int64) {
 }
 
 // The join's buffered rows are keyed state: a job stopped with a savepoint
-// at parallelism 2, while every row is still buffered (the sources make no
-// watermarks before their end), restored at 1 and at 3, gives every pair
-// exactly once.
+// at parallelism 2, while every row read is still buffered (the sources
+// make no watermarks before their end), restored at 1 and at 3, gives
+// every pair exactly once. The sources of the first job hold after half
+// their rows, so the savepoint finds them running and the restored job
+// reads the other half.
 func TestIntervalJoinRestoresAtAnotherParallelism(t *testing.T) {
 	const rows = 3000
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -117,10 +120,12 @@ func TestIntervalJoinRestoresAtAnotherParallelism(t *testing.T) {
 		t.Run(fmt.Sprintf("2 to %d", q), func(t *testing.T) {
 			dir, out, savepoints := t.TempDir(), t.TempDir(), t.TempDir()
 			cfg := checkpointConfig(dir, config.ConfigSavepointDir, savepoints)
-			j, err := Start(context.Background(), joinedStreams(t, rows, 1000, 2, out, cfg), Options{Allocator: mem, SourceBatchRows: 100})
+			reg, held := heldSources(t, operators.Options{SourceBatchRows: 100}, rows/2)
+			j, err := Start(context.Background(), joinedStreams(t, rows, 0, 2, out, cfg), Options{Allocator: mem, Registry: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
+			waitHeld(t, j, held, 2) // both streams' sources
 			waitForCheckpoints(t, j, 2)
 			sp, err := j.StopWithSavepoint(context.Background(), "")
 			if err != nil {

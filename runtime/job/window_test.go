@@ -12,6 +12,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -115,7 +116,9 @@ func TestWindowAggregateTumblingCounts(t *testing.T) {
 
 // The windows in flight are keyed state: a job stopped with a savepoint at
 // parallelism 2 and restored at 1 and at 3 gives every window once, with
-// the rows of before and after the savepoint.
+// the rows of before and after the savepoint. The first job's source holds
+// after 10 250 rows (a window's rows on both sides of the savepoint), so
+// the savepoint finds it running.
 func TestWindowAggregateRestoresAtAnotherParallelism(t *testing.T) {
 	const rows = 20_000
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -125,10 +128,12 @@ func TestWindowAggregateRestoresAtAnotherParallelism(t *testing.T) {
 			dir, out, savepoints := t.TempDir(), t.TempDir(), t.TempDir()
 			cfg := checkpointConfig(dir, config.ConfigSavepointDir, savepoints)
 			// A cache of 4 keys: checkpoints move keys out of memory.
-			j, err := Start(context.Background(), tumblingCounts(t, rows, 10000, 2, out, cfg), Options{Allocator: mem, SourceBatchRows: 500, KeyedCacheGroups: 4})
+			reg, held := heldSources(t, operators.Options{SourceBatchRows: 500, KeyedCacheGroups: 4}, 10_250)
+			j, err := Start(context.Background(), tumblingCounts(t, rows, 0, 2, out, cfg), Options{Allocator: mem, Registry: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
+			waitHeld(t, j, held, 1)
 			waitForCheckpoints(t, j, 2)
 			sp, err := j.StopWithSavepoint(context.Background(), "")
 			if err != nil {

@@ -213,6 +213,10 @@ func (t *Task) release() (err error) {
 		}()
 		free()
 	}
+	// Batches held back during an alignment, or not yet replayed after
+	// one, are in no inbox that the attempt drains: a task that fails or is
+	// canceled meanwhile frees them here.
+	t.releaseHeldBack()
 	if t.reader != nil {
 		guard(t.links[0], func() { _ = t.reader.Close() })
 	}
@@ -222,6 +226,19 @@ func (t *Task) release() (err error) {
 		}
 	}
 	return err
+}
+
+// releaseHeldBack frees the batches of the messages the task holds back
+// (alignment) or has yet to replay.
+func (t *Task) releaseHeldBack() {
+	for _, held := range [][]message{t.align.blocked, t.replay} {
+		for _, m := range held {
+			if m.batch != nil {
+				m.batch.Release()
+			}
+		}
+	}
+	t.align.blocked, t.replay = nil, nil
 }
 
 // cancel takes every chained processor's cancel path.
