@@ -457,6 +457,25 @@ def test_keyed_aggregate_null_keys_form_a_group(env):
     assert_same(out.to_pandas(), pd.DataFrame({"x": g["x"].sum(), "count": g.size()}).reset_index())
 
 
+def test_keyed_aggregate_min_max_of_timestamps(env):
+    data = pd.DataFrame(
+        {
+            "k": [1, 1, 2, 2, 2],
+            "ts": pd.to_datetime([1_700_000_000_000, 1_600_000_000_000, 5, -500, 99], unit="ms"),
+        }
+    )
+    out = env.from_pandas(data).key_by("k").agg(fg.min("ts"), fg.max("ts").alias("last"))
+    g = data.groupby("k")
+    want = pd.DataFrame({"ts": g["ts"].min(), "last": g["ts"].max()}).reset_index()
+    assert_same(out.to_pandas(), want)
+
+
+def test_keyed_aggregate_refuses_what_it_would_get_wrong(env):
+    data = pd.DataFrame({"k": [1, 1], "u": pd.Series([1, 2**63 + 5], dtype="uint64")})
+    with pytest.raises(fg.JobFailedError, match=r"sum\(u\): columns of type uint64 are not"):
+        env.from_pandas(data).key_by("k").agg(fg.sum("u")).to_pandas()
+
+
 def test_keyed_aggregate_on_a_dictionary_key(env):
     table = pa.Table.from_pandas(BASE, preserve_index=False)
     keys = pa.array(BASE["k"], pa.string()).dictionary_encode()

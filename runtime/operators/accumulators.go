@@ -56,14 +56,18 @@ func parseAggSpec(a *planpb.Aggregate, in *arrow.Schema, allowed []string) (aggS
 		return s, fmt.Errorf("aggregate %s(%s): the column is %s, not numeric", s.fn, a.GetColumn(), t)
 	}
 	// The accumulators keep int64, float64 or strings: a uint64 above
-	// 2^63-1 or a timestamp would come out wrong, so they are refused.
+	// 2^63-1 would come out wrong, so it is refused. Timestamps, dates and
+	// durations compare by their physical int64 (same type, same unit).
 	numeric := (s.isInt && t.ID() != arrow.UINT64) || arrow.IsFloating(t.ID())
+	if temporal(t) && (s.fn == "min" || s.fn == "max") {
+		s.isInt, numeric = true, true
+	}
 	switch {
 	case (s.fn == "sum" || s.fn == "mean") && !numeric:
 		return s, fmt.Errorf("aggregate %s(%s): columns of type %s are not supported (signed and unsigned integers up to 32 bits, int64, floats are): cast the column first, e.g. col(%q).cast(\"int64\")",
 			s.fn, a.GetColumn(), t, a.GetColumn())
 	case (s.fn == "min" || s.fn == "max") && !numeric && !s.isStr:
-		return s, fmt.Errorf("aggregate %s(%s): columns of type %s are not supported yet (integers but uint64, floats and strings are): cast the column first, e.g. col(%q).cast(\"int64\")",
+		return s, fmt.Errorf("aggregate %s(%s): columns of type %s are not supported yet (integers but uint64, floats, strings, timestamps, dates and durations are): cast the column first, e.g. col(%q).cast(\"int64\")",
 			s.fn, a.GetColumn(), t, a.GetColumn())
 	}
 	if (s.fn == "first" || s.fn == "last") && !scalarSupported(t) {
@@ -248,8 +252,26 @@ func pick(isInt bool, i int64, f float64) any {
 	return f
 }
 
+// temporal says whether t is a timestamp, date or duration: an int64 of
+// its unit, which orders as the values do.
+func temporal(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.TIMESTAMP, arrow.DATE32, arrow.DATE64, arrow.DURATION:
+		return true
+	}
+	return false
+}
+
 func intValue(col arrow.Array, row int) int64 {
 	switch c := col.(type) {
+	case *array.Timestamp:
+		return int64(c.Value(row))
+	case *array.Date32:
+		return int64(c.Value(row))
+	case *array.Date64:
+		return int64(c.Value(row))
+	case *array.Duration:
+		return int64(c.Value(row))
 	case *array.Int8:
 		return int64(c.Value(row))
 	case *array.Int16:
@@ -415,6 +437,12 @@ func appendAggregate(b array.Builder, a aggSpec, acc accumulator) error {
 		case float64:
 			b.Append(x)
 			return nil
+		}
+	}
+	switch b.(type) {
+	case *array.TimestampBuilder, *array.Date32Builder, *array.Date64Builder, *array.DurationBuilder:
+		if x, ok := v.(int64); ok {
+			return appendScalar(b, x) // min or max of a temporal column: its physical value
 		}
 	}
 	switch x := v.(type) {
