@@ -33,12 +33,14 @@ This module imports grpc; ``import flinkgo`` does not import it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -287,59 +289,62 @@ class Client:
         failure: BaseException | None = None
         interrupted = False
         give_up_at = float("inf")
-        try:
-            while finished is None and failure is None:
-                try:
+        with _ctrl_c_counted() as ctrl_c:
+            try:
+                while finished is None and failure is None:
                     try:
-                        item = events.get(timeout=_STEP)
-                    except queue.Empty:
-                        if time.monotonic() > give_up_at:
+                        if ctrl_c.take():
+                            raise KeyboardInterrupt
+                        try:
+                            item = events.get(timeout=_STEP)
+                        except queue.Empty:
+                            if time.monotonic() > give_up_at:
+                                break
+                            display.tick()
+                            continue
+                        if item is _END:
+                            failure = RuntimeConnectionError(
+                                f"flinkgo: the runtime at {self.endpoint} ended the job's event "
+                                "stream before the job finished"
+                            )
+                        elif isinstance(item, grpc.RpcError):
+                            if not interrupted:
+                                failure = self._rpc_error(item, f"job {name!r}", job_name=name)
                             break
-                        display.tick()
-                        continue
-                    if item is _END:
-                        failure = RuntimeConnectionError(
-                            f"flinkgo: the runtime at {self.endpoint} ended the job's event "
-                            "stream before the job finished"
-                        )
-                    elif isinstance(item, grpc.RpcError):
-                        if not interrupted:
-                            failure = self._rpc_error(item, f"job {name!r}", job_name=name)
-                        break
-                    else:
-                        kind = item.WhichOneof("kind")
-                        if kind == "started":
-                            job_id, explain = item.started.job_id, item.started.explain
-                            if on_event is not None:
-                                on_event("started", job_id)
-                            if interrupted:  # Ctrl-C came before the id
-                                self._request_cancel(call, job_id)
-                        elif kind == "progress":
-                            display.update(item.progress)
-                        elif kind == "state_changed":
-                            state = _state_name(item.state_changed.state)
-                            states.append((state, item.state_changed.elapsed_seconds))
-                            if on_event is not None:
-                                on_event("state", state)
-                            if not interrupted:  # "canceling", "restarting"; cleared after
-                                busy = state in ("CANCELING", "FAILING", "RESTARTING")
-                                display.note(state.lower() if busy else "")
-                        elif kind == "collected":
-                            c = item.collected
-                            batches.setdefault(c.node, []).extend(_read_batches(c.arrow_ipc))
-                        elif kind == "finished":
-                            finished = item.finished
-                except KeyboardInterrupt:
-                    if interrupted:  # a second Ctrl-C: stop waiting
-                        break
-                    interrupted = True
-                    give_up_at = time.monotonic() + self.cancel_wait
-                    display.note("canceling; Ctrl-C again to stop waiting")
-                    self._request_cancel(call, job_id)
-        finally:
-            call.cancel()
-            if finished is None:
-                display.close()
+                        else:
+                            kind = item.WhichOneof("kind")
+                            if kind == "started":
+                                job_id, explain = item.started.job_id, item.started.explain
+                                if on_event is not None:
+                                    on_event("started", job_id)
+                                if interrupted:  # Ctrl-C came before the id
+                                    self._request_cancel(call, job_id)
+                            elif kind == "progress":
+                                display.update(item.progress)
+                            elif kind == "state_changed":
+                                state = _state_name(item.state_changed.state)
+                                states.append((state, item.state_changed.elapsed_seconds))
+                                if on_event is not None:
+                                    on_event("state", state)
+                                if not interrupted:  # "canceling", "restarting"; cleared after
+                                    busy = state in ("CANCELING", "FAILING", "RESTARTING")
+                                    display.note(state.lower() if busy else "")
+                            elif kind == "collected":
+                                c = item.collected
+                                batches.setdefault(c.node, []).extend(_read_batches(c.arrow_ipc))
+                            elif kind == "finished":
+                                finished = item.finished
+                    except KeyboardInterrupt:
+                        if interrupted:  # a second Ctrl-C: stop waiting
+                            break
+                        interrupted = True
+                        give_up_at = time.monotonic() + self.cancel_wait
+                        display.note("canceling; Ctrl-C again to stop waiting")
+                        self._request_cancel(call, job_id)
+            finally:
+                call.cancel()
+                if finished is None:
+                    display.close()
         if interrupted:
             if finished is not None:
                 display.finish("CANCELED", finished.metrics, time.monotonic() - started_at)
@@ -514,3 +519,45 @@ def _conform(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
         # Keep the runtime's types rather than fail after the job ran.
         return pa.concat_tables(tables)
+
+
+class _CtrlC:
+    """Ctrl-C presses counted by a signal handler, taken one at a time by the wait loop."""
+
+    def __init__(self) -> None:
+        self.pending = 0
+
+    def count(self, signum: int, frame: object) -> None:
+        self.pending += 1
+
+    def take(self) -> bool:
+        if self.pending == 0:
+            return False
+        self.pending -= 1
+        return True
+
+
+@contextlib.contextmanager
+def _ctrl_c_counted() -> Iterator[_CtrlC]:
+    """Count Ctrl-C while a job runs instead of raising where it lands.
+
+    Python raises KeyboardInterrupt in whatever code runs when the signal is handled; in a
+    weakref finalizer or a ``__del__`` (a garbage collection) it is printed and dropped, and
+    the job would go on as if nobody had pressed Ctrl-C. Counted here, it is raised by the
+    wait loop itself. Only on the main thread, and only over Python's default handler: a
+    handler the user installed keeps working.
+    """
+    ctrl_c = _CtrlC()
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield ctrl_c
+        return
+    previous = signal.signal(signal.SIGINT, ctrl_c.count)
+    try:
+        yield ctrl_c
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if ctrl_c.pending:
+            raise KeyboardInterrupt

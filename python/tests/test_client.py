@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 import time
+import weakref
 from concurrent import futures
 
 import grpc
@@ -323,6 +324,31 @@ def test_ctrl_c_before_the_job_started_cancels_the_call(fake):
         client.execute(collect_plan())
     assert fake.call_ended.wait(5)
     assert fake.canceled == []
+
+
+def test_ctrl_c_handled_inside_a_finalizer_still_cancels_the_job(fake):
+    # Python raises KeyboardInterrupt wherever the main thread is when it handles
+    # SIGINT; inside a finalizer (a garbage collection) the exception is printed and
+    # dropped. The client counts Ctrl-C itself while a job runs, so it is never lost
+    # (this test hung before, as test_ctrl_c_gives_up_waiting_after_cancel_wait once
+    # did in CI).
+    def job(request, context):
+        yield started("j-6")
+        fake.cancel_called.wait(10)
+        yield finished(State.CANCELED, job_pb2.JobError(message="canceled", kind="CANCELED"))
+
+    def ctrl_c_in_a_finalizer(kind, value):
+        if kind != "started":
+            return
+        garbage = type("Garbage", (), {})()
+        weakref.finalize(garbage, lambda: (signal.raise_signal(signal.SIGINT), sum(range(100))))
+        del garbage  # the finalizer runs here, on the main thread, and takes the signal
+
+    fake.script = job
+    with Client(fake.endpoint) as client, pytest.raises(KeyboardInterrupt):
+        client.execute(collect_plan(), on_event=ctrl_c_in_a_finalizer)
+    assert fake.canceled == ["j-6"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_ctrl_c_gives_up_waiting_after_cancel_wait(fake):
