@@ -262,6 +262,8 @@ func temporal(t arrow.DataType) bool {
 	return false
 }
 
+// intValue is the int64 of an integer column's value, or the physical
+// value of a temporal one.
 func intValue(col arrow.Array, row int) int64 {
 	switch c := col.(type) {
 	case *array.Timestamp:
@@ -323,14 +325,6 @@ func scalarSupported(t arrow.DataType) bool {
 // float64, string or bool.
 func scalarAt(col arrow.Array, row int) any {
 	switch c := col.(type) {
-	case *array.Timestamp:
-		return int64(c.Value(row))
-	case *array.Date32:
-		return int64(c.Value(row))
-	case *array.Date64:
-		return int64(c.Value(row))
-	case *array.Duration:
-		return int64(c.Value(row))
 	case *array.Float32, *array.Float64:
 		return floatValue(col, row)
 	case *array.String:
@@ -340,7 +334,7 @@ func scalarAt(col arrow.Array, row int) any {
 	case *array.Boolean:
 		return c.Value(row)
 	}
-	return intValue(col, row)
+	return intValue(col, row) // integers, timestamps, dates, durations
 }
 
 // appendScalar appends what scalarAt returned to a builder of the column's
