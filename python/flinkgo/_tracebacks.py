@@ -10,6 +10,9 @@ say nothing to the user and push the message off the screen. :func:`install` wra
 * without an exception it was raised from when the flinkgo error's message already
   contains that exception's message (the chain would print the same text again).
 
+In an IPython shell (a notebook's kernel), which never calls the hook, the same trimming
+is IPython's custom exception handler for flinkgo errors (:func:`install_ipython`).
+
 The hook before it still prints the result, so other hooks keep working; exceptions that
 are not flinkgo's, and flinkgo errors caught by the program, are untouched (their
 ``__traceback__`` keeps every frame, for debuggers and logs). The worker's side, the
@@ -74,9 +77,37 @@ def _hook(
     _previous(exc_type, exc, tb)
 
 
+def _ipython_handler(
+    shell: Any, etype: type[BaseException], value: BaseException, tb: Any, tb_offset: Any = None
+) -> None:
+    """IPython's custom exception handler: its own traceback display, of the trimmed error."""
+    try:
+        value = _for_user(value)  # keeps IPython's frame that tb_offset skips, and the cell's
+        tb = value.__traceback__
+    except Exception:  # pragma: no cover - never hide the error itself
+        pass
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
+def install_ipython(shell: Any) -> None:
+    """Show flinkgo errors trimmed in an IPython shell (a notebook's kernel, ``ipython``).
+
+    IPython prints exceptions itself and never calls :data:`sys.excepthook`; its
+    ``set_custom_exc`` is the documented way to change how some exceptions show.
+    """
+    shell.set_custom_exc((FlinkgoError,), _ipython_handler)
+
+
 def install() -> None:
-    """Wrap :data:`sys.excepthook` (once; the hook in place keeps printing)."""
+    """Wrap :data:`sys.excepthook` (once; the hook in place keeps printing), and IPython's.
+
+    IPython is looked for only if the program has imported it (a notebook has).
+    """
     global _previous
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
+    if shell is not None:
+        install_ipython(shell)
     if getattr(sys.excepthook, "__module__", None) == __name__:
         return
     _previous = sys.excepthook

@@ -194,3 +194,28 @@ def test_an_unpicklable_udf_in_a_pipeline_has_no_repeating_chain():
         env.from_pandas(pd.DataFrame({"x": [1]})).with_column("y", locked("x"))
     printed = "".join(__import__("traceback").format_exception(info.value))
     assert printed.count("cannot pickle") == 1, printed
+
+
+def test_ipython_shows_a_flinkgo_error_without_flinkgos_frames():
+    # A notebook's kernel is an IPython shell, which prints errors itself and never
+    # calls sys.excepthook: import flinkgo registers IPython's custom handler instead.
+    import subprocess
+    import sys
+
+    cell = (
+        "import flinkgo as fg, pandas as pd\n"
+        "df = fg.Environment().from_pandas(pd.DataFrame({'x': [1]}))\n"
+        "df.select('y')\n"
+    )
+    script = (
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance(colors='nocolor')\n"
+        f"shell.run_cell({cell!r})\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    printed = run.stdout + run.stderr
+    assert "ColumnNotFoundError: select: unknown column 'y'" in printed, printed
+    assert "df.select('y')" in printed, printed  # the user's line
+    assert str(PACKAGE_DIR) not in printed, printed
