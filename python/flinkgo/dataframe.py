@@ -713,6 +713,102 @@ class DataFrame:
         step = Step(self._step.env, "union", pb.Union(), "union", pa.schema(fields), inputs)
         return DataFrame(step)
 
+    def window_join(
+        self,
+        right: DataFrame,
+        *,
+        on: str | Sequence[str] | None = None,
+        left_on: str | Sequence[str] | None = None,
+        right_on: str | Sequence[str] | None = None,
+        how: Literal["inner", "left", "right", "full"] = "inner",
+    ) -> DataFrame:
+        """Join the rows of two windowed aggregations of the same window (Flink's window join).
+
+        Both inputs are outputs of ``window(...).agg(...)`` (or have their ``window_start``
+        and ``window_end`` timestamp columns): a left row matches the right rows of equal
+        keys and the same window, as Flink's window join ``ON L.window_start =
+        R.window_start AND L.window_end = R.window_end AND L.k = R.k``. A window's rows
+        come out when it fires; with ``how="left"``, ``"right"`` or ``"full"`` a window
+        row without a counterpart comes out padded with nulls once the watermark passes
+        its end. It runs as :meth:`interval_join` with both bounds zero on
+        ``window_end`` and ``window_start`` among the keys, so nulls, state and restores
+        follow that operator.
+
+        A window with ``allowed_lateness`` is refused: a late row re-fires the window
+        behind the watermark, and the join would have to drop it.
+
+        Parameters
+        ----------
+        right
+            The other windowed aggregation, of the same Environment.
+        on, left_on, right_on
+            The key columns besides the window: `on` when both sides name them alike,
+            else `left_on` and `right_on`; none for two windows over all rows.
+        how
+            ``"inner"`` (the default), ``"left"``, ``"right"`` or ``"full"``.
+
+        Returns
+        -------
+        DataFrame
+            The left columns, then the right ones (``window_start_right``,
+            ``window_end_right`` and any other right column named like a left one get
+            the suffix ``_right``); every column nullable.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> def per_minute(seconds, name):
+        ...     rows = pd.DataFrame({"ad": [1], "ts": pd.to_datetime(seconds, unit="s")})
+        ...     w = env.from_pandas(rows).key_by("ad").window(fg.tumble("ts", "1 min"))
+        ...     return w.agg(fg.count().alias(name))
+        >>> views, clicks = per_minute([0], "views"), per_minute([5], "clicks")
+        >>> views.window_join(clicks, on="ad").schema.names  # doctest: +NORMALIZE_WHITESPACE
+        ['ad', 'window_start', 'window_end', 'views',
+         'ad_right', 'window_start_right', 'window_end_right', 'clicks']
+        """
+        op = "window_join"
+        if not isinstance(right, DataFrame):
+            raise ArgumentTypeError(f"{op}: right must be a flinkgo DataFrame, got {right!r}")
+        for side, df in (("left", self), ("right", right)):
+            for column in ("window_start", "window_end"):
+                if df.schema.get_field_index(column) < 0:
+                    raise SchemaError(
+                        f"{op}: the {side} input has no {column!r} column; join the outputs "
+                        "of window(...).agg(...)"
+                    )
+            lateness = _upstream_window_lateness_ms(df._step)
+            if lateness:
+                raise InvalidArgumentError(
+                    f"{op}: the {side} input's window has allowed_lateness ({lateness} ms): a "
+                    "late row fires its window again behind the watermark, which the join "
+                    "would have to drop; join windows without allowed_lateness"
+                )
+        if on is not None and (left_on is not None or right_on is not None):
+            raise InvalidArgumentError(f"{op}: give on=, or left_on= and right_on=, not both")
+        if (left_on is None) != (right_on is None):
+            raise InvalidArgumentError(f"{op}: give left_on= and right_on= together")
+
+        def listed(given: str | Sequence[str] | None) -> list[str]:
+            return [given] if isinstance(given, str) else list(given or [])
+
+        lkeys = listed(on if on is not None else left_on)
+        rkeys = listed(on if on is not None else right_on)
+        joined = self.interval_join(
+            right,
+            left_on=[*lkeys, "window_start"],
+            right_on=[*rkeys, "window_start"],
+            left_time="window_end",
+            right_time="window_end",
+            lower="0 ms",
+            upper="0 ms",
+            how=how,
+        )
+        pairs = ", ".join(f"{a} = {b}" for a, b in zip(lkeys, rkeys, strict=True)) or "window"
+        joined._step.name = f"window_join({pairs}, how={how})"
+        return joined
+
     def interval_join(
         self,
         right: DataFrame,
@@ -1762,3 +1858,15 @@ def _fmt(d: datetime.timedelta) -> str:
     if m:
         return f"{sign}{m}m{sec}"
     return f"{sign}{sec}"
+
+
+def _upstream_window_lateness_ms(step: Step) -> int:
+    """Return the allowed lateness of the window aggregation `step` reads from, or 0.
+
+    Looks through selects and filters; 0 also when no window aggregation is there.
+    """
+    while step.kind in ("select", "filter") and step.inputs:
+        step = step.inputs[0][0]
+    if step.kind == "window_aggregate":
+        return int(getattr(step.body, "allowed_lateness_ms", 0))
+    return 0

@@ -323,3 +323,82 @@ def test_windows_after_with_watermark_match_pandas(p, keyed, kind):
     pd.testing.assert_frame_equal(
         normalized(got, keys), want, check_dtype=False, check_exact=False, rtol=1e-9
     )
+
+
+# --- window join --------------------------------------------------------------------------
+
+
+def _per_window(rows: pd.DataFrame, name: str) -> pd.DataFrame:
+    out = rows.assign(window_start=rows["ts"].dt.floor("10s"))
+    out = out.groupby(["ad", "window_start"], as_index=False).agg(**{name: ("ts", "size")})
+    return out.assign(window_end=out["window_start"] + pd.Timedelta(seconds=10))
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "full"])
+@pytest.mark.parametrize("parallelism", [1, 3])
+def test_window_join_equals_pandas(how, parallelism):
+    rng = np.random.default_rng(5)
+    views = pd.DataFrame(
+        {
+            "ad": rng.integers(0, 6, 3000),
+            "ts": pd.to_datetime(rng.integers(0, 120_000, 3000), unit="ms"),
+        }
+    )
+    clicks = pd.DataFrame(
+        {
+            "ad": rng.integers(0, 8, 400),
+            "ts": pd.to_datetime(rng.integers(0, 120_000, 400), unit="ms"),
+        }
+    )
+    env = fg.Environment(parallelism=parallelism)
+
+    def counted(rows, name):
+        w = env.from_pandas(rows).key_by("ad").window(fg.tumble("ts", "10 s"))
+        return w.agg(fg.count().alias(name))
+
+    got = counted(views, "views").window_join(counted(clicks, "clicks"), on="ad", how=how)
+    got = got.to_pandas()
+    want = _per_window(views, "views").merge(
+        _per_window(clicks, "clicks"),
+        on=["ad", "window_start"],
+        how="outer" if how == "full" else how,
+    )
+
+    # A padded right row has no left columns: its window and key are the right's.
+    got = pd.DataFrame(
+        {
+            "ad": got["ad"].fillna(got["ad_right"]),
+            "window_start": got["window_start"].fillna(got["window_start_right"]),
+            "views": got["views"],
+            "clicks": got["clicks"],
+        }
+    )
+
+    def rows_of(df):
+        return sorted(
+            (int(r.ad), r.window_start.value, _int_or_none(r.views), _int_or_none(r.clicks))
+            for r in df.astype({"window_start": "datetime64[ns]"}).itertuples()
+        )
+
+    assert rows_of(got) == rows_of(want)
+    assert len(want) > 50
+
+
+def _int_or_none(v):
+    return None if pd.isna(v) else int(v)
+
+
+def test_window_join_refuses_windows_with_allowed_lateness():
+    env = fg.Environment()
+    rows = pd.DataFrame({"ad": [1], "ts": pd.to_datetime([0], unit="ms")})
+    late = (
+        env.from_pandas(rows)
+        .key_by("ad")
+        .window(fg.tumble("ts", "10 s"), allowed_lateness="1 min")
+        .agg(fg.count())
+    )
+    on_time = env.from_pandas(rows).key_by("ad").window(fg.tumble("ts", "10 s")).agg(fg.count())
+    with pytest.raises(fg.InvalidArgumentError, match="left input's window has allowed_lateness"):
+        late.window_join(on_time, on="ad")
+    with pytest.raises(fg.SchemaError, match="right input has no 'window_start'"):
+        on_time.window_join(env.from_pandas(rows), on="ad")
