@@ -68,3 +68,26 @@ def test_a_test_blocked_where_no_signal_handler_runs_ends_the_run_with_its_stack
     )
     assert result.returncode == 1, result
     assert "test_blocked" in result.stderr, result.stderr
+
+
+def test_a_failed_test_whose_teardown_hangs_ends_the_run_with_its_stack(tmp_path):
+    # A failure cancels pytest-timeout and pytest's faulthandler timeout before the
+    # teardown (pytest_exception_interact); the conftest arms the watchdog again.
+    result = run_pytest(
+        tmp_path,
+        "import threading, pytest\n"
+        "@pytest.fixture\n"
+        "def teardown_blocks():\n"
+        "    yield\n"
+        "    threading.Event().wait()\n"
+        "def test_fails(teardown_blocks):\n"
+        "    assert False\n",
+        "-o",
+        "timeout=1",
+        "-o",
+        "faulthandler_timeout=3",
+        "-o",
+        "faulthandler_exit_on_timeout=true",
+    )
+    assert result.returncode == 1, result
+    assert "teardown_blocks" in result.stderr, result.stderr
