@@ -67,7 +67,8 @@ def fake(tmp_path):
     server.start()
     servicer.endpoint = endpoint
     yield servicer
-    server.stop(grace=None)
+    # Bounded: stop(grace=None) waits for every call's end, forever if one never ends.
+    assert server.stop(grace=0).wait(30), "the fake runtime's calls did not end"
     # Its threads are joined at interpreter exit: none may be left in a handler.
     pool.shutdown(wait=False, cancel_futures=True)
 
