@@ -30,6 +30,8 @@ EXIT_TIMEOUT_ENV = "FLINKGO_TEST_EXIT_TIMEOUT"
 
 @pytest.hookimpl(trylast=True)
 def pytest_exception_interact(node: pytest.Item | pytest.Collector) -> None:
+    if not isinstance(node, pytest.Item):
+        return  # a collection error: no test protocol would cancel the watchdog
     timeout = float(node.config.getini("faulthandler_timeout") or 0)
     # The terminal's stderr: fd 2 is pytest's capture file during a test.
     stderr = node.config.stash.get(fault_handler_stderr_fd_key, None)
