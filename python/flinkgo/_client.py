@@ -277,11 +277,7 @@ class Client:
             plan=plan, progress_interval_ms=PROGRESS_INTERVAL_MS if display.enabled else 0
         )
         started_at = time.monotonic()
-        call = self._stub.Execute(request, metadata=self._metadata)
         events: queue.Queue[Any] = queue.Queue()
-        threading.Thread(
-            target=_pump, args=(call, events), name="flinkgo-job-events", daemon=True
-        ).start()
         job_id, explain = "", ""
         states: list[tuple[str, float]] = []
         batches: dict[int, list[pa.RecordBatch]] = {}
@@ -290,7 +286,11 @@ class Client:
         interrupted = False
         give_up_at = float("inf")
         with _ctrl_c_counted() as ctrl_c:
+            call = self._stub.Execute(request, metadata=self._metadata)
             try:
+                # Inside the try: a Ctrl-C that lands while the reader starts cancels the
+                # call (and so the job) rather than leaving it running on the server.
+                _start_reader(call, events)
                 while finished is None and failure is None:
                     try:
                         if ctrl_c.take():
@@ -478,6 +478,13 @@ def _outcome(
 def _state_name(state: int) -> str:
     # JOB_STATE_RUNNING -> RUNNING, as JobResult.state spells states.
     return job_pb2.JobState.Name(state).removeprefix("JOB_STATE_")
+
+
+def _start_reader(call: Any, events: queue.Queue[Any]) -> None:
+    # The thread that puts the call's events into `events`, then _END or the error.
+    threading.Thread(
+        target=_pump, args=(call, events), name="flinkgo-job-events", daemon=True
+    ).start()
 
 
 def _pump(call: Any, events: queue.Queue[Any]) -> None:

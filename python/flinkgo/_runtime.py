@@ -388,7 +388,10 @@ class LocalRuntime:
                 except subprocess.TimeoutExpired:
                     with contextlib.suppress(OSError):
                         self._proc.kill()
-                    self._proc.wait()
+                    # Bounded: a process stuck in the kernel (D state) must not hang
+                    # the interpreter's exit; it is gone when it leaves the kernel.
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        self._proc.wait(grace)
             for t in self._threads:
                 t.join(1.0)
         _remove_locked_dir(self._dir, self._lock)
@@ -569,10 +572,25 @@ def current_runtime() -> LocalRuntime | None:
     return rt if rt is not None and rt.owner_pid == os.getpid() else None
 
 
+LOCK_WAIT = 5.0
+"""Seconds :func:`stop_local_runtime` waits for a thread that is starting the runtime."""
+
+
 def stop_local_runtime() -> None:
-    """Stop this process's embedded runtime, if any. Blocks; safe to call twice."""
+    """Stop this process's embedded runtime, if any. Blocks; safe to call twice.
+
+    It runs at interpreter exit, when a daemon thread may hold the lock for minutes
+    (building the binary, or starting the runtime: a job started by
+    ``execute_async``); after :data:`LOCK_WAIT` seconds it stops the runtime without
+    the lock rather than hang the exit. A runtime started after that ends with this
+    process (``--parent-pid``).
+    """
     global _runtime
-    with _lock:
+    locked = _lock.acquire(timeout=LOCK_WAIT)
+    try:
         rt, _runtime = _runtime, None
+    finally:
+        if locked:
+            _lock.release()
     if rt is not None and rt.owner_pid == os.getpid():
         rt.stop()

@@ -11,7 +11,6 @@ import io
 import os
 import signal
 import threading
-import time
 import weakref
 from concurrent import futures
 
@@ -21,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 import flinkgo as fg
+from flinkgo import _client as flinkgo_client
 from flinkgo._client import Client
 from flinkgo._endpoint import check_endpoint
 from flinkgo._proto import job_pb2, job_pb2_grpc, plan_pb2
@@ -60,14 +60,18 @@ class FakeRuntime(job_pb2_grpc.JobServiceServicer):
 @pytest.fixture
 def fake(tmp_path):
     servicer = FakeRuntime()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    pool = futures.ThreadPoolExecutor(max_workers=4)
+    server = grpc.server(pool)
     job_pb2_grpc.add_JobServiceServicer_to_server(servicer, server)
     endpoint = f"unix://{tmp_path}/fake.sock"
     server.add_insecure_port(endpoint)
     server.start()
     servicer.endpoint = endpoint
     yield servicer
-    server.stop(grace=None)
+    # Bounded: stop(grace=None) waits for every call's end, forever if one never ends.
+    assert server.stop(grace=0).wait(30), "the fake runtime's calls did not end"
+    # Its threads are joined at interpreter exit: none may be left in a handler.
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def collect_plan():
@@ -314,9 +318,9 @@ def test_ctrl_c_before_the_job_started_cancels_the_call(fake):
 
     def job(request, context):
         entered.set()
-        while context.is_active():
-            time.sleep(0.01)
-        yield started("never-seen")  # pragma: no cover
+        fake.call_ended.wait(30)  # bounded: a handler that never returns hangs the exit
+        if context.is_active():
+            yield started("never-seen")  # pragma: no cover
 
     fake.script = job
     interrupt_when(entered)
@@ -351,14 +355,41 @@ def test_ctrl_c_handled_inside_a_finalizer_still_cancels_the_job(fake):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_ctrl_c_while_the_event_reader_starts_cancels_the_call(fake, monkeypatch):
+    # Ctrl-C can land anywhere, also while execute starts its event reader; the call
+    # must end then too, or the job runs on with no one reading its events.
+    entered = threading.Event()
+
+    def job(request, context):
+        entered.set()
+        yield started("j-6")
+        fake.call_ended.wait(30)  # until the client cancels the call
+
+    fake.script = job
+    start_reader = flinkgo_client._start_reader
+
+    def interrupted_start(call, events):
+        start_reader(call, events)
+        assert entered.wait(10)  # the server runs the job
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(flinkgo_client, "_start_reader", interrupted_start)
+    client = Client(fake.endpoint)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            client.execute(collect_plan())
+        assert fake.call_ended.wait(10)  # before close(), which would cancel it anyway
+    finally:
+        client.close()
+
+
 def test_ctrl_c_gives_up_waiting_after_cancel_wait(fake):
     running = threading.Event()
 
     def job(request, context):
         yield started("j-5")
         running.set()
-        while context.is_active():  # a job that never ends
-            time.sleep(0.01)
+        fake.call_ended.wait(30)  # a job that does not end until the call is canceled
 
     fake.script = job
     interrupt_when(running)

@@ -99,6 +99,44 @@ def test_start_passes_the_contract_and_forwards_stdout(tmp_path, capfd):
     rt.stop()  # twice is fine
 
 
+def test_stop_at_exit_does_not_wait_forever_for_a_thread_holding_the_lock(tmp_path, monkeypatch):
+    # At interpreter exit a daemon thread may hold the lock for minutes (building
+    # the binary, starting the runtime); the atexit hook must still stop the runtime.
+    import threading
+
+    binary = script(
+        tmp_path / "flinkgo",
+        f"""\
+        echo "flinkgo: serving on {tmp_path}/rt.sock"
+        exec sleep 60
+        """,
+    )
+    monkeypatch.setenv(_runtime.BINARY_ENV, binary)
+    monkeypatch.setattr(_runtime, "LOCK_WAIT", 0.2)
+    _runtime.stop_local_runtime()  # a runtime of an earlier test
+    rt = _runtime.local_runtime()
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_lock():
+        with _runtime._lock:
+            held.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold_the_lock, daemon=True)
+    holder.start()
+    try:
+        assert held.wait(10)
+        stopper = threading.Thread(target=_runtime.stop_local_runtime, daemon=True)
+        stopper.start()
+        stopper.join(30)  # with the lock held to the end, it would wait for `release`
+        assert not stopper.is_alive(), "stop_local_runtime waits for the lock"
+        assert gone(rt.pid, 10)
+        assert _runtime.current_runtime() is None
+    finally:
+        release.set()
+        holder.join(10)
+
+
 def test_start_fails_with_the_exit_status_and_stderr(tmp_path):
     binary = script(tmp_path / "flinkgo", "echo 'bad flag --parent-pid' >&2\nexit 3\n")
     with pytest.raises(fg.RuntimeStartError, match="status 3") as info:
