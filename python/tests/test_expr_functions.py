@@ -230,7 +230,11 @@ def test_is_in_between_when(env):
     ).collect()
     b = BASE
     band = pd.Series(
-        np.select([(b["x"] > 8).fillna(False), (b["x"] > 2).fillna(False)], ["high", "mid"], "low")
+        np.select(
+            [(b["x"] > 8).fillna(False).astype(bool), (b["x"] > 2).fillna(False).astype(bool)],
+            ["high", "mid"],
+            "low",
+        )
     )
     f_gt = (b["f"] > 5).fillna(False).astype(bool)
     x_if = b["x"].where(f_gt, pd.NA)

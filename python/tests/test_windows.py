@@ -193,7 +193,8 @@ def sessions(ts_sorted: list[int], gap: int) -> list[tuple[int, int, list[int]]]
 def reference(
     data: pd.DataFrame, keys: list[str], kind: str, size: int, slide: int, gap: int, offset: int = 0
 ) -> pd.DataFrame:
-    data = data.assign(t=data["ts"].astype("int64") // 1000)  # us -> ms, floor
+    # us -> ms, floor; the unit made explicit (pandas 2 keeps these times in ns)
+    data = data.assign(t=data["ts"].astype("datetime64[us]").astype("int64") // 1000)
     exploded = []
     if kind == "session":
         groups = data.groupby(keys) if keys else [((), data)]

@@ -87,6 +87,9 @@ type runningJob struct {
 	started time.Time
 	cancel  context.CancelCauseFunc
 	job     *job.Job // nil until it started
+	// ready is closed once job.Start returned (job set, or the start
+	// failed): a savepoint asked for meanwhile waits for it.
+	ready chan struct{}
 }
 
 // New returns a server running jobs with opts (its Collect is the
@@ -134,13 +137,25 @@ func (s *Server) plan(jp *planpb.JobPlan) (*plan.Graph, error) {
 	return plan.Plan(jp, opts)
 }
 
-// job returns the running job with id, or a NOT_FOUND status.
-func (s *Server) job(id string) (*job.Job, error) {
+// job returns the running job with id, or a NOT_FOUND status. A job the
+// client already knows (its id was sent) may still be starting: job waits
+// for its start, as long as ctx allows.
+func (s *Server) job(ctx context.Context, id string) (*job.Job, error) {
+	s.mu.Lock()
+	r, ok := s.mu.jobs[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no running job has the id %q", id)
+	}
+	select {
+	case <-r.ready:
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.mu.jobs[id]
-	if !ok || r.job == nil {
-		return nil, status.Errorf(codes.NotFound, "no running job has the id %q", id)
+	if r.job == nil {
+		return nil, status.Errorf(codes.NotFound, "no running job has the id %q (it failed to start)", id)
 	}
 	return r.job, nil
 }
@@ -151,7 +166,7 @@ func (s *Server) TriggerSavepoint(ctx context.Context, req *jobpb.SavepointReque
 	if err := s.checkPath("the savepoint directory", req.GetDirectory()); err != nil {
 		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
-	j, err := s.job(req.GetJobId())
+	j, err := s.job(ctx, req.GetJobId())
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +237,14 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	id := job.NewJobID()
 	log := s.log.With("job", id, "name", g.Name)
 	log.Info("job submitted")
-	running := &runningJob{name: g.Name, started: time.Now()}
+	running := &runningJob{name: g.Name, started: time.Now(), ready: make(chan struct{})}
+	defer func() {
+		select {
+		case <-running.ready:
+		default:
+			close(running.ready) // the job never started
+		}
+	}()
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
 	stop := context.AfterFunc(stream.Context(), func() { cancel(errClientGone) })
@@ -277,6 +299,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	s.mu.Lock()
 	running.job = j
 	s.mu.Unlock()
+	close(running.ready)
 	if every := time.Duration(req.GetProgressIntervalMs()) * time.Millisecond; every > 0 {
 		reporter.Go(func() { reportProgress(j, every, start, send) })
 	}
