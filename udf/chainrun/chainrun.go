@@ -216,7 +216,16 @@ func Run(ctx context.Context, chain Chain, opts Options, in <-chan arrow.RecordB
 		drain(in)
 		return err
 	}
-	j, err := job.Start(ctx, g, job.Options{Allocator: opts.Allocator, Registry: reg})
+	// A task blocked in collect (its subtask's results wait for the merger,
+	// which waits for another subtask) sees only ctx: once the job fails or
+	// is canceled, ctx ends too, or that task would never stop and the job
+	// never end.
+	stopping := func(c job.StateChange) {
+		if c.State == job.Failing || c.State == job.Canceling {
+			cancel(errJobStopping)
+		}
+	}
+	j, err := job.Start(ctx, g, job.Options{Allocator: opts.Allocator, Registry: reg, OnStateChange: stopping})
 	if err != nil {
 		drain(in)
 		return err
@@ -244,7 +253,7 @@ func Run(ctx context.Context, chain Chain, opts Options, in <-chan arrow.RecordB
 	mergeErr := <-merged
 	m.release()
 	switch {
-	case mergeErr != nil && !errors.Is(mergeErr, context.Canceled) && !errors.Is(mergeErr, runErr):
+	case mergeErr != nil && !errors.Is(mergeErr, context.Canceled) && !errors.Is(mergeErr, runErr) && !errors.Is(mergeErr, errJobStopping):
 		return mergeErr
 	case runErr != nil:
 		return runErr
@@ -255,6 +264,10 @@ func Run(ctx context.Context, chain Chain, opts Options, in <-chan arrow.RecordB
 	}
 	return m.checkComplete()
 }
+
+// errJobStopping ends a run's own goroutines once its job fails or is
+// canceled; Run reports the job's error, never this one.
+var errJobStopping = errors.New("chainrun: the job is failing or canceled")
 
 // RunBatches runs chain over batches (ownership stays with the caller) and
 // returns the results in input order; the caller releases them.
