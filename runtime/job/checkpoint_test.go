@@ -121,6 +121,29 @@ func waitForCheckpoints(t *testing.T, j *Job, n int) {
 	t.Fatalf("no %d checkpoints completed: %+v", n, j.Checkpoints())
 }
 
+// restoreFromSavepoint waits for two checkpoints of j, stops it with a
+// savepoint, and runs the graph restored builds (cfg then names the
+// savepoint as the restore path) to its end.
+func restoreFromSavepoint(t *testing.T, j *Job, cfg map[string]string, mem memory.Allocator, restored func() *plan.Graph) {
+	t.Helper()
+	waitForCheckpoints(t, j, 2)
+	sp, err := j.StopWithSavepoint(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	cfg[config.ConfigRestorePath] = sp
+	j2, err := Start(context.Background(), restored(), Options{Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j2.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func checkpointConfig(dir string, extra ...string) map[string]string {
 	c := map[string]string{
 		config.ConfigCheckpointInterval:  "100 ms",

@@ -115,22 +115,7 @@ func TestDropDuplicatesRestoresAtAnotherParallelism(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitForCheckpoints(t, j, 2)
-			sp, err := j.StopWithSavepoint(context.Background(), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := j.Wait(); err != nil {
-				t.Fatal(err)
-			}
-			cfg[config.ConfigRestorePath] = sp
-			j2, err := Start(context.Background(), firstOfEachKey(t, rows, 0, q, out, cfg), Options{Allocator: mem})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := j2.Wait(); err != nil {
-				t.Fatal(err)
-			}
+			restoreFromSavepoint(t, j, cfg, mem, func() *plan.Graph { return firstOfEachKey(t, rows, 0, q, out, cfg) })
 			var got [][2]int64
 			for _, r := range publishedRows(t, out) {
 				id, _ := strconv.ParseInt(r[0], 10, 64)

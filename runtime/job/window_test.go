@@ -134,22 +134,7 @@ func TestWindowAggregateRestoresAtAnotherParallelism(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitHeld(t, j, held, 1)
-			waitForCheckpoints(t, j, 2)
-			sp, err := j.StopWithSavepoint(context.Background(), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := j.Wait(); err != nil {
-				t.Fatal(err)
-			}
-			cfg[config.ConfigRestorePath] = sp
-			j2, err := Start(context.Background(), tumblingCounts(t, rows, 0, q, out, cfg), Options{Allocator: mem})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := j2.Wait(); err != nil {
-				t.Fatal(err)
-			}
+			restoreFromSavepoint(t, j, cfg, mem, func() *plan.Graph { return tumblingCounts(t, rows, 0, q, out, cfg) })
 			var got []string
 			for _, r := range publishedRows(t, out) {
 				got = append(got, fmt.Sprintf("%s %s %s", r[0], r[3], r[4]))
