@@ -69,6 +69,11 @@ PROGRESS_INTERVAL_MS = 250
 """How often the runtime sends progress events while a progress line is shown."""
 
 TOKEN_ENV = "FLINKGO_TOKEN"
+
+# Keepalive ping interval during a call, and how long a ping may go unanswered
+# before the call fails: long enough for a runtime under heavy load.
+KEEPALIVE_MS = 10_000
+PING_TIMEOUT_MS = 20_000
 """The environment variable holding a TCP server's token when ``token`` is not given."""
 
 _END = object()  # the event stream ended
@@ -127,6 +132,16 @@ class Client:
         options = [
             ("grpc.max_send_message_length", -1),
             ("grpc.max_receive_message_length", -1),
+            # Ping during calls, so that a runtime that stopped answering (SIGSTOPped,
+            # wedged) fails the call instead of leaving it waiting forever: its socket
+            # stays open, so only an unanswered ping tells. The server accepts pings
+            # every 5 s (runtime/server.KeepaliveMinTime); a job's event stream can be
+            # silent for long, hence no limit on pings without data.
+            ("grpc.keepalive_time_ms", KEEPALIVE_MS),
+            ("grpc.keepalive_timeout_ms", PING_TIMEOUT_MS),
+            ("grpc.http2.ping_timeout_ms", PING_TIMEOUT_MS),  # newer grpcio reads this one
+            ("grpc.keepalive_permit_without_calls", 0),
+            ("grpc.http2.max_pings_without_data", 0),
         ]
         if (tls or tls_client_cert) and not unix:
             credentials = _tls_credentials(tls, tls_client_cert)
@@ -391,6 +406,13 @@ class Client:
                     else " (raise the server's --max-message-size, or put large inline data"
                     " in files)"
                 )
+            )
+        if code == grpc.StatusCode.UNAVAILABLE and "ping timeout" in (details or "").lower():
+            return RuntimeConnectionError(
+                f"flinkgo: {what}: the runtime at {self.endpoint} stopped answering (no answer "
+                f"to a keepalive ping for {PING_TIMEOUT_MS // 1000} s): it may be stopped "
+                "(SIGSTOP), wedged or starved of CPU; the call was given up, and a runtime "
+                "that resumes cancels the job"
             )
         if code == grpc.StatusCode.UNAVAILABLE:
             return RuntimeConnectionError(

@@ -7,6 +7,7 @@ that started it exits or is killed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -277,6 +278,27 @@ elif sys.argv[1] == "hog":
     src = env.from_pandas(pd.DataFrame({"x": range(100)}))
     src.rebalance().with_column("y", hog(fg.col("x"))).print()
     env.execute("hog")
+elif sys.argv[1] == "stopped-runtime":
+    import os, signal, threading
+
+    @fg.udf("int64", func_type="pandas")
+    def inc(s):
+        return s + 1
+
+    def stop_runtime(event, value):
+        if event == "started":  # the job runs: freeze the runtime, socket open
+            os.kill(rt.pid, signal.SIGSTOP)
+
+    env = fg.Environment()
+    src = env.datagen(schema={"i": "int64"}, rows_per_second=1000)
+    src.with_column("j", inc(fg.col("i"))).filter(fg.col("j") < 0).print()
+    from flinkgo._client import Client
+
+    with Client(rt.endpoint) as client:
+        try:
+            client.execute(env.plan("frozen")._message, progress=False, on_event=stop_runtime)
+        except fg.RuntimeConnectionError as e:
+            print("error:", e, flush=True)
 else:  # run an endless job with Python workers until killed
     @fg.udf("int64", func_type="pandas")
     def inc(s):
@@ -376,6 +398,25 @@ def test_a_sigkilled_runtime_leaves_no_process_and_its_files_are_removed_next(
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert os.listdir(tmp) == [], "left in $TMPDIR after the next runtime ran"
+
+
+def test_a_call_to_a_runtime_that_stopped_answering_fails(built, tmp_path):
+    # A SIGSTOPped runtime keeps its socket open, so without keepalive pings the
+    # client would wait for the job's events forever.
+    proc, pid, _ = start_child(tmp_path, "stopped-runtime")
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert out.startswith("error: flinkgo: job 'frozen': the runtime at "), out
+    assert "stopped answering (no answer to a keepalive ping" in out, out
+    assert gone(pid, 15)
 
 
 def test_runtime_and_workers_exit_when_python_is_killed(built, tmp_path):

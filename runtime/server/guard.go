@@ -4,11 +4,21 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 )
+
+// KeepaliveMinTime is the shortest interval between a client's keepalive
+// pings the server accepts (gRPC's default is 5 minutes and answers faster
+// pings with GOAWAY "too_many_pings"). The Python client pings every 10 s
+// during a call, so that it notices a runtime that stopped answering (a
+// SIGSTOPped or wedged process keeps its socket open) instead of waiting
+// forever.
+const KeepaliveMinTime = 5 * time.Second
 
 // DefaultMaxMessageBytes is the default limit of one job-service message
 // (`flinkgo serve --max-message-size`): a plan with its pickled UDFs and
@@ -23,10 +33,12 @@ const DefaultMaxMessageBytes = 64 << 20
 // before it is read. gRPC itself answers that refusal, RESOURCE_EXHAUSTED
 // "received message larger than max (N vs. M)", which no handler can
 // reword: the clients add which option raises it (--max-message-size).
+// Clients may ping during calls as often as every KeepaliveMinTime.
 func Guard(log *slog.Logger, maxMessage int) []grpc.ServerOption {
 	g := &guard{log: log}
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessage),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime}),
 		grpc.ChainUnaryInterceptor(g.unary),
 		grpc.ChainStreamInterceptor(g.stream),
 	}
