@@ -1138,7 +1138,9 @@ class DataFrame:
 
         return self._sink(pb.Sink(print=pb.PrintSink()), "print")
 
-    def write_csv(self, path: str | os.PathLike[str], *, mode: SinkMode = "error") -> Sink:
+    def write_csv(
+        self, path: str | os.PathLike[str], *, mode: SinkMode = "error", changelog: bool = False
+    ) -> Sink:
         """Write the rows as CSV files (with a header line) into the directory `path`.
 
         Parameters
@@ -1153,6 +1155,13 @@ class DataFrame:
             first completed checkpoint), so a failed run leaves them intact;
             ``"append"`` keeps them, and the new part names never collide with them.
             Files whose names start with ``.`` or ``_`` never count.
+        changelog
+            Keyword-only. Write a changelog: the rows of an upsert stream (a keyed
+            aggregation that emits updates, read directly) with their kind in an
+            extra column ``row_kind`` (``"+I"``, ``"+U"``, ``"-D"``, as Flink's
+            ``RowKind``); the aggregation then emits no ``-U`` rows. Without it a file
+            sink takes append-only streams only, and a job writing a changelog to it
+            is refused at submission naming the operator that makes the changelog.
 
         Returns
         -------
@@ -1189,9 +1198,11 @@ class DataFrame:
                     f"write_csv: the column {f.name!r} has the nested type {f.type}, which CSV "
                     "cannot hold; write JSON lines or Parquet, or select other columns"
                 )
-        return self._file_sink("write_csv", path, "CSV", mode)
+        return self._file_sink("write_csv", path, "CSV", mode, changelog)
 
-    def write_jsonl(self, path: str | os.PathLike[str], *, mode: SinkMode = "error") -> Sink:
+    def write_jsonl(
+        self, path: str | os.PathLike[str], *, mode: SinkMode = "error", changelog: bool = False
+    ) -> Sink:
         """Write the rows as JSON lines (one object per row) into the directory `path`.
 
         Parameters
@@ -1206,6 +1217,13 @@ class DataFrame:
             first completed checkpoint), so a failed run leaves them intact;
             ``"append"`` keeps them, and the new part names never collide with them.
             Files whose names start with ``.`` or ``_`` never count.
+        changelog
+            Keyword-only. Write a changelog: the rows of an upsert stream (a keyed
+            aggregation that emits updates, read directly) with their kind in an
+            extra column ``row_kind`` (``"+I"``, ``"+U"``, ``"-D"``, as Flink's
+            ``RowKind``); the aggregation then emits no ``-U`` rows. Without it a file
+            sink takes append-only streams only, and a job writing a changelog to it
+            is refused at submission naming the operator that makes the changelog.
 
         Returns
         -------
@@ -1222,9 +1240,11 @@ class DataFrame:
         >>> df.write_jsonl("out/numbers", mode="overwrite")
         <Sink write_jsonl(out/numbers)>
         """
-        return self._file_sink("write_jsonl", path, "JSONL", mode)
+        return self._file_sink("write_jsonl", path, "JSONL", mode, changelog)
 
-    def write_parquet(self, path: str | os.PathLike[str], *, mode: SinkMode = "error") -> Sink:
+    def write_parquet(
+        self, path: str | os.PathLike[str], *, mode: SinkMode = "error", changelog: bool = False
+    ) -> Sink:
         """Write the rows as Parquet files into the directory `path`.
 
         Parameters
@@ -1239,6 +1259,13 @@ class DataFrame:
             first completed checkpoint), so a failed run leaves them intact;
             ``"append"`` keeps them, and the new part names never collide with them.
             Files whose names start with ``.`` or ``_`` never count.
+        changelog
+            Keyword-only. Write a changelog: the rows of an upsert stream (a keyed
+            aggregation that emits updates, read directly) with their kind in an
+            extra column ``row_kind`` (``"+I"``, ``"+U"``, ``"-D"``, as Flink's
+            ``RowKind``); the aggregation then emits no ``-U`` rows. Without it a file
+            sink takes append-only streams only, and a job writing a changelog to it
+            is refused at submission naming the operator that makes the changelog.
 
         Returns
         -------
@@ -1255,7 +1282,7 @@ class DataFrame:
         >>> df.write_parquet("out/numbers", mode="append")
         <Sink write_parquet(out/numbers)>
         """
-        return self._file_sink("write_parquet", path, "PARQUET", mode)
+        return self._file_sink("write_parquet", path, "PARQUET", mode, changelog)
 
     def collect(self) -> pa.Table:
         """Run the steps this DataFrame needs and return its rows as a pyarrow Table.
@@ -1385,8 +1412,15 @@ class DataFrame:
         return Sink(step)
 
     def _file_sink(
-        self, op: str, path: str | os.PathLike[str], fmt: str, mode: SinkMode = "error"
+        self,
+        op: str,
+        path: str | os.PathLike[str],
+        fmt: str,
+        mode: SinkMode = "error",
+        changelog: bool = False,
     ) -> Sink:
+        if not isinstance(changelog, bool):
+            raise ArgumentTypeError(f"{op}: changelog must be True or False, got {changelog!r}")
         if not isinstance(mode, str) or mode not in _SINK_MODES:
             raise InvalidArgumentError(
                 f"{op}: mode must be one of {', '.join(map(repr, _SINK_MODES))}, got {mode!r}"
@@ -1406,7 +1440,9 @@ class DataFrame:
             )
         from flinkgo._proto import plan_pb2 as pb
 
-        body = pb.Sink(file=pb.FileSink(format=fmt, path=absolute, mode=mode.upper()))
+        body = pb.Sink(
+            file=pb.FileSink(format=fmt, path=absolute, mode=mode.upper(), changelog=changelog)
+        )
         return self._sink(body, f"{op}({text})")
 
 

@@ -13,6 +13,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -32,8 +33,19 @@ func udfKind(opts Options) operator.Kind {
 func mapBatchesKind(opts Options) operator.Kind {
 	return operator.Kind{
 		Kind: plan.KindMapBatches,
-		Schema: func(op *plan.Operator, _ []*arrow.Schema) (*arrow.Schema, error) {
-			return decodeSchema(op.Node.GetMapBatches().GetFunction().GetReturnSchema())
+		Schema: func(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) {
+			s, err := decodeSchema(op.Node.GetMapBatches().GetFunction().GetReturnSchema())
+			if err != nil {
+				return nil, err
+			}
+			if rowkind.Has(in[0]) {
+				if !op.Node.GetMapBatches().GetHandlesRowKinds() {
+					return nil, fmt.Errorf("map_batches %q reads a changelog stream but does not declare that it handles row kinds", op.Name)
+				}
+				// The function returns the row kinds as its last column.
+				s = rowkind.WithColumn(s)
+			}
+			return s, nil
 		},
 		New: func(c *operator.Context) (operator.Operator, error) { return newUDFProc(c, opts) },
 	}
