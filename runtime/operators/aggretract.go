@@ -60,7 +60,7 @@ func (p *aggProc) processChangelog(b arrow.RecordBatch, kinds *array.Int8, gids 
 		}
 		accumulateColumn(a, b, add, nil)
 		if set := p.sets[i]; set != nil {
-			if err := p.updateMultiset(set, a, b, gids, add, retract); err != nil {
+			if err := p.updateMultiset(i, set, a, b, gids, add, retract); err != nil {
 				return fmt.Errorf("aggregate %s: %w", p.schema.Field(len(p.keys)+i).Name, err)
 			}
 			continue
@@ -105,15 +105,17 @@ func retractColumn(a aggSpec, b arrow.RecordBatch, targets []*accumulator) {
 }
 
 // updateMultiset adds the values of the add rows to each group's multiset
-// and removes those of the retract rows; a group whose retracted value was
-// its minimum (maximum) takes the next one from the multiset.
-func (p *aggProc) updateMultiset(set *state.Map[[]byte, int64], a aggSpec, b arrow.RecordBatch, gids []int, add, retract []*accumulator) error {
+// and removes those of the retract rows; then every group that lost a
+// value takes its minimum (maximum) from its multiset, which holds the
+// batch's added values too.
+func (p *aggProc) updateMultiset(i int, set *state.Map[[]byte, int64], a aggSpec, b arrow.RecordBatch, gids []int, add, retract []*accumulator) error {
 	col := b.Column(a.column)
+	var lost []int // groups that lost a value, in order of first loss
+	seen := map[int]bool{}
 	for row, g := range gids {
-		acc := add[row]
 		delta := int64(1)
-		if acc == nil {
-			acc, delta = retract[row], -1
+		if add[row] == nil {
+			delta = -1
 		}
 		if col.IsNull(row) {
 			continue
@@ -136,11 +138,16 @@ func (p *aggProc) updateMultiset(set *state.Map[[]byte, int64], a aggSpec, b arr
 		if err != nil {
 			return err
 		}
-		if delta > 0 {
-			continue // accumulateColumn kept min and max
+		if delta < 0 {
+			retract[row].count--
+			if !seen[g] {
+				seen[g] = true
+				lost = append(lost, g)
+			}
 		}
-		acc.count--
-		if err := p.resetExtreme(set, a, key, acc); err != nil {
+	}
+	for _, g := range lost {
+		if err := p.resetExtreme(set, a, p.list[g].stateKey, &p.list[g].acc[i]); err != nil {
 			return err
 		}
 	}
