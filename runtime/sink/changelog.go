@@ -33,9 +33,11 @@ type changelogWriter struct {
 }
 
 func (w *changelogWriter) Write(b arrow.RecordBatch) error {
-	kinds := rowkind.KindsOf(b)
-	values, _ := rowkind.Strip(b)
+	values, kinds := rowkind.Strip(b)
 	defer values.Release()
+	if kinds != nil {
+		defer kinds.Release()
+	}
 	sb := array.NewStringBuilder(memory.DefaultAllocator)
 	defer sb.Release()
 	for r := range int(b.NumRows()) {
