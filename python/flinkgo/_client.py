@@ -59,7 +59,7 @@ from flinkgo.exceptions import (
     SavepointError,
 )
 from flinkgo.job import JobResult, OperatorMetrics
-from flinkgo.types import schema_from_ipc_bytes
+from flinkgo.types import ROW_KIND_COLUMN, schema_from_ipc_bytes
 
 if TYPE_CHECKING:
     from flinkgo._proto import plan_pb2
@@ -518,10 +518,6 @@ def _tables(
     return tables
 
 
-ROW_KIND_COLUMN = "_row_kind"
-"""The hidden column of changelog batches: Flink's RowKind bytes (0 +I, 1 -U, 2 +U, 3 -D)."""
-
-
 def apply_changelog(table: pa.Table) -> pa.Table:
     """Apply a changelog: the rows that remain once every retraction took its row back.
 
@@ -533,10 +529,11 @@ def apply_changelog(table: pa.Table) -> pa.Table:
         return table
     kinds = table.column(ROW_KIND_COLUMN).to_pylist()
     values = table.drop_columns([ROW_KIND_COLUMN])
-    rows = list(zip(*(c.to_pylist() for c in values.columns))) if values.num_columns else []
+    columns = [c.to_pylist() for c in values.columns]
+    rows = list(zip(*columns, strict=True)) if columns else [()] * len(kinds)
     counts: dict[tuple[object, ...], int] = {}
     first: dict[tuple[object, ...], int] = {}  # the row's first position: keeps arrival order
-    for i, (row, kind) in enumerate(zip(rows, kinds)):
+    for i, (row, kind) in enumerate(zip(rows, kinds, strict=True)):
         counts[row] = counts.get(row, 0) + (1 if kind in (0, 2) else -1)
         first.setdefault(row, i)
     negative = [row for row, n in counts.items() if n < 0]

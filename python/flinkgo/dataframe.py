@@ -52,7 +52,7 @@ from flinkgo.exceptions import (
     SchemaError,
 )
 from flinkgo.expr import Expr, _Alias, _Column, resolve, to_expr, unknown_column
-from flinkgo.types import schema_ipc_bytes
+from flinkgo.types import ROW_KIND_COLUMN, schema_ipc_bytes
 from flinkgo.udfs import UserDefinedFunction
 from flinkgo.windows import Window
 
@@ -281,6 +281,7 @@ class DataFrame:
         *,
         schema: pa.Schema | Mapping[str, pa.DataType | str],
         name: str | None = None,
+        row_kinds: bool = False,
     ) -> DataFrame:
         """Transform each batch of rows with a Python function on pandas DataFrames.
 
@@ -297,6 +298,14 @@ class DataFrame:
             type (a :class:`pyarrow.DataType` or a type name).
         name
             The step's name in plans and errors; defaults to the function's name.
+        row_kinds
+            Keyword-only. The function handles row kinds: its DataFrame has a last
+            column ``_row_kind`` (int8, Flink's ``RowKind`` bytes: 0 ``+I``, 1 ``-U``,
+            2 ``+U``, 3 ``-D``), and it returns one too, after the columns of
+            `schema`. Over a changelog (an aggregation that emits updates, say)
+            map_batches is refused without it, since the function would treat
+            retractions as rows; over an append-only input every row is ``+I`` and the
+            function must return ``+I`` rows only.
 
         Returns
         -------
@@ -334,14 +343,29 @@ class DataFrame:
             spec = declared._to_spec()
         except (TypeError, ValueError) as e:
             raise type(e)(f"map_batches: {e}") from e
-        spec.return_schema = schema_ipc_bytes(out_schema)
+        if not isinstance(row_kinds, bool):
+            raise ArgumentTypeError(
+                f"map_batches: row_kinds must be True or False, got {row_kinds!r}"
+            )
+        worker_schema = out_schema
+        if row_kinds:
+            if ROW_KIND_COLUMN in out_schema.names:
+                raise InvalidArgumentError(
+                    f"map_batches: {ROW_KIND_COLUMN!r} is the row-kind column row_kinds=True "
+                    "adds; leave it out of schema"
+                )
+            worker_schema = out_schema.append(pa.field(ROW_KIND_COLUMN, pa.int8()))
+        spec.return_schema = schema_ipc_bytes(worker_schema)
         # The worker calls it with the whole batch and takes any number of rows.
         from flinkgo._proto import plan_pb2 as pb
         from flinkgo._proto import worker_pb2
 
         spec.func_type = worker_pb2.FUNC_TYPE_PANDAS_BATCH
         return self._then(
-            "map_batches", pb.MapBatches(function=spec), f"map_batches({spec.name})", out_schema
+            "map_batches",
+            pb.MapBatches(function=spec, handles_row_kinds=row_kinds),
+            f"map_batches({spec.name})",
+            out_schema,
         )
 
     def key_by(self, *keys: str | Expr) -> KeyedDataFrame:

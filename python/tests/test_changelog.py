@@ -46,9 +46,9 @@ def sums_per_key(env: fg.Environment) -> fg.DataFrame:
 def batch_sums() -> pd.DataFrame:
     ids = pd.DataFrame({"id": range(ROWS)})
     ids["k"] = ids["id"] % KEYS
-    return ids.groupby("k").agg(
-        total=("id", "sum"), lo=("id", "min"), hi=("id", "max")
-    ).reset_index()
+    return (
+        ids.groupby("k").agg(total=("id", "sum"), lo=("id", "min"), hi=("id", "max")).reset_index()
+    )
 
 
 @pytest.mark.parametrize("parallelism", [1, 2])
@@ -92,7 +92,7 @@ def test_explain_shows_each_operators_changelog():
     sums_per_key(env).with_column("t2", fg.col("total") * 2).print()
     text = env.explain()
     assert "changelog: retract (+I -U +U -D)" in text
-    assert re.search(r'changelog: retract, made by #\d+ key_by\(k\)\.agg', text)
+    assert re.search(r"changelog: retract, made by #\d+ key_by\(k\)\.agg", text)
     # The source and the select before the aggregation stay append-only.
     assert text.count("changelog:") == 3  # aggregation, select, sink
 
@@ -148,13 +148,50 @@ def test_write_parquet_changelog_writes_an_upsert_stream_with_row_kinds(tmp_path
     assert (table["row_kind"] == "+I").sum() == KEYS
     # Applied by key (the last row of each key wins), it is the batch result.
     final = table.groupby("k").tail(1).drop(columns="row_kind").sort_values("k")
-    pd.testing.assert_frame_equal(
-        final.reset_index(drop=True), batch_sums(), check_dtype=False
-    )
+    pd.testing.assert_frame_equal(final.reset_index(drop=True), batch_sums(), check_dtype=False)
 
 
 def test_map_batches_over_a_changelog_is_refused():
     env = updating_env(1)
     sums_per_key(env).map_batches(lambda b: b, schema={"k": "int64"}).print()
-    with pytest.raises(fg.InvalidPlanError, match="row kinds .* a map_batches function does not see"):
+    refused = "row kinds .* a map_batches function does not see"
+    with pytest.raises(fg.InvalidPlanError, match=refused):
         env.explain()
+
+
+def test_map_batches_that_handles_row_kinds_sees_and_returns_them():
+    # The function drops the retractions (-U) and keeps each key's latest row: an
+    # upsert view made by hand, which it may do since it declares row_kinds=True.
+    def latest(batch: pd.DataFrame) -> pd.DataFrame:
+        assert batch.columns[-1] == "_row_kind"
+        return batch[batch["_row_kind"] != 1][["k", "total", "_row_kind"]]
+
+    env = updating_env(1)
+    out = sums_per_key(env).map_batches(
+        latest, schema={"k": "int64", "total": "int64"}, row_kinds=True
+    )
+    assert out.schema.names == ["k", "total"]
+    got = out.to_pandas()
+    # Applied as a changelog, +U without -U adds rows: every +I and +U is there.
+    assert set(got.groupby("k")["total"].max().items()) == set(
+        batch_sums().set_index("k")["total"].items()
+    )
+
+
+def test_map_batches_with_row_kinds_over_an_append_only_input():
+    env = fg.Environment(parallelism=1)
+    df = env.from_pandas(pd.DataFrame({"x": [1, 2, 3]}))
+
+    def kinds(batch: pd.DataFrame) -> pd.DataFrame:
+        assert list(batch["_row_kind"]) == [0, 0, 0]  # all +I
+        return batch
+
+    assert df.map_batches(kinds, schema={"x": "int64"}, row_kinds=True).to_pandas()[
+        "x"
+    ].tolist() == [1, 2, 3]
+
+    def deletes(batch: pd.DataFrame) -> pd.DataFrame:
+        return batch.assign(_row_kind=3)
+
+    with pytest.raises(fg.JobFailedError, match="returned a -D row over an append-only input"):
+        df.map_batches(deletes, schema={"x": "int64"}, row_kinds=True).to_pandas()
