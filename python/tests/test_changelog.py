@@ -195,3 +195,27 @@ def test_map_batches_with_row_kinds_over_an_append_only_input():
 
     with pytest.raises(fg.JobFailedError, match="returned a -D row over an append-only input"):
         df.map_batches(deletes, schema={"x": "int64"}, row_kinds=True).to_pandas()
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_scalar_udfs_and_filters_keep_each_rows_kind(parallelism):
+    @fg.udf("int64", func_type="pandas")
+    def doubled(total: pd.Series) -> pd.Series:
+        return total * 2
+
+    @fg.udf("bool")
+    def even_key(k: int) -> bool:
+        return k % 2 == 0
+
+    env = updating_env(parallelism)
+    out = (
+        sums_per_key(env)
+        .with_column("t2", doubled(fg.col("total")))
+        .filter(even_key(fg.col("k")))
+        .filter(fg.col("lo") >= 0)
+        .select("k", "t2")
+    )
+    got = out.to_pandas().sort_values("k").reset_index(drop=True)
+    want = batch_sums()
+    want = want[want["k"] % 2 == 0].assign(t2=lambda d: d["total"] * 2)[["k", "t2"]]
+    pd.testing.assert_frame_equal(got, want.reset_index(drop=True), check_dtype=False)
