@@ -1,8 +1,11 @@
 package operators
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -161,5 +164,53 @@ func TestKeyedAggregationRetractsMinAndMax(t *testing.T) {
 				t.Errorf("retracting a value never seen: %v", err)
 			}
 		})
+	}
+}
+
+// The multiset's value encoding orders as the values do, so its first
+// entry is the minimum and its last the maximum, and floats decode back.
+func TestOrderedValuesSortAsValues(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	floats := []float64{math.Inf(-1), -1e300, -2.5, -1e-300, 0, 1e-300, 3, 1e300, math.Inf(1)}
+	fb := array.NewFloat64Builder(mem)
+	fb.AppendValues(floats, nil)
+	fcol := fb.NewArray()
+	fb.Release()
+	defer fcol.Release()
+	ints := []int64{math.MinInt64, -7, -1, 0, 1, 42, math.MaxInt64}
+	ib := array.NewInt64Builder(mem)
+	ib.AppendValues(ints, nil)
+	icol := ib.NewArray()
+	ib.Release()
+	defer icol.Release()
+	strs := []string{"", "A", "Z", "a", "ab", "b", "é"}
+	sb := array.NewStringBuilder(mem)
+	sb.AppendValues(strs, nil)
+	scol := sb.NewArray()
+	sb.Release()
+	defer scol.Release()
+	for _, tc := range []struct {
+		name string
+		spec aggSpec
+		col  arrow.Array
+	}{
+		{"float64", aggSpec{fn: "min"}, fcol},
+		{"int64", aggSpec{fn: "min", isInt: true}, icol},
+		{"string", aggSpec{fn: "min", isStr: true}, scol},
+	} {
+		var prev []byte
+		for row := range tc.col.Len() {
+			enc := orderedValue(nil, tc.spec, tc.col, row)
+			if prev != nil && bytes.Compare(prev, enc) >= 0 {
+				t.Errorf("%s: %s does not encode after the value before it", tc.name, tc.col.ValueStr(row))
+			}
+			prev = enc
+			if tc.name == "float64" {
+				if got := orderedFloat(binary.BigEndian.Uint64(enc)); got != floats[row] {
+					t.Errorf("float %v decodes as %v", floats[row], got)
+				}
+			}
+		}
 	}
 }
