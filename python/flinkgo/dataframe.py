@@ -1181,7 +1181,8 @@ class DataFrame:
             Files whose names start with ``.`` or ``_`` never count.
         changelog
             Keyword-only. Write a changelog: the rows of an upsert stream (a keyed
-            aggregation that emits updates, read directly) with their kind in an
+            aggregation that emits updates, read directly or through selects that
+            keep its keys) with their kind in an
             extra column ``row_kind`` (``"+I"``, ``"+U"``, ``"-D"``, as Flink's
             ``RowKind``); the aggregation then emits no ``-U`` rows. Without it a file
             sink takes append-only streams only, and a job writing a changelog to it
@@ -1243,7 +1244,8 @@ class DataFrame:
             Files whose names start with ``.`` or ``_`` never count.
         changelog
             Keyword-only. Write a changelog: the rows of an upsert stream (a keyed
-            aggregation that emits updates, read directly) with their kind in an
+            aggregation that emits updates, read directly or through selects that
+            keep its keys) with their kind in an
             extra column ``row_kind`` (``"+I"``, ``"+U"``, ``"-D"``, as Flink's
             ``RowKind``); the aggregation then emits no ``-U`` rows. Without it a file
             sink takes append-only streams only, and a job writing a changelog to it
@@ -1285,7 +1287,8 @@ class DataFrame:
             Files whose names start with ``.`` or ``_`` never count.
         changelog
             Keyword-only. Write a changelog: the rows of an upsert stream (a keyed
-            aggregation that emits updates, read directly) with their kind in an
+            aggregation that emits updates, read directly or through selects that
+            keep its keys) with their kind in an
             extra column ``row_kind`` (``"+I"``, ``"+U"``, ``"-D"``, as Flink's
             ``RowKind``); the aggregation then emits no ``-U`` rows. Without it a file
             sink takes append-only streams only, and a job writing a changelog to it

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 )
@@ -10,8 +11,9 @@ import (
 // (docs/semantics.md#changelogs), as Flink's changelog-mode inference: a
 // source is append-only; a keyed aggregation that emits updates makes a
 // retract stream (+I, -U/+U pairs, -D), or an upsert stream keyed by its
-// group keys when a file sink writing changelogs reads it directly (Flink
-// drops -U for sinks that accept upserts); filter, select, UDFs, watermark
+// group keys when a file sink writing changelogs reads it directly or
+// through selects that keep the keys (Flink drops -U for sinks that accept
+// upserts); filter, select, UDFs, watermark
 // assigners, unions and sinks keep their input's kind. Operators that do
 // not take rows back refuse changelog inputs, and file sinks refuse what
 // they cannot write, naming the operator that makes the stream.
@@ -22,8 +24,8 @@ func (b *builder) resolveChangelogs() {
 			continue
 		}
 		for _, e := range b.g.Inputs(op.ID) {
-			if from := b.g.Operators[e.From]; from.Kind == KindKeyedAggregate && len(b.g.Outputs(from.ID)) == 1 {
-				upsert[from.ID] = true
+			if agg := b.upsertSource(e.From); agg != nil {
+				upsert[agg.ID] = true
 			}
 		}
 	}
@@ -69,6 +71,53 @@ func (b *builder) resolveChangelogs() {
 	}
 }
 
+// upsertSource returns the updating keyed aggregation whose output reaches
+// operator id unchanged by key, else nil: the aggregation itself, or through
+// selects (without UDFs) that keep each group key as a column of its own
+// name, each the only reader of its input. A filter would not do: a key
+// whose new row it drops would keep its old one in an upsert table.
+func (b *builder) upsertSource(id int) *Operator {
+	var keep []*Operator
+	for {
+		op := b.g.Operators[id]
+		if len(b.g.Outputs(id)) != 1 {
+			return nil
+		}
+		switch op.Kind {
+		case KindKeyedAggregate:
+			if !op.EmitUpdates {
+				return nil
+			}
+			for _, sel := range keep {
+				for _, k := range op.Node.GetKeyedAggregate().GetKeys() {
+					if !keepsColumn(sel, k) {
+						return nil
+					}
+				}
+			}
+			return op
+		case KindSelect:
+			keep = append(keep, op)
+			id = b.g.Inputs(id)[0].From
+		default:
+			return nil
+		}
+	}
+}
+
+// keepsColumn reports whether a select passes column name through as is.
+func keepsColumn(sel *Operator, name string) bool {
+	if sel.KeepInput {
+		return !slices.Contains(sel.DropColumns, name)
+	}
+	for _, c := range sel.Node.GetSelect().GetColumns() {
+		if c.GetName() == name && c.GetExpr().GetColumn() == name {
+			return true
+		}
+	}
+	return false
+}
+
 // checkSinkChangelog refuses what a file sink cannot write: a retract
 // stream (as Flink's filesystem sink), and an upsert stream unless the sink
 // writes changelogs (a row_kind column).
@@ -80,7 +129,7 @@ func (b *builder) checkSinkChangelog(op *Operator, in rowkind.Mode, from *Operat
 	switch {
 	case in == rowkind.Retract:
 		b.problem("file sink %s cannot write the retract stream made by %s: it takes rows back (-U/+U pairs, -D) and files cannot; "+
-			"write it with changelog=True directly after the aggregation (an upsert stream with a row_kind column), "+
+			"write it with changelog=True after the aggregation, with at most selects that keep its group keys between (an upsert stream with a row_kind column), "+
 			"collect()/print() it, or aggregate with emit=\"final\" over a bounded input",
 			opLabel(op), opLabel(from))
 	case !file.GetChangelog():

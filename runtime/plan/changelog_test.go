@@ -60,9 +60,21 @@ func TestFileSinksAndChangelogs(t *testing.T) {
 	}
 	wantContains(t, g.Explain(), "    changelog: upsert(x) (+I +U -D)\n")
 
+	// Through a select that keeps the key: still an upsert stream.
+	g = mustPlan(t, job(source(1, "src"), updatesAgg(2, "counts", 1, "x"),
+		selectNode(3, "sel", from(2), []*planpb.NamedExpr{as("x", col("x")), as("n2", fn("multiply", col("n"), lit(2)))}),
+		fileSink(4, "files", 3, true)), Options{})
+	if o := op(t, g, "counts"); o.Changelog != rowkind.Upsert {
+		t.Errorf("counts read through a select keeping x: %s, want upsert", o.Changelog)
+	}
+	// A select that drops the key, or a filter, keeps it a retract stream,
+	// which the sink refuses, naming the aggregation.
 	msg := planError(t, job(source(1, "src"), updatesAgg(2, "counts", 1, "x"),
 		selectNode(3, "sel", from(2), []*planpb.NamedExpr{as("n", col("n"))}), fileSink(4, "files", 3, true)), Options{})
 	wantContains(t, msg, `file sink "files" (uid "files") cannot write the retract stream made by "counts" (uid "counts")`, "changelog=True")
+	msg = planError(t, job(source(1, "src"), updatesAgg(2, "counts", 1, "x"),
+		filterNode(3, "big", from(2), fn("greater", col("n"), lit(2))), fileSink(4, "files", 3, true)), Options{})
+	wantContains(t, msg, `cannot write the retract stream made by "counts"`)
 
 	msg = planError(t, job(source(1, "src"), updatesAgg(2, "counts", 1, "x"), fileSink(3, "files", 2, false)), Options{})
 	wantContains(t, msg, `cannot write the retract stream made by "counts"`)
