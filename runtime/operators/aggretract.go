@@ -105,45 +105,61 @@ func retractColumn(a aggSpec, b arrow.RecordBatch, targets []*accumulator) {
 }
 
 // updateMultiset adds the values of the add rows to each group's multiset
-// and removes those of the retract rows; then every group that lost a
-// value takes its minimum (maximum) from its multiset, which holds the
-// batch's added values too.
+// and removes those of the retract rows, netted per group and value first
+// (a -U/+U pair of the same value touches no state); then every group that
+// had a value retracted takes its minimum (maximum) from its multiset,
+// which holds the batch's added values too.
 func (p *aggProc) updateMultiset(i int, set *state.Map[[]byte, int64], a aggSpec, b arrow.RecordBatch, gids []int, add, retract []*accumulator) error {
 	col := b.Column(a.column)
-	var lost []int // groups that lost a value, in order of first loss
+	type entry struct {
+		group int
+		value string
+	}
+	deltas := map[entry]int64{}
+	var order []entry // first appearance: deterministic writes
+	var lost []int    // groups with a retracted value, in order of first retraction
 	seen := map[int]bool{}
 	for row, g := range gids {
-		delta := int64(1)
-		if add[row] == nil {
-			delta = -1
-		}
 		if col.IsNull(row) {
 			continue
 		}
-		key := p.list[g].stateKey
 		p.valueBuf = orderedValue(p.valueBuf[:0], a, col, row)
-		count, _, err := set.Get(key, p.valueBuf)
+		e := entry{g, string(p.valueBuf)}
+		if _, ok := deltas[e]; !ok {
+			order = append(order, e)
+		}
+		if add[row] != nil {
+			deltas[e]++
+			continue
+		}
+		deltas[e]--
+		retract[row].count--
+		if !seen[g] {
+			seen[g] = true
+			lost = append(lost, g)
+		}
+	}
+	for _, e := range order {
+		delta := deltas[e]
+		if delta == 0 {
+			continue
+		}
+		key, value := p.list[e.group].stateKey, []byte(e.value)
+		count, _, err := set.Get(key, value)
 		if err != nil {
 			return err
 		}
 		count += delta
-		if count < 0 {
-			return fmt.Errorf("retracts %s, a value the key never had", col.ValueStr(row))
-		}
-		if count == 0 {
-			err = set.Remove(key, p.valueBuf)
-		} else {
-			err = set.Put(key, p.valueBuf, count)
+		switch {
+		case count < 0:
+			return fmt.Errorf("retracts %s, a value the key never had", describeOrdered(a, value))
+		case count == 0:
+			err = set.Remove(key, value)
+		default:
+			err = set.Put(key, value, count)
 		}
 		if err != nil {
 			return err
-		}
-		if delta < 0 {
-			retract[row].count--
-			if !seen[g] {
-				seen[g] = true
-				lost = append(lost, g)
-			}
 		}
 	}
 	for _, g := range lost {
@@ -152,6 +168,17 @@ func (p *aggProc) updateMultiset(i int, set *state.Map[[]byte, int64], a aggSpec
 		}
 	}
 	return nil
+}
+
+// describeOrdered shows a value orderedValue encoded, for errors.
+func describeOrdered(a aggSpec, v []byte) string {
+	switch {
+	case a.isStr:
+		return fmt.Sprintf("%q", v)
+	case a.isInt:
+		return fmt.Sprint(int64(binary.BigEndian.Uint64(v) ^ (1 << 63)))
+	}
+	return fmt.Sprint(orderedFloat(binary.BigEndian.Uint64(v)))
 }
 
 // errFound stops a multiset scan at the entry it looked for.

@@ -156,6 +156,10 @@ func TestKeyedAggregationRetractsMinAndMax(t *testing.T) {
 			want(step("-D a 9", "-D b 1"), "-D[a, 9, 9, 1, 9]", "-D[b, 1, 1, 1, 1]")
 			// The key comes back: a new +I, from an empty multiset.
 			want(step("+I a 2"), "+I[a, 2, 2, 1, 2]")
+			// A value below the minimum comes and goes in one batch: the
+			// minimum is still 2, and nothing is emitted.
+			want(step("+I a 1", "-D a 1"))
+			want(step("+I a 3"), "-U[a, 2, 2, 1, 2]", "+U[a, 2, 3, 2, 5]")
 
 			b := changes(mem, in, "-D a 42")
 			defer b.Release()
