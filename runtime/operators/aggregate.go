@@ -338,6 +338,9 @@ func (p *aggProc) Finish(ctx context.Context, emit operator.Emit) error {
 	}
 	rows := make([]outRow, 0, len(p.list))
 	for _, g := range p.list {
+		if g.rows < 0 {
+			return p.overRetracted(g)
+		}
 		if g.rows > 0 {
 			rows = append(rows, outRow{g: g, acc: g.acc, kind: rowkind.Insert})
 		}
@@ -367,7 +370,7 @@ func (p *aggProc) emitChanged(ctx context.Context, emit operator.Emit) error {
 		g.changed = false
 		switch {
 		case g.rows < 0:
-			return fmt.Errorf("keyed aggregation %q: key %v received %d retractions more than rows: its input retracts rows it never sent", p.name, g.key, -g.rows)
+			return p.overRetracted(g)
 		case g.rows == 0:
 			if g.emitted {
 				rows = append(rows, outRow{g: g, acc: g.prev, kind: rowkind.Delete})
@@ -386,6 +389,12 @@ func (p *aggProc) emitChanged(ctx context.Context, emit operator.Emit) error {
 		}
 	}
 	return p.emitRows(ctx, emit, rows)
+}
+
+// overRetracted is the error of a group retracted more often than it got
+// rows: its input is not a valid changelog.
+func (p *aggProc) overRetracted(g *group) error {
+	return fmt.Errorf("keyed aggregation %q: key %v received %d retractions more than rows: its input retracts rows it never sent", p.name, g.key, -g.rows)
 }
 
 // sameOutput reports whether two accumulator rows give the same results.

@@ -42,6 +42,15 @@ func (p *aggProc) flush() error {
 		if !g.dirty {
 			continue
 		}
+		if g.rows == 0 && !g.emitted {
+			// Every row was retracted (and -D emitted): as Flink, the
+			// key's state goes.
+			if err := p.keyed.values.Clear(g.stateKey); err != nil {
+				return err
+			}
+			g.dirty = false
+			continue
+		}
 		p.keyed.buf = p.encodeGroup(p.keyed.buf[:0], g)
 		if err := p.keyed.values.Put(g.stateKey, p.keyed.buf); err != nil {
 			return err
