@@ -45,7 +45,8 @@ def run(work: Path, parallelism: int, seconds: float, restore_from: str | None) 
         .agg(fg.count().alias("readings"), fg.max("fahrenheit").alias("max_f"))
         .uid("per-sensor")
     )
-    per_sensor.write_parquet(work / "per_sensor").uid("parquet")
+    # An endless aggregation emits a changelog: written as upserts with a row_kind column.
+    per_sensor.write_parquet(work / "per_sensor", changelog=True).uid("parquet")
     job = env.execute_async("sensors, streaming")
     time.sleep(seconds)
     savepoint = job.stop_with_savepoint()
@@ -60,7 +61,7 @@ def main(seconds: float = 4.0) -> None:
         work = Path(tmp)
         savepoint = run(work, parallelism=2, seconds=seconds, restore_from=None)
         run(work, parallelism=1, seconds=seconds, restore_from=savepoint)
-        # An upsert stream: each sensor's last row is its count so far.
+        # An upsert stream (+I, then +U): each sensor's last row is its count so far.
         rows = pd.read_parquet(work / "per_sensor")
         latest = rows.groupby("sensor").agg(
             readings=("readings", "max"), max_f=("max_f", "max")

@@ -50,6 +50,7 @@ from flinkgo._endpoint import check_endpoint
 from flinkgo._progress import ProgressLine, is_terminal
 from flinkgo._proto import job_pb2, job_pb2_grpc
 from flinkgo.exceptions import (
+    FlinkgoError,
     InvalidPlanError,
     JobCanceledError,
     JobFailedError,
@@ -58,7 +59,7 @@ from flinkgo.exceptions import (
     SavepointError,
 )
 from flinkgo.job import JobResult, OperatorMetrics
-from flinkgo.types import schema_from_ipc_bytes
+from flinkgo.types import ROW_KIND_COLUMN, schema_from_ipc_bytes
 
 if TYPE_CHECKING:
     from flinkgo._proto import plan_pb2
@@ -539,9 +540,43 @@ def _tables(
     return tables
 
 
+def apply_changelog(table: pa.Table) -> pa.Table:
+    """Apply a changelog: the rows that remain once every retraction took its row back.
+
+    +I and +U rows add a row, -U and -D rows take back one equal row (a retract
+    stream needs no key). A table without the row-kind column is returned as it is.
+    """
+    names = table.column_names
+    if not names or names[-1] != ROW_KIND_COLUMN:
+        return table
+    kinds = table.column(ROW_KIND_COLUMN).to_pylist()
+    values = table.drop_columns([ROW_KIND_COLUMN])
+    columns = [c.to_pylist() for c in values.columns]
+    rows = list(zip(*columns, strict=True)) if columns else [()] * len(kinds)
+    counts: dict[tuple[object, ...], int] = {}
+    first: dict[tuple[object, ...], int] = {}  # the row's first position: keeps arrival order
+    for i, (row, kind) in enumerate(zip(rows, kinds, strict=True)):
+        counts[row] = counts.get(row, 0) + (1 if kind in (0, 2) else -1)
+        first.setdefault(row, i)
+    negative = [row for row, n in counts.items() if n < 0]
+    if negative:
+        raise FlinkgoError(
+            f"the changelog retracts {len(negative)} row(s) it never added, e.g. {negative[0]}: "
+            "an operator emitted a retraction without its row; please report it"
+        )
+    keep = [first[row] for row, n in counts.items() for _ in range(n)]
+    keep.sort()
+    return values.take(pa.array(keep, type=pa.int64()))
+
+
 def _conform(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
     if not batches:
         return schema.empty_table()
+    if batches[0].schema.names[-1:] == [ROW_KIND_COLUMN]:
+        # A changelog: the client sees the table it ends as.
+        batches = apply_changelog(pa.Table.from_batches(batches)).to_batches()
+        if not batches:
+            return schema.empty_table()
     tables = [pa.Table.from_batches([b]) for b in batches]
     try:
         return pa.concat_tables([t if t.schema.equals(schema) else t.cast(schema) for t in tables])

@@ -52,7 +52,7 @@ from flinkgo.exceptions import (
     SchemaError,
 )
 from flinkgo.expr import Expr, _Alias, _Column, resolve, to_expr, unknown_column
-from flinkgo.types import schema_ipc_bytes
+from flinkgo.types import ROW_KIND_COLUMN, schema_ipc_bytes
 from flinkgo.udfs import UserDefinedFunction
 from flinkgo.windows import Window
 
@@ -281,6 +281,7 @@ class DataFrame:
         *,
         schema: pa.Schema | Mapping[str, pa.DataType | str],
         name: str | None = None,
+        row_kinds: bool = False,
     ) -> DataFrame:
         """Transform each batch of rows with a Python function on pandas DataFrames.
 
@@ -297,6 +298,14 @@ class DataFrame:
             type (a :class:`pyarrow.DataType` or a type name).
         name
             The step's name in plans and errors; defaults to the function's name.
+        row_kinds
+            Keyword-only. The function handles row kinds: its DataFrame has a last
+            column ``_row_kind`` (int8, Flink's ``RowKind`` bytes: 0 ``+I``, 1 ``-U``,
+            2 ``+U``, 3 ``-D``), and it returns one too, after the columns of
+            `schema`. Over a changelog (an aggregation that emits updates, say)
+            map_batches is refused without it, since the function would treat
+            retractions as rows; over an append-only input every row is ``+I`` and the
+            function must return ``+I`` rows only.
 
         Returns
         -------
@@ -334,14 +343,29 @@ class DataFrame:
             spec = declared._to_spec()
         except (TypeError, ValueError) as e:
             raise type(e)(f"map_batches: {e}") from e
-        spec.return_schema = schema_ipc_bytes(out_schema)
+        if not isinstance(row_kinds, bool):
+            raise ArgumentTypeError(
+                f"map_batches: row_kinds must be True or False, got {row_kinds!r}"
+            )
+        worker_schema = out_schema
+        if row_kinds:
+            if ROW_KIND_COLUMN in out_schema.names:
+                raise InvalidArgumentError(
+                    f"map_batches: {ROW_KIND_COLUMN!r} is the row-kind column row_kinds=True "
+                    "adds; leave it out of schema"
+                )
+            worker_schema = out_schema.append(pa.field(ROW_KIND_COLUMN, pa.int8()))
+        spec.return_schema = schema_ipc_bytes(worker_schema)
         # The worker calls it with the whole batch and takes any number of rows.
         from flinkgo._proto import plan_pb2 as pb
         from flinkgo._proto import worker_pb2
 
         spec.func_type = worker_pb2.FUNC_TYPE_PANDAS_BATCH
         return self._then(
-            "map_batches", pb.MapBatches(function=spec), f"map_batches({spec.name})", out_schema
+            "map_batches",
+            pb.MapBatches(function=spec, handles_row_kinds=row_kinds),
+            f"map_batches({spec.name})",
+            out_schema,
         )
 
     def key_by(self, *keys: str | Expr) -> KeyedDataFrame:
@@ -1138,7 +1162,9 @@ class DataFrame:
 
         return self._sink(pb.Sink(print=pb.PrintSink()), "print")
 
-    def write_csv(self, path: str | os.PathLike[str], *, mode: SinkMode = "error") -> Sink:
+    def write_csv(
+        self, path: str | os.PathLike[str], *, mode: SinkMode = "error", changelog: bool = False
+    ) -> Sink:
         """Write the rows as CSV files (with a header line) into the directory `path`.
 
         Parameters
@@ -1153,6 +1179,14 @@ class DataFrame:
             first completed checkpoint), so a failed run leaves them intact;
             ``"append"`` keeps them, and the new part names never collide with them.
             Files whose names start with ``.`` or ``_`` never count.
+        changelog
+            Keyword-only. Write a changelog: the rows of an upsert stream (a keyed
+            aggregation that emits updates, read directly or through selects that
+            keep its keys) with their kind in an
+            extra column ``row_kind`` (``"+I"``, ``"+U"``, ``"-D"``, as Flink's
+            ``RowKind``); the aggregation then emits no ``-U`` rows. Without it a file
+            sink takes append-only streams only, and a job writing a changelog to it
+            is refused at submission naming the operator that makes the changelog.
 
         Returns
         -------
@@ -1189,9 +1223,11 @@ class DataFrame:
                     f"write_csv: the column {f.name!r} has the nested type {f.type}, which CSV "
                     "cannot hold; write JSON lines or Parquet, or select other columns"
                 )
-        return self._file_sink("write_csv", path, "CSV", mode)
+        return self._file_sink("write_csv", path, "CSV", mode, changelog)
 
-    def write_jsonl(self, path: str | os.PathLike[str], *, mode: SinkMode = "error") -> Sink:
+    def write_jsonl(
+        self, path: str | os.PathLike[str], *, mode: SinkMode = "error", changelog: bool = False
+    ) -> Sink:
         """Write the rows as JSON lines (one object per row) into the directory `path`.
 
         Parameters
@@ -1206,6 +1242,14 @@ class DataFrame:
             first completed checkpoint), so a failed run leaves them intact;
             ``"append"`` keeps them, and the new part names never collide with them.
             Files whose names start with ``.`` or ``_`` never count.
+        changelog
+            Keyword-only. Write a changelog: the rows of an upsert stream (a keyed
+            aggregation that emits updates, read directly or through selects that
+            keep its keys) with their kind in an
+            extra column ``row_kind`` (``"+I"``, ``"+U"``, ``"-D"``, as Flink's
+            ``RowKind``); the aggregation then emits no ``-U`` rows. Without it a file
+            sink takes append-only streams only, and a job writing a changelog to it
+            is refused at submission naming the operator that makes the changelog.
 
         Returns
         -------
@@ -1222,9 +1266,11 @@ class DataFrame:
         >>> df.write_jsonl("out/numbers", mode="overwrite")
         <Sink write_jsonl(out/numbers)>
         """
-        return self._file_sink("write_jsonl", path, "JSONL", mode)
+        return self._file_sink("write_jsonl", path, "JSONL", mode, changelog)
 
-    def write_parquet(self, path: str | os.PathLike[str], *, mode: SinkMode = "error") -> Sink:
+    def write_parquet(
+        self, path: str | os.PathLike[str], *, mode: SinkMode = "error", changelog: bool = False
+    ) -> Sink:
         """Write the rows as Parquet files into the directory `path`.
 
         Parameters
@@ -1239,6 +1285,14 @@ class DataFrame:
             first completed checkpoint), so a failed run leaves them intact;
             ``"append"`` keeps them, and the new part names never collide with them.
             Files whose names start with ``.`` or ``_`` never count.
+        changelog
+            Keyword-only. Write a changelog: the rows of an upsert stream (a keyed
+            aggregation that emits updates, read directly or through selects that
+            keep its keys) with their kind in an
+            extra column ``row_kind`` (``"+I"``, ``"+U"``, ``"-D"``, as Flink's
+            ``RowKind``); the aggregation then emits no ``-U`` rows. Without it a file
+            sink takes append-only streams only, and a job writing a changelog to it
+            is refused at submission naming the operator that makes the changelog.
 
         Returns
         -------
@@ -1255,7 +1309,7 @@ class DataFrame:
         >>> df.write_parquet("out/numbers", mode="append")
         <Sink write_parquet(out/numbers)>
         """
-        return self._file_sink("write_parquet", path, "PARQUET", mode)
+        return self._file_sink("write_parquet", path, "PARQUET", mode, changelog)
 
     def collect(self) -> pa.Table:
         """Run the steps this DataFrame needs and return its rows as a pyarrow Table.
@@ -1385,8 +1439,15 @@ class DataFrame:
         return Sink(step)
 
     def _file_sink(
-        self, op: str, path: str | os.PathLike[str], fmt: str, mode: SinkMode = "error"
+        self,
+        op: str,
+        path: str | os.PathLike[str],
+        fmt: str,
+        mode: SinkMode = "error",
+        changelog: bool = False,
     ) -> Sink:
+        if not isinstance(changelog, bool):
+            raise ArgumentTypeError(f"{op}: changelog must be True or False, got {changelog!r}")
         if not isinstance(mode, str) or mode not in _SINK_MODES:
             raise InvalidArgumentError(
                 f"{op}: mode must be one of {', '.join(map(repr, _SINK_MODES))}, got {mode!r}"
@@ -1406,7 +1467,9 @@ class DataFrame:
             )
         from flinkgo._proto import plan_pb2 as pb
 
-        body = pb.Sink(file=pb.FileSink(format=fmt, path=absolute, mode=mode.upper()))
+        body = pb.Sink(
+            file=pb.FileSink(format=fmt, path=absolute, mode=mode.upper(), changelog=changelog)
+        )
         return self._sink(body, f"{op}({text})")
 
 

@@ -208,3 +208,8 @@ def schema_from_ipc_bytes(b: bytes | bytearray | memoryview | pa.Buffer) -> pa.S
         raise InvalidArgumentError(
             f"not an Arrow IPC stream with a schema ({buf.size} bytes): {e}"
         ) from e
+
+
+ROW_KIND_COLUMN = "_row_kind"
+"""The hidden last column of a changelog's batches: Flink's RowKind bytes (0 +I, 1 -U, 2 +U,
+3 -D). Users' functions see it only with ``map_batches(..., row_kinds=True)``."""

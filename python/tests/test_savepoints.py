@@ -166,8 +166,9 @@ def test_keyed_aggregation_of_an_unbounded_source_emits_updates(tmp_path):
         parallelism=1, config={"pipeline.keyed-aggregate.update-interval": "100 ms"}
     )
     rows = env.datagen(schema={"id": "int64"}, rows_per_second=5000)
+    # An updating aggregation is a changelog: written as an upsert stream.
     rows.with_column("k", fg.col("id") % 3).key_by("k").agg(fg.count().alias("n")).write_csv(
-        tmp_path / "out"
+        tmp_path / "out", changelog=True
     )
     job = env.execute_async("updates")
     wait_running(job)
@@ -193,7 +194,9 @@ def test_keyed_aggregation_of_an_unbounded_source_emits_updates(tmp_path):
     assert job.result(timeout=60).state == "FINISHED"
     out = committed(tmp_path)
     assert set(out["k"]) == {0, 1, 2}
-    # Several updates per key (an upsert stream), no count repeated.
+    # Several updates per key (an upsert stream: +I, then +U), no count repeated.
+    assert set(out["row_kind"]) == {"+I", "+U"}
+    assert (out["row_kind"] == "+I").sum() == 3
     for _, counts in out.groupby("k")["n"]:
         assert len(counts) >= 2
         assert counts.is_unique
@@ -210,8 +213,9 @@ def pipeline_updates(tmp_path):
         },
     )
     rows = env.datagen(schema={"id": "int64"}, rows_per_second=5000)
+    # An updating aggregation is a changelog: written as an upsert stream.
     rows.with_column("k", fg.col("id") % 3).key_by("k").agg(fg.count().alias("n")).write_csv(
-        tmp_path / "out"
+        tmp_path / "out", changelog=True
     )
     return env
 

@@ -55,7 +55,9 @@ func keyedSums(t *testing.T, rows int64, rowsPerSecond float64, p int, out strin
 				{Function: "mean", Column: "id", Name: "avg"},
 			}}}},
 		{Id: 4, Uid: "files", Name: "write_csv", Inputs: []*planpb.Input{{Node: 3}}, OutputSchema: schema(i64("k"), i64("total"), i64("n"), i64("lo"), i64("hi"), arrow.Field{Name: "avg", Type: arrow.PrimitiveTypes.Float64, Nullable: true}),
-			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{Format: planpb.FileSource_CSV, Path: out}}}}},
+			// Over an endless source the aggregation emits updates, a
+			// changelog: the file sink writes it with its row kinds.
+			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{Format: planpb.FileSource_CSV, Path: out, Changelog: rows == 0}}}}},
 	}
 	g, err := plan.Plan(&planpb.JobPlan{Name: "keyed", DefaultParallelism: int32(p), Config: config, Nodes: nodes}, plan.Options{})
 	if err != nil {

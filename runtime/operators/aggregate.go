@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/state"
 )
 
@@ -25,17 +27,28 @@ func keyedAggregateKind(opts Options) operator.Kind {
 	return operator.Kind{
 		Kind: plan.KindKeyedAggregate,
 		Schema: func(op *plan.Operator, _ []*arrow.Schema) (*arrow.Schema, error) {
-			return decodeSchema(op.OutputSchema)
+			s, err := decodeSchema(op.OutputSchema)
+			if err != nil || !op.Changelog.IsChangelog() {
+				return s, err
+			}
+			return rowkind.WithColumn(s), nil
 		},
-		State: operator.StateDescriptor{Keyed: true, What: "one accumulator row per key"},
+		State: operator.StateDescriptor{Keyed: true, What: "one accumulator row per key; over a changelog, the values of min and max per key"},
 		New: func(c *operator.Context) (operator.Operator, error) {
 			p, err := newAggProc(c.Op.Node, c.Input(), c.Out, c.Allocator, c.MaxParallelism, c.Op.EmitUpdates, opts.UpdateInterval)
 			if err != nil {
 				return nil, err
 			}
+			p.name, p.mode = c.Op.Name, c.Op.Changelog
 			if err := p.setupState(context.Background(), c, opts.KeyedCacheGroups); err != nil {
 				p.Release()
 				return nil, err
+			}
+			if rowkind.Has(c.Input()) {
+				if err := p.openMultisets(); err != nil {
+					p.Release()
+					return nil, err
+				}
 			}
 			return p, nil
 		},
@@ -79,6 +92,13 @@ type aggProc struct {
 	// smallIndex[k] is 1 + the group of the int64 key k in [0, smallKeys),
 	// 0 for none: small keys, the common case, without a map lookup.
 	smallIndex []int32
+	// mode is the output's changelog mode: retract or upsert in updates
+	// mode, append-only in final mode (aggretract.go).
+	mode rowkind.Mode
+	name string
+	// sets: the min/max value multisets when the input is a changelog.
+	sets     multisets
+	valueBuf []byte
 }
 
 // smallKeys bounds the int64 keys looked up in a slice (256 KiB at most).
@@ -94,6 +114,13 @@ type group struct {
 	dirty    bool
 	// changed: since the last emission (updates mode).
 	changed bool
+	// rows is the number of rows the group holds: accumulated minus
+	// retracted; zero deletes it.
+	rows int64
+	// emitted: the group's row prev went out last (updates mode), to be
+	// retracted (-U, -D) when the group changes.
+	emitted bool
+	prev    []accumulator
 }
 
 func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int, updates bool, interval time.Duration) (*aggProc, error) {
@@ -116,7 +143,7 @@ func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, 
 	}
 	p.intKey = len(p.keys) == 1 && in.Field(p.keys[0]).Type.ID() == arrow.INT64
 	p.intIndex, p.nullGroup = map[int64]int{}, -1
-	if out.NumFields() != len(p.keys)+len(p.aggs) {
+	if rowkind.WithoutColumn(out).NumFields() != len(p.keys)+len(p.aggs) {
 		return nil, fmt.Errorf("declared schema %s does not have %d keys and %d aggregates", out, len(p.keys), len(p.aggs))
 	}
 	return p, nil
@@ -144,6 +171,12 @@ func (p *aggProc) Process(_ context.Context, _ int, b arrow.RecordBatch, _ opera
 	}
 	if cap(p.targets) < n {
 		p.targets = make([]*accumulator, n)
+	}
+	if kinds := rowkind.KindsOf(b); kinds != nil {
+		return p.processChangelog(b, kinds, gids)
+	}
+	for _, g := range gids {
+		p.list[g].rows++
 	}
 	targets := p.targets[:n]
 	for i, a := range p.aggs {
@@ -292,10 +325,10 @@ func appendKey(buf []byte, col arrow.Array, row int) []byte {
 	return append(buf, v...)
 }
 
-// Finish emits the results. Final mode: every group, in order of first
-// appearance when every group is in memory, else in key-group order from
-// the state backend. Updates mode: the groups changed since the last
-// emission.
+// Finish emits the results. Final mode: every group that holds rows, in
+// order of first appearance when every group is in memory, else in
+// key-group order from the state backend. Updates mode: the changes since
+// the last emission.
 func (p *aggProc) Finish(ctx context.Context, emit operator.Emit) error {
 	if p.updates {
 		return p.emitChanged(ctx, emit)
@@ -303,21 +336,75 @@ func (p *aggProc) Finish(ctx context.Context, emit operator.Emit) error {
 	if err := p.loadAll(); err != nil {
 		return err
 	}
-	return p.emitGroups(ctx, emit, p.list)
-}
-
-// emitChanged emits the current row of every group changed since the last
-// emission (updates mode).
-func (p *aggProc) emitChanged(ctx context.Context, emit operator.Emit) error {
-	p.nextUpdate = time.Now().Add(p.updateInterval)
-	var changed []*group
+	rows := make([]outRow, 0, len(p.list))
 	for _, g := range p.list {
-		if g.changed {
-			changed = append(changed, g)
-			g.changed = false
+		if g.rows < 0 {
+			return p.overRetracted(g)
+		}
+		if g.rows > 0 {
+			rows = append(rows, outRow{g: g, acc: g.acc, kind: rowkind.Insert})
 		}
 	}
-	return p.emitGroups(ctx, emit, changed)
+	return p.emitRows(ctx, emit, rows)
+}
+
+// outRow is one output row: a group's key, the aggregates of acc, a kind.
+type outRow struct {
+	g    *group
+	acc  []accumulator
+	kind rowkind.Kind
+}
+
+// emitChanged emits the changes of every group changed since the last
+// emission (updates mode), as Flink's GroupAggFunction: +I for a new key;
+// -U of the row emitted last and +U of the new one (retract), or +U alone
+// (upsert), for a key whose results changed; -D of the row emitted last for
+// a key that holds no rows any more.
+func (p *aggProc) emitChanged(ctx context.Context, emit operator.Emit) error {
+	p.nextUpdate = time.Now().Add(p.updateInterval)
+	var rows []outRow
+	for _, g := range p.list {
+		if !g.changed {
+			continue
+		}
+		g.changed = false
+		switch {
+		case g.rows < 0:
+			return p.overRetracted(g)
+		case g.rows == 0:
+			if g.emitted {
+				rows = append(rows, outRow{g: g, acc: g.prev, kind: rowkind.Delete})
+			}
+			g.emitted, g.prev, g.dirty = false, nil, true
+			g.acc = make([]accumulator, len(p.aggs)) // no float residue
+		case !g.emitted:
+			g.emitted, g.prev = true, slices.Clone(g.acc)
+			rows = append(rows, outRow{g: g, acc: g.prev, kind: rowkind.Insert})
+		case !p.sameOutput(g.prev, g.acc):
+			if p.mode == rowkind.Retract {
+				rows = append(rows, outRow{g: g, acc: g.prev, kind: rowkind.UpdateBefore})
+			}
+			g.prev = slices.Clone(g.acc)
+			rows = append(rows, outRow{g: g, acc: g.prev, kind: rowkind.UpdateAfter})
+		}
+	}
+	return p.emitRows(ctx, emit, rows)
+}
+
+// overRetracted is the error of a group retracted more often than it got
+// rows: its input is not a valid changelog.
+func (p *aggProc) overRetracted(g *group) error {
+	return fmt.Errorf("keyed aggregation %q: key %v received %d retractions more than rows: its input retracts rows it never sent", p.name, g.key, -g.rows)
+}
+
+// sameOutput reports whether two accumulator rows give the same results.
+func (p *aggProc) sameOutput(a, b []accumulator) bool {
+	for i, s := range p.aggs {
+		if outputValue(s, &a[i]) != outputValue(s, &b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *aggProc) Deadline() (time.Time, bool) { return p.nextUpdate, p.updates }
@@ -326,9 +413,10 @@ func (p *aggProc) OnTimer(ctx context.Context, emit operator.Emit) error {
 	return p.emitChanged(ctx, emit)
 }
 
-// emitGroups emits one row per group.
-func (p *aggProc) emitGroups(ctx context.Context, emit operator.Emit, groups []*group) error {
-	if len(groups) == 0 {
+// emitRows emits one batch of rows, with their kinds when the output is a
+// changelog.
+func (p *aggProc) emitRows(ctx context.Context, emit operator.Emit, rows []outRow) error {
+	if len(rows) == 0 {
 		return nil
 	}
 	cols := make([]arrow.Array, 0, p.schema.NumFields())
@@ -338,7 +426,9 @@ func (p *aggProc) emitGroups(ctx context.Context, emit operator.Emit, groups []*
 		}
 	}()
 	for i := range p.keys {
-		c, err := p.keyColumn(i, groups)
+		c, err := buildKeyColumn(p.mem, p.schema.Field(i).Type, len(rows), func(j int) (string, bool) {
+			return rows[j].g.key[i], rows[j].g.null[i]
+		})
 		if err != nil {
 			return fmt.Errorf("key %s: %w", p.schema.Field(i).Name, err)
 		}
@@ -347,8 +437,8 @@ func (p *aggProc) emitGroups(ctx context.Context, emit operator.Emit, groups []*
 	for i, a := range p.aggs {
 		f := p.schema.Field(len(p.keys) + i)
 		b := array.NewBuilder(p.mem, f.Type)
-		for _, g := range groups {
-			if err := appendAggregate(b, a, g.acc[i]); err != nil {
+		for _, r := range rows {
+			if err := appendAggregate(b, a, r.acc[i]); err != nil {
 				b.Release()
 				return fmt.Errorf("aggregate %s: %w", f.Name, err)
 			}
@@ -356,17 +446,16 @@ func (p *aggProc) emitGroups(ctx context.Context, emit operator.Emit, groups []*
 		cols = append(cols, b.NewArray())
 		b.Release()
 	}
-	return emit(ctx, array.NewRecordBatch(p.schema, cols, int64(len(groups))))
-}
-
-// keyColumn builds the output column of key i. A dictionary-encoded key
-// (a pandas Categorical) is built as its values, each group's value once,
-// and given identity indices: arrow-go has no builder for every dictionary
-// value type (large_string, say).
-func (p *aggProc) keyColumn(i int, groups []*group) (arrow.Array, error) {
-	return buildKeyColumn(p.mem, p.schema.Field(i).Type, len(groups), func(j int) (string, bool) {
-		return groups[j].key[i], groups[j].null[i]
-	})
+	if rowkind.Has(p.schema) {
+		cols = append(cols, rowkind.NewArray(p.mem, func(yield func(rowkind.Kind) bool) {
+			for _, r := range rows {
+				if !yield(r.kind) {
+					return
+				}
+			}
+		}))
+	}
+	return emit(ctx, array.NewRecordBatch(p.schema, cols, int64(len(rows))))
 }
 
 // buildKeyColumn builds a key column of type typ from n values given as

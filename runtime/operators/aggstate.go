@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
@@ -39,6 +40,15 @@ func (p *aggProc) load(k state.Key) (*group, bool, error) {
 func (p *aggProc) flush() error {
 	for _, g := range p.list {
 		if !g.dirty {
+			continue
+		}
+		if g.rows == 0 && !g.emitted {
+			// Every row was retracted (and -D emitted): as Flink, the
+			// key's state goes.
+			if err := p.keyed.values.Clear(g.stateKey); err != nil {
+				return err
+			}
+			g.dirty = false
 			continue
 		}
 		p.keyed.buf = p.encodeGroup(p.keyed.buf[:0], g)
@@ -122,6 +132,14 @@ func (p *aggProc) encodeGroup(buf []byte, g *group) []byte {
 	for i := range g.acc {
 		buf = appendAccumulator(buf, &g.acc[i])
 	}
+	// The changelog's part: the row count and what was emitted last.
+	buf = binary.AppendVarint(buf, g.rows)
+	buf = appendBool(buf, g.emitted)
+	if g.emitted {
+		for i := range g.prev {
+			buf = appendAccumulator(buf, &g.prev[i])
+		}
+	}
 	return buf
 }
 
@@ -135,6 +153,19 @@ func (p *aggProc) decodeGroup(data []byte) (*group, error) {
 	}
 	for i := range g.acc {
 		r.accumulator(&g.acc[i])
+	}
+	if len(r.data) == 0 && r.err == nil {
+		// Written before changelogs: the group held rows, and in updates
+		// mode it was emitted as it is (an upsert row).
+		g.rows, g.emitted, g.prev = 1, true, slices.Clone(g.acc)
+	} else {
+		g.rows, g.emitted = r.varint(), r.bool()
+		if g.emitted {
+			g.prev = make([]accumulator, len(p.aggs))
+			for i := range g.prev {
+				r.accumulator(&g.prev[i])
+			}
+		}
 	}
 	if r.err != nil || len(r.data) != 0 || n != len(p.keys) {
 		return nil, fmt.Errorf("keyed state holds a group this aggregation cannot read (%d keys, want %d): was the aggregation changed since the snapshot?", n, len(p.keys))

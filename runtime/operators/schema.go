@@ -8,6 +8,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
@@ -21,7 +22,7 @@ func udfSchemas(op *plan.Operator, in *arrow.Schema) (*arrow.Schema, error) {
 	var fields []arrow.Field
 	if op.KeepInput {
 		for _, f := range in.Fields() {
-			if !slices.Contains(op.DropColumns, f.Name) {
+			if !slices.Contains(op.DropColumns, f.Name) && f.Name != rowkind.Column {
 				fields = append(fields, f)
 			}
 		}
@@ -36,6 +37,10 @@ func udfSchemas(op *plan.Operator, in *arrow.Schema) (*arrow.Schema, error) {
 			return nil, fmt.Errorf("output column %q is neither an input column nor a UDF result", name)
 		}
 		fields = append(fields, in.Field(idx[0]))
+	}
+	if rowkind.Has(in) {
+		// Results align 1:1 with input rows: each keeps its row's kind.
+		fields = append(fields, rowkind.Field)
 	}
 	return arrow.NewSchema(fields, nil), nil
 }

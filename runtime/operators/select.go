@@ -10,6 +10,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
 )
 
 // selectKind evaluates a projection: kept input columns first (with
@@ -66,7 +67,7 @@ func compileSelect(op *plan.Operator, in *arrow.Schema) ([]*expr.Expr, *arrow.Sc
 	var fields []arrow.Field
 	if op.KeepInput {
 		for _, f := range in.Fields() {
-			if !slices.Contains(op.DropColumns, f.Name) {
+			if !slices.Contains(op.DropColumns, f.Name) && f.Name != rowkind.Column {
 				e, err := expr.Compile(columnExpr(f.Name), in)
 				if err != nil {
 					return nil, nil, err
@@ -82,6 +83,14 @@ func compileSelect(op *plan.Operator, in *arrow.Schema) ([]*expr.Expr, *arrow.Sc
 		}
 		exprs = append(exprs, e)
 		fields = append(fields, arrow.Field{Name: c.GetName(), Type: e.Type(), Nullable: true})
+	}
+	if rowkind.Has(in) {
+		// A projection keeps each row's kind: the column stays last.
+		e, err := expr.Compile(columnExpr(rowkind.Column), in)
+		if err != nil {
+			return nil, nil, err
+		}
+		exprs, fields = append(exprs, e), append(fields, rowkind.Field)
 	}
 	return exprs, arrow.NewSchema(fields, nil), nil
 }

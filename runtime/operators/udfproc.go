@@ -8,11 +8,13 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/bundle"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -32,8 +34,26 @@ func udfKind(opts Options) operator.Kind {
 func mapBatchesKind(opts Options) operator.Kind {
 	return operator.Kind{
 		Kind: plan.KindMapBatches,
-		Schema: func(op *plan.Operator, _ []*arrow.Schema) (*arrow.Schema, error) {
-			return decodeSchema(op.Node.GetMapBatches().GetFunction().GetReturnSchema())
+		Schema: func(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) {
+			s, err := decodeSchema(op.Node.GetMapBatches().GetFunction().GetReturnSchema())
+			if err != nil {
+				return nil, err
+			}
+			if !op.Node.GetMapBatches().GetHandlesRowKinds() {
+				if rowkind.Has(in[0]) {
+					return nil, fmt.Errorf("map_batches %q reads a changelog stream but does not declare that it handles row kinds", op.Name)
+				}
+				return s, nil
+			}
+			// A function that handles row kinds returns them as its last
+			// column; over an append-only input they are all +I and dropped.
+			if !rowkind.Has(s) {
+				return nil, fmt.Errorf("map_batches %q handles row kinds but its return schema has no %s column", op.Name, rowkind.Column)
+			}
+			if !rowkind.Has(in[0]) {
+				return rowkind.WithoutColumn(s), nil
+			}
+			return s, nil
 		},
 		New: func(c *operator.Context) (operator.Operator, error) { return newUDFProc(c, opts) },
 	}
@@ -63,11 +83,17 @@ type udfProc struct {
 	ctx  context.Context
 	// batchMap: a map_batches function, whose results replace the input.
 	batchMap bool
+	// rowKinds: a map_batches function that handles row kinds; over an
+	// append-only input it gets all +I and must return only +I, which are
+	// dropped (appendOnly).
+	rowKinds, appendOnly bool
+	mem                  memory.Allocator
+	name                 string
 }
 
 func newUDFProc(c *operator.Context, opts Options) (*udfProc, error) {
 	op, in, out, subtask := c.Op, c.Input(), c.Out, c.Subtask
-	p := &udfProc{schema: out}
+	p := &udfProc{schema: out, mem: c.Allocator, name: op.Name}
 	var calls []*workerpb.UdfCall
 	var workerIn *arrow.Schema
 	if op.Kind == plan.KindMapBatches {
@@ -76,6 +102,10 @@ func newUDFProc(c *operator.Context, opts Options) (*udfProc, error) {
 		workerIn = in
 		for i := range in.NumFields() {
 			p.argCols = append(p.argCols, i)
+		}
+		p.rowKinds = op.Node.GetMapBatches().GetHandlesRowKinds()
+		if p.rowKinds && !rowkind.Has(in) {
+			p.appendOnly, workerIn = true, rowkind.WithColumn(in)
 		}
 	} else {
 		calls = op.UDF.Calls
@@ -146,7 +176,19 @@ func (p *udfProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, emit 
 	for i, c := range p.argCols {
 		args[i] = b.Column(c)
 	}
-	argBatch := array.NewRecordBatch(p.argSchema, args, b.NumRows())
+	var argBatch arrow.RecordBatch
+	if p.appendOnly {
+		// A function that handles row kinds gets them: all +I here.
+		values := array.NewRecordBatch(rowkind.WithoutColumn(p.argSchema), args, b.NumRows())
+		withKinds, err := rowkind.AttachConstant(p.mem, values, rowkind.Insert)
+		values.Release()
+		if err != nil {
+			return err
+		}
+		argBatch = withKinds
+	} else {
+		argBatch = array.NewRecordBatch(p.argSchema, args, b.NumRows())
+	}
 	defer argBatch.Release()
 	if !p.batchMap {
 		b.Retain()
@@ -157,6 +199,9 @@ func (p *udfProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, emit 
 
 // onResult joins a result with the input rows it answers and emits it.
 func (p *udfProc) onResult(res bridge.Result) error {
+	if p.batchMap && p.rowKinds {
+		return p.emitWithKinds(res.Batch)
+	}
 	if p.batchMap {
 		return p.emit(p.ctx, res.Batch)
 	}
@@ -231,4 +276,29 @@ func (p *udfProc) OnWatermark(ctx context.Context, wm operator.Watermark, emit o
 		return wm, err
 	}
 	return wm, nil
+}
+
+// emitWithKinds emits the result of a map_batches function that handles
+// row kinds: its kinds must be row kinds, and only +I over an append-only
+// input (whose output has no row-kind column).
+func (p *udfProc) emitWithKinds(b arrow.RecordBatch) error {
+	if err := rowkind.Validate(b); err != nil {
+		b.Release()
+		return fmt.Errorf("map_batches %q returned a bad %s column: %w", p.name, rowkind.Column, err)
+	}
+	if !p.appendOnly {
+		return p.emit(p.ctx, b)
+	}
+	defer b.Release()
+	values, kinds := rowkind.Strip(b)
+	if kinds != nil {
+		defer kinds.Release()
+		for row := range kinds.Len() {
+			if k := rowkind.At(kinds, row); k != rowkind.Insert {
+				values.Release()
+				return fmt.Errorf("map_batches %q returned a %s row over an append-only input: only +I rows can come out of it", p.name, k)
+			}
+		}
+	}
+	return p.emit(p.ctx, values)
 }

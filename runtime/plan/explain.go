@@ -34,6 +34,7 @@ func (g *Graph) Explain() string {
 			sb.WriteString("\n")
 		}
 		explainWork(&sb, op)
+		sb.WriteString(g.changelogLine(op))
 		if op.Schema != nil {
 			fields := make([]string, op.Schema.NumFields())
 			for i, f := range op.Schema.Fields() {

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
@@ -162,6 +163,14 @@ type Operator struct {
 	// AUTO over an input that never ends), false when it emits every group
 	// once at the end of its input (FINAL, or AUTO over a bounded input).
 	EmitUpdates bool
+	// Changelog is the kind of the operator's output stream: append-only,
+	// upsert by UpsertKey, or retract (docs/semantics.md#changelogs). The
+	// batches of a changelog stream end with the rowkind.Column.
+	// ChangelogFrom is the id of the operator that made the stream a
+	// changelog (-1 for append-only streams).
+	Changelog     rowkind.Mode
+	UpsertKey     []string
+	ChangelogFrom int
 	// Schema is the operator's output schema when the graph was planned
 	// with Options.Schemas, else nil.
 	Schema *arrow.Schema

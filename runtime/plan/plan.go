@@ -63,6 +63,7 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 	}
 	b.chain()
 	b.resolveBoundedness()
+	b.resolveChangelogs()
 	if opts.CollectMustEnd {
 		b.checkCollectEnds()
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/fsutil"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
 )
 
 // fileWriter writes one file sink subtask's parts and takes each through
@@ -55,6 +56,25 @@ type pendingPart struct {
 }
 
 func openFile(s *planpb.FileSink, cfg Config) (Writer, error) {
+	if s.GetChangelog() {
+		schema, err := changelogSchema(cfg.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("sink: %s: %w", s.GetPath(), err)
+		}
+		cfg.Schema = schema
+		w, err := openFileWriter(s, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &changelogWriter{Writer: w, schema: schema}, nil
+	}
+	if rowkind.Has(cfg.Schema) {
+		return nil, fmt.Errorf("sink: %s: the rows are a changelog (they carry row kinds): write them with changelog set", s.GetPath())
+	}
+	return openFileWriter(s, cfg)
+}
+
+func openFileWriter(s *planpb.FileSink, cfg Config) (Writer, error) {
 	ext := extension(s.GetFormat())
 	if ext == "" {
 		return nil, fmt.Errorf("sink: unknown file format %s", s.GetFormat())

@@ -93,6 +93,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
 )
 
 // ErrClosed is returned by Write and PreCommit after Close or Abort: a
@@ -218,12 +219,21 @@ var (
 	_ Writer = (*fileWriter)(nil)
 )
 
+// Write prints each row as Flink's PrintSink: its kind, then its values,
+// e.g. "+I[a, 1]", "-U[a, 1]", "+U[a, 2]" (the row-kind column is not a
+// value).
 func (w *printWriter) Write(b arrow.RecordBatch) error {
 	var sb strings.Builder
+	kinds := rowkind.KindsOf(b)
+	values := int(b.NumCols())
+	if kinds != nil {
+		values--
+	}
 	for r := range int(b.NumRows()) {
 		sb.WriteString(w.prefix)
-		sb.WriteString("+I[")
-		for c := range int(b.NumCols()) {
+		sb.WriteString(rowkind.At(kinds, r).String())
+		sb.WriteString("[")
+		for c := range values {
 			if c > 0 {
 				sb.WriteString(", ")
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/runtime/source"
 )
 
@@ -129,5 +131,72 @@ func TestAbortRemovesInProgressFile(t *testing.T) {
 	w.Abort()
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("left behind: %v", entries)
+	}
+}
+
+// A changelog's rows print with their kinds, as Flink's PrintSink; the
+// row-kind column is not printed as a value.
+func TestPrintShowsRowKinds(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	values := batch(mem)
+	defer values.Release()
+	kinds := rowkind.NewArray(mem, slices.Values([]rowkind.Kind{rowkind.UpdateBefore, rowkind.UpdateAfter, rowkind.Delete}))
+	defer kinds.Release()
+	b, err := rowkind.Attach(values, kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	var out bytes.Buffer
+	w, err := Open(&planpb.Sink{Kind: &planpb.Sink_Print{Print: &planpb.PrintSink{}}}, Config{Schema: b.Schema(), Parallelism: 1, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	want := "-U[1, a]\n+U[2, quo\"te]\n-D[(null), c]\n"
+	if out.String() != want {
+		t.Errorf("printed %q, want %q", out.String(), want)
+	}
+}
+
+// A file sink refuses a changelog unless it writes changelogs; then the
+// kinds are an explicit row_kind column after the data columns.
+func TestFileSinkWritesRowKindsOnlyWhenAsked(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	values := batch(mem)
+	defer values.Release()
+	b, err := rowkind.AttachConstant(mem, values, rowkind.UpdateAfter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	dir := t.TempDir()
+	file := &planpb.FileSink{Format: planpb.FileSource_CSV, Path: dir}
+	if _, err := Open(&planpb.Sink{Kind: &planpb.Sink_File{File: file}}, Config{Schema: b.Schema(), Parallelism: 1}); err == nil ||
+		!strings.Contains(err.Error(), "write them with changelog set") {
+		t.Fatalf("a changelog into a plain file sink: %v", err)
+	}
+	file.Changelog = true
+	w, err := Open(&planpb.Sink{Kind: &planpb.Sink_File{File: file}}, Config{Schema: b.Schema(), Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "part-0.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "id,name,row_kind\n1,a,+U\n2,\"quo\"\"te\",+U\n,c,+U\n"
+	if string(data) != want {
+		t.Errorf("wrote %q, want %q", data, want)
 	}
 }

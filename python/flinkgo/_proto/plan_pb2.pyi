@@ -216,10 +216,12 @@ class Filter(_message.Message):
     def __init__(self, predicate: _Optional[_Union[Expr, _Mapping]] = ...) -> None: ...
 
 class MapBatches(_message.Message):
-    __slots__ = ("function",)
+    __slots__ = ("function", "handles_row_kinds")
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    HANDLES_ROW_KINDS_FIELD_NUMBER: _ClassVar[int]
     function: _worker_pb2.UdfSpec
-    def __init__(self, function: _Optional[_Union[_worker_pb2.UdfSpec, _Mapping]] = ...) -> None: ...
+    handles_row_kinds: bool
+    def __init__(self, function: _Optional[_Union[_worker_pb2.UdfSpec, _Mapping]] = ..., handles_row_kinds: _Optional[bool] = ...) -> None: ...
 
 class KeyedAggregate(_message.Message):
     __slots__ = ("keys", "aggregates", "emit")
@@ -364,7 +366,7 @@ class PrintSink(_message.Message):
     def __init__(self) -> None: ...
 
 class FileSink(_message.Message):
-    __slots__ = ("format", "path", "mode")
+    __slots__ = ("format", "path", "mode", "changelog")
     class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         ERROR: _ClassVar[FileSink.Mode]
@@ -376,10 +378,12 @@ class FileSink(_message.Message):
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
+    CHANGELOG_FIELD_NUMBER: _ClassVar[int]
     format: FileSource.Format
     path: str
     mode: FileSink.Mode
-    def __init__(self, format: _Optional[_Union[FileSource.Format, str]] = ..., path: _Optional[str] = ..., mode: _Optional[_Union[FileSink.Mode, str]] = ...) -> None: ...
+    changelog: bool
+    def __init__(self, format: _Optional[_Union[FileSource.Format, str]] = ..., path: _Optional[str] = ..., mode: _Optional[_Union[FileSink.Mode, str]] = ..., changelog: _Optional[bool] = ...) -> None: ...
 
 class CollectSink(_message.Message):
     __slots__ = ()

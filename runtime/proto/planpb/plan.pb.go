@@ -151,8 +151,10 @@ func (FileSource_Format) EnumDescriptor() ([]byte, []int) {
 
 // When results are emitted. FINAL: one row per key when the input ends.
 // UPDATES: the current row of every key that changed, every
-// pipeline.keyed-aggregate.update-interval and when the input ends (an
-// upsert stream: a key's last row is its result). AUTO: UPDATES when an
+// pipeline.keyed-aggregate.update-interval and when the input ends, as a
+// changelog: a retract stream (+I, then -U/+U pairs, -D when a key's
+// count reaches zero), or an upsert stream (no -U) when a file sink with
+// changelog set reads it directly. AUTO: UPDATES when an
 // upstream source is unbounded, else FINAL.
 type KeyedAggregate_Emit int32
 
@@ -1690,9 +1692,14 @@ type MapBatches struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The function, declared like a UDF whose return_schema is the whole
 	// output schema.
-	Function      *workerpb.UdfSpec `protobuf:"bytes,1,opt,name=function,proto3" json:"function,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Function *workerpb.UdfSpec `protobuf:"bytes,1,opt,name=function,proto3" json:"function,omitempty"`
+	// The function handles row kinds: over a changelog stream (retract or
+	// upsert) it receives the hidden _row_kind int8 column (Flink's RowKind
+	// byte values) as its last column and returns it as its output's last
+	// column. Without it, map_batches over a changelog stream is refused.
+	HandlesRowKinds bool `protobuf:"varint,2,opt,name=handles_row_kinds,json=handlesRowKinds,proto3" json:"handles_row_kinds,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *MapBatches) Reset() {
@@ -1730,6 +1737,13 @@ func (x *MapBatches) GetFunction() *workerpb.UdfSpec {
 		return x.Function
 	}
 	return nil
+}
+
+func (x *MapBatches) GetHandlesRowKinds() bool {
+	if x != nil {
+		return x.HandlesRowKinds
+	}
+	return false
 }
 
 type KeyedAggregate struct {
@@ -2449,8 +2463,12 @@ type FileSink struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Format FileSource_Format      `protobuf:"varint,1,opt,name=format,proto3,enum=flinkgo.plan.v1.FileSource_Format" json:"format,omitempty"`
 	// A directory: each sink subtask writes its own part file.
-	Path          string        `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
-	Mode          FileSink_Mode `protobuf:"varint,3,opt,name=mode,proto3,enum=flinkgo.plan.v1.FileSink_Mode" json:"mode,omitempty"`
+	Path string        `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Mode FileSink_Mode `protobuf:"varint,3,opt,name=mode,proto3,enum=flinkgo.plan.v1.FileSink_Mode" json:"mode,omitempty"`
+	// Write a changelog: an upsert stream is written with an explicit
+	// row_kind column ("+I", "+U", "-D") after the data columns. Without it,
+	// a file sink takes append-only streams only.
+	Changelog     bool `protobuf:"varint,4,opt,name=changelog,proto3" json:"changelog,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2504,6 +2522,13 @@ func (x *FileSink) GetMode() FileSink_Mode {
 		return x.Mode
 	}
 	return FileSink_ERROR
+}
+
+func (x *FileSink) GetChangelog() bool {
+	if x != nil {
+		return x.Changelog
+	}
+	return false
 }
 
 // CollectSink returns the rows to the client (collect, to_pandas).
@@ -2646,10 +2671,11 @@ const file_plan_proto_rawDesc = "" +
 	"\x06Select\x124\n" +
 	"\acolumns\x18\x01 \x03(\v2\x1a.flinkgo.plan.v1.NamedExprR\acolumns\"=\n" +
 	"\x06Filter\x123\n" +
-	"\tpredicate\x18\x01 \x01(\v2\x15.flinkgo.plan.v1.ExprR\tpredicate\"D\n" +
+	"\tpredicate\x18\x01 \x01(\v2\x15.flinkgo.plan.v1.ExprR\tpredicate\"p\n" +
 	"\n" +
 	"MapBatches\x126\n" +
-	"\bfunction\x18\x01 \x01(\v2\x1a.flinkgo.worker.v1.UdfSpecR\bfunction\"\xd3\x01\n" +
+	"\bfunction\x18\x01 \x01(\v2\x1a.flinkgo.worker.v1.UdfSpecR\bfunction\x12*\n" +
+	"\x11handles_row_kinds\x18\x02 \x01(\bR\x0fhandlesRowKinds\"\xd3\x01\n" +
 	"\x0eKeyedAggregate\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\x12:\n" +
 	"\n" +
@@ -2722,11 +2748,12 @@ const file_plan_proto_rawDesc = "" +
 	"\x04file\x18\x02 \x01(\v2\x19.flinkgo.plan.v1.FileSinkH\x00R\x04file\x128\n" +
 	"\acollect\x18\x03 \x01(\v2\x1c.flinkgo.plan.v1.CollectSinkH\x00R\acollectB\x06\n" +
 	"\x04kind\"\v\n" +
-	"\tPrintSink\"\xbc\x01\n" +
+	"\tPrintSink\"\xda\x01\n" +
 	"\bFileSink\x12:\n" +
 	"\x06format\x18\x01 \x01(\x0e2\".flinkgo.plan.v1.FileSource.FormatR\x06format\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x122\n" +
-	"\x04mode\x18\x03 \x01(\x0e2\x1e.flinkgo.plan.v1.FileSink.ModeR\x04mode\",\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x1e.flinkgo.plan.v1.FileSink.ModeR\x04mode\x12\x1c\n" +
+	"\tchangelog\x18\x04 \x01(\bR\tchangelog\",\n" +
 	"\x04Mode\x12\t\n" +
 	"\x05ERROR\x10\x00\x12\r\n" +
 	"\tOVERWRITE\x10\x01\x12\n" +

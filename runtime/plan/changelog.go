@@ -1,0 +1,163 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
+)
+
+// resolveChangelogs derives the kind of every operator's output stream
+// (docs/semantics.md#changelogs), as Flink's changelog-mode inference: a
+// source is append-only; a keyed aggregation that emits updates makes a
+// retract stream (+I, -U/+U pairs, -D), or an upsert stream keyed by its
+// group keys when a file sink writing changelogs reads it directly or
+// through selects that keep the keys (Flink drops -U for sinks that accept
+// upserts); filter, select, UDFs, watermark
+// assigners, unions and sinks keep their input's kind. Operators that do
+// not take rows back refuse changelog inputs, and file sinks refuse what
+// they cannot write, naming the operator that makes the stream.
+func (b *builder) resolveChangelogs() {
+	upsert := map[int]bool{}
+	for _, op := range b.g.Operators {
+		if op.Kind != KindSink || !op.Node.GetSink().GetFile().GetChangelog() {
+			continue
+		}
+		for _, e := range b.g.Inputs(op.ID) {
+			if agg := b.upsertSource(e.From); agg != nil {
+				upsert[agg.ID] = true
+			}
+		}
+	}
+	for _, op := range b.g.Operators { // topological order
+		in, from := rowkind.AppendOnly, (*Operator)(nil)
+		for _, e := range b.g.Inputs(op.ID) {
+			up := b.g.Operators[e.From]
+			if up.Changelog > in {
+				in, from = up.Changelog, b.g.Operators[up.ChangelogFrom]
+			}
+		}
+		op.Changelog, op.ChangelogFrom = in, -1
+		if from != nil {
+			op.ChangelogFrom, op.UpsertKey = from.ID, from.UpsertKey
+		}
+		switch op.Kind {
+		case KindSource:
+		case KindKeyedAggregate:
+			// Retractions are consumed here: the output is the aggregate's own.
+			op.Changelog, op.ChangelogFrom, op.UpsertKey = rowkind.AppendOnly, -1, nil
+			if op.EmitUpdates {
+				op.Changelog, op.ChangelogFrom = rowkind.Retract, op.ID
+				if upsert[op.ID] {
+					op.Changelog, op.UpsertKey = rowkind.Upsert, op.Node.GetKeyedAggregate().GetKeys()
+				}
+			}
+		case KindSelect, KindFilter, KindUDF, KindWatermarkAssigner, KindUnion:
+		case KindMapBatches:
+			if in.IsChangelog() && !op.Node.GetMapBatches().GetHandlesRowKinds() {
+				b.problem("%s reads a %s stream made by %s, whose rows carry row kinds (+I, -U, +U, -D) that a map_batches function does not see: "+
+					"compute with select/with_column/filter (they keep each row's kind), or apply map_batches before the aggregation",
+					opLabel(op), in, opLabel(from))
+			}
+		case KindSink:
+			b.checkSinkChangelog(op, in, from)
+		default:
+			if in.IsChangelog() {
+				b.problem("%s (%s) does not take changelog streams: its input is a %s stream made by %s, which takes rows back (-U, -D); "+
+					"apply it before the aggregation, or aggregate with emit=\"final\" over a bounded input (append-only)",
+					opLabel(op), op.Kind, in, opLabel(from))
+			}
+		}
+	}
+}
+
+// upsertSource returns the updating keyed aggregation whose output reaches
+// operator id unchanged by key, else nil: the aggregation itself, or through
+// selects (without UDFs) that keep each group key as a column of its own
+// name, each the only reader of its input. A filter would not do: a key
+// whose new row it drops would keep its old one in an upsert table.
+func (b *builder) upsertSource(id int) *Operator {
+	var keep []*Operator
+	for {
+		op := b.g.Operators[id]
+		if len(b.g.Outputs(id)) != 1 {
+			return nil
+		}
+		switch op.Kind {
+		case KindKeyedAggregate:
+			if !op.EmitUpdates {
+				return nil
+			}
+			for _, sel := range keep {
+				for _, k := range op.Node.GetKeyedAggregate().GetKeys() {
+					if !keepsColumn(sel, k) {
+						return nil
+					}
+				}
+			}
+			return op
+		case KindSelect:
+			keep = append(keep, op)
+			id = b.g.Inputs(id)[0].From
+		default:
+			return nil
+		}
+	}
+}
+
+// keepsColumn reports whether a select passes column name through as is.
+func keepsColumn(sel *Operator, name string) bool {
+	if sel.KeepInput {
+		return !slices.Contains(sel.DropColumns, name)
+	}
+	for _, c := range sel.Node.GetSelect().GetColumns() {
+		if c.GetName() == name && c.GetExpr().GetColumn() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSinkChangelog refuses what a file sink cannot write: a retract
+// stream (as Flink's filesystem sink), and an upsert stream unless the sink
+// writes changelogs (a row_kind column).
+func (b *builder) checkSinkChangelog(op *Operator, in rowkind.Mode, from *Operator) {
+	file := op.Node.GetSink().GetFile()
+	if file == nil || !in.IsChangelog() {
+		return
+	}
+	switch {
+	case in == rowkind.Retract:
+		b.problem("file sink %s cannot write the retract stream made by %s: it takes rows back (-U/+U pairs, -D) and files cannot; "+
+			"write it with changelog=True after the aggregation, with at most selects that keep its group keys between (an upsert stream with a row_kind column), "+
+			"collect()/print() it, or aggregate with emit=\"final\" over a bounded input",
+			opLabel(op), opLabel(from))
+	case !file.GetChangelog():
+		b.problem("file sink %s reads the %s stream made by %s, which updates rows (+U) and deletes them (-D): "+
+			"write it with changelog=True (an explicit row_kind column), or aggregate with emit=\"final\" over a bounded input",
+			opLabel(op), rowkind.Describe(in, op.UpsertKey), opLabel(from))
+	}
+}
+
+// changelogLine is what explain() says of a changelog operator's output.
+func (g *Graph) changelogLine(op *Operator) string {
+	if !op.Changelog.IsChangelog() {
+		return ""
+	}
+	what := rowkind.Describe(op.Changelog, op.UpsertKey)
+	if op.ChangelogFrom == op.ID {
+		return fmt.Sprintf("    changelog: %s (%s)\n", what, kindsOf(op.Changelog))
+	}
+	return fmt.Sprintf("    changelog: %s, made by #%d %s\n", what, op.ChangelogFrom, g.Operators[op.ChangelogFrom].Name)
+}
+
+func kindsOf(m rowkind.Mode) string {
+	s := ""
+	for i, k := range m.Kinds() {
+		if i > 0 {
+			s += " "
+		}
+		s += k.String()
+	}
+	return s
+}
