@@ -45,8 +45,8 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	go vet ./...
-	$(VENV)/bin/ruff check python
-	$(VENV)/bin/ruff format --check python
+	$(VENV)/bin/ruff check python examples
+	$(VENV)/bin/ruff format --check python examples
 	cd python && ../$(VENV)/bin/mypy
 
 proto:

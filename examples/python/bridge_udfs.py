@@ -5,7 +5,6 @@ through these UDFs on real Python workers.
 """
 
 import pandas as pd
-
 from flinkgo import udf
 
 

@@ -16,23 +16,35 @@ arrive up to 20 seconds out of order), then, on the embedded local runtime:
 
 from __future__ import annotations
 
+import flinkgo as fg
 import numpy as np
 import pandas as pd
-
-import flinkgo as fg
 
 CAMPAIGNS = np.array(["spring", "summer", "autumn"])
 
 
-def generate(impressions: int = 20_000, seed: int = 7) -> tuple[pd.DataFrame, pd.DataFrame]:
+def generate(
+    impressions: int = 20_000, seed: int = 7
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Return (impressions, clicks): one impression every 30 ms, 30 % of them clicked."""
     rng = np.random.default_rng(seed)
     start = pd.Timestamp("2026-12-04 09:00:00")
     ts = start + pd.to_timedelta(np.arange(impressions) * 30, unit="ms")
-    imps = pd.DataFrame({"imp_id": np.arange(impressions), "ad": rng.integers(0, 12, impressions), "ts": ts})
+    imps = pd.DataFrame(
+        {
+            "imp_id": np.arange(impressions),
+            "ad": rng.integers(0, 12, impressions),
+            "ts": ts,
+        }
+    )
     clicked = imps[rng.random(impressions) < 0.3]
     delay = pd.to_timedelta(rng.integers(1, 8 * 60_000, len(clicked)), unit="ms")
-    clicks = pd.DataFrame({"imp_id": clicked["imp_id"].to_numpy(), "ts": (clicked["ts"] + delay).to_numpy()})
+    clicks = pd.DataFrame(
+        {
+            "imp_id": clicked["imp_id"].to_numpy(),
+            "ts": (clicked["ts"] + delay).to_numpy(),
+        }
+    )
     return shuffle_locally(imps, rng), shuffle_locally(clicks.sort_values("ts"), rng)
 
 
@@ -49,12 +61,20 @@ def campaign(ad: pd.Series) -> pd.Series:
     return pd.Series(CAMPAIGNS[ad.to_numpy() % len(CAMPAIGNS)])
 
 
-def pipeline(env: fg.Environment, imps: pd.DataFrame, clicks: pd.DataFrame) -> fg.DataFrame:
+def pipeline(
+    env: fg.Environment, imps: pd.DataFrame, clicks: pd.DataFrame
+) -> fg.DataFrame:
     """Impressions and clicks per campaign and 5-minute window of impression time."""
     impressions = env.from_pandas(imps).with_watermark("ts", "20 s").uid("impressions")
     clicked = env.from_pandas(clicks).with_watermark("ts", "20 s").uid("clicks")
     joined = impressions.interval_join(
-        clicked, on="imp_id", left_time="ts", right_time="ts", lower="0 s", upper="10 min", how="left"
+        clicked,
+        on="imp_id",
+        left_time="ts",
+        right_time="ts",
+        lower="0 s",
+        upper="10 min",
+        how="left",
     )
     return (
         joined.with_column("campaign", campaign(fg.col("ad")))
@@ -70,7 +90,11 @@ def main() -> None:
     env = fg.Environment(parallelism=2)
     out = pipeline(env, imps, clicks).to_pandas()
     out["ctr"] = (out["clicks"] / out["impressions"]).round(3)
-    print(out.sort_values(["window_start", "campaign"], ignore_index=True).to_string(index=False))
+    print(
+        out.sort_values(["window_start", "campaign"], ignore_index=True).to_string(
+            index=False
+        )
+    )
 
 
 if __name__ == "__main__":

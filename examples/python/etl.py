@@ -9,9 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pandas as pd
-
 import flinkgo as fg
+import pandas as pd
 
 DATA = Path(__file__).parent / "data"
 USD_TO_EUR = 0.92

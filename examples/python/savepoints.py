@@ -13,9 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import pandas as pd
-
 import flinkgo as fg
+import pandas as pd
 from flinkgo import udf
 
 

@@ -8,9 +8,8 @@ readings, and aggregates per sensor.
 
 from pathlib import Path
 
-import pandas as pd
-
 import flinkgo as fg
+import pandas as pd
 from flinkgo import udf
 
 DATA = Path(__file__).parent / "data"
