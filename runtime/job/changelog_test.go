@@ -17,6 +17,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -183,11 +184,14 @@ func TestAggregationOverAnUpdatingAggregationRestoresAtAnotherParallelism(t *tes
 		t.Run(fmt.Sprintf("2 to %d", q), func(t *testing.T) {
 			dir, savepoints, out := t.TempDir(), t.TempDir(), t.TempDir()
 			cfg := checkpointConfig(dir, config.ConfigSavepointDir, savepoints, config.ConfigUpdateInterval, "30 ms")
-			j, err := Start(context.Background(), bucketCounts(t, rows, 8000, 2, out, cfg),
-				Options{Allocator: mem, SourceBatchRows: 200, KeyedCacheGroups: 4})
+			// Each source subtask holds after half its rows, so the savepoint
+			// finds the job running however slow the machine.
+			reg, held := heldSources(t, operators.Options{SourceBatchRows: 200, KeyedCacheGroups: 4}, rows/4)
+			j, err := Start(context.Background(), bucketCounts(t, rows, 0, 2, out, cfg), Options{Allocator: mem, Registry: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
+			waitHeld(t, j, held, 2)
 			waitForCheckpoints(t, j, 2)
 			sp, err := j.StopWithSavepoint(context.Background(), "")
 			if err != nil {
