@@ -186,6 +186,11 @@ func (j *Job) Parallelism() map[string]int {
 	return out
 }
 
+// CurrentGraph returns the graph the job runs now: the one it started
+// with until a rescale replaces it (a REST handler lists its vertices and
+// their parallelism from it). Read-only; safe at any time.
+func (j *Job) CurrentGraph() *plan.Graph { return j.graph() }
+
 // graph is the graph the job runs now (a rescale replaces it).
 func (j *Job) graph() *plan.Graph {
 	j.mu.Lock()

@@ -85,6 +85,11 @@ func TestRescaleInPlace(t *testing.T) {
 		if got := j.Parallelism()["sums"]; got != p {
 			t.Fatalf("sums runs at %d after the rescale to %d", got, p)
 		}
+		for _, op := range j.CurrentGraph().Operators {
+			if op.UID == "sums" && (op.Parallelism != p || op.ParallelismFrom != plan.FromRescale) {
+				t.Fatalf("the current graph has sums at %d (%s)", op.Parallelism, op.ParallelismFrom)
+			}
+		}
 		t.Logf("rescale to %d: %s from request to running (restart %s), from checkpoint %d",
 			p, done.EndedAt.Sub(done.RequestedAt).Round(time.Millisecond), done.Duration().Round(time.Millisecond), done.CheckpointID)
 	}
