@@ -4,7 +4,9 @@
 //
 // A job lives as long as its Execute call: a client that cancels the call
 // or disconnects cancels the job (through the UDF operators' cancel path,
-// never waiting on a hung worker). Cancel cancels a job by id.
+// never waiting on a hung worker). Cancel cancels a job by id; Rescale
+// asks a running job to rescale in place (package job's Rescale), and
+// RescaleHistory reads its rescales.
 //
 // The server binds nothing itself: the caller (cmd/flinkgo) listens (see
 // package listen for who may connect) and hands it a grpc.Server.
