@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,7 +18,7 @@ import (
 )
 
 // control runs the commands that talk to a running server: list,
-// savepoint, stop and cancel.
+// savepoint, stop, rescale and cancel.
 func control(cmd string, args []string) error {
 	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 	endpoint := fs.String("endpoint", os.Getenv("FLINKGO_ENDPOINT"), "the server: unix:///path.sock or host:port (default $FLINKGO_ENDPOINT, else "+listen.DefaultAddress()+")")
@@ -81,6 +82,12 @@ func control(cmd string, args []string) error {
 		}
 		fmt.Println(resp.GetPath())
 		return nil
+	case "rescale":
+		if len(args) < 1 {
+			usage()
+			return errors.New("rescale needs a job id (see flinkgo list), then uid=N for each operator to rescale")
+		}
+		return rescale(ctx, client, args[0], args[1:])
 	case "cancel":
 		id, err := needID(1)
 		if err != nil {
@@ -96,4 +103,48 @@ func control(cmd string, args []string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// rescale asks job id to rescale to the uid=N of args, then prints its
+// rescale history; without args it prints the history only.
+func rescale(ctx context.Context, client jobpb.JobServiceClient, id string, args []string) error {
+	want := map[string]int32{}
+	for _, a := range args {
+		uid, n, ok := strings.Cut(a, "=")
+		p, err := strconv.Atoi(strings.TrimSpace(n))
+		if !ok || uid == "" || err != nil || p < 1 {
+			return fmt.Errorf("rescale: %q is not uid=N with N a parallelism of at least 1", a)
+		}
+		want[uid] = int32(p)
+	}
+	var resp *jobpb.RescaleResponse
+	var err error
+	if len(want) == 0 {
+		resp, err = client.RescaleHistory(ctx, &jobpb.RescaleHistoryRequest{JobId: id})
+	} else {
+		resp, err = client.Rescale(ctx, &jobpb.RescaleRequest{JobId: id, Parallelism: want})
+	}
+	if err != nil {
+		return fmt.Errorf("rescaling job %s: %w", id, err)
+	}
+	if r := resp.GetRescale(); r != nil {
+		fmt.Printf("rescale %s: %s", r.GetId(), r.GetStatus())
+		if r.GetReason() != "" {
+			fmt.Printf(" (%s)", r.GetReason())
+		}
+		fmt.Println("; the job rescales at its next completed checkpoint")
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "RESCALE\tSTATUS\tTRIGGER\tCHECKPOINT\tSECONDS\tPARALLELISM")
+	for _, r := range resp.GetHistory() {
+		var changes []string
+		for _, v := range r.GetVertices() {
+			if v.GetBefore() != v.GetAfter() {
+				changes = append(changes, fmt.Sprintf("%s %d->%d", v.GetUid(), v.GetBefore(), v.GetAfter()))
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.3f\t%s\n", r.GetId(), r.GetStatus(), r.GetTrigger(), r.GetCheckpointId(),
+			r.GetDurationSeconds(), strings.Join(changes, ", "))
+	}
+	return w.Flush()
 }

@@ -10,6 +10,8 @@
 //	flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]  take a savepoint of a running job
 //	flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
 //	                                                  stop a job with a savepoint
+//	flinkgo rescale [--endpoint ADDR] JOB_ID [UID=N]...
+//	                                                  rescale a running job in place
 //	flinkgo cancel [--endpoint ADDR] JOB_ID           cancel a job
 //	flinkgo config [-c KEY=VALUE]... [--plan FILE]    print the effective configuration
 //	flinkgo version
@@ -90,7 +92,7 @@ func main() {
 		err = serve(os.Args[2:])
 	case "run":
 		err = run(os.Args[2:])
-	case "list", "savepoint", "stop", "cancel":
+	case "list", "savepoint", "stop", "rescale", "cancel":
 		err = control(os.Args[1], os.Args[2:])
 	case "config":
 		err = showConfig(os.Args[2:], os.Stdout)
@@ -120,10 +122,11 @@ func usage() {
   flinkgo list [--endpoint ADDR]
   flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]
   flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
+  flinkgo rescale [--endpoint ADDR] JOB_ID [UID=N]...
   flinkgo cancel [--endpoint ADDR] JOB_ID
   flinkgo config [-c KEY=VALUE]... [--plan FILE]
   flinkgo version
-list, savepoint, stop and cancel also take --token TOKEN, --token-file PATH
+list, savepoint, stop, rescale and cancel also take --token TOKEN, --token-file PATH
 (else $FLINKGO_TOKEN), --tls, --tls-ca PEM, --tls-cert PEM and --tls-key PEM.`)
 }
 

@@ -60,6 +60,7 @@ from flinkgo.exceptions import (
     OperatorNotFoundError,
     PathIsDirectoryError,
     PathIsFileError,
+    RescaleError,
     RuntimeConnectionError,
     RuntimeStartError,
     SavepointError,
@@ -71,6 +72,7 @@ from flinkgo.expr import Expr, col, lit, when
 from flinkgo.job import JobResult, OperatorMetrics
 from flinkgo.job_client import JobClient
 from flinkgo.plan import JobPlan, PlanInput, PlanNode
+from flinkgo.rescale import RescaleInfo, RescaleVertex
 from flinkgo.udfs import UserDefinedFunction, udf
 from flinkgo.windows import Window, cumulate, hop, session, tumble
 
@@ -105,6 +107,9 @@ __all__ = [
     "PathIsFileError",
     "PlanInput",
     "PlanNode",
+    "RescaleError",
+    "RescaleInfo",
+    "RescaleVertex",
     "RuntimeConnectionError",
     "RuntimeStartError",
     "SavepointError",

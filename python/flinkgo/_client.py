@@ -40,7 +40,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -55,6 +55,7 @@ from flinkgo.exceptions import (
     JobCanceledError,
     JobFailedError,
     JobNotFoundError,
+    RescaleError,
     RuntimeConnectionError,
     SavepointError,
 )
@@ -240,6 +241,45 @@ class Client:
             if code == grpc.StatusCode.FAILED_PRECONDITION:
                 raise SavepointError(e.details()) from None
             raise self._rpc_error(e, "savepoint") from None
+
+    def rescale(
+        self, job_id: str, parallelism: Mapping[str, int] | None
+    ) -> job_pb2.RescaleResponse:
+        """Set the parallelism of operators of the running job `job_id`, by uid.
+
+        ``None`` only reads the job's rescale history and current parallelism.
+
+        Raises
+        ------
+        JobNotFoundError
+            If no running job has that id (a :exc:`LookupError`).
+        RescaleError
+            If the runtime refused the request (a :exc:`ValueError`); the message says
+            why.
+        RuntimeConnectionError
+            If the runtime cannot be reached.
+        """
+        try:
+            if parallelism is None:
+                reply: job_pb2.RescaleResponse = self._stub.RescaleHistory(
+                    job_pb2.RescaleHistoryRequest(job_id=job_id),
+                    timeout=10,
+                    metadata=self._metadata,
+                )
+            else:
+                reply = self._stub.Rescale(
+                    job_pb2.RescaleRequest(job_id=job_id, parallelism=dict(parallelism)),
+                    timeout=10,
+                    metadata=self._metadata,
+                )
+            return reply
+        except grpc.RpcError as e:
+            code = e.code() if hasattr(e, "code") else None
+            if code == grpc.StatusCode.NOT_FOUND:
+                raise JobNotFoundError(e.details()) from None
+            if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
+                raise RescaleError(e.details()) from None
+            raise self._rpc_error(e, "rescale") from None
 
     def list_jobs(self) -> list[tuple[str, str, str]]:
         """Return ``(job_id, name, state)`` of every job running on the runtime."""

@@ -233,6 +233,14 @@ class SavepointError(FlinkgoError, RuntimeError):
     """The runtime could not take a savepoint; the message is the runtime's reason."""
 
 
+class RescaleError(FlinkgoError, ValueError):
+    """The runtime refused a rescale; the message says why.
+
+    A job without checkpointing, an unknown uid (the message lists the job's), or a
+    parallelism above the job's max parallelism.
+    """
+
+
 class OperatorNotFoundError(FlinkgoError, KeyError):
     """No operator of a job has the uid asked for; the message lists the uids there are."""
 

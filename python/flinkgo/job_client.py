@@ -2,7 +2,8 @@
 
 :class:`JobClient` is PyFlink's ``JobClient`` for flinkgo: the running job's id and
 state, savepoints (:meth:`JobClient.trigger_savepoint`,
-:meth:`JobClient.stop_with_savepoint`), :meth:`JobClient.cancel`, and
+:meth:`JobClient.stop_with_savepoint`), rescaling in place
+(:meth:`JobClient.rescale`, :meth:`JobClient.rescales`), :meth:`JobClient.cancel`, and
 :meth:`JobClient.result`, which waits for the end and returns the
 :class:`~flinkgo.JobResult` or raises the job's error.
 
@@ -14,11 +15,12 @@ a method needs them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from flinkgo.exceptions import JobFailedError, JobTimeoutError
 from flinkgo.job import JobResult
+from flinkgo.rescale import RescaleInfo
 
 if TYPE_CHECKING:
     from flinkgo._client import Client
@@ -159,6 +161,60 @@ class JobClient:
         return self._control(
             lambda client: client.trigger_savepoint(job_id, directory or "", stop=stop)
         )
+
+    def rescale(self, parallelism: Mapping[str, int]) -> RescaleInfo:
+        """Change the parallelism of operators of the running job, by uid.
+
+        As Flink's adaptive scheduler with FLIP-291's resource requirements: the call
+        returns at once with the pending rescale, and the job restarts at the new
+        parallelism from its next completed checkpoint (FLIP-461), so nothing is
+        reprocessed; keyed state moves by key group. A rescale waits at least
+        ``jobmanager.adaptive-scheduler.executing.cooldown-after-rescaling`` (30 s)
+        after the job started or last rescaled. :meth:`rescales` follows it.
+
+        Parameters
+        ----------
+        parallelism
+            New parallelism by uid: a node's uid (``.uid("...")``, every operator of
+            the node) or an operator's (as :meth:`flinkgo.Environment.explain` shows).
+            Uids not named keep their parallelism.
+
+        Raises
+        ------
+        RescaleError
+            If the runtime refused it (a :exc:`ValueError`): the job does not
+            checkpoint, a uid is unknown (the message lists the job's), or a
+            parallelism is above the job's max parallelism.
+        JobNotFoundError
+            If the job is no longer running (a :exc:`LookupError`).
+
+        Examples
+        --------
+        >>> job.rescale({"score": 4})  # doctest: +SKIP
+        RescaleInfo(id='...', trigger_cause='UPDATE_REQUIREMENT', status='PENDING', ...)
+        """
+        job_id = self.job_id
+        wanted = {str(uid): int(p) for uid, p in parallelism.items()}
+        reply = self._control(lambda client: client.rescale(job_id, wanted))
+        return RescaleInfo._from_proto(reply.rescale)
+
+    def rescales(self) -> list[RescaleInfo]:
+        """Return the job's rescales, oldest first, a pending one last.
+
+        Raises
+        ------
+        JobNotFoundError
+            If the job is no longer running (a :exc:`LookupError`).
+        """
+        job_id = self.job_id
+        reply = self._control(lambda client: client.rescale(job_id, None))
+        return [RescaleInfo._from_proto(r) for r in reply.history]
+
+    def parallelism(self) -> dict[str, int]:
+        """Return every operator's current parallelism, by operator uid."""
+        job_id = self.job_id
+        reply = self._control(lambda client: client.rescale(job_id, None))
+        return dict(reply.parallelism)
 
     def cancel(self) -> None:
         """Ask the runtime to cancel the job; returns at once.

@@ -30,6 +30,7 @@ BUILTIN_BASES = {
     "JobTimeoutError": TimeoutError,
     "JobNotFoundError": LookupError,
     "SavepointError": RuntimeError,
+    "RescaleError": ValueError,
     "OperatorNotFoundError": KeyError,
     "RuntimeStartError": RuntimeError,
     "RuntimeConnectionError": ConnectionError,

@@ -53,6 +53,11 @@ const (
 	// that reuses workers (pluginrunner.Pool).
 	ConfigWorkerIdleTimeout = "python.worker.idle-timeout"
 	ConfigWorkerMaxIdle     = "python.worker.max-idle"
+	// ConfigRescaleCooldown and ConfigRescaleMaxCheckpointFailures time an
+	// in-place rescale (RescaleConfig), with Flink's adaptive scheduler's
+	// names.
+	ConfigRescaleCooldown              = "jobmanager.adaptive-scheduler.executing.cooldown-after-rescaling"
+	ConfigRescaleMaxCheckpointFailures = "jobmanager.adaptive-scheduler.rescale-trigger.max-checkpoint-failures"
 )
 
 // Defaults of ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle.
@@ -109,6 +114,18 @@ type RestoreConfig struct {
 	IgnoreUnclaimedState bool
 }
 
+// RescaleConfig times an in-place rescale of a running job (package job),
+// as Flink's adaptive scheduler (FLIP-291, FLIP-461).
+type RescaleConfig struct {
+	// Cooldown: after the job starts or rescales, a requested rescale
+	// waits this long before it may happen. Default 30 s.
+	Cooldown time.Duration
+	// MaxCheckpointFailures: a requested rescale happens at the next
+	// completed checkpoint, or after this many failed checkpoints in a
+	// row (from the latest completed one). Default 2.
+	MaxCheckpointFailures int
+}
+
 // RestartConfig is the restart strategy after a failure, as Flink's.
 type RestartConfig struct {
 	// Strategy is "none", "fixed-delay" or "exponential-delay".
@@ -129,6 +146,7 @@ type runtimeConfig struct {
 	checkpoint        CheckpointConfig
 	restore           RestoreConfig
 	restart           RestartConfig
+	rescale           RescaleConfig
 	updateInterval    time.Duration
 	watermarkInterval time.Duration
 	// bundleSize and bundleTime are the job's bundle settings, 0 where the
@@ -207,6 +225,11 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 		p.problem(ConfigWorkerIdleTimeout, "must not be negative")
 	}
 	c.workerMaxIdle = p.integer(ConfigWorkerMaxIdle, DefaultWorkerMaxIdle, 0)
+	c.rescale.Cooldown = p.duration(ConfigRescaleCooldown, 30*time.Second)
+	if c.rescale.Cooldown < 0 {
+		p.problem(ConfigRescaleCooldown, "must not be negative")
+	}
+	c.rescale.MaxCheckpointFailures = p.integer(ConfigRescaleMaxCheckpointFailures, 2, 1)
 	c.restore.Path = p.str(ConfigRestorePath, "")
 	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState, false)
 

@@ -119,6 +119,7 @@ const (
 	readByUDF        = "runtime/operators: UDF operators (package bundle)"
 	readByWatermarks = "runtime/operators: watermark assigners (with_watermark)"
 	readByWorkerPool = "udf/bridge/pluginrunner: worker pool"
+	readByRescale    = "runtime/job: in-place rescale"
 )
 
 // Known returns the registry of every key the runtime reads. Each call
@@ -223,6 +224,14 @@ func Known() Registry {
 		{
 			Name: "execution.state-recovery.ignore-unclaimed-state", Type: TypeBool, Default: "false", ReadBy: readByRestore,
 			Description: "Start even when the snapshot holds state of an operator uid the job no longer has (Flink's allow-non-restored-state).",
+		},
+		{
+			Name: "jobmanager.adaptive-scheduler.executing.cooldown-after-rescaling", Type: TypeDuration, Default: "30 s", Min: "0 ms", ReadBy: readByRescale,
+			Description: "After the job starts or rescales, how long a requested rescale waits before it may happen (as Flink's adaptive scheduler).",
+		},
+		{
+			Name: "jobmanager.adaptive-scheduler.rescale-trigger.max-checkpoint-failures", Type: TypeInt, Default: "2", Min: "1", ReadBy: readByRescale,
+			Description: "A requested rescale happens at the next completed checkpoint, or after this many failed checkpoints in a row, from the latest completed one (FLIP-461).",
 		},
 		{
 			Name: "restart-strategy.type", Type: TypeEnum, Default: "none", ReadBy: readByRestart,

@@ -9,6 +9,7 @@ type Runtime struct {
 	Checkpoint     CheckpointConfig
 	Restore        RestoreConfig
 	Restart        RestartConfig
+	Rescale        RescaleConfig
 	UpdateInterval time.Duration
 	// WatermarkInterval is pipeline.auto-watermark-interval: how often a
 	// watermark assigner emits.
@@ -29,7 +30,7 @@ type Runtime struct {
 // problem in one error.
 func Parse(cfg map[string]string) (Runtime, error) {
 	c, err := parseConfig(cfg)
-	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, UpdateInterval: c.updateInterval,
+	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, Rescale: c.rescale, UpdateInterval: c.updateInterval,
 		WatermarkInterval: c.watermarkInterval,
 		BundleSize:        c.bundleSize, BundleTime: c.bundleTime,
 		WorkerIdleTimeout: c.workerIdleTimeout, WorkerMaxIdle: c.workerMaxIdle}, err

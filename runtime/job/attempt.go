@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -31,6 +32,9 @@ type attempt struct {
 	failure error
 	// coordDone is closed when the coordinator's goroutine has returned.
 	coordDone chan struct{}
+	// rescale is set when the attempt stopped for a rescale (taking
+	// failed, so no failure follows it).
+	rescale *pendingRescale
 
 	mu struct {
 		sync.Mutex
@@ -86,7 +90,7 @@ func checkRestore(g *plan.Graph, m *Metadata, cfg config.RestoreConfig) error {
 // newAttempt builds every task of the job, restoring state from `from`
 // when set. Nothing runs until start.
 func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*attempt, error) {
-	g, opts := j.g, j.opts
+	g, opts := j.graph(), j.opts
 	if err := operators.RecoverSinks(g, from, j.Attempts() > 0); err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
@@ -115,7 +119,7 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 	}
 	a.coord = checkpoint.NewCoordinator(checkpoint.CoordinatorConfig{
 		Graph: g, JobID: j.id, Config: j.config.Checkpoint, Store: j.store, Requests: j.requests,
-		Record: j.record, Fail: a.fail, Stop: a.cancel,
+		Record: func(s checkpoint.Stats) { j.record(s); j.onCheckpointForRescale(a, s) }, Fail: a.fail, Stop: a.cancel,
 	}, participants)
 	for _, t := range tasks.Tasks {
 		t.SetCoordinator(a.coord)
@@ -129,6 +133,10 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 
 // start runs every task and the checkpoint coordinator.
 func (a *attempt) start() {
+	a.job.mu.Lock()
+	a.job.mu.executingSince = time.Now()
+	a.job.mu.attempt = a
+	a.job.mu.Unlock()
 	for _, t := range a.tasks.Tasks {
 		a.grp.Go(func() error {
 			err := t.Run(a.gctx)

@@ -25,6 +25,14 @@
 // with sources rewound and unpublished parts discarded, so published output
 // is exactly-once. Config keys: package config.
 //
+// Rescale (docs/semantics.md#rescaling-a-running-job), as Flink's adaptive
+// scheduler (FLIP-291, FLIP-461): Job.Rescale sets parallelism by uid
+// (Options.Replan plans the job again), and the next completed checkpoint
+// after the cooldown, or max-checkpoint-failures failed ones, stops the
+// attempt and starts one at the new parallelism from the latest completed
+// checkpoint (state RESTARTING, not counted as a failure); Job.Rescales is
+// the history.
+//
 // Decisions where Flink is silent, for now (docs/semantics.md gathers them):
 //   - One checkpoint at a time (Flink's default). Once a task has finished
 //     (a bounded source ran out), no checkpoint is triggered any more. When

@@ -76,6 +76,11 @@ type Options struct {
 	// completed checkpoints (debug); the state backends' and, unless
 	// Runner.Logger is set, the Python workers'. Nil discards them.
 	Logger *slog.Logger
+	// Replan plans the job again with the parallelism of some operators
+	// changed, by uid (plan.Options.Parallelism), keeping its max
+	// parallelism: Job.Rescale needs it, and refuses without it. The
+	// server sets it from the job's plan.
+	Replan func(parallelism map[string]int) (*plan.Graph, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -129,7 +134,6 @@ func Run(ctx context.Context, g *plan.Graph, opts Options) (*Metrics, error) {
 // job from its latest completed checkpoint when the restart strategy
 // allows), until it finishes, is canceled, or fails for good.
 type Job struct {
-	g         *plan.Graph
 	opts      Options
 	config    config.Runtime
 	registry  *operator.Registry
@@ -157,6 +161,19 @@ type Job struct {
 		tasks       int // goroutines running operators: one per chain subtask
 		attempts    int
 		checkpoints []CheckpointStats
+		// graph is the graph the job runs; a rescale replaces it.
+		graph *plan.Graph
+		// requirements: the parallelism by uid that rescales asked for.
+		requirements map[string]int
+		// pending: the rescale waiting for its checkpoint; rescales: the
+		// rescales that ended, oldest first.
+		pending  *pendingRescale
+		rescales []RescaleInfo
+		// executingSince: when the latest attempt started (the rescale
+		// cooldown counts from it).
+		executingSince time.Time
+		// attempt is the latest attempt started.
+		attempt *attempt
 	}
 }
 
@@ -180,13 +197,14 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	// Workers the job leaves idle (when the runtime gave it a pool).
 	opts.Runner.IdleTimeout, opts.Runner.MaxIdle = cfg.WorkerIdleTimeout, cfg.WorkerMaxIdle
 	j := &Job{
-		g: g, opts: opts, config: cfg, id: opts.JobID, count: make([]operator.Counters, len(g.Operators)),
+		opts: opts, config: cfg, id: opts.JobID, count: make([]operator.Counters, len(g.Operators)),
 		restarts: newRestarter(cfg.Restart),
 		requests: make(chan *checkpoint.Request), watchDone: make(chan struct{}), done: make(chan struct{}),
 	}
 	if j.id == "" {
 		j.id = NewJobID()
 	}
+	j.mu.graph = g
 	j.opts.Logger = logging.OrDiscard(opts.Logger).With("job", j.id)
 	if j.opts.Runner.Logger == nil {
 		j.opts.Runner.Logger = j.opts.Logger
@@ -230,7 +248,8 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 		}
 	}
 	// Once per job, before any task writes; a restore finds its own parts.
-	prev, err := operators.PrepareSinks(j.g, j.config.Restore.Path != "")
+	g := j.graph()
+	prev, err := operators.PrepareSinks(g, j.config.Restore.Path != "")
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
@@ -245,7 +264,7 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 		if !m.Savepoint {
 			from.Base = checkpoint.ParentDir(base) // a checkpoint's paths are relative to its storage root
 		}
-		if err := checkRestore(j.g, m, j.config.Restore); err != nil {
+		if err := checkRestore(g, m, j.config.Restore); err != nil {
 			return nil, err
 		}
 		j.store.ContinueAfter(m.CheckpointID)
@@ -281,9 +300,13 @@ func (j *Job) run(ctx context.Context, a *attempt) {
 			j.end(ctx, err, Failed, Running, Failing)
 			return
 		}
-		j.opts.Logger.Warn("job restarting after a failure", "cause", err, "attempt", j.Attempts())
 		var next *attempt
-		next, err = j.restart(ctx, err)
+		if a.rescale != nil {
+			next, err = j.rescaleAttempt(ctx, a.rescale)
+		} else {
+			j.opts.Logger.Warn("job restarting after a failure", "cause", err, "attempt", j.Attempts())
+			next, err = j.restart(ctx, err)
+		}
 		if next == nil {
 			if ctx.Err() != nil {
 				j.end(ctx, context.Cause(ctx), Canceled, Canceling)
@@ -369,6 +392,7 @@ func (j *Job) end(ctx context.Context, err error, to JobState, from ...JobState)
 		j.store.Sweep()
 	}
 	j.metrics, j.err = j.Snapshot(), err
+	j.endPendingRescale()
 	j.lifecycle.move(to, from...)
 	close(j.done)
 }
@@ -449,7 +473,7 @@ func (j *Job) Done() <-chan struct{} { return j.done }
 // Snapshot returns the rows counted so far. Safe at any time.
 func (j *Job) Snapshot() *Metrics {
 	m := &Metrics{}
-	for _, op := range j.g.Operators {
+	for _, op := range j.graph().Operators {
 		m.Operators = append(m.Operators, OperatorMetrics{
 			Name: op.Name, UID: op.UID, Parallelism: op.Parallelism, Kind: op.Kind.String(),
 			RowsIn: j.count[op.ID].In.Load(), RowsOut: j.count[op.ID].Out.Load(),

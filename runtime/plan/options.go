@@ -76,6 +76,12 @@ type Options struct {
 	// different parallelism: "rebalance", "rescale" or "fail". "" reads the
 	// plan's pipeline.forward-mismatch, else "rebalance".
 	ForwardMismatch string
+	// Parallelism sets, by uid, the parallelism a running job rescales to
+	// (package job's rescale): an operator's uid, or a node's uid for
+	// every operator the node was split into. It overrides the plan's and
+	// a UDF's concurrency; an unknown uid is a planning error naming the
+	// known ones.
+	Parallelism map[string]int
 	// Schemas, when set, derives each operator's output schema (the
 	// runtime's operator registry, *operator.Registry): Plan then fills
 	// every Operator.Schema, Explain shows them, and an operator whose
@@ -97,13 +103,15 @@ type settings struct {
 	maxParallelFrom string
 	forwardMismatch string
 	batchSize       int
+	// parallelism is Options.Parallelism.
+	parallelism map[string]int
 }
 
 // resolve copies opts, fills its defaults from the plan and the package
 // defaults, and reports every problem found.
 func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
 	var problems []string
-	s := settings{batchSize: DefaultBatchSize}
+	s := settings{batchSize: DefaultBatchSize, parallelism: opts.Parallelism}
 	cfg := job.GetConfig()
 
 	switch dp := job.GetDefaultParallelism(); {

@@ -42,9 +42,10 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 		return nil, invalid(job, problems)
 	}
 	b := &builder{
-		s:      s,
-		nodes:  map[int32]nodeInfo{},
-		output: map[int32]int{},
+		s:        s,
+		nodes:    map[int32]nodeInfo{},
+		rescaled: map[string]bool{},
+		output:   map[int32]int{},
 		g: &Graph{
 			Name:               job.GetName(),
 			DefaultParallelism: s.defaultParallelism,
@@ -55,6 +56,7 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 	for _, n := range job.GetNodes() {
 		b.add(n)
 	}
+	b.checkRescaledUIDs()
 	b.checkUIDs()
 	b.setMaxParallelism()
 	b.resolveForwardMismatch()
@@ -81,9 +83,11 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 }
 
 type builder struct {
-	s        settings
-	g        *Graph
-	nodes    map[int32]nodeInfo
+	s     settings
+	g     *Graph
+	nodes map[int32]nodeInfo
+	// rescaled: the uids of Options.Parallelism that matched.
+	rescaled map[string]bool
 	output   map[int32]int // node id -> the operator producing its output
 	problems []string
 }
@@ -143,6 +147,7 @@ func (b *builder) add(n *planpb.Node) {
 		}
 		ops = []*Operator{op}
 	}
+	b.rescaleNode(info, ops)
 	for i, op := range ops {
 		op.ID = len(b.g.Operators)
 		b.g.Operators = append(b.g.Operators, op)

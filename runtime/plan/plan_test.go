@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -363,7 +364,7 @@ func TestPlanDoesNotModifyItsInput(t *testing.T) {
 	if !proto.Equal(before, j) {
 		t.Fatal("Plan modified the job plan")
 	}
-	if opts != (Options{}) {
+	if !reflect.DeepEqual(opts, Options{}) {
 		t.Fatal("Plan modified the options")
 	}
 	g2 := mustPlan(t, j, opts)

@@ -4,7 +4,9 @@
 //
 // A job lives as long as its Execute call: a client that cancels the call
 // or disconnects cancels the job (through the UDF operators' cancel path,
-// never waiting on a hung worker). Cancel cancels a job by id.
+// never waiting on a hung worker). Cancel cancels a job by id; Rescale
+// asks a running job to rescale in place (package job's Rescale), and
+// RescaleHistory reads its rescales.
 //
 // The server binds nothing itself: the caller (cmd/flinkgo) listens (see
 // package listen for who may connect) and hands it a grpc.Server.
@@ -105,6 +107,14 @@ func New(opts job.Options, defaults map[string]string) *Server {
 // bad value fails it here, before anything runs) and plans it, restoring
 // its snapshot's max parallelism when it restores one.
 func (s *Server) plan(jp *planpb.JobPlan) (*plan.Graph, error) {
+	g, _, err := s.planWithReplan(jp)
+	return g, err
+}
+
+// planWithReplan plans a job as plan does, and returns the job's
+// Options.Replan: the same plan and options with parallelism changed by
+// uid, keeping the job's max parallelism (a rescale).
+func (s *Server) planWithReplan(jp *planpb.JobPlan) (*plan.Graph, func(map[string]int) (*plan.Graph, error), error) {
 	if len(s.defaults) > 0 {
 		// A copy with the defaults added, sharing the nodes: they hold the
 		// inline tables, which must not be copied once more per request.
@@ -123,18 +133,27 @@ func (s *Server) plan(jp *planpb.JobPlan) (*plan.Graph, error) {
 		}
 	}
 	if err := config.Known().Validate(jp.GetConfig()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.checkPaths(jp); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts, err := job.PlanOptions(jp)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A client reads collected rows when the job ends.
 	opts.CollectMustEnd = true
-	return plan.Plan(jp, opts)
+	g, err := plan.Plan(jp, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	replan := func(parallelism map[string]int) (*plan.Graph, error) {
+		o := opts
+		o.Parallelism, o.RestoredMaxParallelism = parallelism, g.MaxParallelism
+		return plan.Plan(jp, o)
+	}
+	return g, replan, nil
 }
 
 // job returns the running job with id, or a NOT_FOUND status. A job the
@@ -228,7 +247,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		defer sendMu.Unlock()
 		return stream.Send(ev)
 	}
-	g, err := s.plan(req.GetPlan())
+	g, replan, err := s.planWithReplan(req.GetPlan())
 	if err != nil {
 		sent := send(finished(jobpb.JobFinished_FAILED, &jobpb.JobError{Message: err.Error(), Kind: "PLAN"}, nil))
 		s.log.Log(context.Background(), failureLevel(sent), "job rejected: it cannot be planned", "name", req.GetPlan().GetName(), "error", err)
@@ -263,7 +282,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	}
 
 	opts := s.jobOptions
-	opts.JobID = id
+	opts.JobID, opts.Replan = id, replan
 	opts.Collect = func(op *plan.Operator, subtask int, b arrow.RecordBatch) error {
 		defer b.Release()
 		var buf bytes.Buffer

@@ -29,6 +29,82 @@ JOB_STATE_FAILED: JobState
 JOB_STATE_FINISHED: JobState
 JOB_STATE_RESTARTING: JobState
 
+class RescaleRequest(_message.Message):
+    __slots__ = ("job_id", "parallelism")
+    class ParallelismEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    parallelism: _containers.ScalarMap[str, int]
+    def __init__(self, job_id: _Optional[str] = ..., parallelism: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class RescaleHistoryRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class RescaleResponse(_message.Message):
+    __slots__ = ("rescale", "history", "parallelism")
+    class ParallelismEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    RESCALE_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    rescale: RescaleInfo
+    history: _containers.RepeatedCompositeFieldContainer[RescaleInfo]
+    parallelism: _containers.ScalarMap[str, int]
+    def __init__(self, rescale: _Optional[_Union[RescaleInfo, _Mapping]] = ..., history: _Optional[_Iterable[_Union[RescaleInfo, _Mapping]]] = ..., parallelism: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class RescaleInfo(_message.Message):
+    __slots__ = ("id", "trigger_cause", "trigger", "status", "reason", "checkpoint_id", "vertices", "requested_at_ms", "started_at_ms", "ended_at_ms", "duration_seconds")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_CAUSE_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    VERTICES_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    trigger_cause: str
+    trigger: str
+    status: str
+    reason: str
+    checkpoint_id: int
+    vertices: _containers.RepeatedCompositeFieldContainer[RescaleVertex]
+    requested_at_ms: int
+    started_at_ms: int
+    ended_at_ms: int
+    duration_seconds: float
+    def __init__(self, id: _Optional[str] = ..., trigger_cause: _Optional[str] = ..., trigger: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., vertices: _Optional[_Iterable[_Union[RescaleVertex, _Mapping]]] = ..., requested_at_ms: _Optional[int] = ..., started_at_ms: _Optional[int] = ..., ended_at_ms: _Optional[int] = ..., duration_seconds: _Optional[float] = ...) -> None: ...
+
+class RescaleVertex(_message.Message):
+    __slots__ = ("uid", "name", "before", "after")
+    UID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    uid: str
+    name: str
+    before: int
+    after: int
+    def __init__(self, uid: _Optional[str] = ..., name: _Optional[str] = ..., before: _Optional[int] = ..., after: _Optional[int] = ...) -> None: ...
+
 class SavepointRequest(_message.Message):
     __slots__ = ("job_id", "directory", "stop")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]

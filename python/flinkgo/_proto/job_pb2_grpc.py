@@ -59,6 +59,16 @@ class JobServiceStub:
                 request_serializer=job__pb2.ListJobsRequest.SerializeToString,
                 response_deserializer=job__pb2.ListJobsResponse.FromString,
                 _registered_method=True)
+        self.Rescale = channel.unary_unary(
+                '/flinkgo.job.v1.JobService/Rescale',
+                request_serializer=job__pb2.RescaleRequest.SerializeToString,
+                response_deserializer=job__pb2.RescaleResponse.FromString,
+                _registered_method=True)
+        self.RescaleHistory = channel.unary_unary(
+                '/flinkgo.job.v1.JobService/RescaleHistory',
+                request_serializer=job__pb2.RescaleHistoryRequest.SerializeToString,
+                response_deserializer=job__pb2.RescaleResponse.FromString,
+                _registered_method=True)
 
 
 class JobServiceServicer:
@@ -105,6 +115,27 @@ class JobServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Rescale(self, request, context):
+        """Rescale sets the parallelism of operators of a running job, by uid (an
+        operator's or a node's), as FLIP-291's resource requirements: it
+        returns at once, and the job restarts at the new parallelism from its
+        next completed checkpoint (FLIP-461), after the cooldown
+        (docs/semantics.md#rescaling). NOT_FOUND: no running job has that id;
+        FAILED_PRECONDITION: the request is refused (the message says why: no
+        checkpointing, an unknown uid, above the max parallelism).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RescaleHistory(self, request, context):
+        """RescaleHistory returns a running job's rescales and its operators'
+        current parallelism.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -132,6 +163,16 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.ListJobs,
                     request_deserializer=job__pb2.ListJobsRequest.FromString,
                     response_serializer=job__pb2.ListJobsResponse.SerializeToString,
+            ),
+            'Rescale': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rescale,
+                    request_deserializer=job__pb2.RescaleRequest.FromString,
+                    response_serializer=job__pb2.RescaleResponse.SerializeToString,
+            ),
+            'RescaleHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.RescaleHistory,
+                    request_deserializer=job__pb2.RescaleHistoryRequest.FromString,
+                    response_serializer=job__pb2.RescaleResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -269,6 +310,60 @@ class JobService:
             '/flinkgo.job.v1.JobService/ListJobs',
             job__pb2.ListJobsRequest.SerializeToString,
             job__pb2.ListJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rescale(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flinkgo.job.v1.JobService/Rescale',
+            job__pb2.RescaleRequest.SerializeToString,
+            job__pb2.RescaleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RescaleHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flinkgo.job.v1.JobService/RescaleHistory',
+            job__pb2.RescaleHistoryRequest.SerializeToString,
+            job__pb2.RescaleResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -146,7 +146,370 @@ func (x JobFinished_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobFinished_State.Descriptor instead.
 func (JobFinished_State) EnumDescriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{12, 0}
+	return file_job_proto_rawDescGZIP(), []int{17, 0}
+}
+
+type RescaleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// The new parallelism by uid; uids not named keep theirs.
+	Parallelism   map[string]int32 `protobuf:"bytes,2,rep,name=parallelism,proto3" json:"parallelism,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RescaleRequest) Reset() {
+	*x = RescaleRequest{}
+	mi := &file_job_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RescaleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RescaleRequest) ProtoMessage() {}
+
+func (x *RescaleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RescaleRequest.ProtoReflect.Descriptor instead.
+func (*RescaleRequest) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RescaleRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *RescaleRequest) GetParallelism() map[string]int32 {
+	if x != nil {
+		return x.Parallelism
+	}
+	return nil
+}
+
+type RescaleHistoryRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RescaleHistoryRequest) Reset() {
+	*x = RescaleHistoryRequest{}
+	mi := &file_job_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RescaleHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RescaleHistoryRequest) ProtoMessage() {}
+
+func (x *RescaleHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RescaleHistoryRequest.ProtoReflect.Descriptor instead.
+func (*RescaleHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RescaleHistoryRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+type RescaleResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The rescale the request started (PENDING), or IGNORED when it changed
+	// nothing; unset for RescaleHistory.
+	Rescale *RescaleInfo `protobuf:"bytes,1,opt,name=rescale,proto3" json:"rescale,omitempty"`
+	// Every rescale of the job, oldest first, a pending one last.
+	History []*RescaleInfo `protobuf:"bytes,2,rep,name=history,proto3" json:"history,omitempty"`
+	// Every operator's current parallelism, by uid.
+	Parallelism   map[string]int32 `protobuf:"bytes,3,rep,name=parallelism,proto3" json:"parallelism,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RescaleResponse) Reset() {
+	*x = RescaleResponse{}
+	mi := &file_job_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RescaleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RescaleResponse) ProtoMessage() {}
+
+func (x *RescaleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RescaleResponse.ProtoReflect.Descriptor instead.
+func (*RescaleResponse) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RescaleResponse) GetRescale() *RescaleInfo {
+	if x != nil {
+		return x.Rescale
+	}
+	return nil
+}
+
+func (x *RescaleResponse) GetHistory() []*RescaleInfo {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+func (x *RescaleResponse) GetParallelism() map[string]int32 {
+	if x != nil {
+		return x.Parallelism
+	}
+	return nil
+}
+
+// One rescale, as an entry of Flink's rescale history
+// (/jobs/:jid/rescales).
+type RescaleInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Why: UPDATE_REQUIREMENT (a rescale request).
+	TriggerCause string `protobuf:"bytes,2,opt,name=trigger_cause,json=triggerCause,proto3" json:"trigger_cause,omitempty"`
+	// What started it: COMPLETED_CHECKPOINT or CHECKPOINT_FAILURES; empty
+	// while pending.
+	Trigger string `protobuf:"bytes,3,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	// PENDING, COMPLETED, FAILED or IGNORED.
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// Why it failed or was ignored.
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The checkpoint the job restarted from (0: none).
+	CheckpointId int64            `protobuf:"varint,6,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Vertices     []*RescaleVertex `protobuf:"bytes,7,rep,name=vertices,proto3" json:"vertices,omitempty"`
+	// Unix milliseconds; 0 when not reached.
+	RequestedAtMs int64 `protobuf:"varint,8,opt,name=requested_at_ms,json=requestedAtMs,proto3" json:"requested_at_ms,omitempty"`
+	StartedAtMs   int64 `protobuf:"varint,9,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"`
+	EndedAtMs     int64 `protobuf:"varint,10,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"`
+	// From the start of the restart to running at the new parallelism.
+	DurationSeconds float64 `protobuf:"fixed64,11,opt,name=duration_seconds,json=durationSeconds,proto3" json:"duration_seconds,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RescaleInfo) Reset() {
+	*x = RescaleInfo{}
+	mi := &file_job_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RescaleInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RescaleInfo) ProtoMessage() {}
+
+func (x *RescaleInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RescaleInfo.ProtoReflect.Descriptor instead.
+func (*RescaleInfo) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RescaleInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RescaleInfo) GetTriggerCause() string {
+	if x != nil {
+		return x.TriggerCause
+	}
+	return ""
+}
+
+func (x *RescaleInfo) GetTrigger() string {
+	if x != nil {
+		return x.Trigger
+	}
+	return ""
+}
+
+func (x *RescaleInfo) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *RescaleInfo) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RescaleInfo) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *RescaleInfo) GetVertices() []*RescaleVertex {
+	if x != nil {
+		return x.Vertices
+	}
+	return nil
+}
+
+func (x *RescaleInfo) GetRequestedAtMs() int64 {
+	if x != nil {
+		return x.RequestedAtMs
+	}
+	return 0
+}
+
+func (x *RescaleInfo) GetStartedAtMs() int64 {
+	if x != nil {
+		return x.StartedAtMs
+	}
+	return 0
+}
+
+func (x *RescaleInfo) GetEndedAtMs() int64 {
+	if x != nil {
+		return x.EndedAtMs
+	}
+	return 0
+}
+
+func (x *RescaleInfo) GetDurationSeconds() float64 {
+	if x != nil {
+		return x.DurationSeconds
+	}
+	return 0
+}
+
+type RescaleVertex struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uid           string                 `protobuf:"bytes,1,opt,name=uid,proto3" json:"uid,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Before        int32                  `protobuf:"varint,3,opt,name=before,proto3" json:"before,omitempty"`
+	After         int32                  `protobuf:"varint,4,opt,name=after,proto3" json:"after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RescaleVertex) Reset() {
+	*x = RescaleVertex{}
+	mi := &file_job_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RescaleVertex) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RescaleVertex) ProtoMessage() {}
+
+func (x *RescaleVertex) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RescaleVertex.ProtoReflect.Descriptor instead.
+func (*RescaleVertex) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RescaleVertex) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *RescaleVertex) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RescaleVertex) GetBefore() int32 {
+	if x != nil {
+		return x.Before
+	}
+	return 0
+}
+
+func (x *RescaleVertex) GetAfter() int32 {
+	if x != nil {
+		return x.After
+	}
+	return 0
 }
 
 type SavepointRequest struct {
@@ -162,7 +525,7 @@ type SavepointRequest struct {
 
 func (x *SavepointRequest) Reset() {
 	*x = SavepointRequest{}
-	mi := &file_job_proto_msgTypes[0]
+	mi := &file_job_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -174,7 +537,7 @@ func (x *SavepointRequest) String() string {
 func (*SavepointRequest) ProtoMessage() {}
 
 func (x *SavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[0]
+	mi := &file_job_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -187,7 +550,7 @@ func (x *SavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SavepointRequest.ProtoReflect.Descriptor instead.
 func (*SavepointRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{0}
+	return file_job_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SavepointRequest) GetJobId() string {
@@ -222,7 +585,7 @@ type SavepointResponse struct {
 
 func (x *SavepointResponse) Reset() {
 	*x = SavepointResponse{}
-	mi := &file_job_proto_msgTypes[1]
+	mi := &file_job_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -234,7 +597,7 @@ func (x *SavepointResponse) String() string {
 func (*SavepointResponse) ProtoMessage() {}
 
 func (x *SavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[1]
+	mi := &file_job_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -247,7 +610,7 @@ func (x *SavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SavepointResponse.ProtoReflect.Descriptor instead.
 func (*SavepointResponse) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{1}
+	return file_job_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SavepointResponse) GetPath() string {
@@ -265,7 +628,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_job_proto_msgTypes[2]
+	mi := &file_job_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -277,7 +640,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[2]
+	mi := &file_job_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -290,7 +653,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{2}
+	return file_job_proto_rawDescGZIP(), []int{7}
 }
 
 type ListJobsResponse struct {
@@ -302,7 +665,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_job_proto_msgTypes[3]
+	mi := &file_job_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +677,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[3]
+	mi := &file_job_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +690,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{3}
+	return file_job_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListJobsResponse) GetJobs() []*JobSummary {
@@ -350,7 +713,7 @@ type JobSummary struct {
 
 func (x *JobSummary) Reset() {
 	*x = JobSummary{}
-	mi := &file_job_proto_msgTypes[4]
+	mi := &file_job_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -362,7 +725,7 @@ func (x *JobSummary) String() string {
 func (*JobSummary) ProtoMessage() {}
 
 func (x *JobSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[4]
+	mi := &file_job_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -375,7 +738,7 @@ func (x *JobSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSummary.ProtoReflect.Descriptor instead.
 func (*JobSummary) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{4}
+	return file_job_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JobSummary) GetJobId() string {
@@ -417,7 +780,7 @@ type ExecuteRequest struct {
 
 func (x *ExecuteRequest) Reset() {
 	*x = ExecuteRequest{}
-	mi := &file_job_proto_msgTypes[5]
+	mi := &file_job_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -429,7 +792,7 @@ func (x *ExecuteRequest) String() string {
 func (*ExecuteRequest) ProtoMessage() {}
 
 func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[5]
+	mi := &file_job_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -442,7 +805,7 @@ func (x *ExecuteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecuteRequest.ProtoReflect.Descriptor instead.
 func (*ExecuteRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{5}
+	return file_job_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExecuteRequest) GetPlan() *planpb.JobPlan {
@@ -475,7 +838,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_job_proto_msgTypes[6]
+	mi := &file_job_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +850,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[6]
+	mi := &file_job_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +863,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{6}
+	return file_job_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JobEvent) GetKind() isJobEvent_Kind {
@@ -602,7 +965,7 @@ type StateChanged struct {
 
 func (x *StateChanged) Reset() {
 	*x = StateChanged{}
-	mi := &file_job_proto_msgTypes[7]
+	mi := &file_job_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -614,7 +977,7 @@ func (x *StateChanged) String() string {
 func (*StateChanged) ProtoMessage() {}
 
 func (x *StateChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[7]
+	mi := &file_job_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -627,7 +990,7 @@ func (x *StateChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateChanged.ProtoReflect.Descriptor instead.
 func (*StateChanged) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{7}
+	return file_job_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StateChanged) GetState() JobState {
@@ -655,7 +1018,7 @@ type JobStarted struct {
 
 func (x *JobStarted) Reset() {
 	*x = JobStarted{}
-	mi := &file_job_proto_msgTypes[8]
+	mi := &file_job_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +1030,7 @@ func (x *JobStarted) String() string {
 func (*JobStarted) ProtoMessage() {}
 
 func (x *JobStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[8]
+	mi := &file_job_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +1043,7 @@ func (x *JobStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStarted.ProtoReflect.Descriptor instead.
 func (*JobStarted) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{8}
+	return file_job_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JobStarted) GetJobId() string {
@@ -713,7 +1076,7 @@ type OperatorProgress struct {
 
 func (x *OperatorProgress) Reset() {
 	*x = OperatorProgress{}
-	mi := &file_job_proto_msgTypes[9]
+	mi := &file_job_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +1088,7 @@ func (x *OperatorProgress) String() string {
 func (*OperatorProgress) ProtoMessage() {}
 
 func (x *OperatorProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[9]
+	mi := &file_job_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +1101,7 @@ func (x *OperatorProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorProgress.ProtoReflect.Descriptor instead.
 func (*OperatorProgress) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{9}
+	return file_job_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *OperatorProgress) GetName() string {
@@ -794,7 +1157,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_job_proto_msgTypes[10]
+	mi := &file_job_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +1169,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[10]
+	mi := &file_job_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +1182,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{10}
+	return file_job_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Progress) GetOperators() []*OperatorProgress {
@@ -850,7 +1213,7 @@ type CollectedBatch struct {
 
 func (x *CollectedBatch) Reset() {
 	*x = CollectedBatch{}
-	mi := &file_job_proto_msgTypes[11]
+	mi := &file_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -862,7 +1225,7 @@ func (x *CollectedBatch) String() string {
 func (*CollectedBatch) ProtoMessage() {}
 
 func (x *CollectedBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[11]
+	mi := &file_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -875,7 +1238,7 @@ func (x *CollectedBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectedBatch.ProtoReflect.Descriptor instead.
 func (*CollectedBatch) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{11}
+	return file_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CollectedBatch) GetNode() int32 {
@@ -911,7 +1274,7 @@ type JobFinished struct {
 
 func (x *JobFinished) Reset() {
 	*x = JobFinished{}
-	mi := &file_job_proto_msgTypes[12]
+	mi := &file_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1286,7 @@ func (x *JobFinished) String() string {
 func (*JobFinished) ProtoMessage() {}
 
 func (x *JobFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[12]
+	mi := &file_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1299,7 @@ func (x *JobFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobFinished.ProtoReflect.Descriptor instead.
 func (*JobFinished) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{12}
+	return file_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *JobFinished) GetState() JobFinished_State {
@@ -978,7 +1341,7 @@ type JobError struct {
 
 func (x *JobError) Reset() {
 	*x = JobError{}
-	mi := &file_job_proto_msgTypes[13]
+	mi := &file_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1353,7 @@ func (x *JobError) String() string {
 func (*JobError) ProtoMessage() {}
 
 func (x *JobError) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[13]
+	mi := &file_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1366,7 @@ func (x *JobError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobError.ProtoReflect.Descriptor instead.
 func (*JobError) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{13}
+	return file_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *JobError) GetMessage() string {
@@ -1050,7 +1413,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_job_proto_msgTypes[14]
+	mi := &file_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1425,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[14]
+	mi := &file_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1438,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{14}
+	return file_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExplainRequest) GetPlan() *planpb.JobPlan {
@@ -1096,7 +1459,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_job_proto_msgTypes[15]
+	mi := &file_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1471,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[15]
+	mi := &file_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1484,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{15}
+	return file_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExplainResponse) GetExplain() string {
@@ -1147,7 +1510,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_job_proto_msgTypes[16]
+	mi := &file_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1522,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[16]
+	mi := &file_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1535,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{16}
+	return file_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelRequest) GetJobId() string {
@@ -1192,7 +1555,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_job_proto_msgTypes[17]
+	mi := &file_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1567,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[17]
+	mi := &file_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1580,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{17}
+	return file_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CancelResponse) GetFound() bool {
@@ -1232,7 +1595,40 @@ var File_job_proto protoreflect.FileDescriptor
 const file_job_proto_rawDesc = "" +
 	"\n" +
 	"\tjob.proto\x12\x0eflinkgo.job.v1\x1a\n" +
-	"plan.proto\"[\n" +
+	"plan.proto\"\xba\x01\n" +
+	"\x0eRescaleRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12Q\n" +
+	"\vparallelism\x18\x02 \x03(\v2/.flinkgo.job.v1.RescaleRequest.ParallelismEntryR\vparallelism\x1a>\n" +
+	"\x10ParallelismEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\".\n" +
+	"\x15RescaleHistoryRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"\x93\x02\n" +
+	"\x0fRescaleResponse\x125\n" +
+	"\arescale\x18\x01 \x01(\v2\x1b.flinkgo.job.v1.RescaleInfoR\arescale\x125\n" +
+	"\ahistory\x18\x02 \x03(\v2\x1b.flinkgo.job.v1.RescaleInfoR\ahistory\x12R\n" +
+	"\vparallelism\x18\x03 \x03(\v20.flinkgo.job.v1.RescaleResponse.ParallelismEntryR\vparallelism\x1a>\n" +
+	"\x10ParallelismEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x83\x03\n" +
+	"\vRescaleInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
+	"\rtrigger_cause\x18\x02 \x01(\tR\ftriggerCause\x12\x18\n" +
+	"\atrigger\x18\x03 \x01(\tR\atrigger\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12#\n" +
+	"\rcheckpoint_id\x18\x06 \x01(\x03R\fcheckpointId\x129\n" +
+	"\bvertices\x18\a \x03(\v2\x1d.flinkgo.job.v1.RescaleVertexR\bvertices\x12&\n" +
+	"\x0frequested_at_ms\x18\b \x01(\x03R\rrequestedAtMs\x12\"\n" +
+	"\rstarted_at_ms\x18\t \x01(\x03R\vstartedAtMs\x12\x1e\n" +
+	"\vended_at_ms\x18\n" +
+	" \x01(\x03R\tendedAtMs\x12)\n" +
+	"\x10duration_seconds\x18\v \x01(\x01R\x0fdurationSeconds\"c\n" +
+	"\rRescaleVertex\x12\x10\n" +
+	"\x03uid\x18\x01 \x01(\tR\x03uid\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06before\x18\x03 \x01(\x05R\x06before\x12\x14\n" +
+	"\x05after\x18\x04 \x01(\x05R\x05after\"[\n" +
 	"\x10SavepointRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\tdirectory\x18\x02 \x01(\tR\tdirectory\x12\x12\n" +
@@ -1313,14 +1709,16 @@ const file_job_proto_rawDesc = "" +
 	"\x11JOB_STATE_FAILING\x10\x05\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x06\x12\x16\n" +
 	"\x12JOB_STATE_FINISHED\x10\a\x12\x18\n" +
-	"\x14JOB_STATE_RESTARTING\x10\b2\x90\x03\n" +
+	"\x14JOB_STATE_RESTARTING\x10\b2\xb6\x04\n" +
 	"\n" +
 	"JobService\x12E\n" +
 	"\aExecute\x12\x1e.flinkgo.job.v1.ExecuteRequest\x1a\x18.flinkgo.job.v1.JobEvent0\x01\x12J\n" +
 	"\aExplain\x12\x1e.flinkgo.job.v1.ExplainRequest\x1a\x1f.flinkgo.job.v1.ExplainResponse\x12G\n" +
 	"\x06Cancel\x12\x1d.flinkgo.job.v1.CancelRequest\x1a\x1e.flinkgo.job.v1.CancelResponse\x12W\n" +
 	"\x10TriggerSavepoint\x12 .flinkgo.job.v1.SavepointRequest\x1a!.flinkgo.job.v1.SavepointResponse\x12M\n" +
-	"\bListJobs\x12\x1f.flinkgo.job.v1.ListJobsRequest\x1a .flinkgo.job.v1.ListJobsResponseB0Z.github.com/flinkgo/flinkgo/runtime/proto/jobpbb\x06proto3"
+	"\bListJobs\x12\x1f.flinkgo.job.v1.ListJobsRequest\x1a .flinkgo.job.v1.ListJobsResponse\x12J\n" +
+	"\aRescale\x12\x1e.flinkgo.job.v1.RescaleRequest\x1a\x1f.flinkgo.job.v1.RescaleResponse\x12X\n" +
+	"\x0eRescaleHistory\x12%.flinkgo.job.v1.RescaleHistoryRequest\x1a\x1f.flinkgo.job.v1.RescaleResponseB0Z.github.com/flinkgo/flinkgo/runtime/proto/jobpbb\x06proto3"
 
 var (
 	file_job_proto_rawDescOnce sync.Once
@@ -1335,60 +1733,76 @@ func file_job_proto_rawDescGZIP() []byte {
 }
 
 var file_job_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_job_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_job_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_job_proto_goTypes = []any{
-	(JobState)(0),             // 0: flinkgo.job.v1.JobState
-	(JobFinished_State)(0),    // 1: flinkgo.job.v1.JobFinished.State
-	(*SavepointRequest)(nil),  // 2: flinkgo.job.v1.SavepointRequest
-	(*SavepointResponse)(nil), // 3: flinkgo.job.v1.SavepointResponse
-	(*ListJobsRequest)(nil),   // 4: flinkgo.job.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),  // 5: flinkgo.job.v1.ListJobsResponse
-	(*JobSummary)(nil),        // 6: flinkgo.job.v1.JobSummary
-	(*ExecuteRequest)(nil),    // 7: flinkgo.job.v1.ExecuteRequest
-	(*JobEvent)(nil),          // 8: flinkgo.job.v1.JobEvent
-	(*StateChanged)(nil),      // 9: flinkgo.job.v1.StateChanged
-	(*JobStarted)(nil),        // 10: flinkgo.job.v1.JobStarted
-	(*OperatorProgress)(nil),  // 11: flinkgo.job.v1.OperatorProgress
-	(*Progress)(nil),          // 12: flinkgo.job.v1.Progress
-	(*CollectedBatch)(nil),    // 13: flinkgo.job.v1.CollectedBatch
-	(*JobFinished)(nil),       // 14: flinkgo.job.v1.JobFinished
-	(*JobError)(nil),          // 15: flinkgo.job.v1.JobError
-	(*ExplainRequest)(nil),    // 16: flinkgo.job.v1.ExplainRequest
-	(*ExplainResponse)(nil),   // 17: flinkgo.job.v1.ExplainResponse
-	(*CancelRequest)(nil),     // 18: flinkgo.job.v1.CancelRequest
-	(*CancelResponse)(nil),    // 19: flinkgo.job.v1.CancelResponse
-	(*planpb.JobPlan)(nil),    // 20: flinkgo.plan.v1.JobPlan
+	(JobState)(0),                 // 0: flinkgo.job.v1.JobState
+	(JobFinished_State)(0),        // 1: flinkgo.job.v1.JobFinished.State
+	(*RescaleRequest)(nil),        // 2: flinkgo.job.v1.RescaleRequest
+	(*RescaleHistoryRequest)(nil), // 3: flinkgo.job.v1.RescaleHistoryRequest
+	(*RescaleResponse)(nil),       // 4: flinkgo.job.v1.RescaleResponse
+	(*RescaleInfo)(nil),           // 5: flinkgo.job.v1.RescaleInfo
+	(*RescaleVertex)(nil),         // 6: flinkgo.job.v1.RescaleVertex
+	(*SavepointRequest)(nil),      // 7: flinkgo.job.v1.SavepointRequest
+	(*SavepointResponse)(nil),     // 8: flinkgo.job.v1.SavepointResponse
+	(*ListJobsRequest)(nil),       // 9: flinkgo.job.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),      // 10: flinkgo.job.v1.ListJobsResponse
+	(*JobSummary)(nil),            // 11: flinkgo.job.v1.JobSummary
+	(*ExecuteRequest)(nil),        // 12: flinkgo.job.v1.ExecuteRequest
+	(*JobEvent)(nil),              // 13: flinkgo.job.v1.JobEvent
+	(*StateChanged)(nil),          // 14: flinkgo.job.v1.StateChanged
+	(*JobStarted)(nil),            // 15: flinkgo.job.v1.JobStarted
+	(*OperatorProgress)(nil),      // 16: flinkgo.job.v1.OperatorProgress
+	(*Progress)(nil),              // 17: flinkgo.job.v1.Progress
+	(*CollectedBatch)(nil),        // 18: flinkgo.job.v1.CollectedBatch
+	(*JobFinished)(nil),           // 19: flinkgo.job.v1.JobFinished
+	(*JobError)(nil),              // 20: flinkgo.job.v1.JobError
+	(*ExplainRequest)(nil),        // 21: flinkgo.job.v1.ExplainRequest
+	(*ExplainResponse)(nil),       // 22: flinkgo.job.v1.ExplainResponse
+	(*CancelRequest)(nil),         // 23: flinkgo.job.v1.CancelRequest
+	(*CancelResponse)(nil),        // 24: flinkgo.job.v1.CancelResponse
+	nil,                           // 25: flinkgo.job.v1.RescaleRequest.ParallelismEntry
+	nil,                           // 26: flinkgo.job.v1.RescaleResponse.ParallelismEntry
+	(*planpb.JobPlan)(nil),        // 27: flinkgo.plan.v1.JobPlan
 }
 var file_job_proto_depIdxs = []int32{
-	6,  // 0: flinkgo.job.v1.ListJobsResponse.jobs:type_name -> flinkgo.job.v1.JobSummary
-	0,  // 1: flinkgo.job.v1.JobSummary.state:type_name -> flinkgo.job.v1.JobState
-	20, // 2: flinkgo.job.v1.ExecuteRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
-	10, // 3: flinkgo.job.v1.JobEvent.started:type_name -> flinkgo.job.v1.JobStarted
-	12, // 4: flinkgo.job.v1.JobEvent.progress:type_name -> flinkgo.job.v1.Progress
-	13, // 5: flinkgo.job.v1.JobEvent.collected:type_name -> flinkgo.job.v1.CollectedBatch
-	14, // 6: flinkgo.job.v1.JobEvent.finished:type_name -> flinkgo.job.v1.JobFinished
-	9,  // 7: flinkgo.job.v1.JobEvent.state_changed:type_name -> flinkgo.job.v1.StateChanged
-	0,  // 8: flinkgo.job.v1.StateChanged.state:type_name -> flinkgo.job.v1.JobState
-	11, // 9: flinkgo.job.v1.Progress.operators:type_name -> flinkgo.job.v1.OperatorProgress
-	1,  // 10: flinkgo.job.v1.JobFinished.state:type_name -> flinkgo.job.v1.JobFinished.State
-	15, // 11: flinkgo.job.v1.JobFinished.error:type_name -> flinkgo.job.v1.JobError
-	12, // 12: flinkgo.job.v1.JobFinished.metrics:type_name -> flinkgo.job.v1.Progress
-	20, // 13: flinkgo.job.v1.ExplainRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
-	7,  // 14: flinkgo.job.v1.JobService.Execute:input_type -> flinkgo.job.v1.ExecuteRequest
-	16, // 15: flinkgo.job.v1.JobService.Explain:input_type -> flinkgo.job.v1.ExplainRequest
-	18, // 16: flinkgo.job.v1.JobService.Cancel:input_type -> flinkgo.job.v1.CancelRequest
-	2,  // 17: flinkgo.job.v1.JobService.TriggerSavepoint:input_type -> flinkgo.job.v1.SavepointRequest
-	4,  // 18: flinkgo.job.v1.JobService.ListJobs:input_type -> flinkgo.job.v1.ListJobsRequest
-	8,  // 19: flinkgo.job.v1.JobService.Execute:output_type -> flinkgo.job.v1.JobEvent
-	17, // 20: flinkgo.job.v1.JobService.Explain:output_type -> flinkgo.job.v1.ExplainResponse
-	19, // 21: flinkgo.job.v1.JobService.Cancel:output_type -> flinkgo.job.v1.CancelResponse
-	3,  // 22: flinkgo.job.v1.JobService.TriggerSavepoint:output_type -> flinkgo.job.v1.SavepointResponse
-	5,  // 23: flinkgo.job.v1.JobService.ListJobs:output_type -> flinkgo.job.v1.ListJobsResponse
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	25, // 0: flinkgo.job.v1.RescaleRequest.parallelism:type_name -> flinkgo.job.v1.RescaleRequest.ParallelismEntry
+	5,  // 1: flinkgo.job.v1.RescaleResponse.rescale:type_name -> flinkgo.job.v1.RescaleInfo
+	5,  // 2: flinkgo.job.v1.RescaleResponse.history:type_name -> flinkgo.job.v1.RescaleInfo
+	26, // 3: flinkgo.job.v1.RescaleResponse.parallelism:type_name -> flinkgo.job.v1.RescaleResponse.ParallelismEntry
+	6,  // 4: flinkgo.job.v1.RescaleInfo.vertices:type_name -> flinkgo.job.v1.RescaleVertex
+	11, // 5: flinkgo.job.v1.ListJobsResponse.jobs:type_name -> flinkgo.job.v1.JobSummary
+	0,  // 6: flinkgo.job.v1.JobSummary.state:type_name -> flinkgo.job.v1.JobState
+	27, // 7: flinkgo.job.v1.ExecuteRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
+	15, // 8: flinkgo.job.v1.JobEvent.started:type_name -> flinkgo.job.v1.JobStarted
+	17, // 9: flinkgo.job.v1.JobEvent.progress:type_name -> flinkgo.job.v1.Progress
+	18, // 10: flinkgo.job.v1.JobEvent.collected:type_name -> flinkgo.job.v1.CollectedBatch
+	19, // 11: flinkgo.job.v1.JobEvent.finished:type_name -> flinkgo.job.v1.JobFinished
+	14, // 12: flinkgo.job.v1.JobEvent.state_changed:type_name -> flinkgo.job.v1.StateChanged
+	0,  // 13: flinkgo.job.v1.StateChanged.state:type_name -> flinkgo.job.v1.JobState
+	16, // 14: flinkgo.job.v1.Progress.operators:type_name -> flinkgo.job.v1.OperatorProgress
+	1,  // 15: flinkgo.job.v1.JobFinished.state:type_name -> flinkgo.job.v1.JobFinished.State
+	20, // 16: flinkgo.job.v1.JobFinished.error:type_name -> flinkgo.job.v1.JobError
+	17, // 17: flinkgo.job.v1.JobFinished.metrics:type_name -> flinkgo.job.v1.Progress
+	27, // 18: flinkgo.job.v1.ExplainRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
+	12, // 19: flinkgo.job.v1.JobService.Execute:input_type -> flinkgo.job.v1.ExecuteRequest
+	21, // 20: flinkgo.job.v1.JobService.Explain:input_type -> flinkgo.job.v1.ExplainRequest
+	23, // 21: flinkgo.job.v1.JobService.Cancel:input_type -> flinkgo.job.v1.CancelRequest
+	7,  // 22: flinkgo.job.v1.JobService.TriggerSavepoint:input_type -> flinkgo.job.v1.SavepointRequest
+	9,  // 23: flinkgo.job.v1.JobService.ListJobs:input_type -> flinkgo.job.v1.ListJobsRequest
+	2,  // 24: flinkgo.job.v1.JobService.Rescale:input_type -> flinkgo.job.v1.RescaleRequest
+	3,  // 25: flinkgo.job.v1.JobService.RescaleHistory:input_type -> flinkgo.job.v1.RescaleHistoryRequest
+	13, // 26: flinkgo.job.v1.JobService.Execute:output_type -> flinkgo.job.v1.JobEvent
+	22, // 27: flinkgo.job.v1.JobService.Explain:output_type -> flinkgo.job.v1.ExplainResponse
+	24, // 28: flinkgo.job.v1.JobService.Cancel:output_type -> flinkgo.job.v1.CancelResponse
+	8,  // 29: flinkgo.job.v1.JobService.TriggerSavepoint:output_type -> flinkgo.job.v1.SavepointResponse
+	10, // 30: flinkgo.job.v1.JobService.ListJobs:output_type -> flinkgo.job.v1.ListJobsResponse
+	4,  // 31: flinkgo.job.v1.JobService.Rescale:output_type -> flinkgo.job.v1.RescaleResponse
+	4,  // 32: flinkgo.job.v1.JobService.RescaleHistory:output_type -> flinkgo.job.v1.RescaleResponse
+	26, // [26:33] is the sub-list for method output_type
+	19, // [19:26] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_job_proto_init() }
@@ -1396,7 +1810,7 @@ func file_job_proto_init() {
 	if File_job_proto != nil {
 		return
 	}
-	file_job_proto_msgTypes[6].OneofWrappers = []any{
+	file_job_proto_msgTypes[11].OneofWrappers = []any{
 		(*JobEvent_Started)(nil),
 		(*JobEvent_Progress)(nil),
 		(*JobEvent_Collected)(nil),
@@ -1409,7 +1823,7 @@ func file_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_job_proto_rawDesc), len(file_job_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   18,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,8 @@ const (
 	JobService_Cancel_FullMethodName           = "/flinkgo.job.v1.JobService/Cancel"
 	JobService_TriggerSavepoint_FullMethodName = "/flinkgo.job.v1.JobService/TriggerSavepoint"
 	JobService_ListJobs_FullMethodName         = "/flinkgo.job.v1.JobService/ListJobs"
+	JobService_Rescale_FullMethodName          = "/flinkgo.job.v1.JobService/Rescale"
+	JobService_RescaleHistory_FullMethodName   = "/flinkgo.job.v1.JobService/RescaleHistory"
 )
 
 // JobServiceClient is the client API for JobService service.
@@ -49,6 +51,17 @@ type JobServiceClient interface {
 	TriggerSavepoint(ctx context.Context, in *SavepointRequest, opts ...grpc.CallOption) (*SavepointResponse, error)
 	// ListJobs lists the jobs running on this runtime.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
+	// Rescale sets the parallelism of operators of a running job, by uid (an
+	// operator's or a node's), as FLIP-291's resource requirements: it
+	// returns at once, and the job restarts at the new parallelism from its
+	// next completed checkpoint (FLIP-461), after the cooldown
+	// (docs/semantics.md#rescaling). NOT_FOUND: no running job has that id;
+	// FAILED_PRECONDITION: the request is refused (the message says why: no
+	// checkpointing, an unknown uid, above the max parallelism).
+	Rescale(ctx context.Context, in *RescaleRequest, opts ...grpc.CallOption) (*RescaleResponse, error)
+	// RescaleHistory returns a running job's rescales and its operators'
+	// current parallelism.
+	RescaleHistory(ctx context.Context, in *RescaleHistoryRequest, opts ...grpc.CallOption) (*RescaleResponse, error)
 }
 
 type jobServiceClient struct {
@@ -118,6 +131,26 @@ func (c *jobServiceClient) ListJobs(ctx context.Context, in *ListJobsRequest, op
 	return out, nil
 }
 
+func (c *jobServiceClient) Rescale(ctx context.Context, in *RescaleRequest, opts ...grpc.CallOption) (*RescaleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RescaleResponse)
+	err := c.cc.Invoke(ctx, JobService_Rescale_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *jobServiceClient) RescaleHistory(ctx context.Context, in *RescaleHistoryRequest, opts ...grpc.CallOption) (*RescaleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RescaleResponse)
+	err := c.cc.Invoke(ctx, JobService_RescaleHistory_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // JobServiceServer is the server API for JobService service.
 // All implementations must embed UnimplementedJobServiceServer
 // for forward compatibility.
@@ -138,6 +171,17 @@ type JobServiceServer interface {
 	TriggerSavepoint(context.Context, *SavepointRequest) (*SavepointResponse, error)
 	// ListJobs lists the jobs running on this runtime.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
+	// Rescale sets the parallelism of operators of a running job, by uid (an
+	// operator's or a node's), as FLIP-291's resource requirements: it
+	// returns at once, and the job restarts at the new parallelism from its
+	// next completed checkpoint (FLIP-461), after the cooldown
+	// (docs/semantics.md#rescaling). NOT_FOUND: no running job has that id;
+	// FAILED_PRECONDITION: the request is refused (the message says why: no
+	// checkpointing, an unknown uid, above the max parallelism).
+	Rescale(context.Context, *RescaleRequest) (*RescaleResponse, error)
+	// RescaleHistory returns a running job's rescales and its operators'
+	// current parallelism.
+	RescaleHistory(context.Context, *RescaleHistoryRequest) (*RescaleResponse, error)
 	mustEmbedUnimplementedJobServiceServer()
 }
 
@@ -162,6 +206,12 @@ func (UnimplementedJobServiceServer) TriggerSavepoint(context.Context, *Savepoin
 }
 func (UnimplementedJobServiceServer) ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListJobs not implemented")
+}
+func (UnimplementedJobServiceServer) Rescale(context.Context, *RescaleRequest) (*RescaleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Rescale not implemented")
+}
+func (UnimplementedJobServiceServer) RescaleHistory(context.Context, *RescaleHistoryRequest) (*RescaleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RescaleHistory not implemented")
 }
 func (UnimplementedJobServiceServer) mustEmbedUnimplementedJobServiceServer() {}
 func (UnimplementedJobServiceServer) testEmbeddedByValue()                    {}
@@ -267,6 +317,42 @@ func _JobService_ListJobs_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _JobService_Rescale_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RescaleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).Rescale(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_Rescale_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).Rescale(ctx, req.(*RescaleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _JobService_RescaleHistory_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RescaleHistoryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(JobServiceServer).RescaleHistory(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: JobService_RescaleHistory_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(JobServiceServer).RescaleHistory(ctx, req.(*RescaleHistoryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // JobService_ServiceDesc is the grpc.ServiceDesc for JobService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -289,6 +375,14 @@ var JobService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListJobs",
 			Handler:    _JobService_ListJobs_Handler,
+		},
+		{
+			MethodName: "Rescale",
+			Handler:    _JobService_Rescale_Handler,
+		},
+		{
+			MethodName: "RescaleHistory",
+			Handler:    _JobService_RescaleHistory_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,323 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+)
+
+// Why a rescale happened (RescaleInfo.TriggerCause), with the names of
+// Flink's rescale history (FLIP-495).
+const (
+	// CauseUpdateRequirement: a caller set new parallelism (Job.Rescale,
+	// FLIP-291's resource requirements).
+	CauseUpdateRequirement = "UPDATE_REQUIREMENT"
+)
+
+// How a rescale ended (RescaleInfo.Status), as Flink's rescale history.
+const (
+	RescalePending   = "PENDING"   // asked for, waiting for a checkpoint (and the cooldown)
+	RescaleCompleted = "COMPLETED" // the job runs at the new parallelism
+	RescaleFailed    = "FAILED"    // the job could not start at the new parallelism; it went on at the old one
+	RescaleIgnored   = "IGNORED"   // a later request replaced it, or the job ended first
+)
+
+// What started a pending rescale (RescaleInfo.Trigger), as FLIP-461.
+const (
+	// TriggerCompletedCheckpoint: the next completed checkpoint after the
+	// request (and after the cooldown); nothing is reprocessed.
+	TriggerCompletedCheckpoint = "COMPLETED_CHECKPOINT"
+	// TriggerCheckpointFailures: max-checkpoint-failures checkpoints
+	// failed in a row; the job restarts from its latest completed one.
+	TriggerCheckpointFailures = "CHECKPOINT_FAILURES"
+)
+
+// RescaleInfo is one rescale of a job: an entry of its rescale history
+// (Flink 2.3's /jobs/:jid/rescales).
+type RescaleInfo struct {
+	// ID names the rescale (32 hex digits).
+	ID           string
+	TriggerCause string
+	// Trigger is what started it (TriggerCompletedCheckpoint,
+	// TriggerCheckpointFailures), "" while pending.
+	Trigger string
+	Status  string
+	// Reason says why it failed or was ignored.
+	Reason string
+	// CheckpointID is the checkpoint the job restarted from at the new
+	// parallelism (0: none, it started over).
+	CheckpointID int64
+	// Vertices are every operator's parallelism before and after.
+	Vertices []RescaleVertex
+	// RequestedAt: when it was asked for; StartedAt: when the job began to
+	// restart for it; EndedAt: when it ran at the new parallelism again
+	// (or the rescale failed or was ignored).
+	RequestedAt, StartedAt, EndedAt time.Time
+}
+
+// Duration is the time from the start of the restart to running at the
+// new parallelism (0 until it ended).
+func (r RescaleInfo) Duration() time.Duration {
+	if r.StartedAt.IsZero() || r.EndedAt.IsZero() {
+		return 0
+	}
+	return r.EndedAt.Sub(r.StartedAt)
+}
+
+// RescaleVertex is one operator's parallelism before and after a rescale.
+type RescaleVertex struct {
+	UID, Name     string
+	Before, After int
+}
+
+// pendingRescale is a requested rescale waiting for its trigger.
+type pendingRescale struct {
+	info  RescaleInfo
+	graph *plan.Graph
+	// failures counts the checkpoints that failed in a row since the
+	// request.
+	failures int
+}
+
+// ErrRescaleRefused wraps every reason Rescale refuses a request.
+var ErrRescaleRefused = errors.New("rescale refused")
+
+// errRescaling is the cause with which an attempt stops for a rescale.
+var errRescaling = errors.New("job: stopping to rescale")
+
+// Rescale asks the running job to change the parallelism of operators, by
+// uid (an operator's, or a node's for every operator of the node), as
+// Flink's adaptive scheduler applies new resource requirements (FLIP-291):
+// the job restarts at the new parallelism from the next completed
+// checkpoint (FLIP-461), so nothing is reprocessed, or after
+// max-checkpoint-failures failed checkpoints from the latest completed
+// one, and never within the cooldown after it started or last rescaled.
+// Keyed state moves by key group as in a restore at another parallelism.
+//
+// It returns at once with the pending rescale; Rescales follows it. A
+// request made while another is pending replaces it (which is IGNORED),
+// and parallelism it does not name keeps the value of earlier requests. A
+// request that changes nothing returns the current state with no rescale.
+// Refused (ErrRescaleRefused): a job without periodic checkpoints, a job
+// that has ended, an unknown uid (the error names the known ones), a
+// parallelism above the job's max parallelism or otherwise out of bounds.
+func (j *Job) Rescale(parallelism map[string]int) (RescaleInfo, error) {
+	if j.opts.Replan == nil {
+		return RescaleInfo{}, fmt.Errorf("%w: job %s was started from a graph without its plan (Options.Replan unset)", ErrRescaleRefused, j.id)
+	}
+	if j.config.Checkpoint.Interval <= 0 {
+		return RescaleInfo{}, fmt.Errorf("%w: job %s does not checkpoint (%s is unset): an in-place rescale restarts the job from its next completed checkpoint; "+
+			"enable checkpointing, or stop the job with a savepoint and start it again from it at the new parallelism",
+			ErrRescaleRefused, j.id, config.ConfigCheckpointInterval)
+	}
+	if j.State().Terminal() {
+		return RescaleInfo{}, fmt.Errorf("%w: job %s has ended (%s)", ErrRescaleRefused, j.id, j.State())
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	current := j.mu.graph
+	for _, uid := range slices.Sorted(maps.Keys(parallelism)) {
+		if p := parallelism[uid]; p > current.MaxParallelism {
+			return RescaleInfo{}, fmt.Errorf("%w: uid %q: parallelism %d is above the job's max parallelism %d (its number of key groups, "+
+				"fixed once state has been saved): ask for at most %d", ErrRescaleRefused, uid, p, current.MaxParallelism, current.MaxParallelism)
+		}
+	}
+	want := maps.Clone(j.mu.requirements)
+	if want == nil {
+		want = map[string]int{}
+	}
+	maps.Copy(want, parallelism)
+	g, err := j.opts.Replan(want)
+	if err != nil {
+		return RescaleInfo{}, fmt.Errorf("%w: %w", ErrRescaleRefused, err)
+	}
+	if len(g.Operators) != len(current.Operators) || g.MaxParallelism != current.MaxParallelism {
+		return RescaleInfo{}, fmt.Errorf("%w: job %s: planning at the new parallelism gave %d operators and max parallelism %d, the job has %d and %d "+
+			"(a bug: a rescale changes parallelism only)", ErrRescaleRefused, j.id, len(g.Operators), g.MaxParallelism, len(current.Operators), current.MaxParallelism)
+	}
+	info := RescaleInfo{ID: NewJobID(), TriggerCause: CauseUpdateRequirement, Status: RescalePending, RequestedAt: time.Now()}
+	changed := false
+	for i, op := range current.Operators {
+		after := g.Operators[i].Parallelism
+		info.Vertices = append(info.Vertices, RescaleVertex{UID: op.UID, Name: op.Name, Before: op.Parallelism, After: after})
+		changed = changed || after != op.Parallelism
+	}
+	if prev := j.mu.pending; prev != nil {
+		j.endRescaleLocked(prev.info, RescaleIgnored, "replaced by rescale "+info.ID)
+		j.mu.pending = nil
+	}
+	j.mu.requirements = want
+	if !changed {
+		return RescaleInfo{ID: info.ID, TriggerCause: info.TriggerCause, Status: RescaleIgnored, Reason: "the job runs at this parallelism already",
+			Vertices: info.Vertices, RequestedAt: info.RequestedAt, EndedAt: info.RequestedAt}, nil
+	}
+	j.mu.pending = &pendingRescale{info: info, graph: g}
+	j.opts.Logger.Info("rescale requested", "rescale", info.ID, "parallelism", parallelism,
+		"cooldown_until", j.mu.executingSince.Add(j.config.Rescale.Cooldown))
+	return info, nil
+}
+
+// Rescales returns the job's rescale history, oldest first, and the
+// pending rescale last. Safe at any time.
+func (j *Job) Rescales() []RescaleInfo {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := append([]RescaleInfo(nil), j.mu.rescales...)
+	if p := j.mu.pending; p != nil {
+		out = append(out, p.info)
+	}
+	return out
+}
+
+// Parallelism returns every operator's current parallelism, by uid.
+func (j *Job) Parallelism() map[string]int {
+	g := j.graph()
+	out := make(map[string]int, len(g.Operators))
+	for _, op := range g.Operators {
+		out[op.UID] = op.Parallelism
+	}
+	return out
+}
+
+// CurrentGraph returns the graph the job runs now: the one it started
+// with until a rescale replaces it (a REST handler lists its vertices and
+// their parallelism from it). Read-only; safe at any time.
+func (j *Job) CurrentGraph() *plan.Graph { return j.graph() }
+
+// graph is the graph the job runs now (a rescale replaces it).
+func (j *Job) graph() *plan.Graph {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.mu.graph
+}
+
+// endRescaleLocked records a rescale that ended. j.mu is held.
+func (j *Job) endRescaleLocked(info RescaleInfo, status, reason string) {
+	info.Status, info.Reason = status, reason
+	info.EndedAt = time.Now()
+	j.mu.rescales = append(j.mu.rescales, info)
+	log := j.opts.Logger.Info
+	if status == RescaleFailed {
+		log = j.opts.Logger.Warn
+	}
+	log("rescale "+status, "rescale", info.ID, "reason", reason, "from_request", info.EndedAt.Sub(info.RequestedAt).Round(time.Millisecond),
+		"restart", info.Duration().Round(time.Millisecond))
+}
+
+// onCheckpointForRescale starts a pending rescale when s triggers it: a
+// completed checkpoint once the cooldown has passed, or the
+// max-checkpoint-failures-th failed one in a row. Called by the
+// coordinator of attempt a after it recorded s.
+func (j *Job) onCheckpointForRescale(a *attempt, s checkpoint.Stats) {
+	if s.Savepoint {
+		return
+	}
+	j.mu.Lock()
+	p := j.mu.pending
+	if p == nil {
+		j.mu.Unlock()
+		return
+	}
+	trigger := ""
+	switch s.Status {
+	case "completed":
+		p.failures = 0
+		trigger = TriggerCompletedCheckpoint
+	case "failed":
+		p.failures++
+		// As Flink, never from empty state: without a completed
+		// checkpoint (or a snapshot the job started from) it waits.
+		if p.failures >= j.config.Rescale.MaxCheckpointFailures && j.latestRestorePoint() != nil {
+			trigger = TriggerCheckpointFailures
+		}
+	}
+	if trigger == "" || time.Since(j.mu.executingSince) < j.config.Rescale.Cooldown {
+		j.mu.Unlock()
+		return
+	}
+	j.mu.pending = nil
+	p.info.Trigger, p.info.StartedAt = trigger, time.Now()
+	j.mu.Unlock()
+	if !a.stopForRescale(p) {
+		// The attempt is failing or stopping: the rescale waits for the
+		// next attempt's checkpoints.
+		j.mu.Lock()
+		if j.mu.pending == nil {
+			p.info.Trigger, p.info.StartedAt = "", time.Time{}
+			j.mu.pending = p
+		}
+		j.mu.Unlock()
+		return
+	}
+	j.opts.Logger.Info("rescaling", "rescale", p.info.ID, "trigger", trigger, "checkpoint", s.ID)
+}
+
+// stopForRescale stops the attempt so that the job restarts at p's
+// parallelism, unless it is failing or stopping already. The job moves
+// to RESTARTING, as Flink's adaptive scheduler does to rescale.
+func (a *attempt) stopForRescale(p *pendingRescale) bool {
+	ok := false
+	a.failed.Do(func() {
+		if a.ctx.Err() != nil || !a.job.lifecycle.move(Restarting, Running) {
+			return
+		}
+		// failure: the attempt never ends as finished, even when its
+		// tasks return nil on the cancel.
+		a.rescale, a.failure, ok = p, errRescaling, true
+		a.cancel(errRescaling)
+	})
+	return ok
+}
+
+// rescaleAttempt starts the attempt after one stopped for rescale p: the
+// new graph, restored from the latest completed checkpoint. When the job
+// cannot start at the new parallelism, the rescale fails and the job
+// restarts at the old one, as after a failure.
+func (j *Job) rescaleAttempt(ctx context.Context, p *pendingRescale) (*attempt, error) {
+	j.store.Sweep() // no task runs: uploads of unfinished checkpoints go
+	from := j.latestRestorePoint()
+	j.mu.Lock()
+	old := j.mu.graph
+	j.mu.graph = p.graph
+	j.mu.Unlock()
+	if from != nil {
+		p.info.CheckpointID = from.Meta.CheckpointID
+	}
+	a, err := j.newAttempt(ctx, from)
+	if err != nil {
+		j.mu.Lock()
+		j.mu.graph = old
+		j.endRescaleLocked(p.info, RescaleFailed, err.Error())
+		j.mu.Unlock()
+		return j.restart(ctx, fmt.Errorf("job: rescale %s failed: %w", p.info.ID, err))
+	}
+	if !j.lifecycle.move(Running, Restarting) { // canceled meanwhile
+		a.release()
+		j.mu.Lock()
+		j.endRescaleLocked(p.info, RescaleIgnored, "the job was canceled")
+		j.mu.Unlock()
+		return nil, context.Cause(ctx)
+	}
+	a.start()
+	j.mu.Lock()
+	j.endRescaleLocked(p.info, RescaleCompleted, "")
+	j.mu.Unlock()
+	return a, nil
+}
+
+// endPendingRescale drops the pending rescale of a job that ended.
+func (j *Job) endPendingRescale() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if p := j.mu.pending; p != nil {
+		j.endRescaleLocked(p.info, RescaleIgnored, "the job ended first")
+		j.mu.pending = nil
+	}
+}
