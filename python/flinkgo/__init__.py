@@ -71,7 +71,7 @@ from flinkgo.expr import Expr, col, lit, when
 from flinkgo.job import JobResult, OperatorMetrics
 from flinkgo.job_client import JobClient
 from flinkgo.plan import JobPlan, PlanInput, PlanNode
-from flinkgo.udfs import UserDefinedFunction, udf
+from flinkgo.udfs import UserDefinedAggregateFunction, UserDefinedFunction, udaf, udf
 from flinkgo.windows import Window, cumulate, hop, session, tumble
 
 # An uncaught flinkgo error shows the user's frames and our message (flinkgo._tracebacks).
@@ -112,6 +112,7 @@ __all__ = [
     "Sink",
     "UdfPickleError",
     "UnexecutedSinkWarning",
+    "UserDefinedAggregateFunction",
     "UserDefinedFunction",
     "Window",
     "WindowedDataFrame",
@@ -130,6 +131,7 @@ __all__ = [
     "session",
     "sum",
     "tumble",
+    "udaf",
     "udf",
     "when",
 ]

@@ -1528,6 +1528,13 @@ class KeyedDataFrame:
                 f"agg: emit must be one of {sorted(_EMIT_MODES)}, got {emit!r}"
             )
         for a in aggregates:
+            if isinstance(a, Aggregate) and a.udaf is not None:
+                raise InvalidArgumentError(
+                    f"agg: the pandas UDAF {a.udaf.name!r} runs in windows only, as PyFlink's "
+                    "pandas UDAFs in a stream (a keyed aggregation keeps running results, "
+                    "which a pandas UDAF cannot update): aggregate per window with "
+                    "key_by(...).window(...).agg(...)"
+                )
             if isinstance(a, Aggregate) and a.function in WINDOW_ONLY:
                 raise InvalidArgumentError(
                     f"agg: {a.function} is computed in windows only "
@@ -1576,6 +1583,9 @@ def _aggregate_fields(
             )
         if a.column is not None and schema.get_field_index(a.column) < 0:
             raise unknown_column(op, a.column, schema.names)
+        for arg in a.args:
+            if schema.get_field_index(arg) < 0:
+                raise unknown_column(op, arg, schema.names)
         if a.name in seen:
             what = (
                 "a key"
@@ -1589,6 +1599,12 @@ def _aggregate_fields(
                 "rename it with .alias()"
             )
         seen.add(a.name)
+        if a.udaf is not None:
+            fields.append(pa.field(a.name, a.udaf.return_type))
+            messages.append(
+                pb.Aggregate(function="udaf", name=a.name, udf=a.udaf._to_spec(), args=list(a.args))
+            )
+            continue
         spec = ([], "count_all") if a.column is None else (a.column, a.function)
         try:
             result = empty.group_by(list(keys), use_threads=False).aggregate([spec])
@@ -1689,7 +1705,9 @@ class WindowedDataFrame:
         *aggregates
             At least one of :func:`flinkgo.sum`, :func:`~flinkgo.count`,
             :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`,
-            :func:`~flinkgo.first`, :func:`~flinkgo.last`, :func:`~flinkgo.count_distinct`.
+            :func:`~flinkgo.first`, :func:`~flinkgo.last`, :func:`~flinkgo.count_distinct`,
+            or a Python aggregate function declared with :func:`flinkgo.udaf` applied to
+            columns (``vwap("price", "qty")``), mixed freely.
 
         Returns
         -------

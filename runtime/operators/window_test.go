@@ -525,7 +525,7 @@ func TestWindowRefusesBadPlans(t *testing.T) {
 	spec.LateRows = planpb.WindowAggregate_KEEP
 	c := &operator.Context{Op: &plan.Operator{Node: &planpb.Node{Kind: &planpb.Node_WindowAggregate{WindowAggregate: spec}}},
 		In: []*arrow.Schema{windowTestInput}, Out: windowOutputSchema(true), Counters: &operator.Counters{}}
-	if _, err := newWindowProc(c); err == nil || !strings.Contains(err.Error(), "not built yet") {
+	if _, err := newWindowProc(c, Options{}); err == nil || !strings.Contains(err.Error(), "not built yet") {
 		t.Fatalf("late_rows keep: %v", err)
 	}
 }

@@ -137,8 +137,11 @@ func (b *builder) add(n *planpb.Node) {
 		if info.kind == KindLimit {
 			b.limitParallelism(info, op)
 		}
-		if info.kind == KindWindowAggregate && len(n.GetWindowAggregate().GetKeys()) == 0 {
-			b.windowAllParallelism(info, op)
+		if info.kind == KindWindowAggregate {
+			if len(n.GetWindowAggregate().GetKeys()) == 0 {
+				b.windowAllParallelism(info, op)
+			}
+			op.BatchSize = udafBatchSize(n.GetWindowAggregate().GetAggregates(), b.s.batchSize)
 		}
 		ops = []*Operator{op}
 	}

@@ -214,6 +214,10 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		// Aggregate functions are checked where they are evaluated.
 		for j, a := range agg.GetAggregates() {
 			column(fmt.Sprintf("aggregate #%d output name", j), a.GetName())
+			if a.GetFunction() == UDAFFunction {
+				bad("aggregate %q: the pandas UDAF %q runs in windows only (as PyFlink's pandas UDAFs in a stream): "+
+					"aggregate per window with key_by(...).window(...).agg(...)", a.GetName(), a.GetUdf().GetName())
+			}
 		}
 	case KindDropDuplicates:
 		subset := n.GetDropDuplicates().GetSubset()
@@ -250,6 +254,7 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		}
 		for j, a := range w.GetAggregates() {
 			column(fmt.Sprintf("window aggregate #%d output name", j), a.GetName())
+			problems = append(problems, validateUDAF(fmt.Sprintf("window aggregate %q", a.GetName()), a)...)
 		}
 		if len(w.GetAggregates()) == 0 {
 			bad("the window aggregation has no aggregates")
