@@ -336,7 +336,7 @@ func (u *windowUDAFs) batch(rows []winRow) (arrow.RecordBatch, error) {
 		}
 	}
 	cols := make([]arrow.Array, 0, 1+len(u.cols))
-	defer releaseAll(cols)
+	defer func() { releaseAll(cols) }()
 	cols = append(cols, groups.NewArray())
 	for _, p := range parts {
 		col, err := array.Concatenate(p, u.mem)
@@ -385,7 +385,7 @@ func (u *windowUDAFs) appendKept(buf []byte, kept []arrow.RecordBatch) ([]byte, 
 		return binary.AppendUvarint(buf, 0), nil
 	}
 	cols := make([]arrow.Array, len(u.cols))
-	defer releaseAll(cols)
+	defer func() { releaseAll(cols) }()
 	parts := make([]arrow.Array, len(kept))
 	for i := range cols {
 		for j, k := range kept {
