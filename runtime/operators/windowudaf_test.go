@@ -263,4 +263,3 @@ func TestWindowUDAFErrorFailsTheFiring(t *testing.T) {
 	}
 	h.op.Cancel(err)
 }
-
