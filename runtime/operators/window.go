@@ -96,7 +96,7 @@ type windowProc struct {
 	maxP     int
 	dropped  *atomic.Int64
 	// udafs runs the pandas UDAFs, nil when there are none.
-	udafs *windowUDAFs
+	udafs *pandasUDAFs
 
 	// index maps an encoded key to its windows in memory.
 	index  map[string]*winKey
@@ -136,10 +136,8 @@ type winSlot struct {
 	w    window.Window
 	rows int64
 	acc  []accumulator
-	// kept are the rows' argument columns of the pandas UDAFs (none
-	// without), keptBytes their estimated size.
-	kept      []arrow.RecordBatch
-	keptBytes int64
+	// kept are the rows for the pandas UDAFs (none without).
+	kept udafRows
 }
 
 type slotMerge struct{ from, to *winSlot }
@@ -154,8 +152,7 @@ type winRow struct {
 	start, end int64
 	acc        []accumulator
 	// kept are the window's rows for the pandas UDAFs (retained).
-	kept      []arrow.RecordBatch
-	keptBytes int64
+	kept udafRows
 }
 
 // Timer namespaces: what fires, then the window (8-byte end; sessions the
@@ -215,7 +212,7 @@ func newWindowProc(c *operator.Context, opts Options) (*windowProc, error) {
 			return nil, fmt.Errorf("window: declared output column %s must be timestamp[ms]", out.Field(i))
 		}
 	}
-	if p.udafs, err = newWindowUDAFs(c, opts, spec.GetAggregates()); err != nil {
+	if p.udafs, err = newPandasUDAFs(c, opts, spec.GetAggregates(), len(p.keys)+2); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -304,13 +301,18 @@ func (p *windowProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, em
 		accumulateColumn(a, b, targets, ts)
 	}
 	if p.udafs != nil {
-		if err := p.udafs.keep(ctx, b, slots); err != nil {
+		groups := make([]*udafRows, n)
+		for row, s := range slots {
+			if s != nil {
+				groups[row] = &s.kept
+			}
+		}
+		if err := p.udafs.keep(ctx, b, groups); err != nil {
 			return err
 		}
 	}
 	for _, m := range p.merges {
-		m.to.kept, m.to.keptBytes = append(m.to.kept, m.from.kept...), m.to.keptBytes+m.from.keptBytes
-		m.from.kept = nil
+		m.to.kept.moveFrom(&m.from.kept)
 		m.to.rows += m.from.rows
 		for i := range m.to.acc {
 			m.to.acc[i].merge(&m.from.acc[i])
@@ -628,12 +630,13 @@ func (p *windowProc) fireWindow(k *winKey, w window.Window) bool {
 		if s == nil || s.rows == 0 {
 			return false
 		}
-		p.out = append(p.out, winRow{k: k, start: w.Start, end: w.End, acc: cloneAccs(s.acc), kept: retainKept(nil, s.kept), keptBytes: s.keptBytes})
+		r := winRow{k: k, start: w.Start, end: w.End, acc: cloneAccs(s.acc)}
+		r.kept.addRetained(&s.kept)
+		p.out = append(p.out, r)
 		return true
 	}
 	var acc []accumulator
-	var kept []arrow.RecordBatch
-	var keptBytes int64
+	var kept udafRows
 	for _, s := range k.slots[k.firstEndingAfter(w.Start):] {
 		if s.w.End > w.End {
 			break
@@ -645,13 +648,13 @@ func (p *windowProc) fireWindow(k *winKey, w window.Window) bool {
 			for i := range acc {
 				acc[i].merge(&s.acc[i])
 			}
-			kept, keptBytes = retainKept(kept, s.kept), keptBytes+s.keptBytes
+			kept.addRetained(&s.kept)
 		}
 	}
 	if acc == nil {
 		return false
 	}
-	p.out = append(p.out, winRow{k: k, start: w.Start, end: w.End, acc: acc, kept: kept, keptBytes: keptBytes})
+	p.out = append(p.out, winRow{k: k, start: w.Start, end: w.End, acc: acc, kept: kept})
 	return true
 }
 
@@ -695,7 +698,11 @@ func (p *windowProc) emitRows(ctx context.Context, emit operator.Emit) error {
 		var udafs []arrow.Array
 		if p.udafs != nil {
 			var err error
-			if udafs, err = p.udafs.evaluate(ctx, rows); err != nil {
+			groups := make([]*udafRows, len(rows))
+			for i := range rows {
+				groups[i] = &rows[i].kept
+			}
+			if udafs, err = p.udafs.evaluate(ctx, groups); err != nil {
 				return err
 			}
 		}
@@ -720,8 +727,7 @@ const maxWindowRows = 64 << 10
 // releaseRows frees the kept rows of window rows emitted or dropped.
 func releaseRows(rows []winRow) {
 	for i := range rows {
-		releaseAll(rows[i].kept)
-		rows[i].kept = nil
+		rows[i].kept.release()
 	}
 }
 

@@ -130,7 +130,7 @@ func (p *windowProc) encodeKey(buf []byte, k *winKey) ([]byte, error) {
 		}
 		if p.udafs != nil {
 			var err error
-			if buf, err = p.udafs.appendKept(buf, s.kept); err != nil {
+			if buf, err = p.udafs.appendKept(buf, &s.kept); err != nil {
 				return nil, err
 			}
 		}
@@ -175,7 +175,7 @@ func (p *windowProc) decodeKey(data []byte) (*winKey, error) {
 		}
 		k.slots = append(k.slots, s)
 		if p.udafs != nil && r.err == nil {
-			if err := p.udafs.readKept(&r, s); err != nil {
+			if err := p.udafs.readKept(&r, &s.kept); err != nil {
 				releaseSlots(k.slots)
 				return nil, bad(err.Error())
 			}

@@ -21,14 +21,14 @@ import (
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
-// windowUDAFs runs the pandas UDAFs of a window aggregation
-// (docs/semantics.md#pandas-udafs). A pandas UDAF is not incremental, so
-// every slice (or session) keeps its rows' argument columns (kept), and a
-// firing window hands the kept rows of its slices to a worker. The rows of
-// many windows go in one batch, a group column numbering the windows, and
-// the worker answers one row per window: one call for many windows, never
-// one per window.
-type windowUDAFs struct {
+// pandasUDAFs runs the pandas UDAFs of a window aggregation, or of a keyed
+// aggregation of a bounded input (docs/semantics.md#pandas-udafs). A pandas
+// UDAF is not incremental, so every group (a window's slice or session, a
+// key) keeps its rows' argument columns (udafRows), and a firing window
+// (or the end of input) hands the kept rows to a worker. The rows of many
+// groups go in one batch, a group column numbering them, and the worker
+// answers one row per group: one call for many groups, never one per group.
+type pandasUDAFs struct {
 	// aggs are the indexes in windowProc.aggs of the UDAF aggregates, in
 	// the order of the worker's calls and result columns.
 	aggs []int
@@ -49,18 +49,54 @@ type windowUDAFs struct {
 	name      string
 
 	// per batch, reused
-	slotOf  map[*winSlot]int32
-	order   []*winSlot
+	slotOf  map[*udafRows]int32
+	order   []*udafRows
 	rowSlot []int32
 	counts  []int64
 	indices []int64
 }
 
-// newWindowUDAFs prepares the UDAFs of spec's aggregates (nil when there
-// are none); their workers start in open.
-func newWindowUDAFs(c *operator.Context, opts Options, aggs []*planpb.Aggregate) (*windowUDAFs, error) {
+// udafRows are the rows a group keeps for the pandas UDAFs (their argument
+// columns), with their estimated size.
+type udafRows struct {
+	batches []arrow.RecordBatch
+	bytes   int64
+}
+
+func (r *udafRows) rows() int64 {
+	var n int64
+	for _, b := range r.batches {
+		n += b.NumRows()
+	}
+	return n
+}
+
+// release frees the rows once their group is gone.
+func (r *udafRows) release() {
+	releaseAll(r.batches)
+	r.batches, r.bytes = nil, 0
+}
+
+// addRetained adds o's rows to r, retained (o keeps its own).
+func (r *udafRows) addRetained(o *udafRows) {
+	for _, b := range o.batches {
+		b.Retain()
+		r.batches = append(r.batches, b)
+	}
+	r.bytes += o.bytes
+}
+
+// moveFrom moves o's rows to r (merged sessions).
+func (r *udafRows) moveFrom(o *udafRows) {
+	r.batches, r.bytes = append(r.batches, o.batches...), r.bytes+o.bytes
+	o.batches, o.bytes = nil, 0
+}
+
+// newPandasUDAFs prepares the UDAFs of aggs (nil when there are none);
+// their workers start in open. offset is the output column of aggs[0].
+func newPandasUDAFs(c *operator.Context, opts Options, aggs []*planpb.Aggregate, offset int) (*pandasUDAFs, error) {
 	in := c.Input()
-	u := &windowUDAFs{mem: c.Allocator, slotOf: map[*winSlot]int32{},
+	u := &pandasUDAFs{mem: c.Allocator, slotOf: map[*udafRows]int32{},
 		name: fmt.Sprintf("%q (uid %s, subtask %d)", c.Op.Name, c.Op.UID, c.Subtask)}
 	var calls []*workerpb.UdfCall
 	var results []arrow.Field
@@ -72,12 +108,12 @@ func newWindowUDAFs(c *operator.Context, opts Options, aggs []*planpb.Aggregate)
 		}
 		spec := a.GetUdf()
 		if spec == nil || spec.GetFuncType() != workerpb.FuncType_FUNC_TYPE_PANDAS_AGGREGATE {
-			return nil, fmt.Errorf("window aggregate %q: a udaf needs a pandas aggregate function spec", a.GetName())
+			return nil, fmt.Errorf("aggregate %q: a udaf needs a pandas aggregate function spec", a.GetName())
 		}
 		for _, arg := range a.GetArgs() {
 			idx := in.FieldIndices(arg)
 			if len(idx) == 0 {
-				return nil, fmt.Errorf("window aggregate %q: udaf %q: the argument column %q is not a column of the input (%s)", a.GetName(), spec.GetName(), arg, in)
+				return nil, fmt.Errorf("aggregate %q: udaf %q: the argument column %q is not a column of the input (%s)", a.GetName(), spec.GetName(), arg, in)
 			}
 			if !slices.Contains(u.cols, idx[0]) {
 				u.cols = append(u.cols, idx[0])
@@ -86,10 +122,10 @@ func newWindowUDAFs(c *operator.Context, opts Options, aggs []*planpb.Aggregate)
 		}
 		rs, err := decodeSchema(spec.GetReturnSchema())
 		if err != nil || rs.NumFields() != 1 {
-			return nil, fmt.Errorf("window aggregate %q: udaf %q: return_schema is not an Arrow schema with one field", a.GetName(), spec.GetName())
+			return nil, fmt.Errorf("aggregate %q: udaf %q: return_schema is not an Arrow schema with one field", a.GetName(), spec.GetName())
 		}
-		if want := c.Out.Field(c.Out.NumFields() - len(aggs) + i).Type; !arrow.TypeEqual(rs.Field(0).Type, want) {
-			return nil, fmt.Errorf("window aggregate %q: udaf %q returns %s, but the declared output column is %s", a.GetName(), spec.GetName(), rs.Field(0).Type, want)
+		if want := c.Out.Field(offset + i).Type; !arrow.TypeEqual(rs.Field(0).Type, want) {
+			return nil, fmt.Errorf("aggregate %q: udaf %q returns %s, but the declared output column is %s", a.GetName(), spec.GetName(), rs.Field(0).Type, want)
 		}
 		results = append(results, arrow.Field{Name: a.GetName(), Type: rs.Field(0).Type, Nullable: true})
 		calls = append(calls, &workerpb.UdfCall{Udf: spec, Args: a.GetArgs(), Output: a.GetName()})
@@ -126,7 +162,7 @@ func newWindowUDAFs(c *operator.Context, opts Options, aggs []*planpb.Aggregate)
 	return u, nil
 }
 
-func (u *windowUDAFs) open(ctx context.Context) error {
+func (u *pandasUDAFs) open(ctx context.Context) error {
 	for _, r := range u.runners {
 		if err := r.Open(ctx); err != nil {
 			return err
@@ -136,7 +172,7 @@ func (u *windowUDAFs) open(ctx context.Context) error {
 }
 
 // close ends the workers in order (end of input).
-func (u *windowUDAFs) close() error {
+func (u *pandasUDAFs) close() error {
 	if u.closed {
 		return nil
 	}
@@ -150,21 +186,21 @@ func (u *windowUDAFs) close() error {
 
 // cancel stops the workers without waiting on them; safe from any
 // goroutine.
-func (u *windowUDAFs) cancel() {
+func (u *pandasUDAFs) cancel() {
 	for _, r := range u.runners {
 		bridge.CancelRunner(r)
 	}
 }
 
-// keep appends the argument columns of b's rows to the slots they went to
-// (slots[row], nil for a dropped row): one take per batch, each slot a
-// slice of it.
-func (u *windowUDAFs) keep(ctx context.Context, b arrow.RecordBatch, slots []*winSlot) error {
+// keep appends the argument columns of b's rows to the groups they went
+// to (groups[row], nil for a dropped row): one take per batch, each group
+// a slice of it.
+func (u *pandasUDAFs) keep(ctx context.Context, b arrow.RecordBatch, groups []*udafRows) error {
 	clear(u.slotOf)
 	u.order, u.counts = u.order[:0], u.counts[:0]
-	u.rowSlot = slices.Grow(u.rowSlot[:0], len(slots))[:len(slots)]
+	u.rowSlot = slices.Grow(u.rowSlot[:0], len(groups))[:len(groups)]
 	var total int64
-	for row, s := range slots {
+	for row, s := range groups {
 		if s == nil {
 			u.rowSlot[row] = -1
 			continue
@@ -204,14 +240,13 @@ func (u *windowUDAFs) keep(ctx context.Context, b arrow.RecordBatch, slots []*wi
 	defer args.Release()
 	taken, err := takeRows(compute.WithAllocator(ctx, u.mem), args, u.indices)
 	if err != nil {
-		return fmt.Errorf("window: keeping the rows of a pandas UDAF: %w", err)
+		return fmt.Errorf("keeping the rows of a pandas UDAF: %w", err)
 	}
 	defer taken.Release()
 	perRow := bytesPerRow(taken)
 	for i, s := range u.order {
-		part := taken.NewSlice(offsets[i], offsets[i+1])
-		s.kept = append(s.kept, part)
-		s.keptBytes += perRow * (offsets[i+1] - offsets[i])
+		s.batches = append(s.batches, taken.NewSlice(offsets[i], offsets[i+1]))
+		s.bytes += perRow * (offsets[i+1] - offsets[i])
 	}
 	return nil
 }
@@ -239,19 +274,19 @@ func bytesPerRow(b arrow.RecordBatch) int64 {
 	return (total + b.NumRows() - 1) / b.NumRows()
 }
 
-// evaluate computes the UDAFs of rows (one group each), returning one
-// column per UDAF aligned with rows. The rows of many groups share a
+// evaluate computes the UDAFs of groups, returning one column per UDAF
+// aligned with groups. The rows of many groups share a
 // batch of at most batchRows rows and maxBytes bytes (a larger group goes
 // alone); batches go round-robin to the workers, all sent before the
 // results are taken, so the workers run side by side.
-func (u *windowUDAFs) evaluate(ctx context.Context, rows []winRow) ([]arrow.Array, error) {
+func (u *pandasUDAFs) evaluate(ctx context.Context, rows []*udafRows) ([]arrow.Array, error) {
 	type chunk struct{ from, to int }
 	var chunks []chunk
 	from, chunkRows, chunkBytes := 0, int64(0), int64(0)
 	for i, r := range rows {
-		n, bytes := keptRows(r.kept), r.keptBytes
+		n, bytes := r.rows(), r.bytes
 		if n == 0 {
-			return nil, fmt.Errorf("window: internal error: window [%d, %d) fires with no kept rows for its pandas UDAFs", r.start, r.end)
+			return nil, fmt.Errorf("%s: internal error: a group has no rows kept for its pandas UDAFs", u.name)
 		}
 		if i > from && (chunkRows+n > int64(u.batchRows) || chunkBytes+bytes > u.maxBytes) {
 			chunks = append(chunks, chunk{from, i})
@@ -287,7 +322,7 @@ func (u *windowUDAFs) evaluate(ctx context.Context, rows []winRow) ([]arrow.Arra
 		}
 		if got, want := res.Batch.NumRows(), int64(ch.to-ch.from); got != want {
 			res.Batch.Release()
-			return nil, fmt.Errorf("window %s: the pandas UDAFs answered %d rows for %d windows", u.name, got, want)
+			return nil, fmt.Errorf("%s: the pandas UDAFs answered %d rows for %d groups", u.name, got, want)
 		}
 		for i := range u.aggs {
 			col := res.Batch.Column(i)
@@ -313,19 +348,19 @@ func (u *windowUDAFs) evaluate(ctx context.Context, rows []winRow) ([]arrow.Arra
 	return out, nil
 }
 
-func (u *windowUDAFs) describe(err error) error {
-	return fmt.Errorf("window %s: pandas UDAF: %w", u.name, err)
+func (u *pandasUDAFs) describe(err error) error {
+	return fmt.Errorf("%s: pandas UDAF: %w", u.name, err)
 }
 
 // batch makes the worker's input for rows: the group column, then their
 // kept rows, window after window.
-func (u *windowUDAFs) batch(rows []winRow) (arrow.RecordBatch, error) {
+func (u *pandasUDAFs) batch(rows []*udafRows) (arrow.RecordBatch, error) {
 	groups := array.NewInt32Builder(u.mem)
 	defer groups.Release()
 	var n int64
 	parts := make([][]arrow.Array, len(u.cols))
 	for g, r := range rows {
-		for _, k := range r.kept {
+		for _, k := range r.batches {
 			for i := range parts {
 				parts[i] = append(parts[i], k.Column(i))
 			}
@@ -341,36 +376,15 @@ func (u *windowUDAFs) batch(rows []winRow) (arrow.RecordBatch, error) {
 	for _, p := range parts {
 		col, err := array.Concatenate(p, u.mem)
 		if err != nil {
-			return nil, fmt.Errorf("window: gathering the rows of a pandas UDAF: %w", err)
+			return nil, fmt.Errorf("gathering the rows of a pandas UDAF: %w", err)
 		}
 		cols = append(cols, col)
 	}
 	return array.NewRecordBatch(u.workerIn, cols, n), nil
 }
 
-func keptRows(kept []arrow.RecordBatch) int64 {
-	var n int64
-	for _, k := range kept {
-		n += k.NumRows()
-	}
-	return n
-}
-
-// retainKept returns a retained copy of a slot's kept rows, for a firing
-// window.
-func retainKept(dst []arrow.RecordBatch, kept []arrow.RecordBatch) []arrow.RecordBatch {
-	for _, k := range kept {
-		k.Retain()
-		dst = append(dst, k)
-	}
-	return dst
-}
-
 // releaseSlot frees a slot's kept rows once it is gone.
-func releaseSlot(s *winSlot) {
-	releaseAll(s.kept)
-	s.kept, s.keptBytes = nil, 0
-}
+func releaseSlot(s *winSlot) { s.kept.release() }
 
 func releaseSlots(slots []*winSlot) {
 	for _, s := range slots {
@@ -378,10 +392,11 @@ func releaseSlots(slots []*winSlot) {
 	}
 }
 
-// appendKept appends a slot's kept rows to its keyed state value: a
+// appendKept appends a group's kept rows to its keyed state value: a
 // length and one Arrow IPC stream (length 0: no rows).
-func (u *windowUDAFs) appendKept(buf []byte, kept []arrow.RecordBatch) ([]byte, error) {
-	if keptRows(kept) == 0 {
+func (u *pandasUDAFs) appendKept(buf []byte, r *udafRows) ([]byte, error) {
+	kept := r.batches
+	if r.rows() == 0 {
 		return binary.AppendUvarint(buf, 0), nil
 	}
 	cols := make([]arrow.Array, len(u.cols))
@@ -397,7 +412,7 @@ func (u *windowUDAFs) appendKept(buf []byte, kept []arrow.RecordBatch) ([]byte, 
 		}
 		cols[i] = col
 	}
-	rec := array.NewRecordBatch(u.keptSchema, cols, keptRows(kept))
+	rec := array.NewRecordBatch(u.keptSchema, cols, r.rows())
 	defer rec.Release()
 	var enc bytes.Buffer
 	if err := arrowipc.EncodeBatch(&enc, rec, u.mem); err != nil {
@@ -408,7 +423,7 @@ func (u *windowUDAFs) appendKept(buf []byte, kept []arrow.RecordBatch) ([]byte, 
 }
 
 // readKept reads what appendKept wrote into s.
-func (u *windowUDAFs) readKept(r *groupReader, s *winSlot) error {
+func (u *pandasUDAFs) readKept(r *groupReader, s *udafRows) error {
 	data := []byte(r.string()) // a copy: the batch points into it
 	if r.err != nil || len(data) == 0 {
 		return r.err
@@ -421,6 +436,6 @@ func (u *windowUDAFs) readKept(r *groupReader, s *winSlot) error {
 		rec.Release()
 		return fmt.Errorf("the rows kept for the pandas UDAFs are %s, the UDAFs read %s (the job's schema changed)", rec.Schema(), u.keptSchema)
 	}
-	s.kept, s.keptBytes = []arrow.RecordBatch{rec}, int64(len(data))
+	s.batches, s.bytes = []arrow.RecordBatch{rec}, int64(len(data))
 	return nil
 }
