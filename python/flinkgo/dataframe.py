@@ -1482,7 +1482,10 @@ class KeyedDataFrame:
         ----------
         *aggregates
             At least one of :func:`flinkgo.sum`, :func:`~flinkgo.count`,
-            :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`.
+            :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`; over a
+            bounded input also pandas UDAFs (:func:`flinkgo.udaf`), computed once per key
+            at the end of the input (a job whose source never ends is refused when it is
+            planned, as PyFlink allows them in batch group aggregations only).
         emit
             When results come out. ``"final"``: one row per key when the input ends.
             ``"updates"``: the current row of every key that changed, every
@@ -1528,12 +1531,12 @@ class KeyedDataFrame:
                 f"agg: emit must be one of {sorted(_EMIT_MODES)}, got {emit!r}"
             )
         for a in aggregates:
-            if isinstance(a, Aggregate) and a.udaf is not None:
+            if isinstance(a, Aggregate) and a.udaf is not None and emit == "updates":
                 raise InvalidArgumentError(
-                    f"agg: the pandas UDAF {a.udaf.name!r} runs in windows only, as PyFlink's "
-                    "pandas UDAFs in a stream (a keyed aggregation keeps running results, "
-                    "which a pandas UDAF cannot update): aggregate per window with "
-                    "key_by(...).window(...).agg(...)"
+                    f"agg: the pandas UDAF {a.udaf.name!r} aggregates a key's rows once, at "
+                    'the end of a bounded input (as PyFlink\'s batch mode); emit="updates" '
+                    'would need it to be incremental: use emit="final" (or "auto"), or '
+                    "aggregate per window with key_by(...).window(...).agg(...)"
                 )
             if isinstance(a, Aggregate) and a.function in WINDOW_ONLY:
                 raise InvalidArgumentError(

@@ -66,8 +66,8 @@ def test_udaf_plan_and_schema():
 
 def test_udaf_refuses_what_it_cannot_do():
     df = frame()
-    with pytest.raises(fg.InvalidArgumentError, match="'rows' runs in windows only"):
-        df.key_by("k").agg(count_rows("s"))
+    with pytest.raises(fg.InvalidArgumentError, match="'rows' aggregates .* emit=\"updates\""):
+        df.key_by("k").agg(count_rows("s"), emit="updates")
     with pytest.raises(fg.ColumnNotFoundError):
         df.window(fg.tumble("ts", "1 s")).agg(count_rows("nope"))
     with pytest.raises(fg.ArgumentTypeError, match="give the argument columns"):
@@ -128,11 +128,8 @@ def windows_of(data: pd.DataFrame, keys: list[str], kind: str, size: int, gap: i
         # A new session starts where the gap to the previous row is at least gap.
         starts = (g["t"].diff().fillna(gap) >= gap).cumsum()
         bounds = g.groupby(starts)["t"].agg(["min", "max"])
-        parts.append(
-            g.assign(
-                ws=starts.map(bounds["min"]).to_numpy(), we=starts.map(bounds["max"]).to_numpy() + gap
-            )
-        )
+        ws = starts.map(bounds["min"]).to_numpy()
+        parts.append(g.assign(ws=ws, we=starts.map(bounds["max"]).to_numpy() + gap))
     return pd.concat(parts)
 
 
@@ -217,6 +214,38 @@ def test_udaf_errors_name_the_udaf(runtime):
 
     with pytest.raises(fg.JobFailedError, match="'word'.*declared return type double"):
         windowed.agg(word("y")).to_pandas()
+
+
+@pytest.mark.parametrize("p", [1, 3])
+def test_udaf_in_a_keyed_aggregation_of_a_bounded_input(runtime, p):
+    data = disordered()
+    env = fg.Environment(parallelism=p)
+    got = (
+        env.from_pandas(data)
+        .key_by("k")
+        .agg(spread("y"), fg.count().alias("n"), weighted("x", "y"), count_rows("s"))
+        .to_pandas()
+        .sort_values("k", ignore_index=True)
+    )
+    groups = data.groupby("k")
+    want = pd.DataFrame(
+        {
+            "spread": groups["y"].apply(spread.func),
+            "n": groups.size(),
+            "weighted": groups[["x", "y"]].apply(lambda g: weighted.func(g["x"], g["y"])),
+            "rows": groups["s"].apply(count_rows.func),
+        }
+    ).reset_index()
+    pd.testing.assert_frame_equal(got, want, check_dtype=False, check_exact=False, rtol=1e-9)
+
+
+def test_udaf_in_a_keyed_aggregation_needs_a_bounded_input(runtime):
+    env = fg.Environment()
+    rows = env.datagen(schema={"id": "int64"}).with_column("k", fg.col("id") % 2)  # never ends
+    rows.key_by("k").agg(count_rows("id")).print()
+    never = 'UDAF "rows" aggregates a key.s rows once.*never ends'
+    with pytest.raises(fg.JobFailedError, match=never):
+        env.execute()
 
 
 # --- checkpoints ----------------------------------------------------------------------------

@@ -37,6 +37,10 @@ func keyedAggregateKind(opts Options) operator.Kind {
 				p.Release()
 				return nil, err
 			}
+			if p.udafs, err = newPandasUDAFs(c, opts, c.Op.Node.GetKeyedAggregate().GetAggregates(), len(p.keys)); err != nil {
+				p.Release()
+				return nil, err
+			}
 			return p, nil
 		},
 	}
@@ -79,6 +83,9 @@ type aggProc struct {
 	// smallIndex[k] is 1 + the group of the int64 key k in [0, smallKeys),
 	// 0 for none: small keys, the common case, without a map lookup.
 	smallIndex []int32
+	// udafs runs the pandas UDAFs (bounded input, final mode: aggudaf.go),
+	// nil when there are none.
+	udafs *pandasUDAFs
 }
 
 // smallKeys bounds the int64 keys looked up in a slice (256 KiB at most).
@@ -94,6 +101,8 @@ type group struct {
 	dirty    bool
 	// changed: since the last emission (updates mode).
 	changed bool
+	// kept are the group's rows for the pandas UDAFs (none without).
+	kept udafRows
 }
 
 func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int, updates bool, interval time.Duration) (*aggProc, error) {
@@ -108,6 +117,10 @@ func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, 
 		p.keys = append(p.keys, idx[0])
 	}
 	for _, a := range spec.GetAggregates() {
+		if a.GetFunction() == plan.UDAFFunction {
+			p.aggs = append(p.aggs, aggSpec{fn: plan.UDAFFunction, column: -1})
+			continue
+		}
 		s, err := parseAggSpec(a, in, keyedAggregateFunctions)
 		if err != nil {
 			return nil, err
@@ -122,7 +135,7 @@ func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, 
 	return p, nil
 }
 
-func (p *aggProc) Process(_ context.Context, _ int, b arrow.RecordBatch, _ operator.Emit) error {
+func (p *aggProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, _ operator.Emit) error {
 	n := int(b.NumRows())
 	if cap(p.gids) < n {
 		p.gids = make([]int, n)
@@ -147,10 +160,16 @@ func (p *aggProc) Process(_ context.Context, _ int, b arrow.RecordBatch, _ opera
 	}
 	targets := p.targets[:n]
 	for i, a := range p.aggs {
+		if a.fn == plan.UDAFFunction {
+			continue
+		}
 		for row, g := range gids {
 			targets[row] = &p.list[g].acc[i]
 		}
 		accumulateColumn(a, b, targets, nil)
+	}
+	if p.udafs != nil {
+		return p.keepUDAFRows(ctx, b, gids)
 	}
 	return nil
 }
@@ -303,7 +322,10 @@ func (p *aggProc) Finish(ctx context.Context, emit operator.Emit) error {
 	if err := p.loadAll(); err != nil {
 		return err
 	}
-	return p.emitGroups(ctx, emit, p.list)
+	if p.udafs != nil {
+		return p.finishUDAFs(ctx, emit)
+	}
+	return p.emitGroups(ctx, emit, p.list, nil)
 }
 
 // emitChanged emits the current row of every group changed since the last
@@ -317,7 +339,7 @@ func (p *aggProc) emitChanged(ctx context.Context, emit operator.Emit) error {
 			g.changed = false
 		}
 	}
-	return p.emitGroups(ctx, emit, changed)
+	return p.emitGroups(ctx, emit, changed, nil)
 }
 
 func (p *aggProc) Deadline() (time.Time, bool) { return p.nextUpdate, p.updates }
@@ -326,8 +348,9 @@ func (p *aggProc) OnTimer(ctx context.Context, emit operator.Emit) error {
 	return p.emitChanged(ctx, emit)
 }
 
-// emitGroups emits one row per group.
-func (p *aggProc) emitGroups(ctx context.Context, emit operator.Emit, groups []*group) error {
+// emitGroups emits one row per group; udafs are the pandas UDAFs' results,
+// one column per UDAF aggregate aligned with groups.
+func (p *aggProc) emitGroups(ctx context.Context, emit operator.Emit, groups []*group, udafs []arrow.Array) error {
 	if len(groups) == 0 {
 		return nil
 	}
@@ -344,8 +367,16 @@ func (p *aggProc) emitGroups(ctx context.Context, emit operator.Emit, groups []*
 		}
 		cols = append(cols, c)
 	}
+	nextUDAF := 0
 	for i, a := range p.aggs {
 		f := p.schema.Field(len(p.keys) + i)
+		if a.fn == plan.UDAFFunction {
+			col := udafs[nextUDAF]
+			nextUDAF++
+			col.Retain()
+			cols = append(cols, col)
+			continue
+		}
 		b := array.NewBuilder(p.mem, f.Type)
 		for _, g := range groups {
 			if err := appendAggregate(b, a, g.acc[i]); err != nil {

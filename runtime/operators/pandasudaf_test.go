@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,9 +12,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/state"
@@ -262,4 +265,81 @@ func TestWindowUDAFErrorFailsTheFiring(t *testing.T) {
 		t.Fatalf("err = %v, want the UDAF's error", err)
 	}
 	h.op.Cancel(err)
+}
+
+// A keyed aggregation of a bounded input (final mode) keeps each key's rows
+// for its UDAF, through checkpoints that move the groups out of memory
+// (a cache of 2 groups), and computes every key once at the end, many keys
+// per worker call.
+func TestKeyedAggregateUDAFAcrossCheckpoints(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rs, err := arrowipc.EncodeSchema(arrow.NewSchema([]arrow.Field{{Name: "gosum", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &planpb.KeyedAggregate{Keys: []string{"k"}, Aggregates: []*planpb.Aggregate{
+		{Function: "sum", Column: "v", Name: "sum"},
+		{Function: plan.UDAFFunction, Name: "gosum", Args: []string{"v"}, Udf: &workerpb.UdfSpec{
+			Name: "gosum", Payload: []byte{1}, FuncType: workerpb.FuncType_FUNC_TYPE_PANDAS_AGGREGATE, ReturnSchema: rs}},
+	}}
+	out := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "sum", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "gosum", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	fakes := &fakeUDAFs{}
+	storage := state.Storage{Root: t.TempDir()}
+	if err := storage.Init(); err != nil {
+		t.Fatal(err)
+	}
+	c := &operator.Context{
+		Op: &plan.Operator{Name: "agg", UID: "agg", Kind: plan.KindKeyedAggregate, BatchSize: 1000,
+			Node: &planpb.Node{Kind: &planpb.Node_KeyedAggregate{KeyedAggregate: spec}}},
+		Parallelism: 1, MaxParallelism: 128, In: []*arrow.Schema{windowTestInput}, Out: out, Allocator: mem,
+		Counters: &operator.Counters{},
+		Keyed:    &operator.KeyedContext{KeyGroups: state.KeyGroupRange{Start: 0, End: 127}, StateDir: t.TempDir()},
+	}
+	op, err := keyedAggregateKind(Options{KeyedCacheGroups: 2, NewRunner: fakes.newRunner}).New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Release()
+	if err := op.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h := &windowHarness{t: t, mem: mem, op: op}
+	var got []string
+	emit := func(_ context.Context, b arrow.RecordBatch) error {
+		defer b.Release()
+		for row := range int(b.NumRows()) {
+			got = append(got, fmt.Sprintf("%s %s %s", b.Column(0).ValueStr(row), b.Column(1).ValueStr(row), b.Column(2).ValueStr(row)))
+		}
+		return nil
+	}
+	rows := randomRows(rand.New(rand.NewPCG(1, 2)), 300, 10)
+	for i := 0; i < len(rows); i += 50 {
+		h.process(rows[i : i+50]...)
+		st := checkpoint.SubtaskState{}
+		if err := op.SnapshotState(t.Context(), checkpoint.Target{ID: int64(i + 1), Dir: storage.Root}, emit, &st); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.TakePersist()(t.Context(), &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := op.Finish(t.Context(), emit); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 5 {
+		t.Fatalf("%d groups, want 5: %q", len(got), got)
+	}
+	for _, r := range got {
+		if f := strings.Fields(r); f[1] != f[2] {
+			t.Fatalf("the UDAF's result differs from the built-in sum: %q", r)
+		}
+	}
+	if calls, _ := fakes.calls(); len(calls) != 1 || calls[0] != int64(len(rows)) {
+		t.Fatalf("worker calls of %v rows for %d keys of %d rows: want one call", calls, len(got), len(rows))
+	}
 }

@@ -214,10 +214,7 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		// Aggregate functions are checked where they are evaluated.
 		for j, a := range agg.GetAggregates() {
 			column(fmt.Sprintf("aggregate #%d output name", j), a.GetName())
-			if a.GetFunction() == UDAFFunction {
-				bad("aggregate %q: the pandas UDAF %q runs in windows only (as PyFlink's pandas UDAFs in a stream): "+
-					"aggregate per window with key_by(...).window(...).agg(...)", a.GetName(), a.GetUdf().GetName())
-			}
+			problems = append(problems, validateUDAF(fmt.Sprintf("aggregate %q", a.GetName()), a)...)
 		}
 	case KindDropDuplicates:
 		subset := n.GetDropDuplicates().GetSubset()
