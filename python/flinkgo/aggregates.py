@@ -22,16 +22,34 @@ depends on nothing but :mod:`flinkgo.expr`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from flinkgo.exceptions import ArgumentTypeError
 from flinkgo.expr import Expr, _Column
 
 if TYPE_CHECKING:
-    from flinkgo.udfs import UserDefinedAggregateFunction
+    import pyarrow as pa
+
+
+class AggregateUDF(Protocol):
+    """What an aggregate needs of a Python aggregate function (:func:`flinkgo.udaf` makes one)."""
+
+    @property
+    def name(self) -> str:
+        """The function's name."""
+        ...
+
+    @property
+    def return_type(self) -> pa.DataType:
+        """The Arrow type of its result."""
+        ...
+
+    def _to_spec(self) -> Any: ...
+
 
 __all__ = [
     "Aggregate",
+    "AggregateUDF",
     "AggregateFunction",
     "count",
     "count_distinct",
@@ -72,7 +90,7 @@ class Aggregate:
         column: str | None,
         name: str,
         *,
-        udaf: UserDefinedAggregateFunction | None = None,
+        udaf: AggregateUDF | None = None,
         args: tuple[str, ...] = (),
     ) -> None:
         self._function = function
@@ -82,7 +100,7 @@ class Aggregate:
         self._args = args
 
     @property
-    def udaf(self) -> UserDefinedAggregateFunction | None:
+    def udaf(self) -> AggregateUDF | None:
         """The Python aggregate function of a ``"udaf"`` aggregate, else None."""
         return self._udaf
 

@@ -549,10 +549,10 @@ class UserDefinedAggregateFunction:
     >>> @udaf("double")
     ... def spread(s: pd.Series) -> float:
     ...     return s.max() - s.min()
-    >>> spread("price").alias("spread")
-    <Aggregate spread(price) AS spread>
-    >>> spread.func(pd.Series([1.0, 4.0]))
-    np.float64(3.0)
+    >>> spread("price").alias("price_range")
+    <Aggregate spread(price) AS price_range>
+    >>> float(spread.func(pd.Series([1.0, 4.0])))
+    3.0
     """
 
     __slots__ = ("_udf",)
