@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
@@ -64,4 +65,22 @@ func udafBatchSize(aggs []*planpb.Aggregate, planBatch int) int {
 		batch = planBatch
 	}
 	return batch
+}
+
+// explainUDAFs lists an aggregation's pandas UDAFs, with the batch size
+// and the workers per subtask they run with.
+func explainUDAFs(sb *strings.Builder, op *Operator, aggs []*planpb.Aggregate) {
+	var calls []string
+	workers := 1
+	for _, a := range aggs {
+		if a.GetFunction() != UDAFFunction {
+			continue
+		}
+		spec := a.GetUdf()
+		calls = append(calls, fmt.Sprintf("%s -> %s", explainSpec(spec.GetName()+"("+strings.Join(a.GetArgs(), ", ")+")", spec), a.GetName()))
+		workers = max(workers, int(spec.GetConcurrency()))
+	}
+	if len(calls) > 0 {
+		fmt.Fprintf(sb, "    pandas UDAFs (batch size %d, %d worker(s) per subtask, many groups per call): %s\n", op.BatchSize, workers, strings.Join(calls, "; "))
+	}
 }
