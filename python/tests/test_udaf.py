@@ -1,8 +1,9 @@
-"""Pandas UDAFs (``@fg.udaf``) in windows: the API's checks, and results on the real runtime.
+"""Pandas UDAFs (``@fg.udaf``): the API's checks, the worker's side, and real-runtime results.
 
 End-to-end results are compared with a reference computed here with pandas: the same
-function applied to each window's rows (``groupby(...).apply``), from the same input with
-bounded disorder, at parallelism 1 and 3, beside built-in aggregates in the same ``agg``.
+function applied to each window's (or key's) rows (``groupby(...).apply``), from the same
+input with bounded disorder, at parallelism 1 and 3, beside built-in aggregates in the
+same ``agg``.
 """
 
 from __future__ import annotations
@@ -83,6 +84,65 @@ def test_udaf_refuses_what_it_cannot_do():
             return 1.0
 
 
+# --- the worker's side: one batch, many groups -------------------------------------------
+
+
+def aggregate_chain(*aggs: fg.Aggregate) -> object:
+    from flinkgo._proto import worker_pb2
+    from flinkgo.types import schema_ipc_bytes
+    from flinkgo.worker.chain import Chain
+
+    fields = [pa.field("__flinkgo_group", pa.int32()), pa.field("x", pa.int64())]
+    fields.append(pa.field("y", pa.float64()))
+    calls = [
+        worker_pb2.UdfCall(udf=a.udaf._to_spec(), args=list(a.args), output=a.name)
+        for a in aggs
+        if a.udaf is not None
+    ]
+    out = pa.schema([pa.field(a.name, a.udaf.return_type) for a in aggs if a.udaf is not None])
+    return Chain(
+        worker_pb2.OpenRequest(
+            calls=calls,
+            input_schema=schema_ipc_bytes(pa.schema(fields)),
+            output_schema=schema_ipc_bytes(out),
+        )
+    )
+
+
+def test_worker_calls_the_function_once_per_group():
+    chain = aggregate_chain(spread("y"), weighted("x", "y"))
+    batch = pa.record_batch(
+        {
+            "__flinkgo_group": pa.array([0, 0, 1, 2, 2, 2], pa.int32()),
+            "x": pa.array([1, None, 3, 4, 5, 6], pa.int64()),
+            "y": [1.0, 5.0, 2.0, 1.0, 1.0, 0.5],
+        }
+    )
+    result = chain.apply(batch)  # type: ignore[attr-defined]
+    assert result.column("spread").to_pylist() == [4.0, 0.0, 0.5]
+    assert result.column("weighted").to_pylist() == [1.0, 6.0, 12.0]
+
+
+def test_worker_refuses_a_series_or_a_wrong_type():
+    @fg.udaf("double")
+    def doubled(y):
+        return y * 2
+
+    @fg.udaf("int64")
+    def word(y):
+        return "many"
+
+    batch = pa.record_batch(
+        {"__flinkgo_group": pa.array([0, 1], pa.int32()), "x": [1, 2], "y": [1.0, 2.0]}
+    )
+    from flinkgo.worker.chain import UdfResultError
+
+    with pytest.raises(UdfResultError, match="udaf 'doubled' returned a Series for a group"):
+        aggregate_chain(doubled("y")).apply(batch)  # type: ignore[attr-defined]
+    with pytest.raises(UdfResultError, match="udaf 'word' returned values that do not convert"):
+        aggregate_chain(word("y")).apply(batch)  # type: ignore[attr-defined]
+
+
 # --- end to end against pandas --------------------------------------------------------------
 
 
@@ -122,6 +182,12 @@ def windows_of(data: pd.DataFrame, keys: list[str], kind: str, size: int, gap: i
     data = data.assign(t=t)
     if kind == "tumble":
         return data.assign(ws=t - t % size, we=t - t % size + size)
+    if kind == "hop":  # size 3 slides: each row in 3 windows
+        slide = size // 3
+        last = t - t % slide
+        return pd.concat(
+            data.assign(ws=last - i * slide, we=last - i * slide + size) for i in range(3)
+        )
     parts = []
     for _, g in data.groupby(keys) if keys else [((), data)]:
         g = g.sort_values("t")
@@ -172,11 +238,16 @@ def aggregates() -> list[fg.Aggregate]:
 
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "non-keyed"])
-@pytest.mark.parametrize("kind", ["tumble", "session"])
+@pytest.mark.parametrize("kind", ["tumble", "session", "hop"])
 def test_udaf_windows_match_pandas(p, keyed, kind):
     data = disordered()
-    size, gap = (2000, 0) if kind == "tumble" else (0, 120 if keyed else 20)
-    w = fg.tumble("ts", f"{size} ms") if kind == "tumble" else fg.session("ts", f"{gap} ms")
+    size, gap = (3000, 0) if kind != "session" else (0, 120 if keyed else 20)
+    if kind == "tumble":
+        w = fg.tumble("ts", f"{size} ms")
+    elif kind == "hop":
+        w = fg.hop("ts", f"{size} ms", f"{size // 3} ms")
+    else:
+        w = fg.session("ts", f"{gap} ms")
     # Watermarks every millisecond, their delay covering the disorder: windows fire
     # during the run (many per worker call), and no row is late.
     env = fg.Environment(parallelism=p, config={"pipeline.auto-watermark-interval": "1 ms"})
@@ -212,7 +283,7 @@ def test_udaf_errors_name_the_udaf(runtime):
     def word(y):
         return "many"
 
-    with pytest.raises(fg.JobFailedError, match="'word'.*declared return type double"):
+    with pytest.raises(fg.JobFailedError, match="udaf 'word'.*declared return type double"):
         windowed.agg(word("y")).to_pandas()
 
 

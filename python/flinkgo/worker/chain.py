@@ -257,7 +257,13 @@ class Chain:
                 _aggregate_value(call, _call_user(call, *(s.iloc[a:b] for s in series)))
                 for a, b in zip(starts, ends, strict=True)
             ]
-            array = _to_array(call, values, len(starts))
+            try:
+                array = _to_array(call, values, len(starts))
+            except UdfResultError as e:
+                # The scalar UDFs' conversion checks, named as what the user declared.
+                raise UdfResultError(
+                    str(e).replace(f"udf {call.name!r}", f"udaf {call.name!r}", 1)
+                ) from e
             if not array.type.equals(field.type):
                 array = array.cast(field.type)
             arrays.append(array)
