@@ -321,7 +321,7 @@ def test_udaf_in_a_keyed_aggregation_needs_a_bounded_input(runtime):
 
 # --- checkpoints ----------------------------------------------------------------------------
 
-ROWS = 30_000
+ROWS = 60_000
 
 
 @fg.udf("timestamp[ms]", func_type="pandas")
