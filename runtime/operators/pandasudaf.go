@@ -43,6 +43,7 @@ type pandasUDAFs struct {
 	// UDAFs, one when none gives it. Batches go round-robin.
 	runners   []bridge.Runner
 	seqs      []int64
+	next      int // the worker the next batch goes to
 	batchRows int
 	maxBytes  int64
 	closed    bool
@@ -277,18 +278,29 @@ func bytesPerRow(b arrow.RecordBatch) int64 {
 // evaluate computes the UDAFs of groups, returning one column per UDAF
 // aligned with groups. The rows of many groups share a
 // batch of at most batchRows rows and maxBytes bytes (a larger group goes
-// alone); batches go round-robin to the workers, all sent before the
-// results are taken, so the workers run side by side.
+// alone; with n workers, a firing of enough groups is cut into n batches
+// or more); batches
+// go round-robin to the workers, all sent before the results are taken, so
+// the workers run side by side.
 func (u *pandasUDAFs) evaluate(ctx context.Context, rows []*udafRows) ([]arrow.Array, error) {
 	type chunk struct{ from, to int }
 	var chunks []chunk
+	// With several workers, a firing of enough groups is cut into as many
+	// batches or more, so that they all work on it.
+	limit, total := int64(u.batchRows), int64(0)
+	for _, r := range rows {
+		total += r.rows()
+	}
+	if n := int64(len(u.runners)); n > 1 {
+		limit = max(1, min(limit, (total+n-1)/n))
+	}
 	from, chunkRows, chunkBytes := 0, int64(0), int64(0)
 	for i, r := range rows {
 		n, bytes := r.rows(), r.bytes
 		if n == 0 {
 			return nil, fmt.Errorf("%s: internal error: a group has no rows kept for its pandas UDAFs", u.name)
 		}
-		if i > from && (chunkRows+n > int64(u.batchRows) || chunkBytes+bytes > u.maxBytes) {
+		if i > from && (chunkRows+n > limit || chunkBytes+bytes > u.maxBytes) {
 			chunks = append(chunks, chunk{from, i})
 			from, chunkRows, chunkBytes = i, 0, 0
 		}
@@ -301,7 +313,7 @@ func (u *pandasUDAFs) evaluate(ctx context.Context, rows []*udafRows) ([]arrow.A
 		if err != nil {
 			return nil, err
 		}
-		r := j % len(u.runners)
+		r := (u.next + j) % len(u.runners)
 		err = u.runners[r].Process(ctx, u.seqs[r], batch)
 		u.seqs[r]++
 		batch.Release()
@@ -316,7 +328,7 @@ func (u *pandasUDAFs) evaluate(ctx context.Context, rows []*udafRows) ([]arrow.A
 		}
 	}()
 	for j, ch := range chunks {
-		res, err := u.runners[j%len(u.runners)].TakeResult(ctx)
+		res, err := u.runners[(u.next+j)%len(u.runners)].TakeResult(ctx)
 		if err != nil {
 			return nil, u.describe(err)
 		}
@@ -331,6 +343,7 @@ func (u *pandasUDAFs) evaluate(ctx context.Context, rows []*udafRows) ([]arrow.A
 		}
 		res.Batch.Release()
 	}
+	u.next = (u.next + len(chunks)) % len(u.runners)
 	out := make([]arrow.Array, len(u.aggs))
 	for i, p := range parts {
 		if len(p) == 1 {
