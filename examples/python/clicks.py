@@ -1,4 +1,4 @@
-"""Ad clicks in event time: watermarks, an interval join, a pandas UDF and windows.
+"""Ad clicks in event time: watermarks, an interval join, a pandas UDF and UDAF, windows.
 
 Run it with ``python examples/python/clicks.py``. It generates an impression stream
 and a click stream (a click follows its impression by up to 8 minutes; both streams
@@ -9,7 +9,9 @@ arrive up to 20 seconds out of order), then, on the embedded local runtime:
    ``how="left"``: an impression never clicked comes out once the watermark proves
    no click can match it any more);
 3. names each ad's campaign in a pandas UDF running in Python workers;
-4. counts impressions and clicks per campaign in 5-minute tumbling windows.
+4. counts impressions and clicks per campaign in 5-minute tumbling windows, with the
+   median delay to a click computed by a pandas UDAF (a Python aggregate function:
+   one call per window, many windows per worker call).
 
 ``pipeline`` is what the tests compare with pandas on the same data.
 """
@@ -61,6 +63,13 @@ def campaign(ad: pd.Series) -> pd.Series:
     return pd.Series(CAMPAIGNS[ad.to_numpy() % len(CAMPAIGNS)])
 
 
+@fg.udaf("double")
+def median_delay_s(shown: pd.Series, clicked: pd.Series) -> float | None:
+    """Median seconds from impression to click, over the window's clicked impressions."""
+    delay = (clicked - shown).dt.total_seconds().dropna()
+    return float(delay.median()) if len(delay) else None
+
+
 def pipeline(
     env: fg.Environment, imps: pd.DataFrame, clicks: pd.DataFrame
 ) -> fg.DataFrame:
@@ -80,7 +89,11 @@ def pipeline(
         joined.with_column("campaign", campaign(fg.col("ad")))
         .key_by("campaign")
         .window(fg.tumble("ts", "5 min"))
-        .agg(fg.count().alias("impressions"), fg.count("ts_right").alias("clicks"))
+        .agg(
+            fg.count().alias("impressions"),
+            fg.count("ts_right").alias("clicks"),
+            median_delay_s("ts", "ts_right"),
+        )
     )
 
 

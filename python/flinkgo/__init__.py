@@ -73,7 +73,7 @@ from flinkgo.job import JobResult, OperatorMetrics
 from flinkgo.job_client import JobClient
 from flinkgo.plan import JobPlan, PlanInput, PlanNode
 from flinkgo.rescale import RescaleInfo, RescaleVertex
-from flinkgo.udfs import UserDefinedFunction, udf
+from flinkgo.udfs import UserDefinedAggregateFunction, UserDefinedFunction, udaf, udf
 from flinkgo.windows import Window, cumulate, hop, session, tumble
 
 # An uncaught flinkgo error shows the user's frames and our message (flinkgo._tracebacks).
@@ -117,6 +117,7 @@ __all__ = [
     "Sink",
     "UdfPickleError",
     "UnexecutedSinkWarning",
+    "UserDefinedAggregateFunction",
     "UserDefinedFunction",
     "Window",
     "WindowedDataFrame",
@@ -135,6 +136,7 @@ __all__ = [
     "session",
     "sum",
     "tumble",
+    "udaf",
     "udf",
     "when",
 ]

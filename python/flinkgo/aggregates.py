@@ -22,13 +22,34 @@ depends on nothing but :mod:`flinkgo.expr`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from flinkgo.exceptions import ArgumentTypeError
 from flinkgo.expr import Expr, _Column
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+class AggregateUDF(Protocol):
+    """What an aggregate needs of a Python aggregate function (:func:`flinkgo.udaf` makes one)."""
+
+    @property
+    def name(self) -> str:
+        """The function's name."""
+        ...
+
+    @property
+    def return_type(self) -> pa.DataType:
+        """The Arrow type of its result."""
+        ...
+
+    def _to_spec(self) -> Any: ...
+
+
 __all__ = [
     "Aggregate",
+    "AggregateUDF",
     "AggregateFunction",
     "count",
     "count_distinct",
@@ -40,8 +61,10 @@ __all__ = [
     "sum",
 ]
 
-AggregateFunction = Literal["sum", "count", "min", "max", "mean", "first", "last", "count_distinct"]
-"""The plan's aggregate function names."""
+AggregateFunction = Literal[
+    "sum", "count", "min", "max", "mean", "first", "last", "count_distinct", "udaf"
+]
+"""The plan's aggregate function names (``"udaf"``: a Python aggregate function)."""
 
 WINDOW_ONLY = ("first", "last", "count_distinct")
 """The aggregates only windows compute (first and last need an event time)."""
@@ -59,12 +82,32 @@ class Aggregate:
     'count'
     """
 
-    __slots__ = ("_column", "_function", "_name")
+    __slots__ = ("_args", "_column", "_function", "_name", "_udaf")
 
-    def __init__(self, function: AggregateFunction, column: str | None, name: str) -> None:
+    def __init__(
+        self,
+        function: AggregateFunction,
+        column: str | None,
+        name: str,
+        *,
+        udaf: AggregateUDF | None = None,
+        args: tuple[str, ...] = (),
+    ) -> None:
         self._function = function
         self._column = column
         self._name = name
+        self._udaf = udaf
+        self._args = args
+
+    @property
+    def udaf(self) -> AggregateUDF | None:
+        """The Python aggregate function of a ``"udaf"`` aggregate, else None."""
+        return self._udaf
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """The argument columns of a ``"udaf"`` aggregate (empty for the others)."""
+        return self._args
 
     @property
     def function(self) -> AggregateFunction:
@@ -101,10 +144,15 @@ class Aggregate:
         """
         if not isinstance(name, str) or not name:
             raise ArgumentTypeError(f"alias: the name must be a non-empty string, got {name!r}")
-        return Aggregate(self._function, self._column, name)
+        return Aggregate(self._function, self._column, name, udaf=self._udaf, args=self._args)
 
     def __str__(self) -> str:
         """Render the aggregate as in plan node names, e.g. ``mean(temp) AS avg_temp``."""
+        if self._udaf is not None:
+            text = f"{self._udaf.name}({', '.join(self._args)})"
+            if self._name != self._udaf.name:
+                text += f" AS {self._name}"
+            return text
         text = f"{self._function}({self._column or ''})"
         if self._name != (self._column or self._function):
             text += f" AS {self._name}"

@@ -1545,7 +1545,10 @@ class KeyedDataFrame:
         ----------
         *aggregates
             At least one of :func:`flinkgo.sum`, :func:`~flinkgo.count`,
-            :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`.
+            :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`; over a
+            bounded input also pandas UDAFs (:func:`flinkgo.udaf`), computed once per key
+            at the end of the input (a job whose source never ends is refused when it is
+            planned, as PyFlink allows them in batch group aggregations only).
         emit
             When results come out. ``"final"``: one row per key when the input ends.
             ``"updates"``: the current row of every key that changed, every
@@ -1591,6 +1594,13 @@ class KeyedDataFrame:
                 f"agg: emit must be one of {sorted(_EMIT_MODES)}, got {emit!r}"
             )
         for a in aggregates:
+            if isinstance(a, Aggregate) and a.udaf is not None and emit == "updates":
+                raise InvalidArgumentError(
+                    f"agg: the pandas UDAF {a.udaf.name!r} aggregates a key's rows once, at "
+                    'the end of a bounded input (as PyFlink\'s batch mode); emit="updates" '
+                    'would need it to be incremental: use emit="final" (or "auto"), or '
+                    "aggregate per window with key_by(...).window(...).agg(...)"
+                )
             if isinstance(a, Aggregate) and a.function in WINDOW_ONLY:
                 raise InvalidArgumentError(
                     f"agg: {a.function} is computed in windows only "
@@ -1639,6 +1649,9 @@ def _aggregate_fields(
             )
         if a.column is not None and schema.get_field_index(a.column) < 0:
             raise unknown_column(op, a.column, schema.names)
+        for arg in a.args:
+            if schema.get_field_index(arg) < 0:
+                raise unknown_column(op, arg, schema.names)
         if a.name in seen:
             what = (
                 "a key"
@@ -1652,6 +1665,12 @@ def _aggregate_fields(
                 "rename it with .alias()"
             )
         seen.add(a.name)
+        if a.udaf is not None:
+            fields.append(pa.field(a.name, a.udaf.return_type))
+            messages.append(
+                pb.Aggregate(function="udaf", name=a.name, udf=a.udaf._to_spec(), args=list(a.args))
+            )
+            continue
         spec = ([], "count_all") if a.column is None else (a.column, a.function)
         try:
             result = empty.group_by(list(keys), use_threads=False).aggregate([spec])
@@ -1752,7 +1771,9 @@ class WindowedDataFrame:
         *aggregates
             At least one of :func:`flinkgo.sum`, :func:`~flinkgo.count`,
             :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`,
-            :func:`~flinkgo.first`, :func:`~flinkgo.last`, :func:`~flinkgo.count_distinct`.
+            :func:`~flinkgo.first`, :func:`~flinkgo.last`, :func:`~flinkgo.count_distinct`,
+            or a Python aggregate function declared with :func:`flinkgo.udaf` applied to
+            columns (``vwap("price", "qty")``), mixed freely.
 
         Returns
         -------

@@ -31,8 +31,16 @@ from flinkgo.types import schema_ipc_bytes, to_arrow_type
 
 if TYPE_CHECKING:
     from flinkgo._proto import worker_pb2
+    from flinkgo.aggregates import Aggregate
 
-__all__ = ["FuncType", "UserDefinedFunction", "udf"]
+__all__ = [
+    "AggregateFuncType",
+    "FuncType",
+    "UserDefinedAggregateFunction",
+    "UserDefinedFunction",
+    "udaf",
+    "udf",
+]
 
 FuncType = Literal["general", "pandas", "arrow"]
 """How the worker feeds a UDF.
@@ -521,3 +529,220 @@ def _is_generator(func: Callable[..., Any]) -> bool:
     return any(
         inspect.isgeneratorfunction(c) or inspect.isasyncgenfunction(c) for c in _call_targets(func)
     )
+
+
+AggregateFuncType = Literal["pandas"]
+"""How the worker feeds an aggregate function: ``"pandas"``, one Series per argument."""
+
+
+class UserDefinedAggregateFunction:
+    """A Python aggregate function (a pandas UDAF); create one with :func:`udaf`.
+
+    Called on columns it gives an :class:`~flinkgo.aggregates.Aggregate` for
+    :meth:`WindowedDataFrame.agg <flinkgo.dataframe.WindowedDataFrame.agg>`: per window
+    (and key), the function gets one :class:`pandas.Series` per argument holding the
+    window's rows and returns one scalar of `return_type`, as PyFlink's pandas UDAFs.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> @udaf("double")
+    ... def spread(s: pd.Series) -> float:
+    ...     return s.max() - s.min()
+    >>> spread("price").alias("price_range")
+    <Aggregate spread(price) AS price_range>
+    >>> float(spread.func(pd.Series([1.0, 4.0])))
+    3.0
+    """
+
+    __slots__ = ("_udf",)
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        return_type: pa.DataType | str | None,
+        *,
+        func_type: AggregateFuncType = "pandas",
+        concurrency: int | None = None,
+        batch_size: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        if func_type != "pandas":
+            raise InvalidArgumentError(
+                f"udaf(): unknown func_type {func_type!r}; aggregate functions are 'pandas' "
+                "(one pandas.Series per argument for a group's rows, returning a scalar)"
+            )
+        if _is_async(func):
+            raise InvalidArgumentError(
+                "udaf(): an aggregate function cannot be async def; make it synchronous"
+            )
+        self._udf = UserDefinedFunction(
+            func,
+            return_type,
+            func_type="pandas",
+            concurrency=concurrency,
+            batch_size=batch_size,
+            name=name,
+        )
+
+    @property
+    def func(self) -> Callable[..., Any]:
+        """The user's function, unwrapped."""
+        return self._udf.func
+
+    @property
+    def name(self) -> str:
+        """The function's name in plans, logs and error messages (and the default column name)."""
+        return self._udf.name
+
+    @property
+    def return_type(self) -> pa.DataType:
+        """The Arrow type of the result."""
+        return self._udf.return_type
+
+    @property
+    def concurrency(self) -> int | None:
+        """Worker processes per window subtask, or None (one)."""
+        return self._udf.concurrency
+
+    @property
+    def batch_size(self) -> int | None:
+        """The most rows per batch sent to a worker, or None (the job's batch size)."""
+        return self._udf.batch_size
+
+    def __call__(self, *columns: Any) -> Aggregate:
+        """Apply the function to columns: an aggregate for ``agg(...)``, named after it.
+
+        Raises
+        ------
+        TypeError
+            If an argument is not a column name or ``col(name)``, or none is given.
+        """
+        from flinkgo.aggregates import Aggregate
+        from flinkgo.expr import _Column
+
+        if not columns:
+            raise ArgumentTypeError(
+                f"udaf {self.name!r}: give the argument columns, e.g. {self.name}('price')"
+            )
+        names = []
+        for c in columns:
+            if isinstance(c, _Column):
+                c = c.output_name()
+            if not isinstance(c, str) or not c:
+                raise ArgumentTypeError(
+                    f"udaf {self.name!r}: arguments are column names or col(name), got {c!r}; "
+                    "compute an expression as a column first with with_column"
+                )
+            names.append(c)
+        return Aggregate("udaf", None, self.name, udaf=self, args=tuple(names))
+
+    def __repr__(self) -> str:
+        """Show the name, return type and options that were set."""
+        return repr(self._udf).replace("UserDefinedFunction(", "UserDefinedAggregateFunction(", 1)
+
+    def _to_spec(self) -> worker_pb2.UdfSpec:
+        from flinkgo._proto import worker_pb2
+
+        spec = self._udf._to_spec()
+        spec.func_type = worker_pb2.FUNC_TYPE_PANDAS_AGGREGATE
+        return spec
+
+
+@overload
+def udaf(
+    f: Callable[..., Any],
+    /,
+    return_type: pa.DataType | str | None = None,
+    *,
+    func_type: AggregateFuncType = "pandas",
+    concurrency: int | None = None,
+    batch_size: int | None = None,
+    name: str | None = None,
+) -> UserDefinedAggregateFunction: ...
+
+
+@overload
+def udaf(
+    f: pa.DataType | str | None = None,
+    /,
+    return_type: pa.DataType | str | None = None,
+    *,
+    func_type: AggregateFuncType = "pandas",
+    concurrency: int | None = None,
+    batch_size: int | None = None,
+    name: str | None = None,
+) -> Callable[[Callable[..., Any]], UserDefinedAggregateFunction]: ...
+
+
+def udaf(
+    f: Callable[..., Any] | pa.DataType | str | None = None,
+    /,
+    return_type: pa.DataType | str | None = None,
+    *,
+    func_type: AggregateFuncType = "pandas",
+    concurrency: int | None = None,
+    batch_size: int | None = None,
+    name: str | None = None,
+) -> UserDefinedAggregateFunction | Callable[[Callable[..., Any]], UserDefinedAggregateFunction]:
+    """Declare a Python aggregate function (a pandas UDAF), for windows' ``agg(...)``.
+
+    As PyFlink's ``@udaf(result_type, func_type="pandas")``: per window (and key) the
+    function is called with one :class:`pandas.Series` per argument, holding the rows of
+    that window, and returns one scalar. The runtime sends the rows of many windows to a
+    worker in one batch and calls the function once per window there
+    (docs/semantics.md#pandas-udafs).
+
+    Parameters
+    ----------
+    f
+        The function; or, in the decorator form, the return type.
+    return_type
+        The Arrow type of the result (as :func:`udf`'s). Required.
+    func_type
+        ``"pandas"`` (the only kind).
+    concurrency
+        A positive integer: the worker processes each window subtask sends its windows'
+        rows to (default one).
+    batch_size
+        A positive integer: the most rows per batch sent to a worker (a window's rows
+        are never split; a larger window goes alone). Default: the job's batch size.
+    name
+        The name in plans and errors, and the default output column name. Default: the
+        function's ``__name__``.
+
+    Returns
+    -------
+    UserDefinedAggregateFunction or callable
+        The aggregate function when a function is given; otherwise a decorator.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> @udaf("double", batch_size=50_000)
+    ... def vwap(price: pd.Series, qty: pd.Series) -> float:
+    ...     return (price * qty).sum() / qty.sum()
+    >>> vwap("price", "qty")
+    <Aggregate vwap(price, qty)>
+    """
+    if isinstance(f, (str, pa.DataType)):
+        if return_type is not None:
+            raise ArgumentTypeError(
+                f"udaf(): the return type is given twice, as {f!r} and as "
+                f"return_type={return_type!r}; give it once"
+            )
+        f, return_type = None, f
+
+    def decorate(func: Callable[..., Any]) -> UserDefinedAggregateFunction:
+        return UserDefinedAggregateFunction(
+            func,
+            return_type,
+            func_type=func_type,
+            concurrency=concurrency,
+            batch_size=batch_size,
+            name=name,
+        )
+
+    if f is None:
+        return decorate
+    return decorate(f)

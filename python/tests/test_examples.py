@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -36,8 +37,11 @@ def clicks_reference(
     joined = joined.drop_duplicates(subset=["imp_id", "ts_right"])
     joined["campaign"] = clicks_example.CAMPAIGNS[joined["ad"] % len(clicks_example.CAMPAIGNS)]
     joined["window_start"] = joined["ts"].dt.floor("5min")
+    joined["delay_s"] = (joined["ts_right"] - joined["ts"]).dt.total_seconds()
     out = joined.groupby(["campaign", "window_start"], as_index=False).agg(
-        impressions=("imp_id", "size"), clicks=("ts_right", "count")
+        impressions=("imp_id", "size"),
+        clicks=("ts_right", "count"),
+        median_delay_s=("delay_s", "median"),
     )
     return out.sort_values(["campaign", "window_start"], ignore_index=True)
 
@@ -54,6 +58,7 @@ def test_clicks_example_equals_pandas(parallelism):
     assert got["campaign"].tolist() == want["campaign"].tolist()
     assert got["impressions"].tolist() == want["impressions"].tolist()
     assert got["clicks"].tolist() == want["clicks"].tolist()
+    assert np.allclose(got["median_delay_s"], want["median_delay_s"], equal_nan=True)
     assert want["clicks"].sum() > 0.25 * len(imps)  # the join matched, not just padded
 
 
@@ -63,4 +68,12 @@ def test_clicks_example_runs_as_a_script():
     )
     assert run.returncode == 0, run.stderr
     header = run.stdout.splitlines()[0].split()
-    assert header == ["campaign", "window_start", "window_end", "impressions", "clicks", "ctr"]
+    assert header == [
+        "campaign",
+        "window_start",
+        "window_end",
+        "impressions",
+        "clicks",
+        "median_delay_s",
+        "ctr",
+    ]

@@ -526,6 +526,9 @@ def test_package_exports():
         "udf",
         "UserDefinedFunction",
         "__version__",
+        # pandas UDAFs (test_udaf.py)
+        "udaf",
+        "UserDefinedAggregateFunction",
         # the DataFrame API (test_dataframe.py, test_expr.py)
         "Environment",
         "DataFrame",

@@ -50,6 +50,10 @@ func keyedAggregateKind(opts Options) operator.Kind {
 					return nil, err
 				}
 			}
+			if p.udafs, err = newPandasUDAFs(c, opts, c.Op.Node.GetKeyedAggregate().GetAggregates(), len(p.keys)); err != nil {
+				p.Release()
+				return nil, err
+			}
 			return p, nil
 		},
 	}
@@ -99,6 +103,9 @@ type aggProc struct {
 	// sets: the min/max value multisets when the input is a changelog.
 	sets     multisets
 	valueBuf []byte
+	// udafs runs the pandas UDAFs (bounded input, final mode: aggudaf.go),
+	// nil when there are none.
+	udafs *pandasUDAFs
 }
 
 // smallKeys bounds the int64 keys looked up in a slice (256 KiB at most).
@@ -121,6 +128,8 @@ type group struct {
 	// retracted (-U, -D) when the group changes.
 	emitted bool
 	prev    []accumulator
+	// kept are the group's rows for the pandas UDAFs (none without).
+	kept udafRows
 }
 
 func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int, updates bool, interval time.Duration) (*aggProc, error) {
@@ -135,6 +144,10 @@ func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, 
 		p.keys = append(p.keys, idx[0])
 	}
 	for _, a := range spec.GetAggregates() {
+		if a.GetFunction() == plan.UDAFFunction {
+			p.aggs = append(p.aggs, aggSpec{fn: plan.UDAFFunction, column: -1})
+			continue
+		}
 		s, err := parseAggSpec(a, in, keyedAggregateFunctions)
 		if err != nil {
 			return nil, err
@@ -149,7 +162,7 @@ func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, 
 	return p, nil
 }
 
-func (p *aggProc) Process(_ context.Context, _ int, b arrow.RecordBatch, _ operator.Emit) error {
+func (p *aggProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, _ operator.Emit) error {
 	n := int(b.NumRows())
 	if cap(p.gids) < n {
 		p.gids = make([]int, n)
@@ -180,10 +193,16 @@ func (p *aggProc) Process(_ context.Context, _ int, b arrow.RecordBatch, _ opera
 	}
 	targets := p.targets[:n]
 	for i, a := range p.aggs {
+		if a.fn == plan.UDAFFunction {
+			continue
+		}
 		for row, g := range gids {
 			targets[row] = &p.list[g].acc[i]
 		}
 		accumulateColumn(a, b, targets, nil)
+	}
+	if p.udafs != nil {
+		return p.keepUDAFRows(ctx, b, gids)
 	}
 	return nil
 }
@@ -336,16 +355,28 @@ func (p *aggProc) Finish(ctx context.Context, emit operator.Emit) error {
 	if err := p.loadAll(); err != nil {
 		return err
 	}
+	if p.udafs != nil {
+		return p.finishUDAFs(ctx, emit)
+	}
+	rows, err := p.finalRows()
+	if err != nil {
+		return err
+	}
+	return p.emitRows(ctx, emit, rows, nil)
+}
+
+// finalRows are the +I rows of final mode: every group that holds rows.
+func (p *aggProc) finalRows() ([]outRow, error) {
 	rows := make([]outRow, 0, len(p.list))
 	for _, g := range p.list {
 		if g.rows < 0 {
-			return p.overRetracted(g)
+			return nil, p.overRetracted(g)
 		}
 		if g.rows > 0 {
 			rows = append(rows, outRow{g: g, acc: g.acc, kind: rowkind.Insert})
 		}
 	}
-	return p.emitRows(ctx, emit, rows)
+	return rows, nil
 }
 
 // outRow is one output row: a group's key, the aggregates of acc, a kind.
@@ -388,7 +419,7 @@ func (p *aggProc) emitChanged(ctx context.Context, emit operator.Emit) error {
 			rows = append(rows, outRow{g: g, acc: g.prev, kind: rowkind.UpdateAfter})
 		}
 	}
-	return p.emitRows(ctx, emit, rows)
+	return p.emitRows(ctx, emit, rows, nil)
 }
 
 // overRetracted is the error of a group retracted more often than it got
@@ -414,8 +445,9 @@ func (p *aggProc) OnTimer(ctx context.Context, emit operator.Emit) error {
 }
 
 // emitRows emits one batch of rows, with their kinds when the output is a
-// changelog.
-func (p *aggProc) emitRows(ctx context.Context, emit operator.Emit, rows []outRow) error {
+// changelog; udafs are the pandas UDAFs' results, one column per UDAF
+// aggregate aligned with rows.
+func (p *aggProc) emitRows(ctx context.Context, emit operator.Emit, rows []outRow, udafs []arrow.Array) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -434,8 +466,16 @@ func (p *aggProc) emitRows(ctx context.Context, emit operator.Emit, rows []outRo
 		}
 		cols = append(cols, c)
 	}
+	nextUDAF := 0
 	for i, a := range p.aggs {
 		f := p.schema.Field(len(p.keys) + i)
+		if a.fn == plan.UDAFFunction {
+			col := udafs[nextUDAF]
+			nextUDAF++
+			col.Retain()
+			cols = append(cols, col)
+			continue
+		}
 		b := array.NewBuilder(p.mem, f.Type)
 		for _, r := range rows {
 			if err := appendAggregate(b, a, r.acc[i]); err != nil {

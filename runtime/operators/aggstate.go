@@ -51,7 +51,10 @@ func (p *aggProc) flush() error {
 			g.dirty = false
 			continue
 		}
-		p.keyed.buf = p.encodeGroup(p.keyed.buf[:0], g)
+		var err error
+		if p.keyed.buf, err = p.encodeGroup(p.keyed.buf[:0], g); err != nil {
+			return err
+		}
 		if err := p.keyed.values.Put(g.stateKey, p.keyed.buf); err != nil {
 			return err
 		}
@@ -83,6 +86,9 @@ func (p *aggProc) loadAll() error {
 
 // forgetGroups empties the in-memory groups (they are in the backend).
 func (p *aggProc) forgetGroups() {
+	for _, g := range p.list {
+		g.kept.release()
+	}
 	p.list = nil
 	p.index = map[string]int{}
 	p.intIndex = map[int64]int{}
@@ -119,11 +125,22 @@ func (p *aggProc) TakePersist() func(context.Context, *checkpoint.SubtaskState) 
 	return p.keyed.takePersist()
 }
 
-// Release closes the backend and removes its scratch directory.
-func (p *aggProc) Release() { p.keyed.release() }
+// Release stops the UDAFs' workers (closed already after Finish), frees
+// the rows kept for them, closes the backend and removes its scratch
+// directory.
+func (p *aggProc) Release() {
+	if p.udafs != nil && !p.udafs.closed {
+		p.udafs.cancel()
+	}
+	for _, g := range p.list {
+		g.kept.release()
+	}
+	p.keyed.release()
+}
 
-// encodeGroup appends g's keys and accumulators.
-func (p *aggProc) encodeGroup(buf []byte, g *group) []byte {
+// encodeGroup appends g's keys and accumulators, then (with pandas UDAFs)
+// its kept rows.
+func (p *aggProc) encodeGroup(buf []byte, g *group) ([]byte, error) {
 	buf = binary.AppendUvarint(buf, uint64(len(g.key)))
 	for i, k := range g.key {
 		buf = appendBool(buf, g.null[i])
@@ -140,7 +157,10 @@ func (p *aggProc) encodeGroup(buf []byte, g *group) []byte {
 			buf = appendAccumulator(buf, &g.prev[i])
 		}
 	}
-	return buf
+	if p.udafs != nil {
+		return p.udafs.appendKept(buf, &g.kept)
+	}
+	return buf, nil
 }
 
 func (p *aggProc) decodeGroup(data []byte) (*group, error) {
@@ -166,8 +186,14 @@ func (p *aggProc) decodeGroup(data []byte) (*group, error) {
 				r.accumulator(&g.prev[i])
 			}
 		}
+		if p.udafs != nil && r.err == nil {
+			if err := p.udafs.readKept(&r, &g.kept); err != nil {
+				return nil, fmt.Errorf("keyed state holds a group this aggregation cannot read: %w", err)
+			}
+		}
 	}
 	if r.err != nil || len(r.data) != 0 || n != len(p.keys) {
+		g.kept.release()
 		return nil, fmt.Errorf("keyed state holds a group this aggregation cannot read (%d keys, want %d): was the aggregation changed since the snapshot?", n, len(p.keys))
 	}
 	return g, nil

@@ -3,7 +3,9 @@
 // their task), select, filter, union, the Python UDF and map_batches
 // operators (through package bundle and a bridge.Runner), keyed
 // aggregation, drop_duplicates and the interval join (two inputs) over
-// keyed state (package state), limit, and sinks. Registry
+// keyed state (package state), the window aggregation, limit, and sinks.
+// The window and keyed aggregations run pandas UDAFs through bridge.Runners
+// too (pandasudaf.go: each group's rows kept, many groups per call). Registry
 // returns the table from plan.Kind to each operator's factory, output
 // schema and state.
 //

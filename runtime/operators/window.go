@@ -37,7 +37,7 @@ func windowAggregateKind(opts Options) operator.Kind {
 		},
 		State: operator.StateDescriptor{Keyed: true, What: "per key: the window slices (or sessions) in flight with their partial aggregates, and event-time timers"},
 		New: func(c *operator.Context) (operator.Operator, error) {
-			p, err := newWindowProc(c)
+			p, err := newWindowProc(c, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -95,6 +95,8 @@ type windowProc struct {
 	mem      memory.Allocator
 	maxP     int
 	dropped  *atomic.Int64
+	// udafs runs the pandas UDAFs, nil when there are none.
+	udafs *pandasUDAFs
 
 	// index maps an encoded key to its windows in memory.
 	index  map[string]*winKey
@@ -134,6 +136,8 @@ type winSlot struct {
 	w    window.Window
 	rows int64
 	acc  []accumulator
+	// kept are the rows for the pandas UDAFs (none without).
+	kept udafRows
 }
 
 type slotMerge struct{ from, to *winSlot }
@@ -147,6 +151,8 @@ type winRow struct {
 	k          *winKey
 	start, end int64
 	acc        []accumulator
+	// kept are the window's rows for the pandas UDAFs (retained).
+	kept udafRows
 }
 
 // Timer namespaces: what fires, then the window (8-byte end; sessions the
@@ -156,7 +162,7 @@ const (
 	nsCleanup = 2
 )
 
-func newWindowProc(c *operator.Context) (*windowProc, error) {
+func newWindowProc(c *operator.Context, opts Options) (*windowProc, error) {
 	spec := c.Op.Node.GetWindowAggregate()
 	in, out := c.Input(), c.Out
 	if spec.GetLateRows() == planpb.WindowAggregate_KEEP {
@@ -188,6 +194,10 @@ func newWindowProc(c *operator.Context) (*windowProc, error) {
 		p.keys = append(p.keys, idx[0])
 	}
 	for _, a := range spec.GetAggregates() {
+		if a.GetFunction() == plan.UDAFFunction {
+			p.aggs = append(p.aggs, aggSpec{fn: plan.UDAFFunction, column: -1})
+			continue
+		}
 		s, err := parseAggSpec(a, in, windowAggregateFunctions)
 		if err != nil {
 			return nil, fmt.Errorf("window: %w", err)
@@ -201,6 +211,9 @@ func newWindowProc(c *operator.Context) (*windowProc, error) {
 		if t, ok := out.Field(i).Type.(*arrow.TimestampType); !ok || t.Unit != arrow.Millisecond {
 			return nil, fmt.Errorf("window: declared output column %s must be timestamp[ms]", out.Field(i))
 		}
+	}
+	if p.udafs, err = newPandasUDAFs(c, opts, spec.GetAggregates(), len(p.keys)+2); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -275,6 +288,9 @@ func (p *windowProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, em
 		}
 	}
 	for i, a := range p.aggs {
+		if a.fn == plan.UDAFFunction {
+			continue
+		}
 		for row, s := range slots {
 			if s == nil {
 				targets[row] = nil
@@ -284,7 +300,19 @@ func (p *windowProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, em
 		}
 		accumulateColumn(a, b, targets, ts)
 	}
+	if p.udafs != nil {
+		groups := make([]*udafRows, n)
+		for row, s := range slots {
+			if s != nil {
+				groups[row] = &s.kept
+			}
+		}
+		if err := p.udafs.keep(ctx, b, groups); err != nil {
+			return err
+		}
+	}
 	for _, m := range p.merges {
+		m.to.kept.moveFrom(&m.from.kept)
 		m.to.rows += m.from.rows
 		for i := range m.to.acc {
 			m.to.acc[i].merge(&m.from.acc[i])
@@ -573,6 +601,7 @@ func (p *windowProc) onTimer(t state.Timer) error {
 			// last window end grows with the slice's.
 			n := 0
 			for n < len(k.slots) && p.slicer.LastWindowEnd(k.slots[n].w.End) <= w.End {
+				releaseSlot(k.slots[n])
 				n++
 			}
 			k.slots = slices.Delete(k.slots, 0, n)
@@ -581,6 +610,7 @@ func (p *windowProc) onTimer(t state.Timer) error {
 	default:
 		if s := k.slot(window.Window{Start: w.End - p.slicer.SliceSize(), End: w.End}); s != nil {
 			k.removeSlot(s)
+			releaseSlot(s)
 			k.dirty = true
 		}
 	}
@@ -600,10 +630,13 @@ func (p *windowProc) fireWindow(k *winKey, w window.Window) bool {
 		if s == nil || s.rows == 0 {
 			return false
 		}
-		p.out = append(p.out, winRow{k: k, start: w.Start, end: w.End, acc: cloneAccs(s.acc)})
+		r := winRow{k: k, start: w.Start, end: w.End, acc: cloneAccs(s.acc)}
+		r.kept.addRetained(&s.kept)
+		p.out = append(p.out, r)
 		return true
 	}
 	var acc []accumulator
+	var kept udafRows
 	for _, s := range k.slots[k.firstEndingAfter(w.Start):] {
 		if s.w.End > w.End {
 			break
@@ -615,12 +648,13 @@ func (p *windowProc) fireWindow(k *winKey, w window.Window) bool {
 			for i := range acc {
 				acc[i].merge(&s.acc[i])
 			}
+			kept.addRetained(&s.kept)
 		}
 	}
 	if acc == nil {
 		return false
 	}
-	p.out = append(p.out, winRow{k: k, start: w.Start, end: w.End, acc: acc})
+	p.out = append(p.out, winRow{k: k, start: w.Start, end: w.End, acc: acc, kept: kept})
 	return true
 }
 
@@ -640,6 +674,7 @@ func (p *windowProc) retireSession(k *winKey, w window.Window) {
 	_ = k.sessions.Retire(w)
 	if s := k.slot(sw); s != nil {
 		k.removeSlot(s)
+		releaseSlot(s)
 	}
 	k.dirty = true
 }
@@ -660,10 +695,23 @@ func (p *windowProc) emitRows(ctx context.Context, emit operator.Emit) error {
 	for len(p.out) > 0 {
 		n := min(len(p.out), maxWindowRows)
 		rows := p.out[:n]
-		b, err := p.buildRows(rows)
+		var udafs []arrow.Array
+		if p.udafs != nil {
+			var err error
+			groups := make([]*udafRows, len(rows))
+			for i := range rows {
+				groups[i] = &rows[i].kept
+			}
+			if udafs, err = p.udafs.evaluate(ctx, groups); err != nil {
+				return err
+			}
+		}
+		b, err := p.buildRows(rows, udafs)
+		releaseAll(udafs)
 		if err != nil {
 			return err
 		}
+		releaseRows(rows)
 		clear(rows)
 		p.out = p.out[n:]
 		if err := emit(ctx, b); err != nil {
@@ -676,7 +724,16 @@ func (p *windowProc) emitRows(ctx context.Context, emit operator.Emit) error {
 
 const maxWindowRows = 64 << 10
 
-func (p *windowProc) buildRows(rows []winRow) (arrow.RecordBatch, error) {
+// releaseRows frees the kept rows of window rows emitted or dropped.
+func releaseRows(rows []winRow) {
+	for i := range rows {
+		rows[i].kept.release()
+	}
+}
+
+// buildRows makes the output batch of rows; udafs are the pandas UDAFs'
+// results, one column per UDAF aggregate aligned with rows.
+func (p *windowProc) buildRows(rows []winRow, udafs []arrow.Array) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, 0, p.schema.NumFields())
 	defer func() {
 		for _, c := range cols {
@@ -706,8 +763,16 @@ func (p *windowProc) buildRows(rows []winRow) (arrow.RecordBatch, error) {
 		cols = append(cols, b.NewArray())
 		b.Release()
 	}
+	nextUDAF := 0
 	for i, a := range p.aggs {
 		f := p.schema.Field(len(p.keys) + 2 + i)
+		if a.fn == plan.UDAFFunction {
+			col := udafs[nextUDAF]
+			nextUDAF++
+			col.Retain()
+			cols = append(cols, col)
+			continue
+		}
 		b := array.NewBuilder(p.mem, f.Type)
 		for _, r := range rows {
 			if err := appendAggregate(b, a, r.acc[i]); err != nil {
@@ -720,4 +785,45 @@ func (p *windowProc) buildRows(rows []winRow) (arrow.RecordBatch, error) {
 	}
 	out := array.NewRecordBatch(p.schema, cols, int64(len(rows)))
 	return out, nil
+}
+
+// Open starts the pandas UDAFs' workers.
+func (p *windowProc) Open(ctx context.Context) error {
+	if p.udafs == nil {
+		return nil
+	}
+	return p.udafs.open(ctx)
+}
+
+// Finish closes the pandas UDAFs' workers in order; the maximum watermark
+// of the end of input fired every window before.
+func (p *windowProc) Finish(context.Context, operator.Emit) error {
+	if p.udafs == nil {
+		return nil
+	}
+	return p.udafs.close()
+}
+
+// Cancel stops the pandas UDAFs' workers without waiting on them.
+func (p *windowProc) Cancel(error) {
+	if p.udafs != nil {
+		p.udafs.cancel()
+	}
+}
+
+// releaseKeys frees the kept rows of every key in memory.
+func (p *windowProc) releaseKeys() {
+	for _, k := range p.index {
+		for _, s := range k.slots {
+			releaseSlot(s)
+		}
+	}
+}
+
+func releaseAll[T interface{ Release() }](xs []T) {
+	for _, x := range xs {
+		if any(x) != nil {
+			x.Release()
+		}
+	}
 }

@@ -99,17 +99,28 @@ func windowOutputSchema(keyed bool) *arrow.Schema {
 // groups kgs of 128, restored from restored when not nil.
 func newWindowHarness(t *testing.T, spec *planpb.WindowAggregate, kgs state.KeyGroupRange, parallelism, subtask int, restored *checkpoint.OperatorState, base string) *windowHarness {
 	t.Helper()
+	return newWindowHarnessWith(t, spec, windowOutputSchema(len(spec.GetKeys()) > 0), Options{KeyedCacheGroups: 2}, 0, kgs, parallelism, subtask, restored, base)
+}
+
+// newWindowHarnessWith is newWindowHarness with the output schema, the
+// operators' options and the batch size of UDAFs given.
+func newWindowHarnessWith(t *testing.T, spec *planpb.WindowAggregate, out *arrow.Schema, opts Options, batchSize int, kgs state.KeyGroupRange, parallelism, subtask int, restored *checkpoint.OperatorState, base string) *windowHarness {
+	t.Helper()
 	h := &windowHarness{t: t, mem: memory.NewCheckedAllocator(memory.NewGoAllocator()), counters: &operator.Counters{}, keyed: len(spec.GetKeys()) > 0}
 	c := &operator.Context{
-		Op: &plan.Operator{Name: "window", UID: "window", Kind: plan.KindWindowAggregate,
+		Op: &plan.Operator{Name: "window", UID: "window", Kind: plan.KindWindowAggregate, BatchSize: batchSize,
 			Node: &planpb.Node{Kind: &planpb.Node_WindowAggregate{WindowAggregate: spec}}},
 		Subtask: subtask, Parallelism: parallelism, MaxParallelism: 128,
-		In: []*arrow.Schema{windowTestInput}, Out: windowOutputSchema(h.keyed), Allocator: h.mem, Counters: h.counters,
+		In: []*arrow.Schema{windowTestInput}, Out: out, Allocator: h.mem, Counters: h.counters,
 		Keyed:    &operator.KeyedContext{KeyGroups: kgs, StateDir: t.TempDir()},
 		Restored: restored, RestoreBase: base,
 	}
-	op, err := windowAggregateKind(Options{KeyedCacheGroups: 2}).New(c)
+	op, err := windowAggregateKind(opts).New(c)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Open(context.Background()); err != nil {
+		op.Release()
 		t.Fatal(err)
 	}
 	h.op = op
@@ -525,7 +536,7 @@ func TestWindowRefusesBadPlans(t *testing.T) {
 	spec.LateRows = planpb.WindowAggregate_KEEP
 	c := &operator.Context{Op: &plan.Operator{Node: &planpb.Node{Kind: &planpb.Node_WindowAggregate{WindowAggregate: spec}}},
 		In: []*arrow.Schema{windowTestInput}, Out: windowOutputSchema(true), Counters: &operator.Counters{}}
-	if _, err := newWindowProc(c); err == nil || !strings.Contains(err.Error(), "not built yet") {
+	if _, err := newWindowProc(c, Options{}); err == nil || !strings.Contains(err.Error(), "not built yet") {
 		t.Fatalf("late_rows keep: %v", err)
 	}
 }

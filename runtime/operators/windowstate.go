@@ -70,7 +70,10 @@ func (p *windowProc) SnapshotState(_ context.Context, target checkpoint.Target, 
 		if !k.dirty {
 			continue
 		}
-		p.keyed.buf = p.encodeKey(p.keyed.buf[:0], k)
+		var err error
+		if p.keyed.buf, err = p.encodeKey(p.keyed.buf[:0], k); err != nil {
+			return err
+		}
 		if err := p.keyed.values.Put(k.stateKey, p.keyed.buf); err != nil {
 			return err
 		}
@@ -83,6 +86,7 @@ func (p *windowProc) SnapshotState(_ context.Context, target checkpoint.Target, 
 		delete(p.deleted, name)
 	}
 	if len(p.index) > p.keyed.cacheGroups {
+		p.releaseKeys()
 		p.index = map[string]*winKey{}
 		p.keyed.complete = false
 	}
@@ -94,11 +98,22 @@ func (p *windowProc) TakePersist() func(context.Context, *checkpoint.SubtaskStat
 	return p.keyed.takePersist()
 }
 
-// Release closes the backend and removes its scratch directory.
-func (p *windowProc) Release() { p.keyed.release() }
+// Release stops the UDAFs' workers (closed already after Finish), frees the
+// rows kept for them, closes the backend and removes its scratch
+// directory.
+func (p *windowProc) Release() {
+	if p.udafs != nil && !p.udafs.closed {
+		p.udafs.cancel()
+	}
+	p.releaseKeys()
+	releaseRows(p.out)
+	p.keyed.release()
+}
 
-// encodeKey appends a key's values and its windows in flight.
-func (p *windowProc) encodeKey(buf []byte, k *winKey) []byte {
+// encodeKey appends a key's values and its windows in flight (with the
+// pandas UDAFs, each slot's kept rows as an Arrow IPC stream after its
+// accumulators: a length, 0 for none).
+func (p *windowProc) encodeKey(buf []byte, k *winKey) ([]byte, error) {
 	buf = binary.AppendUvarint(buf, uint64(len(k.key)))
 	for i, v := range k.key {
 		buf = appendBool(buf, k.null[i])
@@ -113,6 +128,12 @@ func (p *windowProc) encodeKey(buf []byte, k *winKey) []byte {
 			buf = appendAccumulator(buf, &s.acc[i])
 			buf = appendAccExt(buf, s.acc[i].ext)
 		}
+		if p.udafs != nil {
+			var err error
+			if buf, err = p.udafs.appendKept(buf, &s.kept); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var sessions []window.Mapping
 	if k.sessions != nil {
@@ -124,7 +145,7 @@ func (p *windowProc) encodeKey(buf []byte, k *winKey) []byte {
 			buf = binary.AppendVarint(buf, t)
 		}
 	}
-	return buf
+	return buf, nil
 }
 
 func (p *windowProc) decodeKey(data []byte) (*winKey, error) {
@@ -153,6 +174,12 @@ func (p *windowProc) decodeKey(data []byte) (*winKey, error) {
 			s.acc[i].ext = r.accExt()
 		}
 		k.slots = append(k.slots, s)
+		if p.udafs != nil && r.err == nil {
+			if err := p.udafs.readKept(&r, &s.kept); err != nil {
+				releaseSlots(k.slots)
+				return nil, bad(err.Error())
+			}
+		}
 	}
 	slices.SortFunc(k.slots, func(a, b *winSlot) int { return cmp.Compare(a.w.End, b.w.End) })
 	var mappings []window.Mapping
@@ -166,11 +193,13 @@ func (p *windowProc) decodeKey(data []byte) (*winKey, error) {
 		mappings = append(mappings, m)
 	}
 	if r.err != nil || len(r.data) != 0 {
+		releaseSlots(k.slots)
 		return nil, bad("truncated or longer than expected")
 	}
 	if p.sessions {
 		set, err := window.NewMergingSet(mappings)
 		if err != nil {
+			releaseSlots(k.slots)
 			return nil, bad(err.Error())
 		}
 		k.sessions = set

@@ -44,6 +44,11 @@ func (b *builder) resolveChangelogs() {
 		switch op.Kind {
 		case KindSource:
 		case KindKeyedAggregate:
+			if in.IsChangelog() && hasUDAF(op.Node.GetKeyedAggregate().GetAggregates()) {
+				b.problem("%s has pandas UDAFs, which cannot take rows back: its input is a %s stream made by %s (-U, -D); "+
+					"aggregate that input with emit=\"final\" over a bounded input (append-only), or use built-in aggregates",
+					opLabel(op), in, opLabel(from))
+			}
 			// Retractions are consumed here: the output is the aggregate's own.
 			op.Changelog, op.ChangelogFrom, op.UpsertKey = rowkind.AppendOnly, -1, nil
 			if op.EmitUpdates {

@@ -94,6 +94,7 @@ func explainWork(sb *strings.Builder, op *Operator) {
 			}
 		}
 		fmt.Fprintf(sb, "    emits %s (%s)\n", mode, how)
+		explainUDAFs(sb, op, op.Node.GetKeyedAggregate().GetAggregates())
 	case op.Kind == KindDropDuplicates:
 		fmt.Fprintf(sb, "    keeps the first row of each (%s)\n", strings.Join(op.Node.GetDropDuplicates().GetSubset(), ", "))
 	case op.Kind == KindIntervalJoin:
@@ -103,6 +104,7 @@ func explainWork(sb *strings.Builder, op *Operator) {
 			j.GetLeftTime(), time.Duration(j.GetLowerNs()), j.GetRightTime(), j.GetLeftTime(), time.Duration(j.GetUpperNs()))
 	case op.Kind == KindWindowAggregate:
 		fmt.Fprintf(sb, "    %s\n", explainWindow(op.Node.GetWindowAggregate()))
+		explainUDAFs(sb, op, op.Node.GetWindowAggregate().GetAggregates())
 	case op.Kind == KindLimit:
 		fmt.Fprintf(sb, "    passes the first %d rows (of every subtask upstream, in arrival order), then %s\n",
 			op.Node.GetLimit().GetN(), limitEnds(op))

@@ -130,6 +130,9 @@ func (b *builder) add(n *planpb.Node) {
 			Parallelism: info.parallelism, ParallelismFrom: info.parallelismFrom,
 			Node: n, OutputSchema: n.GetOutputSchema(),
 		}
+		if info.kind == KindKeyedAggregate {
+			op.BatchSize = udafBatchSize(n.GetKeyedAggregate().GetAggregates(), b.s.batchSize)
+		}
 		if fn := n.GetMapBatches().GetFunction(); fn != nil {
 			op.BatchSize = b.s.batchSize
 			if bs := int(fn.GetBatchSize()); bs > 0 {
@@ -142,8 +145,11 @@ func (b *builder) add(n *planpb.Node) {
 		if info.kind == KindLimit {
 			b.limitParallelism(info, op)
 		}
-		if info.kind == KindWindowAggregate && len(n.GetWindowAggregate().GetKeys()) == 0 {
-			b.windowAllParallelism(info, op)
+		if info.kind == KindWindowAggregate {
+			if len(n.GetWindowAggregate().GetKeys()) == 0 {
+				b.windowAllParallelism(info, op)
+			}
+			op.BatchSize = udafBatchSize(n.GetWindowAggregate().GetAggregates(), b.s.batchSize)
 		}
 		ops = []*Operator{op}
 	}
@@ -378,6 +384,28 @@ func (b *builder) resolveBoundedness() {
 			default:
 				op.EmitUpdates = !op.Bounded
 			}
+			b.checkKeyedUDAFs(op)
+		}
+	}
+}
+
+// checkKeyedUDAFs refuses a pandas UDAF in a keyed aggregation that does
+// not read a bounded input to its end and emit once: the UDAF sees a key's
+// rows once, all of them (PyFlink runs pandas UDAFs in group aggregations
+// in batch mode only).
+func (b *builder) checkKeyedUDAFs(op *Operator) {
+	for _, a := range op.Node.GetKeyedAggregate().GetAggregates() {
+		if a.GetFunction() != UDAFFunction {
+			continue
+		}
+		switch {
+		case !op.Bounded:
+			b.problem("%s: the pandas UDAF %q aggregates a key's rows once, at the end of the input, but a source upstream never ends "+
+				"(as PyFlink, pandas UDAFs in a keyed aggregation need a bounded input): aggregate per window with key_by(...).window(...).agg(...), "+
+				"or bound the source (datagen rows=..., a limit)", nodeLabel(b.nodes[op.Node.GetId()].node), a.GetUdf().GetName())
+		case op.EmitUpdates:
+			b.problem("%s: the pandas UDAF %q aggregates a key's rows once, at the end of the input; emit=\"updates\" would need it "+
+				"to be incremental: use emit=\"final\" (or \"auto\")", nodeLabel(b.nodes[op.Node.GetId()].node), a.GetUdf().GetName())
 		}
 	}
 }

@@ -214,6 +214,7 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		// Aggregate functions are checked where they are evaluated.
 		for j, a := range agg.GetAggregates() {
 			column(fmt.Sprintf("aggregate #%d output name", j), a.GetName())
+			problems = append(problems, validateUDAF(fmt.Sprintf("aggregate %q", a.GetName()), a)...)
 		}
 	case KindDropDuplicates:
 		subset := n.GetDropDuplicates().GetSubset()
@@ -250,6 +251,7 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		}
 		for j, a := range w.GetAggregates() {
 			column(fmt.Sprintf("window aggregate #%d output name", j), a.GetName())
+			problems = append(problems, validateUDAF(fmt.Sprintf("window aggregate %q", a.GetName()), a)...)
 		}
 		if len(w.GetAggregates()) == 0 {
 			bad("the window aggregation has no aggregates")

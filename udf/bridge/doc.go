@@ -12,6 +12,10 @@
 //	Open → (Process | TryTakeResult)* → Flush ∥ TakeResult … → … → Close
 //	                                            any time → Cancel
 //
+// A chain of pandas aggregate functions (UDAFs) answers one row per group of
+// its batch instead of one per row: the batch's first column, GroupColumn,
+// numbers the groups (GroupCount).
+//
 // This package only defines the contract: it does not import udf/bridge/proto, start
 // processes or know about bundles.
 package bridge

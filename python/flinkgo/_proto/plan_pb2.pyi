@@ -338,14 +338,18 @@ class WindowAggregate(_message.Message):
     def __init__(self, time_column: _Optional[str] = ..., kind: _Optional[_Union[WindowAggregate.Kind, str]] = ..., size_ms: _Optional[int] = ..., slide_ms: _Optional[int] = ..., step_ms: _Optional[int] = ..., gap_ms: _Optional[int] = ..., offset_ms: _Optional[int] = ..., keys: _Optional[_Iterable[str]] = ..., aggregates: _Optional[_Iterable[_Union[Aggregate, _Mapping]]] = ..., allowed_lateness_ms: _Optional[int] = ..., late_rows: _Optional[_Union[WindowAggregate.LateRows, str]] = ...) -> None: ...
 
 class Aggregate(_message.Message):
-    __slots__ = ("function", "column", "name")
+    __slots__ = ("function", "column", "name", "udf", "args")
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
     COLUMN_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    UDF_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
     function: str
     column: str
     name: str
-    def __init__(self, function: _Optional[str] = ..., column: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    udf: _worker_pb2.UdfSpec
+    args: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, function: _Optional[str] = ..., column: _Optional[str] = ..., name: _Optional[str] = ..., udf: _Optional[_Union[_worker_pb2.UdfSpec, _Mapping]] = ..., args: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Union(_message.Message):
     __slots__ = ()

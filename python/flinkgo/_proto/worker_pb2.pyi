@@ -14,6 +14,7 @@ class FuncType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FUNC_TYPE_PANDAS: _ClassVar[FuncType]
     FUNC_TYPE_ARROW: _ClassVar[FuncType]
     FUNC_TYPE_PANDAS_BATCH: _ClassVar[FuncType]
+    FUNC_TYPE_PANDAS_AGGREGATE: _ClassVar[FuncType]
 
 class Transport(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -24,6 +25,7 @@ FUNC_TYPE_GENERAL: FuncType
 FUNC_TYPE_PANDAS: FuncType
 FUNC_TYPE_ARROW: FuncType
 FUNC_TYPE_PANDAS_BATCH: FuncType
+FUNC_TYPE_PANDAS_AGGREGATE: FuncType
 TRANSPORT_GRPC_STREAM: Transport
 TRANSPORT_UNIX_SOCKET: Transport
 

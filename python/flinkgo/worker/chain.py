@@ -13,6 +13,10 @@ them; what differs is how the worker calls the user's function:
 * ``pandas_batch`` (``map_batches``): once per batch with the whole batch as a
   ``pandas.DataFrame``, returning a DataFrame of any number of rows with the
   declared columns. It is alone in its chain.
+* ``pandas_aggregate`` (``@udaf``): once per group with one ``pandas.Series``
+  per argument holding the group's rows, returning one scalar. A batch holds
+  many groups: its first column, ``__flinkgo_group``, numbers them in runs,
+  and the result has one row per group. The chain holds aggregates only.
 
 A result with the wrong number of rows or a type that does not convert to
 the declared return type raises ``UdfResultError`` naming the UDF.
@@ -132,6 +136,12 @@ class Chain:
         )
         if self.is_batch_map and len(self.calls) != 1:
             raise ValueError("a map_batches function must be alone in its chain")
+        aggregates = [c.func_type == worker_pb2.FUNC_TYPE_PANDAS_AGGREGATE for c in self.calls]
+        self.is_aggregate = any(aggregates)
+        if self.is_aggregate and not all(aggregates):
+            raise ValueError("a chain of aggregate functions cannot hold other UDFs")
+        if self.is_aggregate and self.input_schema.names[:1] != [GROUP_COLUMN]:
+            raise ValueError(f"an aggregate chain's input must start with {GROUP_COLUMN!r}")
         self._async_loop = AsyncLoop() if any(c.is_async for c in self.calls) else None
         known = set(self.input_schema.names)
         if self.is_batch_map:
@@ -182,6 +192,8 @@ class Chain:
         """Apply every call in order; return the output columns."""
         if self.is_batch_map:
             return self._map_batch(self.calls[0], batch)
+        if self.is_aggregate:
+            return self._aggregate(batch)
         columns: dict[str, pa.Array] = dict(zip(batch.schema.names, batch.columns, strict=True))
         for call in self.calls:
             args = [columns[a] for a in call.args]
@@ -225,6 +237,37 @@ class Chain:
                 f"map_batches function {call.name!r} returned values that do not fit its "
                 f"declared schema {self.output_schema}: {e}"
             ) from e
+
+    def _aggregate(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Call every aggregate once per group; one result row per group."""
+        import numpy as np
+
+        groups = batch.column(0).to_numpy(zero_copy_only=False)
+        if len(groups) == 0:
+            return pa.RecordBatch.from_pylist([], schema=self.output_schema)
+        # Rows of a group are contiguous: its bounds are where the id changes.
+        bounds = np.flatnonzero(groups[1:] != groups[:-1]) + 1
+        starts = np.concatenate(([0], bounds)).tolist()
+        ends = [*bounds.tolist(), len(groups)]
+        columns = dict(zip(batch.schema.names, batch.columns, strict=True))
+        arrays = []
+        for call, field in zip(self.calls, self.output_schema, strict=True):
+            series = [_fresh_series(columns[a]) for a in call.args]
+            values = [
+                _aggregate_value(call, _call_user(call, *(s.iloc[a:b] for s in series)))
+                for a, b in zip(starts, ends, strict=True)
+            ]
+            try:
+                array = _to_array(call, values, len(starts))
+            except UdfResultError as e:
+                # The scalar UDFs' conversion checks, named as what the user declared.
+                raise UdfResultError(
+                    str(e).replace(f"udf {call.name!r}", f"udaf {call.name!r}", 1)
+                ) from e
+            if not array.type.equals(field.type):
+                array = array.cast(field.type)
+            arrays.append(array)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema)
 
     def close(self) -> None:
         """Release the chain's resources (the async loop)."""
@@ -325,6 +368,33 @@ def _restore_source(func: Any, filename: str, text: str) -> Any:
         lines = text.splitlines(keepends=True)
         linecache.cache[filename] = (len(text), None, lines, filename)
     return func
+
+
+GROUP_COLUMN = "__flinkgo_group"
+"""The first column of an aggregate chain's batches: the rows' group numbers."""
+
+
+def _fresh_series(array: pa.Array) -> Any:
+    return array.to_pandas()
+
+
+def _aggregate_value(call: _Call, value: Any) -> Any:
+    """Check that an aggregate function returned one value, not a column of them."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(value, (pd.Series, pd.DataFrame, pd.Index, list, tuple)) or (
+        isinstance(value, np.ndarray) and value.ndim > 0
+    ):
+        raise UdfResultError(
+            f"udaf {call.name!r} returned a {type(value).__name__} for a group; an aggregate "
+            "function returns one scalar per group (e.g. s.mean(), not s * 2)"
+        )
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is pd.NaT or value is pd.NA:
+        return None
+    return value
 
 
 def _call_user(call: _Call, *args: Any) -> Any:

@@ -2232,7 +2232,14 @@ type Aggregate struct {
 	// Input column; empty for count(*).
 	Column string `protobuf:"bytes,2,opt,name=column,proto3" json:"column,omitempty"`
 	// Output column name.
-	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// function "udaf": a Python aggregate function (func_type
+	// FUNC_TYPE_PANDAS_AGGREGATE) called with one pandas.Series per argument
+	// column for the rows of one group, returning one scalar of the UDF's
+	// return type. Only in a WindowAggregate (docs/semantics.md#pandas-udafs).
+	Udf *workerpb.UdfSpec `protobuf:"bytes,4,opt,name=udf,proto3" json:"udf,omitempty"`
+	// The UDAF's argument columns, input columns of the aggregation.
+	Args          []string `protobuf:"bytes,5,rep,name=args,proto3" json:"args,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2286,6 +2293,20 @@ func (x *Aggregate) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *Aggregate) GetUdf() *workerpb.UdfSpec {
+	if x != nil {
+		return x.Udf
+	}
+	return nil
+}
+
+func (x *Aggregate) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
 }
 
 // Union concatenates its inputs, which have the same schema.
@@ -2737,11 +2758,13 @@ const file_plan_proto_rawDesc = "" +
 	"\aSESSION\x10\x04\"\x1e\n" +
 	"\bLateRows\x12\b\n" +
 	"\x04DROP\x10\x00\x12\b\n" +
-	"\x04KEEP\x10\x01\"S\n" +
+	"\x04KEEP\x10\x01\"\x95\x01\n" +
 	"\tAggregate\x12\x1a\n" +
 	"\bfunction\x18\x01 \x01(\tR\bfunction\x12\x16\n" +
 	"\x06column\x18\x02 \x01(\tR\x06column\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"\a\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12,\n" +
+	"\x03udf\x18\x04 \x01(\v2\x1a.flinkgo.worker.v1.UdfSpecR\x03udf\x12\x12\n" +
+	"\x04args\x18\x05 \x03(\tR\x04args\"\a\n" +
 	"\x05Union\"\xad\x01\n" +
 	"\x04Sink\x122\n" +
 	"\x05print\x18\x01 \x01(\v2\x1a.flinkgo.plan.v1.PrintSinkH\x00R\x05print\x12/\n" +
@@ -2853,16 +2876,17 @@ var file_plan_proto_depIdxs = []int32{
 	4,  // 35: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
 	29, // 36: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
 	5,  // 37: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
-	32, // 38: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	33, // 39: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	34, // 40: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 41: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	6,  // 42: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	36, // 38: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	32, // 39: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	33, // 40: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	34, // 41: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	1,  // 42: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	6,  // 43: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }

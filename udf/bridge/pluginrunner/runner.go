@@ -36,7 +36,10 @@ type Runner struct {
 	// batchMap is set for a map_batches function: results may have any
 	// number of rows.
 	batchMap bool
-	openReq  *workerpb.OpenRequest
+	// aggregate is set for a chain of pandas aggregate functions: a
+	// result has one row per group of its batch (bridge.GroupCount).
+	aggregate bool
+	openReq   *workerpb.OpenRequest
 
 	// lifeCtx ends when the runner is canceled; the stream derives from it.
 	lifeCtx    context.Context
@@ -148,6 +151,7 @@ func NewRunner(opts Options) (*Runner, error) {
 		r.openReq.Transport = workerpb.Transport_TRANSPORT_UNIX_SOCKET
 	}
 	r.batchMap = isBatchMap(opts.Calls)
+	r.aggregate = len(opts.Calls) > 0 && opts.Calls[0].GetUdf().GetFuncType() == workerpb.FuncType_FUNC_TYPE_PANDAS_AGGREGATE
 	r.lifeCtx, r.lifeCancel = context.WithCancel(context.Background())
 	r.mu.bundles = make(map[int64]chan struct{})
 	return r, nil
@@ -342,8 +346,18 @@ func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+	rows := batch.NumRows()
+	if r.aggregate {
+		// One result row per group.
+		groups, err := bridge.GroupCount(batch)
+		if err != nil {
+			<-r.window
+			return fmt.Errorf("%s: batch %d: %w", r.label, seq, err)
+		}
+		rows = groups
+	}
 	r.mu.Lock()
-	r.mu.pending = append(r.mu.pending, pendingBatch{seq: seq, rows: batch.NumRows()})
+	r.mu.pending = append(r.mu.pending, pendingBatch{seq: seq, rows: rows})
 	r.mu.Unlock()
 
 	r.sendMu.Lock()

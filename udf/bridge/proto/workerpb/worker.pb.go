@@ -51,6 +51,13 @@ const (
 	// pandas.DataFrame; returns a DataFrame of any number of rows whose
 	// columns are return_schema's. Alone in its chain; its call has no args.
 	FuncType_FUNC_TYPE_PANDAS_BATCH FuncType = 4
+	// A pandas aggregate function (UDAF): called once per group with one
+	// pandas.Series per argument holding the group's rows, returning one
+	// scalar. The chain holds aggregate calls only; the input batch's first
+	// column, "__flinkgo_group" (int32), numbers the groups 0, 1, ... in
+	// runs (a group's rows are contiguous), and the result has one row per
+	// group, in that order.
+	FuncType_FUNC_TYPE_PANDAS_AGGREGATE FuncType = 5
 )
 
 // Enum value maps for FuncType.
@@ -61,13 +68,15 @@ var (
 		2: "FUNC_TYPE_PANDAS",
 		3: "FUNC_TYPE_ARROW",
 		4: "FUNC_TYPE_PANDAS_BATCH",
+		5: "FUNC_TYPE_PANDAS_AGGREGATE",
 	}
 	FuncType_value = map[string]int32{
-		"FUNC_TYPE_UNSPECIFIED":  0,
-		"FUNC_TYPE_GENERAL":      1,
-		"FUNC_TYPE_PANDAS":       2,
-		"FUNC_TYPE_ARROW":        3,
-		"FUNC_TYPE_PANDAS_BATCH": 4,
+		"FUNC_TYPE_UNSPECIFIED":      0,
+		"FUNC_TYPE_GENERAL":          1,
+		"FUNC_TYPE_PANDAS":           2,
+		"FUNC_TYPE_ARROW":            3,
+		"FUNC_TYPE_PANDAS_BATCH":     4,
+		"FUNC_TYPE_PANDAS_AGGREGATE": 5,
 	}
 )
 
@@ -1121,13 +1130,14 @@ const file_worker_proto_rawDesc = "" +
 	"\ttraceback\x18\x05 \x01(\tR\ttraceback\"\x0e\n" +
 	"\fCloseRequest\"B\n" +
 	"\rCloseResponse\x121\n" +
-	"\x05error\x18\x01 \x01(\v2\x1b.flinkgo.worker.v1.UdfErrorR\x05error*\x83\x01\n" +
+	"\x05error\x18\x01 \x01(\v2\x1b.flinkgo.worker.v1.UdfErrorR\x05error*\xa3\x01\n" +
 	"\bFuncType\x12\x19\n" +
 	"\x15FUNC_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11FUNC_TYPE_GENERAL\x10\x01\x12\x14\n" +
 	"\x10FUNC_TYPE_PANDAS\x10\x02\x12\x13\n" +
 	"\x0fFUNC_TYPE_ARROW\x10\x03\x12\x1a\n" +
-	"\x16FUNC_TYPE_PANDAS_BATCH\x10\x04*A\n" +
+	"\x16FUNC_TYPE_PANDAS_BATCH\x10\x04\x12\x1e\n" +
+	"\x1aFUNC_TYPE_PANDAS_AGGREGATE\x10\x05*A\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_GRPC_STREAM\x10\x00\x12\x19\n" +
 	"\x15TRANSPORT_UNIX_SOCKET\x10\x012\xf6\x01\n" +
