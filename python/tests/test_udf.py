@@ -561,6 +561,9 @@ def test_package_exports():
         "JobResult",
         "JobClient",
         "OperatorMetrics",
+        "RescaleInfo",
+        "RescaleVertex",
+        "RescaleError",
         # errors (flinkgo.exceptions, test_exceptions.py)
         "FlinkgoError",
         "InvalidArgumentError",
