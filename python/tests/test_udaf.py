@@ -111,7 +111,7 @@ def aggregate_chain(*aggs: fg.Aggregate) -> object:
 
 def test_worker_calls_the_function_once_per_group():
     chain = aggregate_chain(spread("y"), weighted("x", "y"))
-    batch = pa.record_batch(
+    batch = pa.RecordBatch.from_pydict(
         {
             "__flinkgo_group": pa.array([0, 0, 1, 2, 2, 2], pa.int32()),
             "x": pa.array([1, None, 3, 4, 5, 6], pa.int64()),
@@ -132,7 +132,7 @@ def test_worker_refuses_a_series_or_a_wrong_type():
     def word(y):
         return "many"
 
-    batch = pa.record_batch(
+    batch = pa.RecordBatch.from_pydict(
         {"__flinkgo_group": pa.array([0, 1], pa.int32()), "x": [1, 2], "y": [1.0, 2.0]}
     )
     from flinkgo.worker.chain import UdfResultError
