@@ -372,11 +372,15 @@ def test_a_sigkilled_runtime_leaves_no_process_and_its_files_are_removed_next(
     proc, runtime_pid, _ = start_child(tmp_path, "hog", str(marks), env=env)
     try:
         deadline = time.monotonic() + 120
-        while not os.listdir(marks) and proc.poll() is None:
+        # Only renamed marks: a ".tmp" one may still be empty.
+        def written():
+            return [n for n in os.listdir(marks) if not n.endswith(".tmp")]
+
+        while not written() and proc.poll() is None:
             assert time.monotonic() < deadline, "the UDF did not start"
             time.sleep(0.05)
         assert proc.poll() is None, proc.stderr.read()
-        mark = os.listdir(marks)[0]
+        mark = written()[0]
         worker, child = (marks / mark).read_text().split()
         # Every process under the runtime: both workers, their group reapers, the
         # UDF's child.
