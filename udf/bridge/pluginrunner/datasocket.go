@@ -24,7 +24,23 @@ const (
 	TransportUnixSocket Transport = iota
 	// TransportGRPCStream uses the Process RPC.
 	TransportGRPCStream
+	// TransportSharedMemory frames the messages on the Unix socket of
+	// TransportUnixSocket, but batches and results travel through a memfd
+	// both sides map (Linux only): the host writes a batch's Arrow IPC into
+	// it, the worker reads it without a copy and writes its result back the
+	// same way; only slot numbers and lengths travel on the socket.
+	TransportSharedMemory
 )
+
+// ParseTransport reads a transport's name as String spells it.
+func ParseTransport(name string) (Transport, error) {
+	for _, t := range []Transport{TransportUnixSocket, TransportGRPCStream, TransportSharedMemory} {
+		if name == t.String() {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown UDF batch transport %q; want unix-socket, shared-memory or grpc-stream", name)
+}
 
 func (t Transport) String() string {
 	switch t {
@@ -32,6 +48,8 @@ func (t Transport) String() string {
 		return "unix-socket"
 	case TransportGRPCStream:
 		return "grpc-stream"
+	case TransportSharedMemory:
+		return "shared-memory"
 	}
 	return fmt.Sprintf("Transport(%d)", int(t))
 }
