@@ -53,6 +53,10 @@ const (
 	// that reuses workers (pluginrunner.Pool).
 	ConfigWorkerIdleTimeout = "python.worker.idle-timeout"
 	ConfigWorkerMaxIdle     = "python.worker.max-idle"
+	// ConfigWorkerTransport is how batches travel to and from the Python
+	// workers (pluginrunner.ParseTransport's names); unset, the runner's
+	// default (shared memory on Linux).
+	ConfigWorkerTransport = "python.worker.transport"
 )
 
 // Defaults of ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle.
@@ -138,6 +142,8 @@ type runtimeConfig struct {
 	// workerIdleTimeout and workerMaxIdle: see ConfigWorkerIdleTimeout.
 	workerIdleTimeout time.Duration
 	workerMaxIdle     int
+	// workerTransport is ConfigWorkerTransport's value, "" when unset.
+	workerTransport string
 }
 
 // parseConfig checks a plan's config against the registry of known keys
@@ -207,6 +213,13 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 		p.problem(ConfigWorkerIdleTimeout, "must not be negative")
 	}
 	c.workerMaxIdle = p.integer(ConfigWorkerMaxIdle, DefaultWorkerMaxIdle, 0)
+	c.workerTransport = strings.ToLower(p.str(ConfigWorkerTransport, ""))
+	switch c.workerTransport {
+	case "", "shared-memory", "unix-socket", "grpc-stream":
+	default:
+		p.problem(ConfigWorkerTransport, "must be shared-memory, unix-socket or grpc-stream")
+		c.workerTransport = ""
+	}
 	c.restore.Path = p.str(ConfigRestorePath, "")
 	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState, false)
 

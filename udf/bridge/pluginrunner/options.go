@@ -55,7 +55,8 @@ type Options struct {
 	// MaxInFlight is how many batches may await their result at once.
 	// Default 4.
 	MaxInFlight int
-	// Transport carries the batches. Default TransportUnixSocket.
+	// Transport carries the batches. Default TransportSharedMemory on
+	// Linux, else TransportUnixSocket.
 	Transport Transport
 	// SharedSlotBytes is the size of one slot of TransportSharedMemory; a
 	// batch or result of more bytes travels inline on the socket. Default
@@ -132,6 +133,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = 4
+	}
+	if o.Transport == TransportDefault {
+		o.Transport = TransportUnixSocket
+		if sharedMemorySupported {
+			o.Transport = TransportSharedMemory
+		}
 	}
 	if o.SharedSlotBytes == 0 {
 		o.SharedSlotBytes = DefaultSharedSlotBytes

@@ -64,6 +64,9 @@ type Runner struct {
 	nextSlot int
 	// retainedLogged makes a UDF that keeps its input logged once.
 	retainedLogged atomic.Bool
+	// sharedIn and sharedOut count the batches and results that went
+	// through the shared region (tests check the transport is used).
+	sharedIn, sharedOut atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -74,7 +77,7 @@ type Runner struct {
 		pending []pendingBatch
 		// shared is the region of TransportSharedMemory once the stream
 		// is open; Close and Cancel unmap it once nothing touches it.
-		shared *sharedRegion
+		shared  *sharedRegion
 		bundles map[int64]chan struct{}
 		nextID  int64
 	}
@@ -417,6 +420,9 @@ func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch
 	inShared := false
 	if shared != nil {
 		msg.SharedLength, inShared, err = shared.writeInput(slot, batch, r.opts.Allocator)
+		if inShared {
+			r.sharedIn.Add(1)
+		}
 	}
 	inline := !inShared && err == nil
 	if inline {
@@ -689,6 +695,7 @@ func (r *Runner) accept(res *workerpb.BatchResult) error {
 			if data, err = shared.readOutput(want.slot, n); err != nil {
 				return fmt.Errorf("%w: result of batch %d: %v", bridge.ErrResultMismatch, res.GetSeq(), err)
 			}
+			r.sharedOut.Add(1)
 		}
 	}
 	batch, err := arrowipc.DecodeBatch(data, r.opts.Allocator)

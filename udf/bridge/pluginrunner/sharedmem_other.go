@@ -6,7 +6,6 @@ import "net"
 
 const sharedMemorySupported = false
 
-
 func newSharedRegion(int, int64) (*sharedRegion, int, error) { return nil, -1, errNoSharedMemory }
 
 func unmapRegion([]byte) error { return errNoSharedMemory }
