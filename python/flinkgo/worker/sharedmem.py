@@ -26,9 +26,9 @@ import pyarrow as pa
 from flinkgo._proto import worker_pb2
 from flinkgo.worker.chain import write_batch
 
-# Room left in an output slot for the stream's schema and framing, which
-# get_record_batch_size does not count.
-_SCHEMA_ROOM = 64 * 1024
+# Room for the stream's schema and framing, which get_record_batch_size does
+# not count: a result that surely does not fit is not tried.
+_SCHEMA_ROOM = 1024
 
 
 def _write_stream(target: memoryview, out: pa.RecordBatch) -> int:
@@ -80,6 +80,8 @@ class SharedSlots:
         target = self._view[start : start + self.slot_bytes]
         try:
             length = _write_stream(target, out)
+        except OSError:  # "Write out of bounds": a large schema
+            return worker_pb2.BatchResult(arrow_ipc=write_batch(out))
         finally:
             # Only an exception's traceback can still hold the writer; the
             # view then goes with it.
