@@ -42,16 +42,30 @@ import pyarrow as pa
 
 _HEADER = struct.Struct("<I")
 # The string column of the Go benchmarks (intStringBatch in bridge_bench_test.go).
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+]
 
 FUNCS: dict[str, Callable[[pa.RecordBatch], pa.RecordBatch]] = {
     "identity": lambda b: b,
-    "numpy": lambda b: pa.record_batch([pa.array(b.column(0).to_numpy() * 2 + 1)], names=["y"]),
+    "numpy": lambda b: pa.record_batch(
+        [pa.array(b.column(0).to_numpy() * 2 + 1)], names=["y"]
+    ),
     "pandas": lambda b: pa.record_batch(
         [pa.Array.from_pandas(b.column(0).to_pandas() * 2 + 1)], names=["y"]
     ),
     "upper": lambda b: pa.record_batch(
-        [pa.array([s.upper() for s in b.column(0).to_pylist()], pa.string())], names=["u"]
+        [pa.array([s.upper() for s in b.column(0).to_pylist()], pa.string())],
+        names=["u"],
     ),
 }
 
@@ -59,8 +73,12 @@ FUNCS: dict[str, Callable[[pa.RecordBatch], pa.RecordBatch]] = {
 def make_batch(func: str, rows: int) -> pa.RecordBatch:
     """The bridge benchmark's input: float64 x, or its words for upper."""
     if func.startswith("upper"):
-        return pa.record_batch([pa.array([WORDS[i % len(WORDS)] for i in range(rows)])], names=["s"])
-    return pa.record_batch([pa.array(np.arange(rows, dtype=np.float64) * 0.5)], names=["x"])
+        return pa.record_batch(
+            [pa.array([WORDS[i % len(WORDS)] for i in range(rows)])], names=["s"]
+        )
+    return pa.record_batch(
+        [pa.array(np.arange(rows, dtype=np.float64) * 0.5)], names=["x"]
+    )
 
 
 def encode(batch: pa.RecordBatch) -> pa.Buffer:
@@ -119,7 +137,9 @@ def over_ipc(func: str, rows: int, batch_rows: int, window: int) -> float:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)
         listener.listen(1)
-        peer = subprocess.Popen([sys.executable, __file__, "--serve", path, "--func", func])
+        peer = subprocess.Popen(
+            [sys.executable, __file__, "--serve", path, "--func", func]
+        )
         conn, _ = listener.accept()
         listener.close()
         slots = threading.Semaphore(window)
@@ -164,7 +184,9 @@ def in_process(func: str, rows: int, batch_rows: int) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", type=int, default=4_000_000, help="rows per numeric run")
-    p.add_argument("--row-udf-rows", type=int, help="rows per upper run (default rows/4)")
+    p.add_argument(
+        "--row-udf-rows", type=int, help="rows per upper run (default rows/4)"
+    )
     p.add_argument("--batch", type=int, nargs="+", default=[10_000, 65_536, 262_144])
     p.add_argument(
         "--func",
@@ -173,14 +195,20 @@ def main() -> None:
         choices=[*FUNCS, "upper-inproc"],
     )
     p.add_argument("--window", type=int, default=4, help="batches in flight")
-    p.add_argument("--runs", type=int, default=2, help="runs per figure; the best is printed")
+    p.add_argument(
+        "--runs", type=int, default=2, help="runs per figure; the best is printed"
+    )
     p.add_argument("--serve", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.serve:
         serve(args.serve, args.func[0])
         return
     for func in args.func:
-        rows = args.rows if not func.startswith("upper") else (args.row_udf_rows or args.rows // 4)
+        rows = (
+            args.rows
+            if not func.startswith("upper")
+            else (args.row_udf_rows or args.rows // 4)
+        )
         for batch_rows in args.batch:
             runs = []
             for _ in range(args.runs):
@@ -188,7 +216,12 @@ def main() -> None:
                     runs.append(in_process(func, rows, batch_rows))
                 else:
                     runs.append(over_ipc(func, rows, batch_rows, args.window))
-            out = {"func": func, "batch": batch_rows, "rows": rows, "rows_per_s": max(runs)}
+            out = {
+                "func": func,
+                "batch": batch_rows,
+                "rows": rows,
+                "rows_per_s": max(runs),
+            }
             print(json.dumps(out), flush=True)
 
 

@@ -108,16 +108,18 @@ class ProcessRequest(_message.Message):
     def __init__(self, batch: _Optional[_Union[Batch, _Mapping]] = ..., end_bundle: _Optional[_Union[EndBundle, _Mapping]] = ...) -> None: ...
 
 class Batch(_message.Message):
-    __slots__ = ("seq", "arrow_ipc", "slot", "shared_length")
+    __slots__ = ("seq", "arrow_ipc", "slot", "shared_length", "schema_omitted")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     ARROW_IPC_FIELD_NUMBER: _ClassVar[int]
     SLOT_FIELD_NUMBER: _ClassVar[int]
     SHARED_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_OMITTED_FIELD_NUMBER: _ClassVar[int]
     seq: int
     arrow_ipc: bytes
     slot: int
     shared_length: int
-    def __init__(self, seq: _Optional[int] = ..., arrow_ipc: _Optional[bytes] = ..., slot: _Optional[int] = ..., shared_length: _Optional[int] = ...) -> None: ...
+    schema_omitted: bool
+    def __init__(self, seq: _Optional[int] = ..., arrow_ipc: _Optional[bytes] = ..., slot: _Optional[int] = ..., shared_length: _Optional[int] = ..., schema_omitted: _Optional[bool] = ...) -> None: ...
 
 class EndBundle(_message.Message):
     __slots__ = ("bundle_id",)

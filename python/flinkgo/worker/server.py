@@ -197,7 +197,10 @@ def serve_batches(
             try:
                 if slots is not None and request.batch.shared_length:
                     view = slots.input_view(request.batch)
-                    batch = read_batch(view)
+                    if request.batch.schema_omitted:
+                        batch = pa.ipc.read_record_batch(pa.py_buffer(view), chain.input_schema)
+                    else:
+                        batch = read_batch(view)
                 else:
                     batch = read_batch(request.batch.arrow_ipc)
                 out = chain.apply(batch)

@@ -36,6 +36,9 @@ type Runner struct {
 	// batchMap is set for a map_batches function: results may have any
 	// number of rows.
 	batchMap bool
+	// schemaOmittable: batches in shared memory go without their schema
+	// (it has no dictionary field).
+	schemaOmittable bool
 	openReq  *workerpb.OpenRequest
 
 	// lifeCtx ends when the runner is canceled; the stream derives from it.
@@ -166,6 +169,7 @@ func NewRunner(opts Options) (*Runner, error) {
 		r.openReq.SharedSlots = int32(opts.MaxInFlight)
 	}
 	r.batchMap = isBatchMap(opts.Calls)
+	r.schemaOmittable = !hasDictionary(opts.InputSchema.Fields())
 	r.lifeCtx, r.lifeCancel = context.WithCancel(context.Background())
 	r.mu.bundles = make(map[int64]chan struct{})
 	return r, nil
@@ -419,13 +423,15 @@ func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch
 	var err error
 	inShared := false
 	if shared != nil {
-		msg.SharedLength, inShared, err = shared.writeInput(slot, batch, r.opts.Allocator)
+		msg.SchemaOmitted = r.schemaOmittable && sameLayout(batch.Schema(), r.opts.InputSchema)
+		msg.SharedLength, inShared, err = shared.writeInput(slot, batch, r.opts.Allocator, msg.SchemaOmitted)
 		if inShared {
 			r.sharedIn.Add(1)
 		}
 	}
 	inline := !inShared && err == nil
 	if inline {
+		msg.SchemaOmitted = false
 		err = arrowipc.EncodeBatch(&r.sendBuf, batch, r.opts.Allocator)
 		msg.ArrowIpc = r.sendBuf.Bytes()
 	}

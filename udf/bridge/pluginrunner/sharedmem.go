@@ -39,10 +39,12 @@ var errNoSharedMemory = errors.New("the shared-memory transport needs Linux (mem
 
 var errSlotFull = errors.New("payload does not fit its shared-memory slot")
 
-// writeInput writes batch as an Arrow IPC stream at the start of input
-// slot; ok is false when the slot cannot take it (too large, retained),
-// and the caller sends the batch inline.
-func (s *sharedRegion) writeInput(slot int, batch arrow.RecordBatch, mem memory.Allocator) (n int64, ok bool, err error) {
+// writeInput writes batch at the start of input slot: as a record-batch
+// message alone when schemaOmitted (the worker knows the schema from Open:
+// it saves both sides the schema's encoding and parsing), else as an Arrow
+// IPC stream. ok is false when the slot cannot take it (too large,
+// retained), and the caller sends the batch inline.
+func (s *sharedRegion) writeInput(slot int, batch arrow.RecordBatch, mem memory.Allocator, schemaOmitted bool) (n int64, ok bool, err error) {
 	if s.retained[slot].Load() {
 		return 0, false, nil
 	}
@@ -53,10 +55,14 @@ func (s *sharedRegion) writeInput(slot int, batch arrow.RecordBatch, mem memory.
 	}
 	start := int64(slot) * s.slotBytes
 	w := &slotWriter{buf: s.mem[start : start+s.slotBytes]}
-	iw := ipc.NewWriter(w, ipc.WithSchema(batch.Schema()), ipc.WithAllocator(mem))
-	err = iw.Write(batch)
-	if cerr := iw.Close(); err == nil {
-		err = cerr
+	if schemaOmitted {
+		err = writeBatchMessage(w, batch, mem)
+	} else {
+		iw := ipc.NewWriter(w, ipc.WithSchema(batch.Schema()), ipc.WithAllocator(mem))
+		err = iw.Write(batch)
+		if cerr := iw.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if errors.Is(err, errSlotFull) {
 		return 0, false, nil
@@ -93,6 +99,48 @@ func (s *sharedRegion) unmap() error {
 	mem := s.mem
 	s.mem = nil
 	return unmapRegion(mem)
+}
+
+// writeBatchMessage writes batch as one encapsulated IPC message.
+func writeBatchMessage(w *slotWriter, batch arrow.RecordBatch, mem memory.Allocator) error {
+	payload, err := ipc.GetRecordBatchPayload(batch, ipc.WithAllocator(mem))
+	if err != nil {
+		return err
+	}
+	defer payload.Release()
+	_, err = payload.WritePayload(w)
+	return err
+}
+
+// hasDictionary says whether schema has a dictionary-encoded field at any
+// depth: its batches need the stream's dictionary messages.
+func hasDictionary(fields []arrow.Field) bool {
+	for _, f := range fields {
+		if f.Type.ID() == arrow.DICTIONARY {
+			return true
+		}
+		if nested, ok := f.Type.(arrow.NestedType); ok && hasDictionary(nested.Fields()) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameLayout says whether a batch of schema a reads as one of schema b:
+// the same number of fields of the same types.
+func sameLayout(a, b *arrow.Schema) bool {
+	if a == b {
+		return true
+	}
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		if !arrow.TypeEqual(a.Field(i).Type, b.Field(i).Type) {
+			return false
+		}
+	}
+	return true
 }
 
 // slotWriter writes into a fixed slice and fails once it is full.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
@@ -165,5 +166,78 @@ def first_sum(x):
 	}
 	if in, _ := pluginrunner.SharedCounts(r); in == batches {
 		t.Errorf("every batch went through shared memory: the kept slot was written again")
+	}
+}
+
+// residentShared is the resident KiB of pid's shared region mappings.
+func residentShared(t *testing.T, pid string) int64 {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/" + pid + "/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kib int64
+	in := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) > 0 && strings.Contains(fields[0], "-"):
+			in = strings.Contains(line, sharedMapping)
+		case in && len(fields) == 3 && fields[0] == "Rss:":
+			n, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kib += n
+		}
+	}
+	return kib
+}
+
+// The region costs what its slots carried, not its size: pages exist once
+// written. Logs the worker's footprint for 65 536-row float64 batches.
+func TestSharedMemoryFootprintFollowsTheBatches(t *testing.T) {
+	f := newFixture(t, pythonWorker(t))
+	f.transport = pluginrunner.TransportSharedMemory
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Float64}}, nil)
+	r := f.runner(schema, testkit.Call(f.specs["affine"], "y", "x"))
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	const rows = 65_536
+	bld := array.NewFloat64Builder(f.mem)
+	for i := range rows {
+		bld.Append(float64(i))
+	}
+	col := bld.NewArray()
+	bld.Release()
+	batch := array.NewRecordBatch(schema, []arrow.Array{col}, rows)
+	col.Release()
+	defer batch.Release()
+	const batches = 12
+	for seq := range int64(batches) {
+		if err := r.Process(context.Background(), seq, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results, err := flushAndTake(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range results {
+		res.Batch.Release()
+	}
+	if in, out := pluginrunner.SharedCounts(r); in != batches || out != batches {
+		t.Fatalf("%d batches and %d results went through shared memory, want %d", in, out, batches)
+	}
+	worker, host := residentShared(t, strconv.Itoa(r.Pid())), residentShared(t, "self")
+	// 4 input and 4 output slots, each written with a 512 KiB column and
+	// its IPC framing; the region is 128 MiB.
+	const slotKiB = rows*8/1024 + 8
+	t.Logf("shared region resident: worker %d KiB, host %d KiB (8 slots of 65 536 float64 rows: about %d KiB)", worker, host, 8*slotKiB)
+	if worker > 8*slotKiB || host > 8*slotKiB {
+		t.Errorf("resident shared memory worker %d KiB, host %d KiB: more than the %d KiB the slots carried", worker, host, 8*slotKiB)
 	}
 }

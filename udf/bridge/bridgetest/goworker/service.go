@@ -63,7 +63,7 @@ func (s *service) Open(_ context.Context, req *workerpb.OpenRequest) (*workerpb.
 		}
 		var layout *sharedLayout
 		if shared {
-			layout = &sharedLayout{slots: int(req.GetSharedSlots()), slotBytes: req.GetSharedSlotBytes()}
+			layout = &sharedLayout{slots: int(req.GetSharedSlots()), slotBytes: req.GetSharedSlotBytes(), inputSchema: req.GetInputSchema()}
 		}
 		go s.serveSocket(l.(*net.UnixListener), c, layout)
 		resp.DataSocket = path

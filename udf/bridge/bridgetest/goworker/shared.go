@@ -15,6 +15,9 @@ import (
 type sharedLayout struct {
 	slots     int
 	slotBytes int64
+	// inputSchema is the Open's input schema stream (schema, then the
+	// 8-byte end of stream): a batch sent without its schema follows it.
+	inputSchema []byte
 }
 
 // sharedStream is the shared-memory transport over a socket stream
@@ -66,6 +69,11 @@ func (s *sharedStream) Recv() (*workerpb.ProcessRequest, error) {
 		if n := b.GetSharedLength(); n > 0 {
 			start := int64(b.GetSlot()) * s.slotBytes
 			b.ArrowIpc = bytes.Clone(s.mem[start : start+n])
+			if b.GetSchemaOmitted() && len(s.inputSchema) >= 8 {
+				// schema + the batch message + end of stream
+				schema := s.inputSchema[:len(s.inputSchema)-8]
+				b.ArrowIpc = append(append(bytes.Clone(schema), b.ArrowIpc...), s.inputSchema[len(s.inputSchema)-8:]...)
+			}
 		}
 	}
 	return req, nil

@@ -640,8 +640,12 @@ type Batch struct {
 	// With TRANSPORT_SHARED_MEMORY: the batch's slot (its result goes to the
 	// output slot of the same number), and the length of the stream at the
 	// start of the input slot, 0 when it travels inline in arrow_ipc.
-	Slot          int32 `protobuf:"varint,3,opt,name=slot,proto3" json:"slot,omitempty"`
-	SharedLength  int64 `protobuf:"varint,4,opt,name=shared_length,json=sharedLength,proto3" json:"shared_length,omitempty"`
+	Slot         int32 `protobuf:"varint,3,opt,name=slot,proto3" json:"slot,omitempty"`
+	SharedLength int64 `protobuf:"varint,4,opt,name=shared_length,json=sharedLength,proto3" json:"shared_length,omitempty"`
+	// The payload is one encapsulated record-batch message, without the
+	// stream's schema and end: the schema is OpenRequest.input_schema (never
+	// set when the schema has dictionary-encoded fields).
+	SchemaOmitted bool `protobuf:"varint,5,opt,name=schema_omitted,json=schemaOmitted,proto3" json:"schema_omitted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -702,6 +706,13 @@ func (x *Batch) GetSharedLength() int64 {
 		return x.SharedLength
 	}
 	return 0
+}
+
+func (x *Batch) GetSchemaOmitted() bool {
+	if x != nil {
+		return x.SchemaOmitted
+	}
+	return false
 }
 
 type EndBundle struct {
@@ -1174,12 +1185,13 @@ const file_worker_proto_rawDesc = "" +
 	"\x05batch\x18\x01 \x01(\v2\x18.flinkgo.worker.v1.BatchH\x00R\x05batch\x12=\n" +
 	"\n" +
 	"end_bundle\x18\x02 \x01(\v2\x1c.flinkgo.worker.v1.EndBundleH\x00R\tendBundleB\x06\n" +
-	"\x04kind\"o\n" +
+	"\x04kind\"\x96\x01\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x1b\n" +
 	"\tarrow_ipc\x18\x02 \x01(\fR\barrowIpc\x12\x12\n" +
 	"\x04slot\x18\x03 \x01(\x05R\x04slot\x12#\n" +
-	"\rshared_length\x18\x04 \x01(\x03R\fsharedLength\"(\n" +
+	"\rshared_length\x18\x04 \x01(\x03R\fsharedLength\x12%\n" +
+	"\x0eschema_omitted\x18\x05 \x01(\bR\rschemaOmitted\"(\n" +
 	"\tEndBundle\x12\x1b\n" +
 	"\tbundle_id\x18\x01 \x01(\x03R\bbundleId\"\xca\x01\n" +
 	"\x0fProcessResponse\x128\n" +
