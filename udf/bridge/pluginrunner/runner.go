@@ -39,7 +39,7 @@ type Runner struct {
 	// schemaOmittable: batches in shared memory go without their schema
 	// (it has no dictionary field).
 	schemaOmittable bool
-	openReq  *workerpb.OpenRequest
+	openReq         *workerpb.OpenRequest
 
 	// lifeCtx ends when the runner is canceled; the stream derives from it.
 	lifeCtx    context.Context
