@@ -241,3 +241,52 @@ func TestSharedMemoryFootprintFollowsTheBatches(t *testing.T) {
 		t.Errorf("resident shared memory worker %d KiB, host %d KiB: more than the %d KiB the slots carried", worker, host, 8*slotKiB)
 	}
 }
+
+// Batches go through shared memory without their schema, except when the
+// schema has a dictionary-encoded field: those need the stream's dictionary
+// messages, and must still arrive intact.
+func TestSharedMemoryDictionaryInputKeepsItsStream(t *testing.T) {
+	f := newFixture(t, pythonWorker(t))
+	f.transport = pluginrunner.TransportSharedMemory
+	dictType := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: dictType, Nullable: true}}, nil)
+	r := f.runner(schema, testkit.Call(f.specs["upper"], "u", "s"))
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	words := [][]string{{"ab", "cd", "ab"}, {"ef", "gh", "ef"}}
+	for seq, batchWords := range words {
+		bld := array.NewDictionaryBuilder(f.mem, dictType).(*array.BinaryDictionaryBuilder)
+		for _, w := range batchWords {
+			if err := bld.AppendString(w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		col := bld.NewArray()
+		bld.Release()
+		b := array.NewRecordBatch(schema, []arrow.Array{col}, int64(col.Len()))
+		col.Release()
+		if err := r.Process(context.Background(), int64(seq), b); err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+	results, err := flushAndTake(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, res := range results {
+		col := res.Batch.Column(0).(*array.String)
+		for j, w := range words[i] {
+			if got, want := col.Value(j), strings.ToUpper(w); got != want {
+				t.Errorf("batch %d row %d: %q, want %q", i, j, got, want)
+			}
+		}
+		res.Batch.Release()
+	}
+	if in, _ := pluginrunner.SharedCounts(r); in != int64(len(words)) {
+		t.Errorf("%d of %d batches went through shared memory", in, len(words))
+	}
+}
