@@ -52,13 +52,19 @@ class SharedSlots:
         self._view = memoryview(self._map)
 
     @classmethod
-    def receive(cls, conn: socket.socket, slots: int, slot_bytes: int) -> SharedSlots:
-        """Take the region's descriptor, the first thing the host sends."""
+    def receive(cls, conn: socket.socket, slots: int, slot_bytes: int) -> SharedSlots | None:
+        """Take the region's descriptor, the first thing the host sends.
+
+        None when the host could make no region: its byte came alone, and
+        every payload travels inline.
+        """
         data, fds, _, _ = socket.recv_fds(conn, 1, 1)
-        if len(data) != 1 or len(fds) != 1:
+        if len(data) != 1 or len(fds) > 1:
             for fd in fds:
                 os.close(fd)
             raise ConnectionError("the host did not send the shared-memory region first")
+        if not fds:
+            return None
         return cls(fds[0], slots, slot_bytes)
 
     def input_view(self, batch: worker_pb2.Batch) -> memoryview:

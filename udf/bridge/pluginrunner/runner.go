@@ -239,15 +239,17 @@ func (r *Runner) Open(ctx context.Context) error {
 	stream, streamCancel, shared, err := r.openStream(openCtx, resp)
 	if err == nil && shared != nil {
 		r.mu.Lock()
-		if r.mu.closing {
-			err = fmt.Errorf("canceled while opening: %w", bridge.ErrClosed)
-		} else {
+		closing := r.mu.closing
+		if !closing {
 			r.mu.shared = shared
 		}
 		r.mu.Unlock()
-		if err != nil {
+		if closing {
 			streamCancel()
 			_ = shared.unmap()
+			err = fmt.Errorf("%s: canceled while opening: %w", r.label, bridge.ErrClosed)
+			r.failOpen(proc, err)
+			return err
 		}
 	}
 	if err != nil {
@@ -358,10 +360,17 @@ func (r *Runner) openStream(ctx context.Context, resp *workerpb.OpenResponse) (b
 }
 
 // shareRegion creates the shared region and sends it on the data socket.
+// Where no region can be made (a sandbox without memfd_create, a memory
+// limit) it sends the byte alone: the worker then takes every payload
+// inline, as with TransportUnixSocket, and the region is nil.
 func (r *Runner) shareRegion(s *socketStream) (*sharedRegion, error) {
 	region, fd, err := newSharedRegion(r.opts.MaxInFlight, r.opts.SharedSlotBytes)
 	if err != nil {
-		return nil, fmt.Errorf("shared-memory transport: %w", err)
+		r.log.Warn("no shared memory for the UDF batches; they travel on the socket", "error", err)
+		if _, err := s.conn.Write([]byte{0}); err != nil {
+			return nil, fmt.Errorf("shared-memory transport: %w", err)
+		}
+		return nil, nil
 	}
 	if err := sendRegion(s.conn, fd); err != nil {
 		_ = region.unmap()

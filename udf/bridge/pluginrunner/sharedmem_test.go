@@ -290,3 +290,38 @@ func TestSharedMemoryDictionaryInputKeepsItsStream(t *testing.T) {
 		t.Errorf("%d of %d batches went through shared memory", in, len(words))
 	}
 }
+
+// Where the region cannot be made (here: slots too large to map), the
+// batches travel on the socket instead, and the job runs.
+func TestSharedMemoryFallsBackToTheSocket(t *testing.T) {
+	eachWorker(t, func(t *testing.T, w worker) {
+		f := newFixture(t, w)
+		f.transport = pluginrunner.TransportSharedMemory
+		opts := f.options(int64Schema, testkit.Call(f.specs["plus_one"], "y", "x"))
+		opts.SharedSlotBytes = 1 << 58 // 8 slots: 2 EiB, more than any address space
+		r := f.open(opts)
+		defer func() {
+			if err := r.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		b := f.int64Batch(1, 2)
+		defer b.Release()
+		if err := r.Process(context.Background(), 0, b); err != nil {
+			t.Fatal(err)
+		}
+		results, err := flushAndTake(t, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != 1 || results[0].Batch.Column(0).(*array.Int64).Value(1) != 3 {
+			t.Errorf("results %v, want one batch [2 3]", results)
+		}
+		for _, res := range results {
+			res.Batch.Release()
+		}
+		if in, out := pluginrunner.SharedCounts(r); in != 0 || out != 0 {
+			t.Errorf("%d batches and %d results went through a region that could not exist", in, out)
+		}
+	})
+}

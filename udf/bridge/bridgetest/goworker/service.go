@@ -121,7 +121,9 @@ func (s *service) serveSocket(l *net.UnixListener, c *chain, layout *sharedLayou
 			s.logger.Error("shared-memory region", "error", err)
 			return
 		}
-		defer shared.close()
+		if s, ok := shared.(*sharedStream); ok {
+			defer s.close()
+		}
 		stream = shared
 	}
 	serveBatches(c, stream)

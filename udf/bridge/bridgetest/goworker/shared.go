@@ -33,12 +33,15 @@ type sharedStream struct {
 }
 
 // receiveShared takes the region's descriptor (one byte with SCM_RIGHTS)
-// and maps it.
-func receiveShared(conn *net.UnixConn, layout sharedLayout, inner batchStream) (*sharedStream, error) {
+// and maps it; a byte alone (the host made no region) leaves inner as it is.
+func receiveShared(conn *net.UnixConn, layout sharedLayout, inner batchStream) (batchStream, error) {
 	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
 	if err != nil {
 		return nil, err
+	}
+	if n == 1 && oobn == 0 {
+		return inner, nil
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || n != 1 || len(msgs) != 1 {
