@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/udf/bridge"
+	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/chainrun"
 )
 
@@ -73,9 +75,13 @@ func TestChaos(t *testing.T) {
 			action = actions[rng.IntN(len(actions))]
 		}
 		delay := time.Duration(rng.IntN(1500)) * time.Millisecond
-		t.Run(fmt.Sprintf("round%d-%s-after-%s", round, action, delay), func(t *testing.T) {
-			chaosRound(t, action, delay)
-		})
+		// Every fault on both batch transports: the shared regions must go
+		// with the runners however they end.
+		for _, tr := range []pluginrunner.Transport{pluginrunner.TransportSharedMemory, pluginrunner.TransportUnixSocket} {
+			t.Run(fmt.Sprintf("round%d-%s-%s-after-%s", round, tr, action, delay), func(t *testing.T) {
+				chaosRound(t, tr, action, delay)
+			})
+		}
 	}
 	logCancelFigures(t)
 }
@@ -96,7 +102,7 @@ func logCancelFigures(t *testing.T) {
 	}
 }
 
-func chaosRound(t *testing.T, action chaosAction, delay time.Duration) {
+func chaosRound(t *testing.T, transport pluginrunner.Transport, action chaosAction, delay time.Duration) {
 	e := newEnv(t)
 	pidDir, markDir := t.TempDir(), t.TempDir()
 	specs := testkit.UDFSpecs(t, fmt.Sprintf(`
@@ -126,6 +132,7 @@ def slow_double(x):
 	chain := chainOf(inputs[0].Schema(), testkit.Call(specs["slow_double"], "y", "x"))
 	opts := e.options(2)
 	opts.BatchSize = 250
+	opts.Runner.Transport = transport
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -247,6 +254,11 @@ def slow_double(x):
 			t.Fatalf("row %d is %d, want %d: the output is not a prefix of the correct output", i, v, 2*i)
 		}
 	}
+	// Run returned after closing or canceling its runners: no region of
+	// theirs is mapped here (a memfd has no file to leave behind).
+	if n := sharedRegionsMapped(t); n != 0 {
+		t.Errorf("the host still maps %d shared-memory regions after %s", n, action)
+	}
 	if victim != 0 && !testkit.WaitGone(victim, 10*time.Second) {
 		t.Errorf("worker %d survived %s", victim, action)
 	}
@@ -292,6 +304,17 @@ func udfTookMark(t *testing.T, dir string, action chaosAction, done <-chan error
 }
 
 var errChaosCancel = errors.New("chaos: canceled")
+
+// sharedRegionsMapped counts the UDF bridge's shared-memory regions this
+// process maps (pluginrunner's memfds show by name in /proc/self/maps).
+func sharedRegionsMapped(t *testing.T) int {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(maps), "memfd:flinkgo-udf-batches")
+}
 
 // pickWorker returns the pid of a worker that has started processing, or 0.
 func pickWorker(dir string) int {

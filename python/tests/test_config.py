@@ -56,3 +56,23 @@ def test_known_keys_run():
 
     out = env.from_pandas(ROWS).with_column("y", double(fg.col("x"))).to_pandas()
     assert sorted(out["y"]) == [2 * x for x in range(10)]
+
+
+@pytest.mark.parametrize("transport", ["shared-memory", "unix-socket", "grpc-stream"])
+def test_every_worker_transport_runs(transport):
+    env = fg.Environment(parallelism=1, config={"python.worker.transport": transport})
+
+    @fg.udf("int64", func_type="pandas")
+    def plus_one(x):
+        return x + 1
+
+    out = env.from_pandas(ROWS).with_column("y", plus_one(fg.col("x"))).to_pandas()
+    assert sorted(out["y"]) == [x + 1 for x in range(10)]
+
+
+def test_unknown_worker_transport_is_named():
+    env = env_with({"python.worker.transport": "pigeon"})
+    with pytest.raises(fg.JobFailedError) as info:
+        env.execute("bad transport")
+    assert 'python.worker.transport="pigeon"' in str(info.value)
+    assert "shared-memory" in str(info.value)

@@ -236,3 +236,56 @@ def test_data_socket_transport(worker):
     assert responses[1].bundle_done.bundle_id == 9
     # The socket accepts one connection, then disappears.
     assert not os.path.exists(path)
+
+
+def test_shared_memory_transport(worker):
+    """Batches and results through the host's memfd; a large one inline."""
+    import mmap
+    import socket
+    import struct
+
+    slots, slot_bytes = 2, 64 * 1024
+    proc, line = worker
+    with grpc.insecure_channel("unix:" + line.split("|")[3]) as channel:
+        stub = worker_pb2_grpc.UdfWorkerStub(channel)
+        call = worker_pb2.UdfCall(
+            udf=worker_pb2.UdfSpec.FromString(times_ten.to_bytes()), args=["x"], output="y"
+        )
+        request = open_request(call)
+        request.transport = worker_pb2.TRANSPORT_SHARED_MEMORY
+        request.shared_slots, request.shared_slot_bytes = slots, slot_bytes
+        opened = stub.Open(request, timeout=30)
+
+        fd = os.memfd_create("test-region")
+        os.ftruncate(fd, 2 * slots * slot_bytes)
+        region = mmap.mmap(fd, 2 * slots * slot_bytes)
+        small = pa.record_batch([pa.array([4, 5], pa.int64())], names=["x"])
+        data = write_batch(small)
+        region[: len(data)] = data
+        large = pa.record_batch([pa.array(range(20_000), pa.int64())], names=["x"])
+
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(opened.data_socket)
+        socket.send_fds(conn, [b"\x01"], [fd])
+        os.close(fd)
+        for message in (
+            worker_pb2.Batch(seq=0, slot=0, shared_length=len(data)),
+            worker_pb2.Batch(seq=1, slot=1, arrow_ipc=write_batch(large)),
+        ):
+            body = worker_pb2.ProcessRequest(batch=message).SerializeToString()
+            conn.sendall(struct.pack("<I", len(body)) + body)
+        conn.shutdown(socket.SHUT_WR)
+        responses = []
+        stream = conn.makefile("rb")
+        while header := stream.read(4):
+            (length,) = struct.unpack("<I", header)
+            responses.append(worker_pb2.ProcessResponse.FromString(stream.read(length)))
+        conn.close()
+    first, second = (r.result for r in responses)
+    # The small result is in output slot 0, the large one (160 kB) inline.
+    assert not first.arrow_ipc and not first.input_retained
+    out = bytes(region[slots * slot_bytes : slots * slot_bytes + first.shared_length])
+    assert read_batch(out).column(0).to_pylist() == [40, 50]
+    assert second.shared_length == 0
+    assert read_batch(second.arrow_ipc).column(0).to_pylist() == [10 * i for i in range(20_000)]
+    region.close()

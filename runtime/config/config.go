@@ -58,6 +58,10 @@ const (
 	// names.
 	ConfigRescaleCooldown              = "jobmanager.adaptive-scheduler.executing.cooldown-after-rescaling"
 	ConfigRescaleMaxCheckpointFailures = "jobmanager.adaptive-scheduler.rescale-trigger.max-checkpoint-failures"
+	// ConfigWorkerTransport is how batches travel to and from the Python
+	// workers (pluginrunner.ParseTransport's names); unset, the runner's
+	// default (shared memory on Linux).
+	ConfigWorkerTransport = "python.worker.transport"
 )
 
 // Defaults of ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle.
@@ -156,6 +160,8 @@ type runtimeConfig struct {
 	// workerIdleTimeout and workerMaxIdle: see ConfigWorkerIdleTimeout.
 	workerIdleTimeout time.Duration
 	workerMaxIdle     int
+	// workerTransport is ConfigWorkerTransport's value, "" when unset.
+	workerTransport string
 }
 
 // parseConfig checks a plan's config against the registry of known keys
@@ -230,6 +236,13 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 		p.problem(ConfigRescaleCooldown, "must not be negative")
 	}
 	c.rescale.MaxCheckpointFailures = p.integer(ConfigRescaleMaxCheckpointFailures, 2, 1)
+	c.workerTransport = strings.ToLower(p.str(ConfigWorkerTransport, ""))
+	switch c.workerTransport {
+	case "", "shared-memory", "unix-socket", "grpc-stream":
+	default:
+		p.problem(ConfigWorkerTransport, "must be shared-memory, unix-socket or grpc-stream")
+		c.workerTransport = ""
+	}
 	c.restore.Path = p.str(ConfigRestorePath, "")
 	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState, false)
 

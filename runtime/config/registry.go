@@ -120,6 +120,7 @@ const (
 	readByWatermarks = "runtime/operators: watermark assigners (with_watermark)"
 	readByWorkerPool = "udf/bridge/pluginrunner: worker pool"
 	readByRescale    = "runtime/job: in-place rescale"
+	readByWorker     = "udf/bridge/pluginrunner: UDF runner"
 )
 
 // Known returns the registry of every key the runtime reads. Each call
@@ -162,6 +163,11 @@ func Known() Registry {
 		{
 			Name: "python.worker.max-idle", Type: TypeInt, Default: "8", Min: "0", ReadBy: readByWorkerPool,
 			Description: "Most idle Python workers the runtime keeps once this job gave its workers back; the oldest idle ones are stopped beyond it. 0: none.",
+		},
+		{
+			Name: "python.worker.transport", Type: TypeEnum, ReadBy: readByWorker,
+			Values:      []string{"shared-memory", "unix-socket", "grpc-stream"},
+			Description: "How batches travel between a UDF operator and its Python worker: shared-memory (the batches' Arrow data in memory both processes map, only offsets on a Unix socket; Linux only), unix-socket (the data on the socket) or grpc-stream. Unset: shared-memory on Linux, else unix-socket.",
 		},
 		{
 			Name: "execution.checkpointing.interval", Type: TypeDuration, Default: "0 ms", ReadBy: readByCheckpoint,

@@ -50,7 +50,7 @@ func TestRegistryAgreesWithTheReaders(t *testing.T) {
 		config.ConfigIgnoreUnclaimedState, config.ConfigRestartStrategy, config.ConfigFixedDelayAttempts,
 		config.ConfigFixedDelay, config.ConfigExponentialInitialBackoff, config.ConfigExponentialMaxBackoff,
 		config.ConfigExponentialMultiplier, config.ConfigExponentialAttempts, config.ConfigUpdateInterval,
-		config.ConfigBundleSize, config.ConfigBundleTime, config.ConfigAutoWatermarkInterval,
+		config.ConfigBundleSize, config.ConfigBundleTime, config.ConfigAutoWatermarkInterval, config.ConfigWorkerTransport,
 	} {
 		if _, ok := r.Lookup(name); !ok {
 			t.Errorf("%s is read but not registered", name)

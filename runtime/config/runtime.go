@@ -24,6 +24,9 @@ type Runtime struct {
 	// ConfigWorkerMaxIdle).
 	WorkerIdleTimeout time.Duration
 	WorkerMaxIdle     int
+	// WorkerTransport is ConfigWorkerTransport: a pluginrunner transport's
+	// name, "" for the runner's default.
+	WorkerTransport string
 }
 
 // Parse reads the runtime's keys of a plan's config, reporting every
@@ -33,5 +36,6 @@ func Parse(cfg map[string]string) (Runtime, error) {
 	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, Rescale: c.rescale, UpdateInterval: c.updateInterval,
 		WatermarkInterval: c.watermarkInterval,
 		BundleSize:        c.bundleSize, BundleTime: c.bundleTime,
-		WorkerIdleTimeout: c.workerIdleTimeout, WorkerMaxIdle: c.workerMaxIdle}, err
+		WorkerIdleTimeout: c.workerIdleTimeout, WorkerMaxIdle: c.workerMaxIdle,
+		WorkerTransport: c.workerTransport}, err
 }

@@ -196,6 +196,11 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	}
 	// Workers the job leaves idle (when the runtime gave it a pool).
 	opts.Runner.IdleTimeout, opts.Runner.MaxIdle = cfg.WorkerIdleTimeout, cfg.WorkerMaxIdle
+	if cfg.WorkerTransport != "" {
+		if opts.Runner.Transport, err = pluginrunner.ParseTransport(cfg.WorkerTransport); err != nil {
+			return nil, err
+		}
+	}
 	j := &Job{
 		opts: opts, config: cfg, id: opts.JobID, count: make([]operator.Counters, len(g.Operators)),
 		restarts: newRestarter(cfg.Restart),

@@ -20,6 +20,7 @@ class Transport(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     TRANSPORT_GRPC_STREAM: _ClassVar[Transport]
     TRANSPORT_UNIX_SOCKET: _ClassVar[Transport]
+    TRANSPORT_SHARED_MEMORY: _ClassVar[Transport]
 FUNC_TYPE_UNSPECIFIED: FuncType
 FUNC_TYPE_GENERAL: FuncType
 FUNC_TYPE_PANDAS: FuncType
@@ -28,6 +29,7 @@ FUNC_TYPE_PANDAS_BATCH: FuncType
 FUNC_TYPE_PANDAS_AGGREGATE: FuncType
 TRANSPORT_GRPC_STREAM: Transport
 TRANSPORT_UNIX_SOCKET: Transport
+TRANSPORT_SHARED_MEMORY: Transport
 
 class UdfSpec(_message.Message):
     __slots__ = ("name", "payload", "func_type", "is_async", "concurrency", "batch_size", "return_schema", "source_file", "source_text")
@@ -62,7 +64,7 @@ class UdfCall(_message.Message):
     def __init__(self, udf: _Optional[_Union[UdfSpec, _Mapping]] = ..., args: _Optional[_Iterable[str]] = ..., output: _Optional[str] = ...) -> None: ...
 
 class OpenRequest(_message.Message):
-    __slots__ = ("calls", "input_schema", "output_schema", "max_message_bytes", "async_timeout_seconds", "operator_name", "subtask", "transport")
+    __slots__ = ("calls", "input_schema", "output_schema", "max_message_bytes", "async_timeout_seconds", "operator_name", "subtask", "transport", "shared_slot_bytes", "shared_slots")
     CALLS_FIELD_NUMBER: _ClassVar[int]
     INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +73,8 @@ class OpenRequest(_message.Message):
     OPERATOR_NAME_FIELD_NUMBER: _ClassVar[int]
     SUBTASK_FIELD_NUMBER: _ClassVar[int]
     TRANSPORT_FIELD_NUMBER: _ClassVar[int]
+    SHARED_SLOT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SHARED_SLOTS_FIELD_NUMBER: _ClassVar[int]
     calls: _containers.RepeatedCompositeFieldContainer[UdfCall]
     input_schema: bytes
     output_schema: bytes
@@ -79,7 +83,9 @@ class OpenRequest(_message.Message):
     operator_name: str
     subtask: int
     transport: Transport
-    def __init__(self, calls: _Optional[_Iterable[_Union[UdfCall, _Mapping]]] = ..., input_schema: _Optional[bytes] = ..., output_schema: _Optional[bytes] = ..., max_message_bytes: _Optional[int] = ..., async_timeout_seconds: _Optional[float] = ..., operator_name: _Optional[str] = ..., subtask: _Optional[int] = ..., transport: _Optional[_Union[Transport, str]] = ...) -> None: ...
+    shared_slot_bytes: int
+    shared_slots: int
+    def __init__(self, calls: _Optional[_Iterable[_Union[UdfCall, _Mapping]]] = ..., input_schema: _Optional[bytes] = ..., output_schema: _Optional[bytes] = ..., max_message_bytes: _Optional[int] = ..., async_timeout_seconds: _Optional[float] = ..., operator_name: _Optional[str] = ..., subtask: _Optional[int] = ..., transport: _Optional[_Union[Transport, str]] = ..., shared_slot_bytes: _Optional[int] = ..., shared_slots: _Optional[int] = ...) -> None: ...
 
 class OpenResponse(_message.Message):
     __slots__ = ("pid", "python_version", "pyarrow_version", "error", "data_socket")
@@ -104,12 +110,18 @@ class ProcessRequest(_message.Message):
     def __init__(self, batch: _Optional[_Union[Batch, _Mapping]] = ..., end_bundle: _Optional[_Union[EndBundle, _Mapping]] = ...) -> None: ...
 
 class Batch(_message.Message):
-    __slots__ = ("seq", "arrow_ipc")
+    __slots__ = ("seq", "arrow_ipc", "slot", "shared_length", "schema_omitted")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     ARROW_IPC_FIELD_NUMBER: _ClassVar[int]
+    SLOT_FIELD_NUMBER: _ClassVar[int]
+    SHARED_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_OMITTED_FIELD_NUMBER: _ClassVar[int]
     seq: int
     arrow_ipc: bytes
-    def __init__(self, seq: _Optional[int] = ..., arrow_ipc: _Optional[bytes] = ...) -> None: ...
+    slot: int
+    shared_length: int
+    schema_omitted: bool
+    def __init__(self, seq: _Optional[int] = ..., arrow_ipc: _Optional[bytes] = ..., slot: _Optional[int] = ..., shared_length: _Optional[int] = ..., schema_omitted: _Optional[bool] = ...) -> None: ...
 
 class EndBundle(_message.Message):
     __slots__ = ("bundle_id",)
@@ -128,12 +140,16 @@ class ProcessResponse(_message.Message):
     def __init__(self, result: _Optional[_Union[BatchResult, _Mapping]] = ..., bundle_done: _Optional[_Union[BundleDone, _Mapping]] = ..., error: _Optional[_Union[UdfError, _Mapping]] = ...) -> None: ...
 
 class BatchResult(_message.Message):
-    __slots__ = ("seq", "arrow_ipc")
+    __slots__ = ("seq", "arrow_ipc", "shared_length", "input_retained")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     ARROW_IPC_FIELD_NUMBER: _ClassVar[int]
+    SHARED_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    INPUT_RETAINED_FIELD_NUMBER: _ClassVar[int]
     seq: int
     arrow_ipc: bytes
-    def __init__(self, seq: _Optional[int] = ..., arrow_ipc: _Optional[bytes] = ...) -> None: ...
+    shared_length: int
+    input_retained: bool
+    def __init__(self, seq: _Optional[int] = ..., arrow_ipc: _Optional[bytes] = ..., shared_length: _Optional[int] = ..., input_retained: _Optional[bool] = ...) -> None: ...
 
 class BundleDone(_message.Message):
     __slots__ = ("bundle_id",)

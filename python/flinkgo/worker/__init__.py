@@ -9,6 +9,8 @@ started by hand. The worker
 * serves ``grpc.health.v1.Health``, ``plugin.GRPCController``,
   ``plugin.GRPCStdio`` and ``flinkgo.worker.v1.UdfWorker``;
 * listens on a Unix socket inside its own 0700 directory, which it removes;
+* takes batches on a data socket per chain, their Arrow data in the host's shared
+  memory where it gives some (``sharedmem.py``);
 * exits when its parent process dies, so a crashed host leaves no orphan.
 
 Nothing here imports the user-facing API beyond what unpickled UDFs need. It is no part

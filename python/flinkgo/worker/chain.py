@@ -77,7 +77,7 @@ def read_schema(ipc_bytes: bytes) -> pa.Schema:
     return pa.ipc.open_stream(pa.py_buffer(ipc_bytes)).schema
 
 
-def read_batch(ipc_bytes: bytes) -> pa.RecordBatch:
+def read_batch(ipc_bytes: bytes | memoryview) -> pa.RecordBatch:
     """Read the single record batch of an Arrow IPC stream, without copying."""
     reader = pa.ipc.open_stream(pa.py_buffer(ipc_bytes))
     return reader.read_next_batch()

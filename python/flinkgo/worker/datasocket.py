@@ -16,6 +16,7 @@ from typing import Any
 
 from flinkgo._proto import worker_pb2
 from flinkgo.exceptions import FlinkgoError
+from flinkgo.worker.sharedmem import SharedSlots
 
 _HEADER = struct.Struct("<I")
 
@@ -64,10 +65,12 @@ def write_frame(conn: socket.socket, response: worker_pb2.ProcessResponse) -> No
 class DataSocket:
     """Listens once on a socket path and serves one batch stream on it."""
 
-    def __init__(self, path: str, max_bytes: int, log: Any):
+    def __init__(self, path: str, max_bytes: int, log: Any, shared: tuple[int, int] | None = None):
+        """Listen on path; with shared (slots, slot_bytes), for the shared-memory transport."""
         self.path = path
         self._max_bytes = max_bytes
         self._log = log
+        self._shared = shared
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(path)
         os.chmod(path, 0o600)
@@ -75,7 +78,7 @@ class DataSocket:
 
     def serve_in_background(
         self,
-        serve: Callable[[Iterable[worker_pb2.ProcessRequest]], Iterator[Any]],
+        serve: Callable[[Iterable[worker_pb2.ProcessRequest], SharedSlots | None], Iterator[Any]],
     ) -> None:
         """Accept the host's connection and run serve over it on a thread."""
         threading.Thread(target=self._run, args=(serve,), name="flinkgo-data", daemon=True).start()
@@ -91,12 +94,18 @@ class DataSocket:
                 os.unlink(self.path)
             except FileNotFoundError:
                 pass
+        slots = None
         with conn:
             try:
-                for response in serve(read_frames(conn, self._max_bytes)):
+                if self._shared is not None:
+                    slots = SharedSlots.receive(conn, *self._shared)
+                for response in serve(read_frames(conn, self._max_bytes), slots):
                     write_frame(conn, response)
             except (ConnectionError, BrokenPipeError) as e:
                 # The host aborted the stream: it is canceling this worker.
                 self._log.debug("data socket closed by the host: %s", e)
             except FrameTooLarge as e:
                 self._log.warning("data socket closed: %s", e)
+            finally:
+                if slots is not None:
+                    slots.close()

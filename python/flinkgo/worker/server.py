@@ -34,6 +34,7 @@ from flinkgo.worker import logs
 from flinkgo.worker.chain import Chain, UdfCallError, read_batch, write_batch
 from flinkgo.worker.datasocket import DataSocket
 from flinkgo.worker.namespace import Namespace
+from flinkgo.worker.sharedmem import SharedSlots
 
 # The go-plugin handshake: the host sets this variable; a worker started any
 # other way refuses to run (go-plugin's magic cookie).
@@ -117,10 +118,16 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
         with self._lock:
             self._chain = chain
         data_socket = ""
-        if request.transport == worker_pb2.TRANSPORT_UNIX_SOCKET:
+        if request.transport in (
+            worker_pb2.TRANSPORT_UNIX_SOCKET,
+            worker_pb2.TRANSPORT_SHARED_MEMORY,
+        ):
+            shared = None
+            if request.transport == worker_pb2.TRANSPORT_SHARED_MEMORY:
+                shared = (request.shared_slots, request.shared_slot_bytes)
             data_socket = os.path.join(self._socket_dir, f"data-{opened}.sock")
-            DataSocket(data_socket, self._max_message, log).serve_in_background(
-                lambda requests: serve_batches(chain, requests)
+            DataSocket(data_socket, self._max_message, log, shared).serve_in_background(
+                lambda requests, slots: serve_batches(chain, requests, slots)
             )
         log.info(
             "udf chain opened",
@@ -173,25 +180,47 @@ class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
         return worker_pb2.CloseResponse()
 
 
-def serve_batches(chain: Chain, requests: Iterable[Any]) -> Iterator[Any]:
+def serve_batches(
+    chain: Chain, requests: Iterable[Any], slots: SharedSlots | None = None
+) -> Iterator[Any]:
     """Answer a batch stream: one result per batch, BundleDone per marker.
 
-    After a failure it yields one error and stops: the host fails the task.
+    With slots (the shared-memory transport), batches and results go through
+    the shared region where they fit. After a failure it yields one error and
+    stops: the host fails the task.
     """
     for request in requests:
         kind = request.WhichOneof("kind")
         if kind == "batch":
             seq = request.batch.seq
+            view = None
             try:
-                out = chain.apply(read_batch(request.batch.arrow_ipc))
-                data = write_batch(out)
+                if slots is not None and request.batch.shared_length:
+                    view = slots.input_view(request.batch)
+                    if request.batch.schema_omitted:
+                        batch = pa.ipc.read_record_batch(pa.py_buffer(view), chain.input_schema)
+                    else:
+                        batch = read_batch(view)
+                else:
+                    batch = read_batch(request.batch.arrow_ipc)
+                out = chain.apply(batch)
+                del batch
+                if slots is not None:
+                    result = slots.write_result(request.batch.slot, out)
+                else:
+                    result = worker_pb2.BatchResult(arrow_ipc=write_batch(out))
+                del out
             except UdfCallError as e:
                 yield _error_response(seq, e.udf_name, e.cause, where=e.row)
                 return
             except Exception as e:
                 yield _error_response(seq, "", e)
                 return
-            yield worker_pb2.ProcessResponse(result=worker_pb2.BatchResult(seq=seq, arrow_ipc=data))
+            result.seq = seq
+            # Before the answer: once the host has it, it may write the slot.
+            if view is not None and not SharedSlots.release(view):
+                result.input_retained = True
+            yield worker_pb2.ProcessResponse(result=result)
         elif kind == "end_bundle":
             yield worker_pb2.ProcessResponse(
                 bundle_done=worker_pb2.BundleDone(bundle_id=request.end_bundle.bundle_id)

@@ -2,9 +2,12 @@
 // (`python -m flinkgo.worker`) started and supervised through
 // hashicorp/go-plugin over gRPC.
 //
-// One Runner owns one worker. Batches travel as Arrow IPC streams on one
-// bidirectional gRPC stream; up to Options.MaxInFlight batches are in flight
-// so Python never waits on Go. A receiver goroutine checks every result (its
+// One Runner owns one worker. Batches travel as Arrow IPC (Options.Transport):
+// by default on Linux through a memfd both processes map, a slot per batch in
+// flight, with only slot numbers and lengths on a framed Unix socket
+// (sharedmem.go); else as whole streams on that socket or on the gRPC
+// Process stream. Up to Options.MaxInFlight batches are in flight so Python
+// never waits on Go. A receiver goroutine checks every result (its
 // sequence number, row count and column types) and queues it for TakeResult.
 //
 // Goroutines per runner: one receiver, plus go-plugin's own (stderr reader,

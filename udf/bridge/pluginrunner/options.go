@@ -55,8 +55,15 @@ type Options struct {
 	// MaxInFlight is how many batches may await their result at once.
 	// Default 4.
 	MaxInFlight int
-	// Transport carries the batches. Default TransportUnixSocket.
+	// Transport carries the batches. Default TransportSharedMemory on
+	// Linux, else TransportUnixSocket.
 	Transport Transport
+	// SharedSlotBytes is the size of one slot of TransportSharedMemory; a
+	// batch or result of more bytes travels inline on the socket. Default
+	// DefaultSharedSlotBytes. Host and worker map 2*MaxInFlight slots;
+	// the pages cost memory once written (the largest payload each slot
+	// carried), and go with the runner.
+	SharedSlotBytes int64
 
 	// OperatorName and Subtask tag logs and errors.
 	OperatorName string
@@ -127,6 +134,15 @@ func (o Options) withDefaults() Options {
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = 4
 	}
+	if o.Transport == TransportDefault {
+		o.Transport = TransportUnixSocket
+		if sharedMemorySupported {
+			o.Transport = TransportSharedMemory
+		}
+	}
+	if o.SharedSlotBytes == 0 {
+		o.SharedSlotBytes = DefaultSharedSlotBytes
+	}
 	o.Logger = logging.OrDiscard(o.Logger)
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
@@ -163,8 +179,17 @@ func (o Options) validate() error {
 	if o.MaxMessageBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("MaxMessageBytes is %d; it must be at least 1 MiB", o.MaxMessageBytes))
 	}
-	if o.Transport != TransportUnixSocket && o.Transport != TransportGRPCStream {
-		errs = append(errs, fmt.Errorf("Transport is %s; want TransportUnixSocket or TransportGRPCStream", o.Transport))
+	switch o.Transport {
+	case TransportUnixSocket, TransportGRPCStream:
+	case TransportSharedMemory:
+		if !sharedMemorySupported {
+			errs = append(errs, errNoSharedMemory)
+		}
+		if o.SharedSlotBytes < 64<<10 {
+			errs = append(errs, fmt.Errorf("SharedSlotBytes is %d; it must be at least 64 KiB", o.SharedSlotBytes))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("Transport is %s; want TransportUnixSocket, TransportSharedMemory or TransportGRPCStream", o.Transport))
 	}
 	if o.IdleTimeout < 0 || o.MaxIdle < 0 {
 		errs = append(errs, fmt.Errorf("IdleTimeout (%s) and MaxIdle (%d) must not be negative", o.IdleTimeout, o.MaxIdle))

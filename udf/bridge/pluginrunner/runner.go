@@ -39,7 +39,10 @@ type Runner struct {
 	// aggregate is set for a chain of pandas aggregate functions: a
 	// result has one row per group of its batch (bridge.GroupCount).
 	aggregate bool
-	openReq   *workerpb.OpenRequest
+	// schemaOmittable: batches in shared memory go without their schema
+	// (it has no dictionary field).
+	schemaOmittable bool
+	openReq         *workerpb.OpenRequest
 
 	// lifeCtx ends when the runner is canceled; the stream derives from it.
 	lifeCtx    context.Context
@@ -62,6 +65,14 @@ type Runner struct {
 	// goroutine, Flush on the flush executor.
 	sendMu  sync.Mutex
 	sendBuf bytes.Buffer
+	// nextSlot is the shared-memory slot of the next batch (task
+	// goroutine only).
+	nextSlot int
+	// retainedLogged makes a UDF that keeps its input logged once.
+	retainedLogged atomic.Bool
+	// sharedIn and sharedOut count the batches and results that went
+	// through the shared region (tests check the transport is used).
+	sharedIn, sharedOut atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -70,6 +81,9 @@ type Runner struct {
 		err     error
 		queue   []queued
 		pending []pendingBatch
+		// shared is the region of TransportSharedMemory once the stream
+		// is open; Close and Cancel unmap it once nothing touches it.
+		shared  *sharedRegion
 		bundles map[int64]chan struct{}
 		nextID  int64
 	}
@@ -95,6 +109,8 @@ type queued struct {
 type pendingBatch struct {
 	seq  int64
 	rows int64
+	// slot is the batch's shared-memory slot (TransportSharedMemory).
+	slot int
 }
 
 // NewRunner checks opts and prepares a runner; Open starts the worker.
@@ -147,11 +163,17 @@ func NewRunner(opts Options) (*Runner, error) {
 		Subtask:             int32(opts.Subtask),
 		Transport:           workerpb.Transport_TRANSPORT_GRPC_STREAM,
 	}
-	if opts.Transport == TransportUnixSocket {
+	switch opts.Transport {
+	case TransportUnixSocket:
 		r.openReq.Transport = workerpb.Transport_TRANSPORT_UNIX_SOCKET
+	case TransportSharedMemory:
+		r.openReq.Transport = workerpb.Transport_TRANSPORT_SHARED_MEMORY
+		r.openReq.SharedSlotBytes = opts.SharedSlotBytes
+		r.openReq.SharedSlots = int32(opts.MaxInFlight)
 	}
 	r.batchMap = isBatchMap(opts.Calls)
 	r.aggregate = len(opts.Calls) > 0 && opts.Calls[0].GetUdf().GetFuncType() == workerpb.FuncType_FUNC_TYPE_PANDAS_AGGREGATE
+	r.schemaOmittable = !hasDictionary(opts.InputSchema.Fields())
 	r.lifeCtx, r.lifeCancel = context.WithCancel(context.Background())
 	r.mu.bundles = make(map[int64]chan struct{})
 	return r, nil
@@ -218,7 +240,22 @@ func (r *Runner) Open(ctx context.Context) error {
 	}
 	r.log.Debug("worker ready", "pid", resp.GetPid(), "python", resp.GetPythonVersion(), "pyarrow", resp.GetPyarrowVersion())
 
-	stream, streamCancel, err := r.openStream(openCtx, resp)
+	stream, streamCancel, shared, err := r.openStream(openCtx, resp)
+	if err == nil && shared != nil {
+		r.mu.Lock()
+		closing := r.mu.closing
+		if !closing {
+			r.mu.shared = shared
+		}
+		r.mu.Unlock()
+		if closing {
+			streamCancel()
+			_ = shared.unmap()
+			err = fmt.Errorf("%s: canceled while opening: %w", r.label, bridge.ErrClosed)
+			r.failOpen(proc, err)
+			return err
+		}
+	}
 	if err != nil {
 		if !errors.Is(err, errNoDataSocket) {
 			// The worker's fate says more than the dial error.
@@ -295,27 +332,68 @@ func (r *Runner) openWorker(ctx context.Context, reuse bool) (*pluginProcess, *w
 // alive and well, so it is named as it is, not as a lost worker.
 var errNoDataSocket = errors.New("the worker opened no data socket (is its flinkgo package older than the host?)")
 
-// openStream connects the batch stream. Its cancel func aborts it: Recv
-// returns at once.
-func (r *Runner) openStream(ctx context.Context, resp *workerpb.OpenResponse) (batchStream, context.CancelFunc, error) {
-	if r.opts.Transport == TransportUnixSocket {
+// openStream connects the batch stream, and with TransportSharedMemory
+// creates the shared region and hands it to the worker. Its cancel func
+// aborts the stream: Recv returns at once.
+func (r *Runner) openStream(ctx context.Context, resp *workerpb.OpenResponse) (batchStream, context.CancelFunc, *sharedRegion, error) {
+	if r.opts.Transport == TransportUnixSocket || r.opts.Transport == TransportSharedMemory {
 		if resp.GetDataSocket() == "" {
-			return nil, nil, errNoDataSocket
+			return nil, nil, nil, errNoDataSocket
 		}
 		s, err := dialSocketStream(ctx, resp.GetDataSocket(), r.opts.MaxMessageBytes)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		var shared *sharedRegion
+		if r.opts.Transport == TransportSharedMemory {
+			if shared, err = r.shareRegion(s); err != nil {
+				s.abort()
+				return nil, nil, nil, err
+			}
 		}
 		stop := context.AfterFunc(r.lifeCtx, s.abort)
-		return s, func() { stop(); s.abort() }, nil
+		return s, func() { stop(); s.abort() }, shared, nil
 	}
 	streamCtx, cancel := context.WithCancel(r.lifeCtx)
 	stream, err := r.proc.conn.Process(streamCtx)
 	if err != nil {
 		cancel()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return stream, cancel, nil
+	return stream, cancel, nil, nil
+}
+
+// shareRegion creates the shared region and sends it on the data socket.
+// Where no region can be made (a sandbox without memfd_create, a memory
+// limit) it sends the byte alone: the worker then takes every payload
+// inline, as with TransportUnixSocket, and the region is nil.
+func (r *Runner) shareRegion(s *socketStream) (*sharedRegion, error) {
+	region, fd, err := newSharedRegion(r.opts.MaxInFlight, r.opts.SharedSlotBytes)
+	if err != nil {
+		r.log.Warn("no shared memory for the UDF batches; they travel on the socket", "error", err)
+		if _, err := s.conn.Write([]byte{0}); err != nil {
+			return nil, fmt.Errorf("shared-memory transport: %w", err)
+		}
+		return nil, nil
+	}
+	if err := sendRegion(s.conn, fd); err != nil {
+		_ = region.unmap()
+		return nil, fmt.Errorf("shared-memory transport: hand the region to the worker: %w", err)
+	}
+	return region, nil
+}
+
+// unmapShared releases the host's mapping of the shared region once neither
+// Process nor the receiver can touch it.
+func (r *Runner) unmapShared() {
+	r.mu.Lock()
+	shared := r.mu.shared
+	r.mu.Unlock()
+	if shared != nil {
+		if err := shared.unmap(); err != nil {
+			r.log.Warn("could not unmap the shared-memory region", "error", err)
+		}
+	}
 }
 
 func (r *Runner) failOpen(proc *pluginProcess, err error) {
@@ -356,13 +434,31 @@ func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch
 		}
 		rows = groups
 	}
+	slot := r.nextSlot
+	r.nextSlot = (r.nextSlot + 1) % r.opts.MaxInFlight
 	r.mu.Lock()
-	r.mu.pending = append(r.mu.pending, pendingBatch{seq: seq, rows: rows})
+	r.mu.pending = append(r.mu.pending, pendingBatch{seq: seq, rows: rows, slot: slot})
+	shared := r.mu.shared
 	r.mu.Unlock()
 
 	r.sendMu.Lock()
-	err := arrowipc.EncodeBatch(&r.sendBuf, batch, r.opts.Allocator)
-	if err == nil && r.sendBuf.Len() > r.opts.MaxMessageBytes-4096 {
+	msg := &workerpb.Batch{Seq: seq, Slot: int32(slot)}
+	var err error
+	inShared := false
+	if shared != nil {
+		msg.SchemaOmitted = r.schemaOmittable && sameLayout(batch.Schema(), r.opts.InputSchema)
+		msg.SharedLength, inShared, err = shared.writeInput(slot, batch, r.opts.Allocator, msg.SchemaOmitted)
+		if inShared {
+			r.sharedIn.Add(1)
+		}
+	}
+	inline := !inShared && err == nil
+	if inline {
+		msg.SchemaOmitted = false
+		err = arrowipc.EncodeBatch(&r.sendBuf, batch, r.opts.Allocator)
+		msg.ArrowIpc = r.sendBuf.Bytes()
+	}
+	if err == nil && inline && r.sendBuf.Len() > r.opts.MaxMessageBytes-4096 {
 		err = fmt.Errorf("batch %d is %d bytes as Arrow IPC, over the %d-byte message limit; cut batches below %d bytes",
 			seq, r.sendBuf.Len(), r.opts.MaxMessageBytes, r.opts.MaxBatchBytes())
 	}
@@ -378,9 +474,7 @@ func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch
 		r.fail(fmt.Errorf("%s: send aborted: %w", r.label, context.Cause(ctx)))
 		r.streamCancel()
 	})
-	err = r.stream.Send(&workerpb.ProcessRequest{Kind: &workerpb.ProcessRequest_Batch{
-		Batch: &workerpb.Batch{Seq: seq, ArrowIpc: r.sendBuf.Bytes()},
-	}})
+	err = r.stream.Send(&workerpb.ProcessRequest{Kind: &workerpb.ProcessRequest_Batch{Batch: msg}})
 	stop()
 	r.sendMu.Unlock()
 	if err != nil {
@@ -516,6 +610,7 @@ func (r *Runner) close() error {
 		r.streamCancel()
 		<-r.receiverDone
 	}
+	r.unmapShared()
 	// A worker that answered everything and closed its chain without an
 	// error may serve a later runner; it leaves this one under r.mu, so
 	// that a Cancel racing with this Close can no longer reach it.
@@ -563,6 +658,7 @@ func (r *Runner) Cancel() {
 		if r.receiverDone != nil {
 			<-r.receiverDone
 		}
+		r.unmapShared()
 		r.releaseQueued()
 	})
 }
@@ -604,19 +700,37 @@ func (r *Runner) receive() {
 
 // accept checks one result against the batch it answers and queues it.
 func (r *Runner) accept(res *workerpb.BatchResult) error {
-	batch, err := arrowipc.DecodeBatch(res.GetArrowIpc(), r.opts.Allocator)
-	if err != nil {
-		return fmt.Errorf("%w: result of batch %d is not a valid Arrow IPC stream: %v", bridge.ErrResultMismatch, res.GetSeq(), err)
-	}
 	r.mu.Lock()
 	if len(r.mu.pending) == 0 {
 		r.mu.Unlock()
-		batch.Release()
 		return fmt.Errorf("%w: result for batch %d, but no batch is pending", bridge.ErrResultMismatch, res.GetSeq())
 	}
 	want := r.mu.pending[0]
 	r.mu.pending = r.mu.pending[1:]
+	shared := r.mu.shared
 	r.mu.Unlock()
+	data := res.GetArrowIpc()
+	if shared != nil {
+		if res.GetInputRetained() {
+			// The UDF still views the slot's memory: writing it again would
+			// change data the UDF holds.
+			shared.retained[want.slot].Store(true)
+			if r.retainedLogged.CompareAndSwap(false, true) {
+				r.log.Info("a UDF keeps references to its input batches beyond its call; their shared-memory slots are not reused and those batches travel on the socket", "slot", want.slot)
+			}
+		}
+		if n := res.GetSharedLength(); n > 0 {
+			var err error
+			if data, err = shared.readOutput(want.slot, n); err != nil {
+				return fmt.Errorf("%w: result of batch %d: %v", bridge.ErrResultMismatch, res.GetSeq(), err)
+			}
+			r.sharedOut.Add(1)
+		}
+	}
+	batch, err := arrowipc.DecodeBatch(data, r.opts.Allocator)
+	if err != nil {
+		return fmt.Errorf("%w: result of batch %d is not a valid Arrow IPC stream: %v", bridge.ErrResultMismatch, res.GetSeq(), err)
+	}
 	if err := r.checkResult(want, res.GetSeq(), batch); err != nil {
 		batch.Release()
 		return err

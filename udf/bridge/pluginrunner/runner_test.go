@@ -138,7 +138,7 @@ type fixture struct {
 
 // eachTransport runs test once per batch-stream transport.
 func eachTransport(t *testing.T, test func(t *testing.T, transport pluginrunner.Transport)) {
-	for _, tr := range []pluginrunner.Transport{pluginrunner.TransportUnixSocket, pluginrunner.TransportGRPCStream} {
+	for _, tr := range []pluginrunner.Transport{pluginrunner.TransportUnixSocket, pluginrunner.TransportSharedMemory, pluginrunner.TransportGRPCStream} {
 		t.Run(tr.String(), func(t *testing.T) { test(t, tr) })
 	}
 }

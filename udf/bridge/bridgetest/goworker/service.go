@@ -53,13 +53,19 @@ func (s *service) Open(_ context.Context, req *workerpb.OpenRequest) (*workerpb.
 		PythonVersion:  runtime.Version(),
 		PyarrowVersion: "arrow-go/v18",
 	}
-	if req.GetTransport() == workerpb.Transport_TRANSPORT_UNIX_SOCKET && !c.noDataSocket {
+	socket := req.GetTransport() == workerpb.Transport_TRANSPORT_UNIX_SOCKET
+	shared := req.GetTransport() == workerpb.Transport_TRANSPORT_SHARED_MEMORY
+	if (socket || shared) && !c.noDataSocket {
 		path := filepath.Join(s.dir, fmt.Sprintf("data-%d.sock", req.GetSubtask()))
 		l, err := net.Listen("unix", path)
 		if err != nil {
 			return nil, fmt.Errorf("goworker: data socket: %w", err)
 		}
-		go s.serveSocket(l.(*net.UnixListener), c)
+		var layout *sharedLayout
+		if shared {
+			layout = &sharedLayout{slots: int(req.GetSharedSlots()), slotBytes: req.GetSharedSlotBytes(), inputSchema: req.GetInputSchema()}
+		}
+		go s.serveSocket(l.(*net.UnixListener), c, layout)
 		resp.DataSocket = path
 	}
 	s.logger.Info("udf chain opened", "udfs", c.names())
@@ -99,14 +105,28 @@ func (s *service) closeChain() *chain {
 
 // serveSocket accepts the host's one connection and serves the batch
 // stream on it (python/flinkgo/worker/datasocket.py).
-func (s *service) serveSocket(l *net.UnixListener, c *chain) {
+// With layout, it first takes the shared region (the shared-memory
+// transport) and moves payloads through it.
+func (s *service) serveSocket(l *net.UnixListener, c *chain, layout *sharedLayout) {
 	conn, err := l.AcceptUnix()
 	_ = l.Close() // also removes the socket file
 	if err != nil {
 		return
 	}
 	defer conn.Close()
-	serveBatches(c, &socketStream{conn: conn, reader: bufio.NewReaderSize(conn, 64<<10), maxBytes: s.maxMessage})
+	var stream batchStream = &socketStream{conn: conn, reader: bufio.NewReaderSize(conn, 64<<10), maxBytes: s.maxMessage}
+	if layout != nil {
+		shared, err := receiveShared(conn, *layout, stream)
+		if err != nil {
+			s.logger.Error("shared-memory region", "error", err)
+			return
+		}
+		if s, ok := shared.(*sharedStream); ok {
+			defer s.close()
+		}
+		stream = shared
+	}
+	serveBatches(c, stream)
 }
 
 // batchStream is the batch stream on either transport.
