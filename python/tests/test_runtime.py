@@ -372,6 +372,7 @@ def test_a_sigkilled_runtime_leaves_no_process_and_its_files_are_removed_next(
     proc, runtime_pid, _ = start_child(tmp_path, "hog", str(marks), env=env)
     try:
         deadline = time.monotonic() + 120
+
         # Only renamed marks: a ".tmp" one may still be empty.
         def written():
             return [n for n in os.listdir(marks) if not n.endswith(".tmp")]
