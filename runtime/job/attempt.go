@@ -92,7 +92,7 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 	}
 	a := &attempt{job: j, coordDone: make(chan struct{})}
 	cfg := task.Config{
-		Graph: g, Registry: j.registry, Counters: j.count, ChannelCapacity: opts.ChannelCapacity,
+		Graph: g, Registry: j.registry, Counters: j.count, TaskMetrics: j.taskMetrics, ChannelCapacity: opts.ChannelCapacity,
 		Allocator: opts.Allocator, StateDir: opts.StateDir, From: from, Logger: opts.Logger,
 	}
 	if j.config.Checkpoint.Interval > 0 || from != nil || j.config.Restart.Strategy != "none" || operators.KeepsOutputUntilEnd(g) {

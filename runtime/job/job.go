@@ -18,6 +18,7 @@ import (
 	"github.com/flinkgo/flinkgo/internal/objstore"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
@@ -129,15 +130,18 @@ func Run(ctx context.Context, g *plan.Graph, opts Options) (*Metrics, error) {
 // job from its latest completed checkpoint when the restart strategy
 // allows), until it finishes, is canceled, or fails for good.
 type Job struct {
-	g         *plan.Graph
-	opts      Options
-	config    config.Runtime
-	registry  *operator.Registry
-	id        string
-	count     []operator.Counters
-	lifecycle *lifecycle
-	store     *checkpoint.Store
-	restarts  *restarter
+	g        *plan.Graph
+	opts     Options
+	config   config.Runtime
+	registry *operator.Registry
+	id       string
+	count    []operator.Counters
+	// taskMetrics: per chain head operator ID, its subtasks' metrics
+	// (nil for chained operators); they outlive attempts.
+	taskMetrics [][]*metrics.Task
+	lifecycle   *lifecycle
+	store       *checkpoint.Store
+	restarts    *restarter
 	// requests carries savepoint and checkpoint requests to the running
 	// attempt's coordinator.
 	requests chan *checkpoint.Request
@@ -186,6 +190,12 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	}
 	if j.id == "" {
 		j.id = NewJobID()
+	}
+	j.taskMetrics = make([][]*metrics.Task, len(g.Operators))
+	for _, head := range task.ChainHeads(g) {
+		for range head.Parallelism {
+			j.taskMetrics[head.ID] = append(j.taskMetrics[head.ID], metrics.NewTask())
+		}
 	}
 	j.opts.Logger = logging.OrDiscard(opts.Logger).With("job", j.id)
 	if j.opts.Runner.Logger == nil {
@@ -457,6 +467,35 @@ func (j *Job) Snapshot() *Metrics {
 		})
 	}
 	return m
+}
+
+// Graph returns the job's plan. Read-only.
+func (j *Job) Graph() *plan.Graph { return j.g }
+
+// Vertex is one job vertex (Flink's): a chain of operators run as one
+// task per subtask.
+type Vertex struct {
+	// Head is the chain's first operator; Operators the chain, head first.
+	Head      *plan.Operator
+	Operators []*plan.Operator
+	// Tasks are the subtasks' metrics, by subtask index.
+	Tasks []*metrics.Task
+}
+
+// Vertices returns the job's vertices in topological order of their
+// heads. Their metrics are live: safe to read at any time.
+func (j *Job) Vertices() []Vertex {
+	var vs []Vertex
+	for _, head := range task.ChainHeads(j.g) {
+		v := Vertex{Head: head, Tasks: j.taskMetrics[head.ID]}
+		for _, op := range j.g.Operators {
+			if op.ChainID == head.ChainID {
+				v.Operators = append(v.Operators, op)
+			}
+		}
+		vs = append(vs, v)
+	}
+	return vs
 }
 
 // TaskError is the failure of one operator subtask.
