@@ -58,6 +58,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
+	"github.com/flinkgo/flinkgo/runtime/rest"
 	"github.com/flinkgo/flinkgo/runtime/server"
 	"github.com/flinkgo/flinkgo/runtime/server/allowpath"
 	"github.com/flinkgo/flinkgo/runtime/server/listen"
@@ -159,12 +160,17 @@ func serve(args []string) error {
 	udfOutput := fs.String("udf-output", "log", "where what UDFs print goes: log (the server's log, at info) or stderr (prefixed with the UDF and subtask, for the runtime embedded in a user's program)")
 	var allowPaths repeatedFlag
 	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and the temp dir; / allows any path, s3:// included); s3://BUCKET/PREFIX allows checkpoints and savepoints under that object-storage prefix")
+	restAddress := fs.String("rest-address", rest.DefaultAddress, "the address of the REST API and Prometheus endpoint; another than loopback is logged as a warning (set --rest-auth-token then)")
+	restPort := fs.Int("rest-port", -1, "serve Flink's REST API (and /metrics) on this port (0: a free one); default none")
+	promPort := fs.Int("prom-port", -1, "serve the jobs' metrics for Prometheus at /metrics on this port (metrics.reporter.prom.port); default none")
+	restToken := fs.String("rest-auth-token", os.Getenv("FLINKGO_REST_TOKEN"), "a bearer token every mutating REST call must carry (default $FLINKGO_REST_TOKEN; none when empty)")
 	newLogger := logFlags(fs)
 	_ = fs.Parse(args)
 	logger, err := newLogger()
 	if err != nil {
 		return err
 	}
+	endpoints := rest.Listen{Address: *restAddress, RESTPort: *restPort, PromPort: *promPort, AuthToken: *restToken}
 	roots, err := pathRoots(allowPaths)
 	if err != nil {
 		return err
@@ -205,7 +211,7 @@ func serve(args []string) error {
 		fmt.Fprintf(os.Stderr, "flinkgo: clients may use paths under %s (--allow-path adds more)\n", roots)
 	}
 	fmt.Printf("flinkgo: serving on %s\n", lis.Address)
-	return serveOn(ctx, lis, nil, logger, printed, roots, int(maxMessage), *reuse, lis.ServerOptions()...)
+	return serveOn(ctx, lis, nil, logger, printed, roots, int(maxMessage), *reuse, endpoints, lis.ServerOptions()...)
 }
 
 // logFlags adds --log-level and --log-format to fs; after fs.Parse, the
@@ -256,7 +262,10 @@ func pathRoots(flags []string) (*allowpath.Roots, error) {
 // paths under roots and send requests of up to maxMessage bytes; guard are
 // the listener's server options (token check, TLS). With reuseWorkers, the
 // Python workers of an ended job may serve the next one.
-func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, udfOutput io.Writer, roots *allowpath.Roots, maxMessage int, reuseWorkers bool, guard ...grpc.ServerOption) error {
+// serveOn serves the job service on lis, and the REST API and Prometheus
+// endpoint that endpoints asks for; a job's rest.port and
+// metrics.reporter.prom.port start them later when not started here.
+func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, udfOutput io.Writer, roots *allowpath.Roots, maxMessage int, reuseWorkers bool, endpoints rest.Listen, guard ...grpc.ServerOption) error {
 	opts := append([]grpc.ServerOption{grpc.MaxSendMsgSize(maxSendMessage)}, server.Guard(logger, maxMessage)...)
 	srv := grpc.NewServer(append(opts, guard...)...)
 	jobOpts := job.Options{Logger: logger, Runner: pluginrunner.Options{UDFOutput: udfOutput}}
@@ -269,6 +278,15 @@ func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, 
 	}
 	jobs := server.New(jobOpts, defaults)
 	jobs.AllowPaths(roots)
+	ep := rest.NewEndpoints(jobs, logger)
+	defer ep.Close()
+	if err := ep.Start(endpoints); err != nil {
+		return err
+	}
+	if a, p := ep.Addresses(); a != "" || p != "" {
+		fmt.Fprintf(os.Stderr, "flinkgo: REST API on %s, Prometheus metrics on %s\n", orNone(a), orNone(p))
+	}
+	jobs.SetEndpoints(ep.FromConfig)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
@@ -283,6 +301,14 @@ func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, 
 		jobs.Wait()
 		return nil
 	}
+}
+
+// orNone names an endpoint's address, or says it is not served.
+func orNone(addr string) string {
+	if addr == "" {
+		return "(none)"
+	}
+	return "http://" + addr
 }
 
 // openRunDir makes this runtime's own directory under the temp dir, removes
@@ -381,7 +407,7 @@ func run(args []string) error {
 	// The pipeline runs as this user: any path is its to choose, and what
 	// its UDFs print is shown to the user, as the embedded runtime does.
 	go func() {
-		served <- serveOn(ctx, lis, defaults, logger, os.Stderr, allowpath.Any(), localMaxMessage, true)
+		served <- serveOn(ctx, lis, defaults, logger, os.Stderr, allowpath.Any(), localMaxMessage, true, rest.Listen{RESTPort: -1, PromPort: -1})
 	}()
 
 	python := os.Getenv(pluginrunner.PythonEnv)

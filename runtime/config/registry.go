@@ -121,6 +121,7 @@ const (
 	readByWorkerPool = "udf/bridge/pluginrunner: worker pool"
 	readByRescale    = "runtime/job: in-place rescale"
 	readByWorker     = "udf/bridge/pluginrunner: UDF runner"
+	readByREST       = "runtime/rest: REST API and Prometheus endpoint of the embedded runtime"
 )
 
 // Known returns the registry of every key the runtime reads. Each call
@@ -155,6 +156,22 @@ func Known() Registry {
 		{
 			Name: "python.fn-execution.bundle.time", Type: TypeDuration, Default: "1 s", Min: "1 ms", ReadBy: readByUDF,
 			Description: "Time after a bundle's first row at which a UDF operator finishes the bundle. Overrides the runtime's own setting.",
+		},
+		{
+			Name: "rest.port", Type: TypeInt, Min: "0", Max: "65535", ReadBy: readByREST,
+			Description: "The embedded runtime serves Flink's REST API on this port (from the first job that sets it on, until the runtime ends); unset: no REST API. `flinkgo serve` takes --rest-port instead.",
+		},
+		{
+			Name: "rest.address", Type: TypeString, Default: "127.0.0.1", ReadBy: readByREST,
+			Description: "The address the embedded runtime's REST API and Prometheus endpoint bind. Another address than loopback exposes the jobs to the network: it is logged as a warning, and rest.auth-token should be set.",
+		},
+		{
+			Name: "rest.auth-token", Type: TypeString, Secret: true, ReadBy: readByREST,
+			Description: "A bearer token every mutating REST call (cancel, stop, savepoint, checkpoint) must carry as \"Authorization: Bearer <token>\"; unset: none needed.",
+		},
+		{
+			Name: "metrics.reporter.prom.port", Type: TypeInt, Min: "0", Max: "65535", ReadBy: readByREST,
+			Description: "The embedded runtime serves the jobs' metrics for Prometheus at /metrics on this port; unset: only the REST API's /metrics, if any. `flinkgo serve` takes --prom-port instead.",
 		},
 		{
 			Name: "python.worker.idle-timeout", Type: TypeDuration, Default: "60 s", Min: "0 ms", ReadBy: readByWorkerPool,

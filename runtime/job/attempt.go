@@ -90,13 +90,15 @@ func checkRestore(g *plan.Graph, m *Metadata, cfg config.RestoreConfig) error {
 // newAttempt builds every task of the job, restoring state from `from`
 // when set. Nothing runs until start.
 func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*attempt, error) {
-	g, opts := j.graph(), j.opts
+	j.mu.Lock()
+	g, taskMetrics, opts := j.mu.graph, j.mu.taskMetrics, j.opts
+	j.mu.Unlock()
 	if err := operators.RecoverSinks(g, from, j.Attempts() > 0); err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
 	a := &attempt{job: j, coordDone: make(chan struct{})}
 	cfg := task.Config{
-		Graph: g, Registry: j.registry, Counters: j.count, ChannelCapacity: opts.ChannelCapacity,
+		Graph: g, Registry: j.registry, Counters: j.count, TaskMetrics: taskMetrics, ChannelCapacity: opts.ChannelCapacity,
 		Allocator: opts.Allocator, StateDir: opts.StateDir, From: from, Logger: opts.Logger,
 	}
 	if j.config.Checkpoint.Interval > 0 || from != nil || j.config.Restart.Strategy != "none" || operators.KeepsOutputUntilEnd(g) {

@@ -18,6 +18,7 @@ import (
 	"github.com/flinkgo/flinkgo/internal/objstore"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
@@ -163,6 +164,10 @@ type Job struct {
 		checkpoints []CheckpointStats
 		// graph is the graph the job runs; a rescale replaces it.
 		graph *plan.Graph
+		// taskMetrics: per chain head operator ID of graph, its subtasks'
+		// metrics (nil for chained operators); they outlive attempts and
+		// are replaced with the graph.
+		taskMetrics [][]*metrics.Task
 		// requirements: the parallelism by uid that rescales asked for.
 		requirements map[string]int
 		// pending: the rescale waiting for its checkpoint; rescales: the
@@ -210,6 +215,7 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 		j.id = NewJobID()
 	}
 	j.mu.graph = g
+	j.mu.taskMetrics = newTaskMetrics(g)
 	j.opts.Logger = logging.OrDiscard(opts.Logger).With("job", j.id)
 	if j.opts.Runner.Logger == nil {
 		j.opts.Runner.Logger = j.opts.Logger
@@ -486,6 +492,46 @@ func (j *Job) Snapshot() *Metrics {
 		})
 	}
 	return m
+}
+
+// newTaskMetrics makes fresh metrics for every subtask of g's chains.
+func newTaskMetrics(g *plan.Graph) [][]*metrics.Task {
+	m := make([][]*metrics.Task, len(g.Operators))
+	for _, head := range task.ChainHeads(g) {
+		for range head.Parallelism {
+			m[head.ID] = append(m[head.ID], metrics.NewTask())
+		}
+	}
+	return m
+}
+
+// Vertex is one job vertex (Flink's): a chain of operators run as one
+// task per subtask.
+type Vertex struct {
+	// Head is the chain's first operator; Operators the chain, head first.
+	Head      *plan.Operator
+	Operators []*plan.Operator
+	// Tasks are the subtasks' metrics, by subtask index.
+	Tasks []*metrics.Task
+}
+
+// Vertices returns the job's vertices in topological order of their
+// heads. Their metrics are live: safe to read at any time.
+func (j *Job) Vertices() []Vertex {
+	j.mu.Lock()
+	g, taskMetrics := j.mu.graph, j.mu.taskMetrics
+	j.mu.Unlock()
+	var vs []Vertex
+	for _, head := range task.ChainHeads(g) {
+		v := Vertex{Head: head, Tasks: taskMetrics[head.ID]}
+		for _, op := range g.Operators {
+			if op.ChainID == head.ChainID {
+				v.Operators = append(v.Operators, op)
+			}
+		}
+		vs = append(vs, v)
+	}
+	return vs
 }
 
 // TaskError is the failure of one operator subtask.

@@ -284,8 +284,8 @@ func (j *Job) rescaleAttempt(ctx context.Context, p *pendingRescale) (*attempt, 
 	j.store.Sweep() // no task runs: uploads of unfinished checkpoints go
 	from := j.latestRestorePoint()
 	j.mu.Lock()
-	old := j.mu.graph
-	j.mu.graph = p.graph
+	old, oldMetrics := j.mu.graph, j.mu.taskMetrics
+	j.mu.graph, j.mu.taskMetrics = p.graph, newTaskMetrics(p.graph)
 	j.mu.Unlock()
 	if from != nil {
 		p.info.CheckpointID = from.Meta.CheckpointID
@@ -293,7 +293,7 @@ func (j *Job) rescaleAttempt(ctx context.Context, p *pendingRescale) (*attempt, 
 	a, err := j.newAttempt(ctx, from)
 	if err != nil {
 		j.mu.Lock()
-		j.mu.graph = old
+		j.mu.graph, j.mu.taskMetrics = old, oldMetrics
 		j.endRescaleLocked(p.info, RescaleFailed, err.Error())
 		j.mu.Unlock()
 		return j.restart(ctx, fmt.Errorf("job: rescale %s failed: %w", p.info.ID, err))

@@ -90,6 +90,12 @@ func TestRescaleInPlace(t *testing.T) {
 				t.Fatalf("the current graph has sums at %d (%s)", op.Parallelism, op.ParallelismFrom)
 			}
 		}
+		// The REST API's vertices follow: one metrics entry per new subtask.
+		for _, v := range j.Vertices() {
+			if len(v.Tasks) != v.Head.Parallelism {
+				t.Fatalf("vertex %s has %d task metrics at parallelism %d", v.Head.UID, len(v.Tasks), v.Head.Parallelism)
+			}
+		}
 		t.Logf("rescale to %d: %s from request to running (restart %s), from checkpoint %d",
 			p, done.EndedAt.Sub(done.RequestedAt).Round(time.Millisecond), done.Duration().Round(time.Millisecond), done.CheckpointID)
 	}

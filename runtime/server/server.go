@@ -44,6 +44,7 @@ import (
 	"github.com/flinkgo/flinkgo/internal/logging"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -73,7 +74,12 @@ type Server struct {
 	mu struct {
 		sync.Mutex
 		jobs map[string]*runningJob
+		// ended are the latest ended jobs, oldest first (see Jobs).
+		ended []*runningJob
 	}
+	// endpoints, when set, is called with every planned job's
+	// configuration (see SetEndpoints).
+	endpoints func(cfg map[string]string) error
 	// running counts Execute calls, so a stopping server can wait for its
 	// jobs (and their workers) to be gone.
 	running sync.WaitGroup
@@ -91,8 +97,23 @@ type runningJob struct {
 	job     *job.Job // nil until it started
 	// ready is closed once job.Start returned (job set, or the start
 	// failed): a savepoint asked for meanwhile waits for it.
-	ready chan struct{}
+	ready  chan struct{}
+	config map[string]string
+	rates  *metrics.Sampler // set with job
+
+	// Set when the job ended (archive).
+	id    string
+	ended time.Time
+	final job.JobState
+	err   error
 }
+
+// SetEndpoints makes the server call start with the configuration of
+// every job it plans, before the job starts: the embedded runtime starts
+// its REST API and Prometheus endpoint when a job asks for them (rest.port,
+// metrics.reporter.prom.port). An error fails the job. Call before
+// serving.
+func (s *Server) SetEndpoints(start func(cfg map[string]string) error) { s.endpoints = start }
 
 // New returns a server running jobs with opts (its Collect is the
 // server's own). Config entries in defaults are added to every plan that
@@ -253,10 +274,16 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		s.log.Log(context.Background(), failureLevel(sent), "job rejected: it cannot be planned", "name", req.GetPlan().GetName(), "error", err)
 		return sent
 	}
+	if s.endpoints != nil {
+		if err := s.endpoints(g.Config); err != nil {
+			return send(finished(jobpb.JobFinished_FAILED, &jobpb.JobError{Message: err.Error(), Kind: "PLAN"}, nil))
+		}
+	}
 	id := job.NewJobID()
 	log := s.log.With("job", id, "name", g.Name)
 	log.Info("job submitted")
-	running := &runningJob{name: g.Name, started: time.Now(), ready: make(chan struct{})}
+	running := &runningJob{name: g.Name, started: time.Now(), ready: make(chan struct{}), config: g.Config}
+	final, finalErr := job.Failed, error(nil)
 	defer func() {
 		select {
 		case <-running.ready:
@@ -272,11 +299,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	s.mu.Lock()
 	s.mu.jobs[id] = running
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.mu.jobs, id)
-		s.mu.Unlock()
-	}()
+	defer func() { s.archive(id, running, final, finalErr) }()
 	if err := send(&jobpb.JobEvent{Kind: &jobpb.JobEvent_Started{Started: &jobpb.JobStarted{JobId: id, Explain: g.Explain()}}}); err != nil {
 		return err
 	}
@@ -309,20 +332,23 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	_ = send(stateChanged(job.Created, 0))
 	j, err := job.Start(ctx, g, opts)
 	if err != nil {
+		finalErr = err
 		close(states)
 		reporter.Wait()
 		sent := send(finished(jobpb.JobFinished_FAILED, jobError(err), nil))
 		log.Log(context.Background(), failureLevel(sent), "job failed to start", "error", err)
 		return sent
 	}
+	rates := startSampling(j)
 	s.mu.Lock()
-	running.job = j
+	running.job, running.rates = j, rates
 	s.mu.Unlock()
 	close(running.ready)
 	if every := time.Duration(req.GetProgressIntervalMs()) * time.Millisecond; every > 0 {
 		reporter.Go(func() { reportProgress(j, every, start, send) })
 	}
 	m, err := j.Wait()
+	final, finalErr = j.State(), err
 	close(states)   // every change happens before Wait returns
 	reporter.Wait() // no send may follow Execute's return
 	metrics := progress(m, start)

@@ -117,6 +117,7 @@ func (t *Task) handle(ctx context.Context, m message) error {
 	case m.event != noEvent:
 		return t.onEvent(ctx, m)
 	}
+	t.metrics.AddIn(m.batch)
 	err := t.head.process(ctx, m.input, m.batch)
 	m.batch.Release()
 	return err

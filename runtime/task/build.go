@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/sink"
@@ -19,6 +20,10 @@ type Config struct {
 	Registry *operator.Registry
 	// Counters has one entry per operator of Graph; they outlive attempts.
 	Counters []operator.Counters
+	// TaskMetrics, when set, holds the metrics of every chain head's
+	// subtasks, indexed by operator ID then subtask (see ChainHeads); they
+	// outlive attempts. Nil: each task counts for itself only.
+	TaskMetrics [][]*metrics.Task
 	// ChannelCapacity is how many batches an inbox holds before its
 	// producers block.
 	ChannelCapacity int
@@ -119,4 +124,17 @@ func (s *Set) Drain() {
 			drain(in)
 		}
 	}
+}
+
+// ChainHeads returns the operators that head a chain, in topological
+// order: each runs as one task per subtask (Flink's job vertex), the
+// operators chained to it inside that task.
+func ChainHeads(g *plan.Graph) []*plan.Operator {
+	var heads []*plan.Operator
+	for _, op := range g.Operators {
+		if !isChained(g, op.ID) {
+			heads = append(heads, op)
+		}
+	}
+	return heads
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -58,8 +60,10 @@ type output struct {
 // outputs is a subtask's fan-out over all its out edges.
 type outputs []*output
 
-// emit sends b along every out edge; it takes ownership of b.
-func (outs outputs) emit(ctx context.Context, b arrow.RecordBatch) error {
+// emit sends b along every out edge; it takes ownership of b. tm counts
+// what leaves, and the time a full inbox blocks the send as
+// back-pressured.
+func (outs outputs) emit(ctx context.Context, b arrow.RecordBatch, tm *metrics.Task) error {
 	defer b.Release()
 	for _, o := range outs {
 		parts, err := o.part.Split(b)
@@ -67,8 +71,17 @@ func (outs outputs) emit(ctx context.Context, b arrow.RecordBatch) error {
 			return err
 		}
 		for i, p := range parts {
+			tm.AddOut(p.Batch)
+			m := message{input: o.input, producer: o.producer[p.Channel], batch: p.Batch}
 			select {
-			case o.targets[p.Channel].ch <- message{input: o.input, producer: o.producer[p.Channel], batch: p.Batch}:
+			case o.targets[p.Channel].ch <- m:
+				continue
+			default:
+			}
+			blocked := time.Now()
+			select {
+			case o.targets[p.Channel].ch <- m:
+				metrics.Since(&tm.BackPressured, blocked)
 			case <-ctx.Done():
 				partition.ReleaseParts(parts[i:])
 				return context.Cause(ctx)

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/sink"
@@ -43,6 +44,9 @@ type Task struct {
 	valve   *watermark.Valve // over the inbox's producers; nil for a source
 	reader  source.Reader    // a source head's
 	coord   Coordinator
+	// metrics counts the task's records, bytes and time (Flink's task
+	// metrics); it outlives the attempt.
+	metrics *metrics.Task
 
 	// Set from other goroutines (see barrier.go): the latest barrier a
 	// source is asked to send, the latest completed checkpoint, a wake-up
@@ -77,8 +81,9 @@ type link struct {
 	subtask  int
 	proc     operator.Operator // nil for a source
 	count    *operator.Counters
-	children []*link // operators chained to this one
-	outs     outputs // edges leaving the chain
+	task     *metrics.Task // the task's metrics, shared by its chain
+	children []*link       // operators chained to this one
+	outs     outputs       // edges leaving the chain
 	// wmIn is the last watermark given to the operator, wmOut the last it
 	// forwarded, status the last status forwarded (watermark.go).
 	wmIn, wmOut watermark.Watermark
@@ -95,13 +100,16 @@ func isChained(g *plan.Graph, op int) bool {
 func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	g := bc.Graph
 	in := bc.inboxes[head.ID][i]
-	t := &Task{subtask: i, in: in, signal: make(chan struct{}, 1), ended: make([]bool, in.producers)}
+	t := &Task{subtask: i, in: in, signal: make(chan struct{}, 1), ended: make([]bool, in.producers), metrics: metrics.NewTask()}
+	if bc.TaskMetrics != nil {
+		t.metrics = bc.TaskMetrics[head.ID][i]
+	}
 	if in.producers > 0 {
 		t.valve = watermark.NewValve(in.producers)
 	}
 	var add func(op *plan.Operator) (*link, error)
 	add = func(op *plan.Operator) (*link, error) {
-		l := &link{op: op, subtask: i, count: &bc.Counters[op.ID], outs: bc.outs[op.ID][i],
+		l := &link{op: op, subtask: i, count: &bc.Counters[op.ID], task: t.metrics, outs: bc.outs[op.ID][i],
 			wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
 		t.links = append(t.links, l)
 		if err := t.build(bc, l); err != nil {
@@ -265,7 +273,7 @@ func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
 		b.Release()
 		return nil
 	}
-	return l.outs.emit(ctx, b)
+	return l.outs.emit(ctx, b, l.task)
 }
 
 // process runs l's processor on b, of its input `input`; the caller keeps b.
@@ -322,6 +330,12 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	// canceler, it takes the processors' cancel path at once.
 	stop := context.AfterFunc(ctx, func() { t.cancel(context.Cause(ctx)) })
 	defer stop()
+	if t.metrics == nil { // a task built by hand (tests)
+		t.metrics = metrics.NewTask()
+		for _, l := range t.links {
+			l.task = t.metrics
+		}
+	}
 	for _, l := range t.links {
 		if l.proc != nil {
 			if err := l.call(func() error { return l.proc.Open(ctx) }); err != nil {
@@ -338,7 +352,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		if len(t.replay) > 0 {
 			m := t.replay[0]
 			t.replay = t.replay[1:]
-			if err := t.handle(ctx, m); err != nil {
+			if err := t.busy(func() error { return t.handle(ctx, m) }); err != nil {
 				return err
 			}
 			continue
@@ -348,17 +362,21 @@ func (t *Task) Run(ctx context.Context) (err error) {
 			timer.Reset(time.Until(at))
 			deadline = timer.C
 		}
+		waiting := time.Now()
 		select {
 		case m := <-t.in.ch:
-			if err := t.handle(ctx, m); err != nil {
+			metrics.Since(&t.metrics.Idle, waiting)
+			if err := t.busy(func() error { return t.handle(ctx, m) }); err != nil {
 				return err
 			}
 		case <-deadline:
-			if err := t.onTimer(ctx); err != nil {
+			metrics.Since(&t.metrics.Idle, waiting)
+			if err := t.busy(func() error { return t.onTimer(ctx) }); err != nil {
 				return err
 			}
 		case <-t.signal:
-			if err := t.onSignal(ctx); err != nil {
+			metrics.Since(&t.metrics.Idle, waiting)
+			if err := t.busy(func() error { return t.onSignal(ctx) }); err != nil {
 				return err
 			}
 		case <-ctx.Done():
@@ -425,6 +443,15 @@ func (t *Task) onTimer(ctx context.Context) error {
 	return nil
 }
 
+// busy runs one step of the task and counts its time as busy, less the
+// time it spent back-pressured (Flink counts the two apart).
+func (t *Task) busy(step func() error) error {
+	start, pressured := time.Now(), t.metrics.BackPressured.Load()
+	err := step()
+	t.metrics.Busy.Add(int64(time.Since(start)) - (t.metrics.BackPressured.Load() - pressured))
+	return err
+}
+
 func (t *Task) runSource(ctx context.Context) error {
 	for {
 		// Barriers go between batches.
@@ -434,7 +461,12 @@ func (t *Task) runSource(ctx context.Context) error {
 		if t.ending.Load() {
 			return t.finish(ctx)
 		}
-		b, err := t.reader.Next(ctx)
+		// Reading counts as busy time, a rate limiter's waits included.
+		var b arrow.RecordBatch
+		err := t.busy(func() (err error) {
+			b, err = t.reader.Next(ctx)
+			return err
+		})
 		if errors.Is(err, io.EOF) {
 			return t.finish(ctx)
 		}
@@ -442,14 +474,15 @@ func (t *Task) runSource(ctx context.Context) error {
 			return t.head.named(err)
 		}
 		t.head.count.In.Add(b.NumRows())
-		if err := t.head.emit(ctx, b); err != nil {
+		t.metrics.AddIn(b)
+		if err := t.busy(func() error { return t.head.emit(ctx, b) }); err != nil {
 			return err
 		}
 		// The chained operators' time triggers (a watermark assigner's
 		// periodic emit, a UDF bundle's time) run between batches: a
 		// reader blocks only for I/O and rate limiting.
 		if _, ok := t.deadline(); ok {
-			if err := t.onTimer(ctx); err != nil {
+			if err := t.busy(func() error { return t.onTimer(ctx) }); err != nil {
 				return err
 			}
 		}

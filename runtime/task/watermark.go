@@ -33,6 +33,7 @@ func (t *Task) onEvent(ctx context.Context, m message) error {
 		}
 	}
 	if e.HasWatermark {
+		t.metrics.InputWatermark.Store(int64(e.Watermark))
 		if err := t.head.onWatermark(ctx, e.Watermark); err != nil {
 			return err
 		}

@@ -1,0 +1,12 @@
+// Package metrics holds the counters every subtask of a job keeps, under
+// Flink's metric names (numRecordsIn, numBytesOut, busyTimeMsPerSecond,
+// ...), and turns them into rates.
+//
+// A Task is one subtask of a chain (Flink's task): the task goroutine adds
+// to its counters as it works (records and Arrow buffer bytes in and out,
+// nanoseconds busy, idle and back-pressured, the last input watermark), and
+// any goroutine reads them. A Sampler samples a job's tasks once a second
+// and derives the per-second figures over its window, as Flink's MeterView
+// and TimerGauge do: the REST API (package rest), the Prometheus endpoint
+// and the autoscaler read them.
+package metrics

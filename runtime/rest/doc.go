@@ -1,0 +1,21 @@
+// Package rest serves a Flink-compatible REST API over a flinkgo server's
+// jobs (package server): Flink's paths and JSON field names
+// (rest_v1_dispatcher.yml), so that Flink's scripts, its autoscaler's reads
+// and a dashboard can use it. Errors are Flink's {"errors": [...]} with the
+// matching status code.
+//
+// Jobs are Flink's jobs; a job vertex is a chain of operators run as one
+// task per subtask (job.Vertex), its id 32 hex digits derived from its
+// first operator's uid, so it stays the same across runs of the same plan.
+// Metrics carry Flink's names (package metrics); rates cover the last ten
+// seconds.
+//
+// Mutating calls (POST, PATCH, PUT, DELETE) need the bearer token when one
+// is set (rest.auth-token): a missing or wrong token is refused with 401.
+// Savepoints, checkpoints and stops are asynchronous, as Flink's: the call
+// answers 202 with a request id to poll.
+//
+// Handler also serves the Prometheus exposition at /metrics (see
+// NewPrometheusHandler, which the separate metrics.reporter.prom.port
+// endpoint serves alone).
+package rest

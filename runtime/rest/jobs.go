@@ -1,0 +1,342 @@
+package rest
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"sort"
+	"time"
+
+	"github.com/flinkgo/flinkgo/runtime/job"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
+	"github.com/flinkgo/flinkgo/runtime/server"
+	"github.com/flinkgo/flinkgo/udf/bridge"
+)
+
+// flinkState is a job state as Flink spells it.
+func flinkState(s job.JobState) string {
+	if s == job.Canceling {
+		return "CANCELLING"
+	}
+	return s.String()
+}
+
+// taskState is the state of every task of a job in state s (flinkgo runs
+// all of a job's tasks together).
+func taskState(s job.JobState) string {
+	switch s {
+	case job.Created, job.Restarting:
+		return "SCHEDULED"
+	case job.Canceling, job.Failing:
+		return "CANCELING"
+	}
+	return flinkState(s)
+}
+
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return -1
+	}
+	return t.UnixMilli()
+}
+
+// duration is Flink's: from start to end, or to now while running.
+func duration(info server.JobInfo) int64 {
+	end := info.Ended
+	if end.IsZero() {
+		end = time.Now()
+	}
+	return end.Sub(info.Started).Milliseconds()
+}
+
+// taskCounts are Flink's per-state counts of tasks, n tasks in state.
+func taskCounts(state string, n int) map[string]int {
+	c := map[string]int{}
+	for _, s := range []string{"CREATED", "SCHEDULED", "DEPLOYING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED", "RECONCILING", "INITIALIZING"} {
+		c[s] = 0
+	}
+	c[state] += n
+	return c
+}
+
+func (h *Handler) config(w http.ResponseWriter, _ *http.Request) {
+	name, offset := time.Now().Zone()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"refresh-interval": 3000, "timezone-name": name, "timezone-offset": offset * 1000,
+		"flink-version": flinkVersion, "flink-revision": "flinkgo",
+		"features": map[string]bool{"web-submit": false, "web-cancel": true, "web-rescale": false, "web-history": false},
+	})
+}
+
+func (h *Handler) overview(w http.ResponseWriter, _ *http.Request) {
+	counts := map[job.JobState]int{}
+	for _, j := range h.srv.Jobs() {
+		counts[j.State]++
+	}
+	running := len(h.srv.Jobs()) - counts[job.Finished] - counts[job.Canceled] - counts[job.Failed]
+	// One process runs every task: one task manager, its slots the CPUs.
+	writeJSON(w, http.StatusOK, map[string]any{
+		"taskmanagers": 1, "slots-total": runtime.NumCPU(), "slots-available": runtime.NumCPU(),
+		"jobs-running": running, "jobs-finished": counts[job.Finished], "jobs-cancelled": counts[job.Canceled],
+		"jobs-failed": counts[job.Failed], "flink-version": flinkVersion, "flink-commit": "flinkgo",
+	})
+}
+
+func (h *Handler) jobs(w http.ResponseWriter, _ *http.Request) {
+	jobs := []map[string]string{}
+	for _, j := range h.srv.Jobs() {
+		jobs = append(jobs, map[string]string{"id": j.ID, "status": flinkState(j.State)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+}
+
+// tasks is how many tasks (chain subtasks) info's job has.
+func tasks(info server.JobInfo) int {
+	n := 0
+	if info.Job != nil {
+		for _, v := range info.Job.Vertices() {
+			n += len(v.Tasks)
+		}
+	}
+	return n
+}
+
+func (h *Handler) jobsOverview(w http.ResponseWriter, _ *http.Request) {
+	jobs := []map[string]any{}
+	for _, j := range h.srv.Jobs() {
+		jobs = append(jobs, map[string]any{
+			"jid": j.ID, "name": j.Name, "state": flinkState(j.State),
+			"start-time": millis(j.Started), "end-time": millis(j.Ended), "duration": duration(j),
+			"last-modification": lastModification(j), "tasks": taskCounts(taskState(j.State), tasks(j)),
+		})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+}
+
+func lastModification(info server.JobInfo) int64 {
+	if !info.Ended.IsZero() {
+		return info.Ended.UnixMilli()
+	}
+	last := info.Started
+	if info.Job != nil {
+		if h := info.Job.History(); len(h) > 0 {
+			last = h[len(h)-1].At
+		}
+	}
+	return last.UnixMilli()
+}
+
+func (h *Handler) jobStatus(w http.ResponseWriter, r *http.Request) {
+	info, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": flinkState(info.State)})
+}
+
+func (h *Handler) jobDetails(w http.ResponseWriter, r *http.Request) {
+	info, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	timestamps := map[string]int64{}
+	for _, s := range []job.JobState{job.Created, job.Running, job.Failing, job.Canceling, job.Canceled, job.Failed, job.Finished, job.Restarting} {
+		timestamps[flinkState(s)] = 0
+	}
+	timestamps["INITIALIZING"] = info.Started.UnixMilli()
+	timestamps["SUSPENDED"], timestamps["RECONCILING"] = 0, 0
+	vertices := []map[string]any{}
+	maxParallelism := -1
+	var p map[string]any
+	if info.Job != nil {
+		for _, c := range info.Job.History() {
+			timestamps[flinkState(c.State)] = c.At.UnixMilli()
+		}
+		maxParallelism = info.Job.CurrentGraph().MaxParallelism
+		first := 0
+		state := taskState(info.State)
+		for _, v := range info.Job.Vertices() {
+			vertices = append(vertices, map[string]any{
+				"id": VertexID(v.Head.UID), "name": vertexName(v), "maxParallelism": maxParallelism,
+				"parallelism": v.Head.Parallelism, "status": state,
+				"start-time": millis(info.Started), "end-time": millis(info.Ended), "duration": duration(info),
+				"tasks": taskCounts(state, len(v.Tasks)), "metrics": ioMetrics(info, v, first),
+			})
+			first += len(v.Tasks)
+		}
+		p = planJSON(info)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"jid": info.ID, "name": info.Name, "isStoppable": false, "state": flinkState(info.State),
+		"job-type": "STREAMING", "start-time": millis(info.Started), "end-time": millis(info.Ended),
+		"duration": duration(info), "maxParallelism": maxParallelism, "now": time.Now().UnixMilli(),
+		"timestamps": timestamps, "vertices": vertices,
+		"status-counts": taskCounts(taskState(info.State), len(vertices)), "plan": p,
+	})
+}
+
+// vertexName is Flink's: the chain's operator names joined.
+func vertexName(v job.Vertex) string {
+	name := ""
+	for i, op := range v.Operators {
+		if i > 0 {
+			name += " -> "
+		}
+		name += op.Name
+	}
+	return name
+}
+
+// ioMetrics are a vertex's totals over its subtasks (Flink's
+// IOMetricsInfo).
+func ioMetrics(info server.JobInfo, v job.Vertex, first int) map[string]any {
+	var m [7]int64
+	for _, t := range v.Tasks {
+		r := t.Read()
+		for i, x := range []int64{r.BytesIn, r.BytesOut, r.RecordsIn, r.RecordsOut, r.BackPressured.Milliseconds(), r.Idle.Milliseconds(), r.Busy.Milliseconds()} {
+			m[i] += x
+		}
+	}
+	complete := info.State.Terminal()
+	return map[string]any{
+		"read-bytes": m[0], "read-bytes-complete": complete, "write-bytes": m[1], "write-bytes-complete": complete,
+		"read-records": m[2], "read-records-complete": complete, "write-records": m[3], "write-records-complete": complete,
+		"accumulated-backpressured-time": m[4], "accumulated-idle-time": m[5], "accumulated-busy-time": m[6],
+	}
+}
+
+// shipStrategies are Flink's names of the partitionings.
+var shipStrategies = map[string]string{
+	"FORWARD": "FORWARD", "REBALANCE": "REBALANCE", "RESCALE": "RESCALE", "SHUFFLE": "SHUFFLE",
+	"BROADCAST": "BROADCAST", "GLOBAL": "GLOBAL", "HASH": "HASH",
+}
+
+// planJSON is Flink's JobPlanInfo: one node per vertex, with its inputs'
+// ship strategies.
+func planJSON(info server.JobInfo) map[string]any {
+	g := info.Job.CurrentGraph()
+	chainHead := map[int]*plan.Operator{}
+	vs := info.Job.Vertices()
+	for _, v := range vs {
+		for _, op := range v.Operators {
+			chainHead[op.ID] = v.Head
+		}
+	}
+	nodes := []map[string]any{}
+	for _, v := range vs {
+		inputs := []map[string]any{}
+		for i, e := range g.Inputs(v.Head.ID) {
+			if chainHead[e.From] == v.Head {
+				continue // chained
+			}
+			strategy := shipStrategies[e.Partitioning.String()]
+			if strategy == "" {
+				strategy = e.Partitioning.String()
+			}
+			if strategy == "FORWARD" && g.Operators[e.From].Parallelism != v.Head.Parallelism {
+				strategy = "REBALANCE"
+			}
+			inputs = append(inputs, map[string]any{
+				"num": i, "id": VertexID(chainHead[e.From].UID), "ship_strategy": strategy,
+				"exchange": "pipelined_bounded", "keys": e.Keys,
+			})
+		}
+		node := map[string]any{
+			"id": VertexID(v.Head.UID), "parallelism": v.Head.Parallelism, "operator": "",
+			"operator_strategy": "", "description": vertexName(v), "optimizer_properties": map[string]any{},
+		}
+		if len(inputs) > 0 {
+			node["inputs"] = inputs
+		}
+		nodes = append(nodes, node)
+	}
+	return map[string]any{"jid": info.ID, "name": info.Name, "type": "STREAMING", "nodes": nodes}
+}
+
+func (h *Handler) plan(w http.ResponseWriter, r *http.Request) {
+	info, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	if info.Job == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("Job %s never started: it has no plan", info.ID))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"plan": planJSON(info)})
+}
+
+func (h *Handler) jobConfig(w http.ResponseWriter, r *http.Request) {
+	info, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	cfg := map[string]string{}
+	for k, v := range info.Config {
+		cfg[k] = v
+	}
+	delete(cfg, "rest.auth-token")
+	writeJSON(w, http.StatusOK, map[string]any{"jid": info.ID, "name": info.Name,
+		"execution-config": map[string]any{"execution-mode": "PIPELINED", "restart-strategy": cfg["restart-strategy.type"],
+			"job-parallelism": cfg["parallelism.default"], "object-reuse-mode": false, "user-config": cfg}})
+}
+
+// exceptions serves the job's failure: Flink's JobExceptionsInfoWithHistory,
+// the Python traceback in the stack trace of a UDF's failure.
+func (h *Handler) exceptions(w http.ResponseWriter, r *http.Request) {
+	info, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	entries := []map[string]any{}
+	out := map[string]any{"all-exceptions": []any{}, "truncated": false}
+	if info.Err != nil && info.State == job.Failed {
+		name, task := "RuntimeError", ""
+		var udfErr *bridge.UDFError
+		var taskErr *job.TaskError
+		switch {
+		case errors.As(info.Err, &udfErr):
+			name, task = udfErr.Type, fmt.Sprintf("%s (%d)", udfErr.Operator, udfErr.Subtask)
+		case errors.As(info.Err, &taskErr):
+			task = fmt.Sprintf("%s (%d)", taskErr.Operator, taskErr.Subtask)
+		}
+		at := info.Ended.UnixMilli()
+		entries = append(entries, map[string]any{
+			"exceptionName": name, "stacktrace": info.Err.Error(), "timestamp": at, "taskName": task,
+			"location": "localhost", "endpoint": "localhost", "taskManagerId": "local",
+			"failureLabels": map[string]string{}, "concurrentExceptions": []any{},
+		})
+		out["root-exception"], out["timestamp"] = info.Err.Error(), at
+	}
+	out["exceptionHistory"] = map[string]any{"entries": entries, "truncated": false}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// cancelJob is PATCH /jobs/:jid?mode=cancel.
+func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request) {
+	mode := r.URL.Query().Get("mode")
+	if mode != "" && mode != "cancel" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("mode %q is not supported: use mode=cancel (or POST /jobs/:jid/stop to stop with a savepoint)", mode))
+		return
+	}
+	info, ok := h.running(w, r)
+	if !ok {
+		return
+	}
+	if _, err := h.srv.Cancel(r.Context(), &jobpb.CancelRequest{JobId: info.ID}); err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{})
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,185 @@
+package rest
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/flinkgo/flinkgo/internal/logging"
+	"github.com/flinkgo/flinkgo/runtime/job"
+	"github.com/flinkgo/flinkgo/runtime/server"
+)
+
+// Version is the Flink REST API version the paths follow (also served
+// under /v1).
+const flinkVersion = "1.20-flinkgo"
+
+// Options configure a Handler.
+type Options struct {
+	// Server holds the jobs.
+	Server *server.Server
+	// AuthToken, when set, must come as "Authorization: Bearer <token>"
+	// on every mutating call.
+	AuthToken string
+	// Logger receives refused calls and failed asynchronous operations.
+	Logger *slog.Logger
+}
+
+// Handler serves the REST API.
+type Handler struct {
+	srv   *server.Server
+	token string
+	log   *slog.Logger
+	mux   *http.ServeMux
+	// ctx bounds asynchronous operations; Close cancels it and waits.
+	ctx    context.Context
+	cancel context.CancelFunc
+	ops    sync.WaitGroup
+
+	mu       sync.Mutex
+	triggers map[string]*trigger // by request id
+}
+
+// New returns a Handler over opts.Server's jobs. Close it to end the
+// asynchronous operations it started.
+func New(opts Options) *Handler {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Handler{srv: opts.Server, token: opts.AuthToken, log: logging.OrDiscard(opts.Logger),
+		mux: http.NewServeMux(), ctx: ctx, cancel: cancel, triggers: map[string]*trigger{}}
+	routes := map[string]http.HandlerFunc{
+		"GET /config":                                     h.config,
+		"GET /overview":                                   h.overview,
+		"GET /jobs":                                       h.jobs,
+		"GET /jobs/overview":                              h.jobsOverview,
+		"GET /jobs/{jid}":                                 h.jobDetails,
+		"PATCH /jobs/{jid}":                               h.cancelJob,
+		"GET /jobs/{jid}/status":                          h.jobStatus,
+		"GET /jobs/{jid}/config":                          h.jobConfig,
+		"GET /jobs/{jid}/exceptions":                      h.exceptions,
+		"GET /jobs/{jid}/plan":                            h.plan,
+		"GET /jobs/{jid}/vertices/{vid}":                  h.vertex,
+		"GET /jobs/{jid}/vertices/{vid}/backpressure":     h.backpressure,
+		"GET /jobs/{jid}/vertices/{vid}/watermarks":       h.watermarks,
+		"GET /jobs/{jid}/vertices/{vid}/metrics":          h.vertexMetrics,
+		"GET /jobs/{jid}/vertices/{vid}/subtasks/metrics": h.subtaskMetrics,
+		"GET /jobs/{jid}/checkpoints":                     h.checkpoints,
+		"GET /jobs/{jid}/checkpoints/config":              h.checkpointConfig,
+		"POST /jobs/{jid}/checkpoints":                    h.triggerCheckpoint,
+		"GET /jobs/{jid}/checkpoints/{tid}":               h.triggerStatus,
+		"POST /jobs/{jid}/savepoints":                     h.triggerSavepoint,
+		"GET /jobs/{jid}/savepoints/{tid}":                h.triggerStatus,
+		"POST /jobs/{jid}/stop":                           h.stop,
+		"GET /metrics":                                    NewPrometheusHandler(opts.Server).ServeHTTP,
+	}
+	for pattern, f := range routes {
+		h.mux.HandleFunc(pattern, f)
+		method, path, _ := strings.Cut(pattern, " ")
+		h.mux.HandleFunc(method+" /v1"+path, f)
+	}
+	return h
+}
+
+// Close cancels the asynchronous operations still running and waits for
+// them.
+func (h *Handler) Close() {
+	h.cancel()
+	h.ops.Wait()
+}
+
+// ServeHTTP serves one call: a mutating one only with the token, an
+// unknown path or method as Flink's errors.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions && h.token != "" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) != 1 {
+			h.log.Warn("REST call refused: missing or wrong bearer token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="flinkgo"`)
+			writeError(w, http.StatusUnauthorized, "this call changes a job: it needs the REST token (rest.auth-token) as \"Authorization: Bearer <token>\"")
+			return
+		}
+	}
+	_, pattern := h.mux.Handler(r)
+	if pattern == "" {
+		writeError(w, http.StatusNotFound, "Not found: "+r.URL.Path)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// writeJSON answers v with status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers Flink's error body.
+func writeError(w http.ResponseWriter, code int, msg ...string) {
+	writeJSON(w, code, map[string][]string{"errors": msg})
+}
+
+// lookup finds the path's job, or answers 404.
+func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) (server.JobInfo, bool) {
+	id := r.PathValue("jid")
+	info, ok := h.srv.JobInfo(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("Job %s not found", id))
+	}
+	return info, ok
+}
+
+// running returns the path's job when it runs, or answers why not.
+func (h *Handler) running(w http.ResponseWriter, r *http.Request) (server.JobInfo, bool) {
+	info, ok := h.lookup(w, r)
+	if !ok {
+		return info, false
+	}
+	if info.Job == nil || info.State.Terminal() {
+		writeError(w, http.StatusConflict, fmt.Sprintf("Job %s is not running: it is %s", info.ID, flinkState(info.State)))
+		return info, false
+	}
+	return info, true
+}
+
+// VertexID is the REST id of the vertex whose chain starts with the
+// operator of uid: 32 hex digits, stable across runs of the same plan.
+func VertexID(uid string) string {
+	sum := md5.Sum([]byte(uid))
+	return hex.EncodeToString(sum[:])
+}
+
+// vertex finds the path's vertex of a job, or answers 404. index is its
+// first task's position among the job's tasks (JobInfo.Rates).
+func (h *Handler) vertex(w http.ResponseWriter, r *http.Request) {
+	info, v, first, ok := h.lookupVertex(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, vertexDetails(info, v, first))
+}
+
+func (h *Handler) lookupVertex(w http.ResponseWriter, r *http.Request) (server.JobInfo, job.Vertex, int, bool) {
+	info, ok := h.lookup(w, r)
+	if !ok {
+		return info, job.Vertex{}, 0, false
+	}
+	vid := r.PathValue("vid")
+	if info.Job != nil {
+		first := 0
+		for _, v := range info.Job.Vertices() {
+			if VertexID(v.Head.UID) == vid {
+				return info, v, first, true
+			}
+			first += len(v.Tasks)
+		}
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("Job %s has no vertex %s", info.ID, vid))
+	return info, job.Vertex{}, 0, false
+}

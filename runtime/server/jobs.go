@@ -1,0 +1,107 @@
+package server
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/flinkgo/flinkgo/runtime/job"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
+)
+
+// archived is how many ended jobs the server remembers for Jobs (Flink's
+// jobstore.max-capacity, smaller).
+const archived = 100
+
+// samplePeriod is how often a running job's task metrics are sampled for
+// their rates; rateWindow the span the rates cover.
+const (
+	samplePeriod = time.Second
+	rateWindow   = 10 * time.Second
+)
+
+// JobInfo is what the server knows of one job, running or ended: what the
+// REST API (package rest) shows.
+type JobInfo struct {
+	ID, Name string
+	// Config is the job's plan configuration, the server's defaults added.
+	Config  map[string]string
+	Started time.Time
+	// Ended is zero while the job runs.
+	Ended time.Time
+	// State is the job's state (Created until it started).
+	State job.JobState
+	// Job is nil when the job never started (its plan or start failed).
+	Job *job.Job
+	// Err is the failure of a job that ended FAILED or CANCELED.
+	Err error
+	// Rates gives the per-second figures of Job.Vertices()'s tasks, in
+	// vertex order then subtask order; nil when Job is nil.
+	Rates *metrics.Sampler
+}
+
+// info returns r's JobInfo. Call with s.mu held.
+func (r *runningJob) info(id string) JobInfo {
+	in := JobInfo{ID: id, Name: r.name, Config: r.config, Started: r.started, Ended: r.ended,
+		State: job.Created, Job: r.job, Err: r.err, Rates: r.rates}
+	switch {
+	case !r.ended.IsZero():
+		in.State = r.final
+	case r.job != nil:
+		in.State = r.job.State()
+	}
+	return in
+}
+
+// Jobs returns the running jobs and the latest ended ones, newest first.
+func (s *Server) Jobs() []JobInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []JobInfo
+	for id, r := range s.mu.jobs {
+		out = append(out, r.info(id))
+	}
+	for _, r := range s.mu.ended {
+		out = append(out, r.info(r.id))
+	}
+	slices.SortFunc(out, func(a, b JobInfo) int { return cmp.Compare(b.Started.UnixNano(), a.Started.UnixNano()) })
+	return out
+}
+
+// JobInfo returns the job with id, running or among the latest ended.
+func (s *Server) JobInfo(id string) (JobInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.mu.jobs[id]; ok {
+		return r.info(id), true
+	}
+	for _, r := range s.mu.ended {
+		if r.id == id {
+			return r.info(id), true
+		}
+	}
+	return JobInfo{}, false
+}
+
+// startSampling starts sampling j's task metrics until it ends.
+func startSampling(j *job.Job) *metrics.Sampler {
+	var tasks []*metrics.Task
+	for _, v := range j.Vertices() {
+		tasks = append(tasks, v.Tasks...)
+	}
+	sm := metrics.NewSampler(tasks, rateWindow)
+	go sm.Run(j.Done(), samplePeriod)
+	return sm
+}
+
+// archive moves an ended job from the running ones to the ended ones.
+func (s *Server) archive(id string, r *runningJob, final job.JobState, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.id, r.ended, r.final, r.err = id, time.Now(), final, err
+	delete(s.mu.jobs, id)
+	s.mu.ended = append(s.mu.ended, r)
+	if len(s.mu.ended) > archived {
+		s.mu.ended = s.mu.ended[1:]
+	}
+}
