@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
@@ -36,6 +37,8 @@ type keyedState struct {
 	cacheGroups int
 	buf         []byte
 	log         *slog.Logger // the operator's, for the backend's Pebble logs
+	// clock is the state's TTL clock (nil: time.Now); tests set it.
+	clock func() time.Time
 	// persist is the asynchronous part of the last snapshot, until taken.
 	persist func(context.Context, *checkpoint.SubtaskState) error
 }
@@ -71,7 +74,7 @@ func (k *keyedState) setup(ctx context.Context, c *operator.Context, name string
 }
 
 func (k *keyedState) options() state.Options {
-	return state.Options{Dir: filepath.Join(k.dir, "db"), OperatorUID: k.uid, Subtask: k.subtask, MaxParallelism: k.maxP, KeyGroups: k.keys, Logger: k.log}
+	return state.Options{Dir: filepath.Join(k.dir, "db"), OperatorUID: k.uid, Subtask: k.subtask, MaxParallelism: k.maxP, KeyGroups: k.keys, Logger: k.log, Clock: k.clock}
 }
 
 func (k *keyedState) use(b *state.Backend) error {

@@ -28,6 +28,7 @@ const (
 	KindWatermarkAssigner
 	KindIntervalJoin
 	KindWindowAggregate
+	KindJoin
 )
 
 var kindNames = [...]string{
@@ -44,6 +45,7 @@ var kindNames = [...]string{
 	KindWatermarkAssigner: "watermark_assigner",
 	KindIntervalJoin:      "interval_join",
 	KindWindowAggregate:   "window_aggregate",
+	KindJoin:              "join",
 }
 
 func (k Kind) String() string {
