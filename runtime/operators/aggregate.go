@@ -33,6 +33,7 @@ func keyedAggregateKind(opts Options) operator.Kind {
 			if err != nil {
 				return nil, err
 			}
+			p.ttl = aggStateTTL(c.Op.Node.GetKeyedAggregate(), opts, p.updates)
 			if err := p.setupState(context.Background(), c, opts.KeyedCacheGroups); err != nil {
 				p.Release()
 				return nil, err
@@ -79,6 +80,8 @@ type aggProc struct {
 	// smallIndex[k] is 1 + the group of the int64 key k in [0, smallKeys),
 	// 0 for none: small keys, the common case, without a map lookup.
 	smallIndex []int32
+	// ttl is the state TTL (aggttl.go), 0 for none.
+	ttl time.Duration
 }
 
 // smallKeys bounds the int64 keys looked up in a slice (256 KiB at most).
@@ -94,6 +97,8 @@ type group struct {
 	dirty    bool
 	// changed: since the last emission (updates mode).
 	changed bool
+	// touched is when a row last came (Unix ms; state TTL only, aggttl.go).
+	touched int64
 }
 
 func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int, updates bool, interval time.Duration) (*aggProc, error) {
@@ -141,6 +146,9 @@ func (p *aggProc) Process(_ context.Context, _ int, b arrow.RecordBatch, _ opera
 	}
 	if err != nil {
 		return err
+	}
+	if p.ttl > 0 {
+		p.expireTouched(gids)
 	}
 	if cap(p.targets) < n {
 		p.targets = make([]*accumulator, n)

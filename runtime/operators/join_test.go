@@ -302,7 +302,6 @@ func TestEquiJoinEqualsSQL(t *testing.T) {
 	}
 }
 
-
 // TestEquiJoinAppendOnlyInnerHasNoRowKinds: an inner join of append-only
 // inputs is append-only itself.
 func TestEquiJoinAppendOnlyInnerHasNoRowKinds(t *testing.T) {

@@ -38,16 +38,18 @@ type keyedState struct {
 	buf         []byte
 	log         *slog.Logger // the operator's, for the backend's Pebble logs
 	// clock is the state's TTL clock (nil: time.Now); tests set it.
-	clock func() time.Time
+	clock     func() time.Time
+	stateOpts []state.StateOption
 	// persist is the asynchronous part of the last snapshot, until taken.
 	persist func(context.Context, *checkpoint.SubtaskState) error
 }
 
 // setup makes the scratch directory and restores the backend when the job
 // restores a snapshot that holds it.
-func (k *keyedState) setup(ctx context.Context, c *operator.Context, name string, cacheGroups int) error {
+// opts configure the value state (a TTL).
+func (k *keyedState) setup(ctx context.Context, c *operator.Context, name string, cacheGroups int, opts ...state.StateOption) error {
 	*k = keyedState{uid: c.Op.UID, name: name, subtask: c.Subtask, maxP: c.MaxParallelism, complete: true,
-		cacheGroups: cacheGroups, keys: c.Keyed.KeyGroups, log: c.Logger}
+		cacheGroups: cacheGroups, keys: c.Keyed.KeyGroups, log: c.Logger, clock: k.clock, stateOpts: opts}
 	dir, err := os.MkdirTemp(c.Keyed.StateDir, "flinkgo-state-")
 	if err != nil {
 		return fmt.Errorf("creating the local state directory: %w", err)
@@ -78,7 +80,7 @@ func (k *keyedState) options() state.Options {
 }
 
 func (k *keyedState) use(b *state.Backend) error {
-	values, err := state.NewValue(b, k.name, state.BytesCodec{})
+	values, err := state.NewValue(b, k.name, state.BytesCodec{}, k.stateOpts...)
 	if err != nil {
 		_ = b.Close()
 		return err
@@ -143,4 +145,12 @@ func (k *keyedState) release() {
 		_ = os.RemoveAll(k.dir)
 		k.dir = ""
 	}
+}
+
+// now is the state's clock's time.
+func (k *keyedState) now() time.Time {
+	if k.clock != nil {
+		return k.clock()
+	}
+	return time.Now()
 }
