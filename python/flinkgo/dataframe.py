@@ -2019,11 +2019,8 @@ def _unique_key(step: Step) -> list[str]:
 
     A keyed aggregation has one row per key; drop_duplicates one per subset value.
     """
-    if step.kind == "keyed_aggregate":
-        return list(step.body.keys)
-    if step.kind == "drop_duplicates":
-        return list(step.body.subset)
-    return []
+    field = {"keyed_aggregate": "keys", "drop_duplicates": "subset"}.get(step.kind)
+    return list(getattr(step.body, field)) if field else []
 
 
 def _fmt(d: datetime.timedelta) -> str:
