@@ -40,6 +40,9 @@ type keyedState struct {
 	// clock is the state's TTL clock (nil: time.Now); tests set it.
 	clock     func() time.Time
 	stateOpts []state.StateOption
+	// memTable and cache size Pebble's memtable and block cache (0: the
+	// state package's defaults); the join reads and writes every row.
+	memTable, cache int64
 	// persist is the asynchronous part of the last snapshot, until taken.
 	persist func(context.Context, *checkpoint.SubtaskState) error
 }
@@ -49,7 +52,8 @@ type keyedState struct {
 // opts configure the value state (a TTL).
 func (k *keyedState) setup(ctx context.Context, c *operator.Context, name string, cacheGroups int, opts ...state.StateOption) error {
 	*k = keyedState{uid: c.Op.UID, name: name, subtask: c.Subtask, maxP: c.MaxParallelism, complete: true,
-		cacheGroups: cacheGroups, keys: c.Keyed.KeyGroups, log: c.Logger, clock: k.clock, stateOpts: opts}
+		cacheGroups: cacheGroups, keys: c.Keyed.KeyGroups, log: c.Logger, clock: k.clock, stateOpts: opts,
+		memTable: k.memTable, cache: k.cache}
 	dir, err := os.MkdirTemp(c.Keyed.StateDir, "flinkgo-state-")
 	if err != nil {
 		return fmt.Errorf("creating the local state directory: %w", err)
@@ -76,7 +80,8 @@ func (k *keyedState) setup(ctx context.Context, c *operator.Context, name string
 }
 
 func (k *keyedState) options() state.Options {
-	return state.Options{Dir: filepath.Join(k.dir, "db"), OperatorUID: k.uid, Subtask: k.subtask, MaxParallelism: k.maxP, KeyGroups: k.keys, Logger: k.log, Clock: k.clock}
+	return state.Options{Dir: filepath.Join(k.dir, "db"), OperatorUID: k.uid, Subtask: k.subtask, MaxParallelism: k.maxP, KeyGroups: k.keys, Logger: k.log, Clock: k.clock,
+		MemTableSize: k.memTable, CacheSize: k.cache}
 }
 
 func (k *keyedState) use(b *state.Backend) error {
