@@ -114,6 +114,7 @@ type equiJoin struct {
 	// what the rule saves. Never set outside tests.
 	storeUnmatchable bool
 	ttl              time.Duration
+	cacheKeys        int              // join keys kept in memory past a checkpoint (Options.KeyedCacheGroups)
 	clock            func() time.Time // the state's TTL clock; nil: time.Now
 	keyed            keyedState
 	out              *joinOutput
@@ -144,7 +145,8 @@ func configureEquiJoin(c *operator.Context, opts Options) (*equiJoin, error) {
 		return nil, errors.New("join: no keyed state context")
 	}
 	how := spec.GetHow()
-	j := &equiJoin{c: c, nullsEqual: spec.GetNullsEqual(), changelog: joinChangelog(spec, c.In), ttl: opts.StateTTL}
+	j := &equiJoin{c: c, nullsEqual: spec.GetNullsEqual(), changelog: joinChangelog(spec, c.In), ttl: opts.StateTTL,
+		cacheKeys: opts.KeyedCacheGroups}
 	if spec.GetStateTtlMs() > 0 {
 		j.ttl = time.Duration(spec.GetStateTtlMs()) * time.Millisecond
 	}
@@ -224,7 +226,8 @@ func (j *equiJoin) openState() error {
 		opts = append(opts, state.WithTTL(state.TTL{Duration: j.ttl}))
 	}
 	for s := range 2 {
-		v, err := newJoinView(j.keyed.backend, "join-"+j.side[s].name, j.side[s].unique != nil, j.side[s].outer, opts)
+		v, err := newJoinView(j.keyed.backend, "join-"+j.side[s].name, j.side[s].unique != nil, j.side[s].outer, opts,
+			j.ttl <= 0, j.keyed.complete, j.cacheKeys)
 		if err != nil {
 			return fmt.Errorf("join: %w", err)
 		}
@@ -373,8 +376,15 @@ func (j *equiJoin) Finish(context.Context, operator.Emit) error {
 	return nil
 }
 
-// SnapshotState snapshots the backend: every row is in it already.
+// SnapshotState writes the keys that changed since the last checkpoint
+// into the backend (with a TTL every row is there already) and snapshots
+// it.
 func (j *equiJoin) SnapshotState(_ context.Context, target checkpoint.Target, _ operator.Emit, _ *checkpoint.SubtaskState) error {
+	for s := range 2 {
+		if err := j.side[s].view.flush(); err != nil {
+			return fmt.Errorf("join: storing the %s rows: %w", j.side[s].name, err)
+		}
+	}
 	return j.keyed.snapshot(target)
 }
 

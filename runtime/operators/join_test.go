@@ -266,6 +266,13 @@ func runEq(t *testing.T, mem memory.Allocator, j *equiJoin, rng *rand.Rand, left
 		if err != nil {
 			t.Fatal(err)
 		}
+		if rng.IntN(12) == 0 { // as a checkpoint does: to Pebble, and out of memory (no cache keys in tests)
+			for s := range 2 {
+				if err := j.side[s].view.flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 	}
 	if err := j.Finish(ctx, got.emit); err != nil {
 		t.Fatal(err)
@@ -390,6 +397,9 @@ func TestEquiJoinUniqueKeyView(t *testing.T) {
 	want := []string{"-|7", "1|8"}
 	if !slices.Equal(got.sorted(), want) {
 		t.Fatalf("got %v, want %v", got.sorted(), want)
+	}
+	if err := j.side[0].view.flush(); err != nil {
+		t.Fatal(err)
 	}
 	n := 0
 	if err := j.side[0].view.m.ForEach(func(state.Key, []byte, []byte) error { n++; return nil }); err != nil {
