@@ -991,6 +991,146 @@ class DataFrame:
         step = Step(self._step.env, op, body, label, pa.schema(fields), inputs)
         return DataFrame(step)
 
+    def join(
+        self,
+        right: DataFrame,
+        on: str | Sequence[str] | None = None,
+        *,
+        left_on: str | Sequence[str] | None = None,
+        right_on: str | Sequence[str] | None = None,
+        how: Literal["inner", "left", "right", "full"] = "inner",
+        suffix: str = "_right",
+        nulls_equal: bool = False,
+        state_ttl: datetime.timedelta | str | None = None,
+    ) -> DataFrame:
+        """Join rows of equal keys (a regular equi-join, as Flink SQL's ``JOIN``).
+
+        Both inputs are kept in keyed state, by join key: every row joins the stored rows
+        of the other side, whenever either arrives, so the result of bounded inputs
+        equals SQL's. An inner join of append-only inputs emits append-only rows. An
+        outer side (``how="left"``, ``"right"`` or ``"full"``) emits its row padded with
+        nulls while it has no match, and retracts that row when the first match arrives
+        (the output is then a changelog, as Flink's; :meth:`collect` applies it).
+
+        Keys compare with ``=``: a row with a null in a key column never matches, so it
+        is never stored; an inner side drops it and an outer side emits it padded at
+        once. ``nulls_equal=True`` compares with ``IS NOT DISTINCT FROM`` instead (null
+        equals null). Without ``state_ttl`` (or ``table.exec.state.ttl``) the state grows
+        with every distinct row of unbounded inputs.
+
+        Parameters
+        ----------
+        right
+            The other DataFrame, of the same Environment.
+        on, left_on, right_on
+            The key columns: `on` when both sides name them alike, else `left_on` and
+            `right_on` (as many, of equal types). Each input is partitioned by them.
+        how
+            ``"inner"`` (the default), ``"left"``, ``"right"`` or ``"full"``.
+        suffix
+            Appended to a right column named like a left one.
+        nulls_equal
+            Whether a null key matches a null key.
+        state_ttl
+            How long a stored row is kept after it was written (processing time, as
+            Flink's state TTL), a :class:`datetime.timedelta` or a duration string such
+            as ``"1 h"``; a row older than that no longer matches. Default: the job's
+            ``table.exec.state.ttl`` (default: forever).
+
+        Returns
+        -------
+        DataFrame
+            The left columns, then the right ones; every column nullable.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> orders = env.from_pandas(pd.DataFrame({"order": [1], "customer": [7]}))
+        >>> customers = env.from_pandas(pd.DataFrame({"customer": [7], "name": ["Ann"]}))
+        >>> orders.join(customers, on="customer", how="left")  # doctest: +NORMALIZE_WHITESPACE
+        <DataFrame join(customer = customer, left)
+         [order: int64, customer: int64, customer_right: int64, name: string]>
+        """
+        op = "join"
+        if not isinstance(right, DataFrame):
+            raise ArgumentTypeError(f"{op}: right must be a flinkgo DataFrame, got {right!r}")
+        if right._step.env is not self._step.env:
+            raise InvalidArgumentError(
+                f"{op}: right ({right._step.name}) belongs to another Environment; build "
+                "every part of a job from one Environment"
+            )
+        if on is not None and (left_on is not None or right_on is not None):
+            raise InvalidArgumentError(f"{op}: give on=, or left_on= and right_on=, not both")
+        if on is None and (left_on is None or right_on is None):
+            raise InvalidArgumentError(f"{op}: give the keys, on= or left_on= and right_on=")
+
+        def names(given: str | Sequence[str] | None, side: str) -> list[str]:
+            listed = [given] if isinstance(given, str) else list(given or [])
+            if not listed or not all(isinstance(c, str) for c in listed):
+                raise ArgumentTypeError(f"{op}: the {side} keys are column names, got {given!r}")
+            return listed
+
+        lkeys = names(on if on is not None else left_on, "left")
+        rkeys = names(on if on is not None else right_on, "right")
+        if len(lkeys) != len(rkeys):
+            raise InvalidArgumentError(
+                f"{op}: {len(lkeys)} left keys {lkeys} but {len(rkeys)} right keys {rkeys}"
+            )
+        for side, schema, keys in (("left", self.schema, lkeys), ("right", right.schema, rkeys)):
+            for c in keys:
+                if schema.get_field_index(c) < 0:
+                    raise unknown_column(f"{op} ({side})", c, schema.names)
+        for lk, rk in zip(lkeys, rkeys, strict=True):
+            lt, rt = self.schema.field(lk).type, right.schema.field(rk).type
+            if lt != rt:
+                raise SchemaError(
+                    f"{op}: left key {lk!r} is {lt} but right key {rk!r} is {rt}; cast one so "
+                    "both have one type"
+                )
+        if how not in ("inner", "left", "right", "full"):
+            raise InvalidArgumentError(
+                f"{op}: how is 'inner', 'left', 'right' or 'full', got {how!r}"
+            )
+        if not isinstance(suffix, str) or not suffix:
+            raise InvalidArgumentError(f"{op}: suffix must be a non-empty string, got {suffix!r}")
+        if not isinstance(nulls_equal, bool):
+            raise ArgumentTypeError(f"{op}: nulls_equal must be True or False, got {nulls_equal!r}")
+        ttl_ms = _state_ttl_ms(state_ttl, op)
+        fields = [f.with_nullable(True) for f in self.schema]
+        taken = set(self.schema.names)
+        for f in right.schema:
+            name = f.name
+            if name in taken:
+                name = f"{name}{suffix}"
+                if name in taken:
+                    raise SchemaError(
+                        f"{op}: the right column {f.name!r} would be renamed {name!r}, which is "
+                        "also a column; rename one first or pass another suffix"
+                    )
+            taken.add(name)
+            fields.append(f.with_name(name).with_nullable(True))
+        from flinkgo._proto import plan_pb2 as pb
+
+        body = pb.Join(
+            left_keys=lkeys,
+            right_keys=rkeys,
+            how=getattr(pb.Join, how.upper()),
+            suffix=suffix,
+            nulls_equal=nulls_equal,
+            state_ttl_ms=ttl_ms,
+            left_unique_key=_unique_key(self._step),
+            right_unique_key=_unique_key(right._step),
+        )
+        pairs = ", ".join(f"{a} = {b}" for a, b in zip(lkeys, rkeys, strict=True))
+        extra = "" if how == "inner" else f", {how}"
+        if nulls_equal:
+            extra += ", nulls_equal"
+        inputs = ((self._step, self._partitioning), (right._step, right._partitioning))
+        step = Step(self._step.env, op, body, f"{op}({pairs}{extra})", pa.schema(fields), inputs)
+        return DataFrame(step)
+
     # --- partitioning of the next edge ----------------------------------------------------
 
     def forward(self) -> DataFrame:
@@ -1535,7 +1675,12 @@ class KeyedDataFrame:
         """
         return WindowedDataFrame(self._df, self._keys, window, allowed_lateness, late_rows)
 
-    def agg(self, *aggregates: Aggregate, emit: Emit = "auto") -> DataFrame:
+    def agg(
+        self,
+        *aggregates: Aggregate,
+        emit: Emit = "auto",
+        state_ttl: datetime.timedelta | str | None = None,
+    ) -> DataFrame:
         """Aggregate each key's rows: per key, a running result updated with every row.
 
         The running results are kept as keyed state: checkpoints save them, and a job
@@ -1556,6 +1701,11 @@ class KeyedDataFrame:
             so a key's last row is its result (an upsert stream, as Spark's update
             output mode). ``"auto"``: ``"updates"`` when a source upstream never ends
             (``datagen`` without ``rows``), else ``"final"``.
+        state_ttl
+            How long a key's running result is kept after its last row (processing time,
+            as Flink's state TTL), a :class:`datetime.timedelta` or a duration string
+            such as ``"1 h"``; a key seen again after that starts from nothing. Default:
+            the job's ``table.exec.state.ttl`` (default: forever).
 
         Returns
         -------
@@ -1610,7 +1760,12 @@ class KeyedDataFrame:
         fields, messages = _aggregate_fields(op, self._df.schema, self._keys, aggregates)
         from flinkgo._proto import plan_pb2 as pb
 
-        body = pb.KeyedAggregate(keys=list(self._keys), aggregates=messages, emit=_EMIT_MODES[emit])
+        body = pb.KeyedAggregate(
+            keys=list(self._keys),
+            aggregates=messages,
+            emit=_EMIT_MODES[emit],
+            state_ttl_ms=_state_ttl_ms(state_ttl, op),
+        )
         text = ", ".join(map(str, aggregates))
         name = f"key_by({', '.join(self._keys)}).agg({text})"
         step = Step(
@@ -1928,6 +2083,28 @@ def _signed_duration(value: object, what: str) -> datetime.timedelta:
     """Read a duration that may be negative, in whole milliseconds as event time is."""
     ms = parse_duration(value, what=what, allow_negative=True)
     return datetime.timedelta(milliseconds=ms)
+
+
+def _state_ttl_ms(value: object, op: str) -> int:
+    """Read a state TTL (None: the job's table.exec.state.ttl) in milliseconds."""
+    if value is None:
+        return 0
+    ms = parse_duration(value, what=f"{op} state_ttl")
+    if ms <= 0:
+        raise InvalidArgumentError(
+            f"{op}: state_ttl must be at least 1 ms, got {value!r}; leave it out to keep state "
+            "forever (or set table.exec.state.ttl)"
+        )
+    return int(ms)
+
+
+def _unique_key(step: Step) -> list[str]:
+    """Return columns that are a unique key of `step`'s rows, or [] when none is known.
+
+    A keyed aggregation has one row per key; drop_duplicates one per subset value.
+    """
+    field = {"keyed_aggregate": "keys", "drop_duplicates": "subset"}.get(step.kind)
+    return list(getattr(step.body, field)) if field else []
 
 
 def _fmt(d: datetime.timedelta) -> str:

@@ -222,3 +222,20 @@ def test_scalar_udfs_and_filters_keep_each_rows_kind(parallelism):
     want = batch_sums()
     want = want[want["k"] % 2 == 0].assign(t2=lambda d: d["total"] * 2)[["k", "t2"]]
     pd.testing.assert_frame_equal(got, want.reset_index(drop=True), check_dtype=False)
+
+
+@pytest.mark.parametrize("how", ["inner", "left"])
+def test_join_of_an_updating_aggregation_equals_the_batch_result(how):
+    # The join takes back what each -U of a key's sum joined, so applied, its
+    # changelog is the join of the final sums (issue 12: joins consume changelogs).
+    env = updating_env(2)
+    names = pd.DataFrame({"k": range(0, KEYS, 2), "name": [f"n{k}" for k in range(0, KEYS, 2)]})
+    joined = sums_per_key(env).join(env.from_pandas(names), on="k", how=how)
+    joined.print()
+    assert "changelog: retract" in env.explain().split("join on left.k")[1]
+    got = joined.to_pandas().sort_values("k", ignore_index=True)
+    want = batch_sums().merge(names, on="k", how=how).sort_values("k", ignore_index=True)
+    assert got["k"].tolist() == want["k"].tolist()
+    assert got["total"].tolist() == want["total"].tolist()
+    assert got["lo"].tolist() == want["lo"].tolist()
+    assert got["name"].fillna("-").tolist() == want["name"].fillna("-").tolist()

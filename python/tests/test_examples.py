@@ -77,3 +77,34 @@ def test_clicks_example_runs_as_a_script():
         "median_delay_s",
         "ctr",
     ]
+
+
+@pytest.mark.parametrize("parallelism", [1, 3])
+def test_orders_example_equals_pandas(parallelism):
+    example = load("orders")
+    orders, customers = example.generate(orders=4_000, customers=200, seed=3)
+    got = example.final_table(
+        example.pipeline(fg.Environment(parallelism=parallelism), orders, customers).to_pandas()
+    )
+    want = orders.merge(customers, on="customer_id", how="left")
+    # SQL's =: pandas would match a NULL customer id to a NULL one; customers have none.
+    assert customers["customer_id"].notna().all()
+    assert len(got) == len(want) == len(orders)
+    got = got.sort_values("order_id", ignore_index=True)
+    want = want.sort_values("order_id", ignore_index=True)
+    assert got["order_id"].tolist() == want["order_id"].tolist()
+    for column in ("name", "country"):
+        assert got[column].fillna("-").tolist() == want[column].fillna("-").tolist()
+    bands = pd.cut(
+        want["amount"], [-np.inf, 50, 150, np.inf], right=False, labels=["small", "medium", "large"]
+    )
+    assert got["band"].tolist() == bands.astype(str).tolist()
+    assert want["name"].isna().sum() > 0.1 * len(orders)  # NULL and unknown ids are padded
+
+
+def test_orders_example_runs_as_a_script():
+    run = subprocess.run(
+        [sys.executable, str(EXAMPLES / "orders.py")], capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[0].split() == ["country", "band", "orders", "revenue"]

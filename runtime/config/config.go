@@ -40,6 +40,10 @@ const (
 	// ConfigUpdateInterval is how often a keyed aggregation in updates
 	// mode emits the keys that changed. Default 1 s.
 	ConfigUpdateInterval = "pipeline.keyed-aggregate.update-interval"
+	// ConfigStateTTL is the processing-time TTL of the state of regular
+	// joins and keyed aggregations that set none themselves (Flink's key of
+	// the same name). Default 0: kept forever.
+	ConfigStateTTL = "table.exec.state.ttl"
 	// ConfigAutoWatermarkInterval is how often a watermark assigner sends
 	// its watermark (when it advanced) and checks idleness. Default 200 ms.
 	ConfigAutoWatermarkInterval = "pipeline.auto-watermark-interval"
@@ -152,6 +156,7 @@ type runtimeConfig struct {
 	restart           RestartConfig
 	rescale           RescaleConfig
 	updateInterval    time.Duration
+	stateTTL          time.Duration
 	watermarkInterval time.Duration
 	// bundleSize and bundleTime are the job's bundle settings, 0 where the
 	// plan sets none.
@@ -218,6 +223,11 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	if c.updateInterval <= 0 {
 		p.problem(ConfigUpdateInterval, "must be positive")
 		c.updateInterval = time.Second
+	}
+	c.stateTTL = p.duration(ConfigStateTTL, 0)
+	if c.stateTTL < 0 {
+		p.problem(ConfigStateTTL, "must not be negative")
+		c.stateTTL = 0
 	}
 	c.watermarkInterval = p.duration(ConfigAutoWatermarkInterval, 200*time.Millisecond)
 	if c.watermarkInterval <= 0 {

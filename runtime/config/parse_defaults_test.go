@@ -55,6 +55,7 @@ func TestParseConfigDefaultsAreTheRegistrys(t *testing.T) {
 		{ConfigRestorePath, c.restore.Path, registered(ConfigRestorePath)},
 		{ConfigIgnoreUnclaimedState, strconv.FormatBool(c.restore.IgnoreUnclaimedState), registered(ConfigIgnoreUnclaimedState)},
 		{ConfigUpdateInterval, c.updateInterval, dur(ConfigUpdateInterval)},
+		{ConfigStateTTL, c.stateTTL, dur(ConfigStateTTL)},
 		{ConfigAutoWatermarkInterval, c.watermarkInterval, dur(ConfigAutoWatermarkInterval)},
 		{ConfigRestartStrategy, c.restart.Strategy, registered(ConfigRestartStrategy)},
 	} {

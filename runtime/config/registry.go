@@ -116,6 +116,7 @@ const (
 	readByS3         = "internal/objstore: S3 client of checkpoint storage"
 	readByRestart    = "runtime/job: restart strategy"
 	readByAggregate  = "runtime/operators: keyed aggregation"
+	readByStateTTL   = "runtime/operators: regular join and keyed aggregation"
 	readByUDF        = "runtime/operators: UDF operators (package bundle)"
 	readByWatermarks = "runtime/operators: watermark assigners (with_watermark)"
 	readByWorkerPool = "udf/bridge/pluginrunner: worker pool"
@@ -140,6 +141,10 @@ func Known() Registry {
 		{
 			Name: "pipeline.keyed-aggregate.update-interval", Type: TypeDuration, Default: "1 s", Min: "1 ms", ReadBy: readByAggregate,
 			Description: "How often a keyed aggregation in updates mode emits the keys that changed.",
+		},
+		{
+			Name: "table.exec.state.ttl", Type: TypeDuration, Default: "0 ms", Min: "0 ms", ReadBy: readByStateTTL,
+			Description: "Processing-time time-to-live of the state of regular joins and keyed aggregations that set no state_ttl themselves: a key's state untouched that long is dropped (Flink's key of the same name). 0: kept forever.",
 		},
 		{
 			Name: "pipeline.auto-watermark-interval", Type: TypeDuration, Default: "200 ms", Min: "1 ms", ReadBy: readByWatermarks,

@@ -51,6 +51,7 @@ func TestRegistryAgreesWithTheReaders(t *testing.T) {
 		config.ConfigFixedDelay, config.ConfigExponentialInitialBackoff, config.ConfigExponentialMaxBackoff,
 		config.ConfigExponentialMultiplier, config.ConfigExponentialAttempts, config.ConfigUpdateInterval,
 		config.ConfigBundleSize, config.ConfigBundleTime, config.ConfigAutoWatermarkInterval, config.ConfigWorkerTransport,
+		config.ConfigStateTTL,
 	} {
 		if _, ok := r.Lookup(name); !ok {
 			t.Errorf("%s is read but not registered", name)
@@ -177,7 +178,7 @@ func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 		"a.b":                              "c",
 	})
 	want := `invalid config, 3 problems:
-  - unknown key "a.b": no key is close; known keys start with execution., jobmanager., metrics., pipeline., python., rest., restart-strategy., s3. (` + "`flinkgo config`" + ` lists them all)
+  - unknown key "a.b": no key is close; known keys start with execution., jobmanager., metrics., pipeline., python., rest., restart-strategy., s3., table. (` + "`flinkgo config`" + ` lists them all)
   - execution.checkpointing.interval="often": expected a duration ("500 ms", "10 s", "1 min"; a bare number is milliseconds)
   - unknown key "python.fn-execution.bundle.sise": did you mean "python.fn-execution.bundle.size"?`
 	if err == nil || err.Error() != want {

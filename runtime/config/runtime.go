@@ -11,6 +11,9 @@ type Runtime struct {
 	Restart        RestartConfig
 	Rescale        RescaleConfig
 	UpdateInterval time.Duration
+	// StateTTL is table.exec.state.ttl: the processing-time TTL of join and
+	// aggregation state that sets none itself (0: forever).
+	StateTTL time.Duration
 	// WatermarkInterval is pipeline.auto-watermark-interval: how often a
 	// watermark assigner emits.
 	WatermarkInterval time.Duration
@@ -33,7 +36,7 @@ type Runtime struct {
 // problem in one error.
 func Parse(cfg map[string]string) (Runtime, error) {
 	c, err := parseConfig(cfg)
-	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, Rescale: c.rescale, UpdateInterval: c.updateInterval,
+	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, Rescale: c.rescale, UpdateInterval: c.updateInterval, StateTTL: c.stateTTL,
 		WatermarkInterval: c.watermarkInterval,
 		BundleSize:        c.bundleSize, BundleTime: c.bundleTime,
 		WorkerIdleTimeout: c.workerIdleTimeout, WorkerMaxIdle: c.workerMaxIdle,

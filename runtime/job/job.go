@@ -585,7 +585,7 @@ func (j *Job) operatorOptions() operators.Options {
 	return operators.Options{
 		Runner: o.Runner, NewRunner: o.NewRunner, BundleSize: o.BundleSize, BundleTime: o.BundleTime,
 		SourceBatchRows: o.SourceBatchRows, Stdout: o.Stdout, Collect: o.Collect,
-		KeyedCacheGroups: o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval,
+		KeyedCacheGroups: o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval, StateTTL: j.config.StateTTL,
 		WatermarkInterval: j.config.WatermarkInterval,
 	}
 }

@@ -40,6 +40,7 @@ func keyedAggregateKind(opts Options) operator.Kind {
 				return nil, err
 			}
 			p.name, p.mode = c.Op.Name, c.Op.Changelog
+			p.ttl = aggStateTTL(c.Op.Node.GetKeyedAggregate(), opts, p.updates)
 			if err := p.setupState(context.Background(), c, opts.KeyedCacheGroups); err != nil {
 				p.Release()
 				return nil, err
@@ -106,6 +107,8 @@ type aggProc struct {
 	// udafs runs the pandas UDAFs (bounded input, final mode: aggudaf.go),
 	// nil when there are none.
 	udafs *pandasUDAFs
+	// ttl is the state TTL (aggttl.go), 0 for none.
+	ttl time.Duration
 }
 
 // smallKeys bounds the int64 keys looked up in a slice (256 KiB at most).
@@ -130,6 +133,8 @@ type group struct {
 	prev    []accumulator
 	// kept are the group's rows for the pandas UDAFs (none without).
 	kept udafRows
+	// touched is when a row last came (Unix ms; state TTL only, aggttl.go).
+	touched int64
 }
 
 func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int, updates bool, interval time.Duration) (*aggProc, error) {
@@ -181,6 +186,9 @@ func (p *aggProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, _ ope
 	}
 	if err != nil {
 		return err
+	}
+	if p.ttl > 0 {
+		p.expireTouched(gids)
 	}
 	if cap(p.targets) < n {
 		p.targets = make([]*accumulator, n)

@@ -36,7 +36,7 @@ func (p *aggProc) openMultisets() error {
 		if a.fn != "min" && a.fn != "max" {
 			continue
 		}
-		m, err := state.NewMap(p.keyed.backend, fmt.Sprintf("multiset-%d", i), state.BytesCodec{}, state.Int64Codec{})
+		m, err := state.NewMap(p.keyed.backend, fmt.Sprintf("multiset-%d", i), state.BytesCodec{}, state.Int64Codec{}, p.ttlOptions()...)
 		if err != nil {
 			return err
 		}

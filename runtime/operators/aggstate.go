@@ -16,7 +16,7 @@ import (
 // setupState prepares the aggregation's keyed state (keyed.go): the
 // groups, each under its key and key group, as one value state.
 func (p *aggProc) setupState(ctx context.Context, c *operator.Context, cacheGroups int) error {
-	return p.keyed.setup(ctx, c, "groups", cacheGroups)
+	return p.keyed.setup(ctx, c, "groups", cacheGroups, p.ttlOptions()...)
 }
 
 // load reads a group from the backend, if it may be there.
@@ -110,10 +110,14 @@ func (p *aggProc) SnapshotState(ctx context.Context, target checkpoint.Target, e
 	if err := p.keyed.open(); err != nil {
 		return err
 	}
+	expired, err := p.dropExpired()
+	if err != nil {
+		return err
+	}
 	if err := p.flush(); err != nil {
 		return err
 	}
-	if len(p.list) > p.keyed.cacheGroups {
+	if expired || len(p.list) > p.keyed.cacheGroups {
 		p.forgetGroups()
 	}
 	return p.keyed.snapshot(target)

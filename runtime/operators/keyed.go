@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
@@ -36,15 +37,23 @@ type keyedState struct {
 	cacheGroups int
 	buf         []byte
 	log         *slog.Logger // the operator's, for the backend's Pebble logs
+	// clock is the state's TTL clock (nil: time.Now); tests set it.
+	clock     func() time.Time
+	stateOpts []state.StateOption
+	// memTable and cache size Pebble's memtable and block cache (0: the
+	// state package's defaults); the join reads and writes every row.
+	memTable, cache int64
 	// persist is the asynchronous part of the last snapshot, until taken.
 	persist func(context.Context, *checkpoint.SubtaskState) error
 }
 
 // setup makes the scratch directory and restores the backend when the job
 // restores a snapshot that holds it.
-func (k *keyedState) setup(ctx context.Context, c *operator.Context, name string, cacheGroups int) error {
+// opts configure the value state (a TTL).
+func (k *keyedState) setup(ctx context.Context, c *operator.Context, name string, cacheGroups int, opts ...state.StateOption) error {
 	*k = keyedState{uid: c.Op.UID, name: name, subtask: c.Subtask, maxP: c.MaxParallelism, complete: true,
-		cacheGroups: cacheGroups, keys: c.Keyed.KeyGroups, log: c.Logger}
+		cacheGroups: cacheGroups, keys: c.Keyed.KeyGroups, log: c.Logger, clock: k.clock, stateOpts: opts,
+		memTable: k.memTable, cache: k.cache}
 	dir, err := os.MkdirTemp(c.Keyed.StateDir, "flinkgo-state-")
 	if err != nil {
 		return fmt.Errorf("creating the local state directory: %w", err)
@@ -71,11 +80,12 @@ func (k *keyedState) setup(ctx context.Context, c *operator.Context, name string
 }
 
 func (k *keyedState) options() state.Options {
-	return state.Options{Dir: filepath.Join(k.dir, "db"), OperatorUID: k.uid, Subtask: k.subtask, MaxParallelism: k.maxP, KeyGroups: k.keys, Logger: k.log}
+	return state.Options{Dir: filepath.Join(k.dir, "db"), OperatorUID: k.uid, Subtask: k.subtask, MaxParallelism: k.maxP, KeyGroups: k.keys, Logger: k.log, Clock: k.clock,
+		MemTableSize: k.memTable, CacheSize: k.cache}
 }
 
 func (k *keyedState) use(b *state.Backend) error {
-	values, err := state.NewValue(b, k.name, state.BytesCodec{})
+	values, err := state.NewValue(b, k.name, state.BytesCodec{}, k.stateOpts...)
 	if err != nil {
 		_ = b.Close()
 		return err
@@ -140,4 +150,12 @@ func (k *keyedState) release() {
 		_ = os.RemoveAll(k.dir)
 		k.dir = ""
 	}
+}
+
+// now is the state's clock's time.
+func (k *keyedState) now() time.Time {
+	if k.clock != nil {
+		return k.clock()
+	}
+	return time.Now()
 }

@@ -33,6 +33,9 @@ type Options struct {
 	// UpdateInterval is how often a keyed aggregation in updates mode
 	// emits the keys that changed.
 	UpdateInterval time.Duration
+	// StateTTL is table.exec.state.ttl: the processing-time TTL of the
+	// state of joins and keyed aggregations that set none (0: forever).
+	StateTTL time.Duration
 	// WatermarkInterval is how often a watermark assigner sends its
 	// watermark (pipeline.auto-watermark-interval); 0 for the default.
 	WatermarkInterval time.Duration
@@ -56,6 +59,7 @@ func Registry(opts Options) *operator.Registry {
 		limitKind(),
 		watermarkAssignerKind(opts),
 		intervalJoinKind(opts),
+		joinKind(opts),
 		windowAggregateKind(opts),
 		sinkKind(opts),
 	)

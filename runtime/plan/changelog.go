@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 )
 
@@ -56,6 +57,15 @@ func (b *builder) resolveChangelogs() {
 				if upsert[op.ID] {
 					op.Changelog, op.UpsertKey = rowkind.Upsert, op.Node.GetKeyedAggregate().GetKeys()
 				}
+			}
+		case KindJoin:
+			// A regular join takes back what a retraction of either input
+			// joined (Flink's StreamingJoinOperator); it emits a retract
+			// stream when it is outer (padded rows are retracted) or an
+			// input is a changelog.
+			op.Changelog, op.ChangelogFrom, op.UpsertKey = rowkind.AppendOnly, -1, nil
+			if in.IsChangelog() || op.Node.GetJoin().GetHow() != planpb.Join_INNER {
+				op.Changelog, op.ChangelogFrom = rowkind.Retract, op.ID
 			}
 		case KindSelect, KindFilter, KindUDF, KindWatermarkAssigner, KindUnion:
 		case KindMapBatches:

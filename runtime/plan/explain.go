@@ -102,6 +102,8 @@ func explainWork(sb *strings.Builder, op *Operator) {
 		fmt.Fprintf(sb, "    %s join of (%s) with (%s) where left.%s + %s <= right.%s <= left.%s + %s\n",
 			strings.ToLower(j.GetHow().String()), strings.Join(j.GetLeftKeys(), ", "), strings.Join(j.GetRightKeys(), ", "),
 			j.GetLeftTime(), time.Duration(j.GetLowerNs()), j.GetRightTime(), j.GetLeftTime(), time.Duration(j.GetUpperNs()))
+	case op.Kind == KindJoin:
+		fmt.Fprintf(sb, "    %s\n", explainJoin(op.Node.GetJoin()))
 	case op.Kind == KindWindowAggregate:
 		fmt.Fprintf(sb, "    %s\n", explainWindow(op.Node.GetWindowAggregate()))
 		explainUDAFs(sb, op, op.Node.GetWindowAggregate().GetAggregates())
@@ -242,4 +244,30 @@ func limitEnds(op *Operator) string {
 		return "drops the rest (its sources feed other sinks too, so they read on)"
 	}
 	return fmt.Sprintf("ends its input: stops %d source(s)", len(op.Ends))
+}
+
+// explainJoin says what a regular join matches, keeps and emits.
+func explainJoin(j *planpb.Join) string {
+	pairs := make([]string, len(j.GetLeftKeys()))
+	for i, l := range j.GetLeftKeys() {
+		r := ""
+		if i < len(j.GetRightKeys()) {
+			r = j.GetRightKeys()[i]
+		}
+		pairs[i] = "left." + l + " = right." + r
+	}
+	cmp := "=, a NULL key never matches and is not stored"
+	if j.GetNullsEqual() {
+		cmp = "IS NOT DISTINCT FROM"
+	}
+	ttl := "kept forever (or table.exec.state.ttl)"
+	if j.GetStateTtlMs() > 0 {
+		ttl = fmt.Sprintf("kept %s after their last write", time.Duration(j.GetStateTtlMs())*time.Millisecond)
+	}
+	out := "append-only when both inputs are"
+	if j.GetHow() != planpb.Join_INNER {
+		out = "a retract changelog (padded rows retracted when a match arrives)"
+	}
+	return fmt.Sprintf("%s join on %s (%s); both sides stored in keyed state, %s; emits %s",
+		strings.ToLower(j.GetHow().String()), strings.Join(pairs, " and "), cmp, ttl, out)
 }

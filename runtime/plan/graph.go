@@ -29,6 +29,7 @@ const (
 	KindWatermarkAssigner
 	KindIntervalJoin
 	KindWindowAggregate
+	KindJoin
 )
 
 var kindNames = [...]string{
@@ -45,6 +46,7 @@ var kindNames = [...]string{
 	KindWatermarkAssigner: "watermark_assigner",
 	KindIntervalJoin:      "interval_join",
 	KindWindowAggregate:   "window_aggregate",
+	KindJoin:              "join",
 }
 
 func (k Kind) String() string {

@@ -193,7 +193,7 @@ func (b *builder) add(n *planpb.Node) {
 
 // keyedBy returns the keys by which a node reads its input number input
 // (over keyed state): a keyed aggregation's group keys, drop_duplicates'
-// subset, an interval join's left or right keys.
+// subset, an interval or regular join's left or right keys.
 func keyedBy(n *planpb.Node, input int) ([]string, bool) {
 	switch k := n.GetKind().(type) {
 	case *planpb.Node_IntervalJoin:
@@ -201,6 +201,11 @@ func keyedBy(n *planpb.Node, input int) ([]string, bool) {
 			return k.IntervalJoin.GetLeftKeys(), true
 		}
 		return k.IntervalJoin.GetRightKeys(), true
+	case *planpb.Node_Join:
+		if input == 0 {
+			return k.Join.GetLeftKeys(), true
+		}
+		return k.Join.GetRightKeys(), true
 	case *planpb.Node_KeyedAggregate:
 		return k.KeyedAggregate.GetKeys(), true
 	case *planpb.Node_DropDuplicates:

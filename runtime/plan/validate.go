@@ -38,6 +38,8 @@ func nodeKind(n *planpb.Node) Kind {
 		return KindWatermarkAssigner
 	case *planpb.Node_IntervalJoin:
 		return KindIntervalJoin
+	case *planpb.Node_Join:
+		return KindJoin
 	case *planpb.Node_WindowAggregate:
 		return KindWindowAggregate
 	}
@@ -82,7 +84,7 @@ func validate(job *planpb.JobPlan) []string {
 		}
 		kind := nodeKind(n)
 		if kind == 0 {
-			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, watermark_assigner, interval_join, window_aggregate, union or sink)")
+			bad("has no kind (source, select, filter, map_batches, keyed_aggregate, drop_duplicates, limit, watermark_assigner, interval_join, join, window_aggregate, union or sink)")
 		}
 		problems = append(problems, validateInputs(job, n, kind, i, index, label)...)
 		for _, p := range validateKind(n, kind) {
@@ -105,7 +107,9 @@ func validateInputs(job *planpb.JobPlan, n *planpb.Node, kind Kind, pos int, ind
 		bad("a union needs at least one input")
 	case kind == KindIntervalJoin && len(inputs) != 2:
 		bad("an interval_join needs two inputs (left, right), it has %d", len(inputs))
-	case kind != 0 && kind != KindSource && kind != KindUnion && kind != KindIntervalJoin && len(inputs) != 1:
+	case kind == KindJoin && len(inputs) != 2:
+		bad("a join needs two inputs (left, right), it has %d", len(inputs))
+	case kind != 0 && kind != KindSource && kind != KindUnion && kind != KindIntervalJoin && kind != KindJoin && len(inputs) != 1:
 		bad("a %s needs exactly one input, it has %d", kind, len(inputs))
 	}
 	for j, in := range inputs {
@@ -242,6 +246,29 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 		}
 		if _, known := planpb.IntervalJoin_How_name[int32(j.GetHow())]; !known {
 			bad("interval_join has unknown join type %d", int32(j.GetHow()))
+		}
+	case KindJoin:
+		j := n.GetJoin()
+		if len(j.GetLeftKeys()) == 0 || len(j.GetLeftKeys()) != len(j.GetRightKeys()) {
+			bad("join needs as many left keys as right keys, at least one; it has %v and %v", j.GetLeftKeys(), j.GetRightKeys())
+		}
+		for _, k := range j.GetLeftKeys() {
+			column("join left key", k)
+		}
+		for _, k := range j.GetRightKeys() {
+			column("join right key", k)
+		}
+		for _, k := range j.GetLeftUniqueKey() {
+			column("join left unique key", k)
+		}
+		for _, k := range j.GetRightUniqueKey() {
+			column("join right unique key", k)
+		}
+		if j.GetStateTtlMs() < 0 {
+			bad("join state TTL %d ms is negative", j.GetStateTtlMs())
+		}
+		if _, known := planpb.Join_How_name[int32(j.GetHow())]; !known {
+			bad("join has unknown join type %d", int32(j.GetHow()))
 		}
 	case KindWindowAggregate:
 		w := n.GetWindowAggregate()

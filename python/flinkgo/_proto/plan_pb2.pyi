@@ -28,7 +28,7 @@ class JobPlan(_message.Message):
     def __init__(self, name: _Optional[str] = ..., default_parallelism: _Optional[int] = ..., config: _Optional[_Mapping[str, str]] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("id", "uid", "name", "parallelism", "inputs", "output_schema", "source", "select", "filter", "map_batches", "keyed_aggregate", "union", "sink", "drop_duplicates", "limit", "watermark_assigner", "window_aggregate", "interval_join")
+    __slots__ = ("id", "uid", "name", "parallelism", "inputs", "output_schema", "source", "select", "filter", "map_batches", "keyed_aggregate", "union", "sink", "drop_duplicates", "limit", "watermark_assigner", "window_aggregate", "interval_join", "join")
     ID_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -47,6 +47,7 @@ class Node(_message.Message):
     WATERMARK_ASSIGNER_FIELD_NUMBER: _ClassVar[int]
     WINDOW_AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_JOIN_FIELD_NUMBER: _ClassVar[int]
+    JOIN_FIELD_NUMBER: _ClassVar[int]
     id: int
     uid: str
     name: str
@@ -65,7 +66,8 @@ class Node(_message.Message):
     watermark_assigner: WatermarkAssigner
     window_aggregate: WindowAggregate
     interval_join: IntervalJoin
-    def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ..., drop_duplicates: _Optional[_Union[DropDuplicates, _Mapping]] = ..., limit: _Optional[_Union[Limit, _Mapping]] = ..., watermark_assigner: _Optional[_Union[WatermarkAssigner, _Mapping]] = ..., window_aggregate: _Optional[_Union[WindowAggregate, _Mapping]] = ..., interval_join: _Optional[_Union[IntervalJoin, _Mapping]] = ...) -> None: ...
+    join: Join
+    def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ..., drop_duplicates: _Optional[_Union[DropDuplicates, _Mapping]] = ..., limit: _Optional[_Union[Limit, _Mapping]] = ..., watermark_assigner: _Optional[_Union[WatermarkAssigner, _Mapping]] = ..., window_aggregate: _Optional[_Union[WindowAggregate, _Mapping]] = ..., interval_join: _Optional[_Union[IntervalJoin, _Mapping]] = ..., join: _Optional[_Union[Join, _Mapping]] = ...) -> None: ...
 
 class Input(_message.Message):
     __slots__ = ("node", "partitioning")
@@ -224,7 +226,7 @@ class MapBatches(_message.Message):
     def __init__(self, function: _Optional[_Union[_worker_pb2.UdfSpec, _Mapping]] = ..., handles_row_kinds: _Optional[bool] = ...) -> None: ...
 
 class KeyedAggregate(_message.Message):
-    __slots__ = ("keys", "aggregates", "emit")
+    __slots__ = ("keys", "aggregates", "emit", "state_ttl_ms")
     class Emit(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         EMIT_AUTO: _ClassVar[KeyedAggregate.Emit]
@@ -236,10 +238,12 @@ class KeyedAggregate(_message.Message):
     KEYS_FIELD_NUMBER: _ClassVar[int]
     AGGREGATES_FIELD_NUMBER: _ClassVar[int]
     EMIT_FIELD_NUMBER: _ClassVar[int]
+    STATE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     keys: _containers.RepeatedScalarFieldContainer[str]
     aggregates: _containers.RepeatedCompositeFieldContainer[Aggregate]
     emit: KeyedAggregate.Emit
-    def __init__(self, keys: _Optional[_Iterable[str]] = ..., aggregates: _Optional[_Iterable[_Union[Aggregate, _Mapping]]] = ..., emit: _Optional[_Union[KeyedAggregate.Emit, str]] = ...) -> None: ...
+    state_ttl_ms: int
+    def __init__(self, keys: _Optional[_Iterable[str]] = ..., aggregates: _Optional[_Iterable[_Union[Aggregate, _Mapping]]] = ..., emit: _Optional[_Union[KeyedAggregate.Emit, str]] = ..., state_ttl_ms: _Optional[int] = ...) -> None: ...
 
 class IntervalJoin(_message.Message):
     __slots__ = ("left_keys", "right_keys", "left_time", "right_time", "lower_ns", "upper_ns", "how")
@@ -268,6 +272,36 @@ class IntervalJoin(_message.Message):
     upper_ns: int
     how: IntervalJoin.How
     def __init__(self, left_keys: _Optional[_Iterable[str]] = ..., right_keys: _Optional[_Iterable[str]] = ..., left_time: _Optional[str] = ..., right_time: _Optional[str] = ..., lower_ns: _Optional[int] = ..., upper_ns: _Optional[int] = ..., how: _Optional[_Union[IntervalJoin.How, str]] = ...) -> None: ...
+
+class Join(_message.Message):
+    __slots__ = ("left_keys", "right_keys", "how", "suffix", "nulls_equal", "state_ttl_ms", "left_unique_key", "right_unique_key")
+    class How(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        INNER: _ClassVar[Join.How]
+        LEFT: _ClassVar[Join.How]
+        RIGHT: _ClassVar[Join.How]
+        FULL: _ClassVar[Join.How]
+    INNER: Join.How
+    LEFT: Join.How
+    RIGHT: Join.How
+    FULL: Join.How
+    LEFT_KEYS_FIELD_NUMBER: _ClassVar[int]
+    RIGHT_KEYS_FIELD_NUMBER: _ClassVar[int]
+    HOW_FIELD_NUMBER: _ClassVar[int]
+    SUFFIX_FIELD_NUMBER: _ClassVar[int]
+    NULLS_EQUAL_FIELD_NUMBER: _ClassVar[int]
+    STATE_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    LEFT_UNIQUE_KEY_FIELD_NUMBER: _ClassVar[int]
+    RIGHT_UNIQUE_KEY_FIELD_NUMBER: _ClassVar[int]
+    left_keys: _containers.RepeatedScalarFieldContainer[str]
+    right_keys: _containers.RepeatedScalarFieldContainer[str]
+    how: Join.How
+    suffix: str
+    nulls_equal: bool
+    state_ttl_ms: int
+    left_unique_key: _containers.RepeatedScalarFieldContainer[str]
+    right_unique_key: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, left_keys: _Optional[_Iterable[str]] = ..., right_keys: _Optional[_Iterable[str]] = ..., how: _Optional[_Union[Join.How, str]] = ..., suffix: _Optional[str] = ..., nulls_equal: _Optional[bool] = ..., state_ttl_ms: _Optional[int] = ..., left_unique_key: _Optional[_Iterable[str]] = ..., right_unique_key: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DropDuplicates(_message.Message):
     __slots__ = ("subset",)

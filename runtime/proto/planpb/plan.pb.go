@@ -257,6 +257,58 @@ func (IntervalJoin_How) EnumDescriptor() ([]byte, []int) {
 	return file_plan_proto_rawDescGZIP(), []int{17, 0}
 }
 
+type Join_How int32
+
+const (
+	Join_INNER Join_How = 0
+	Join_LEFT  Join_How = 1
+	Join_RIGHT Join_How = 2
+	Join_FULL  Join_How = 3
+)
+
+// Enum value maps for Join_How.
+var (
+	Join_How_name = map[int32]string{
+		0: "INNER",
+		1: "LEFT",
+		2: "RIGHT",
+		3: "FULL",
+	}
+	Join_How_value = map[string]int32{
+		"INNER": 0,
+		"LEFT":  1,
+		"RIGHT": 2,
+		"FULL":  3,
+	}
+)
+
+func (x Join_How) Enum() *Join_How {
+	p := new(Join_How)
+	*p = x
+	return p
+}
+
+func (x Join_How) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Join_How) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[4].Descriptor()
+}
+
+func (Join_How) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[4]
+}
+
+func (x Join_How) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Join_How.Descriptor instead.
+func (Join_How) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{18, 0}
+}
+
 type WindowAggregate_Kind int32
 
 const (
@@ -296,11 +348,11 @@ func (x WindowAggregate_Kind) String() string {
 }
 
 func (WindowAggregate_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[4].Descriptor()
+	return file_plan_proto_enumTypes[5].Descriptor()
 }
 
 func (WindowAggregate_Kind) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[4]
+	return &file_plan_proto_enumTypes[5]
 }
 
 func (x WindowAggregate_Kind) Number() protoreflect.EnumNumber {
@@ -309,7 +361,7 @@ func (x WindowAggregate_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WindowAggregate_Kind.Descriptor instead.
 func (WindowAggregate_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21, 0}
+	return file_plan_proto_rawDescGZIP(), []int{22, 0}
 }
 
 // What happens to a row too late for every window it belongs to: DROP
@@ -345,11 +397,11 @@ func (x WindowAggregate_LateRows) String() string {
 }
 
 func (WindowAggregate_LateRows) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[5].Descriptor()
+	return file_plan_proto_enumTypes[6].Descriptor()
 }
 
 func (WindowAggregate_LateRows) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[5]
+	return &file_plan_proto_enumTypes[6]
 }
 
 func (x WindowAggregate_LateRows) Number() protoreflect.EnumNumber {
@@ -358,7 +410,7 @@ func (x WindowAggregate_LateRows) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WindowAggregate_LateRows.Descriptor instead.
 func (WindowAggregate_LateRows) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21, 1}
+	return file_plan_proto_rawDescGZIP(), []int{22, 1}
 }
 
 // What to do with a directory that already holds files, as Spark's
@@ -401,11 +453,11 @@ func (x FileSink_Mode) String() string {
 }
 
 func (FileSink_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[6].Descriptor()
+	return file_plan_proto_enumTypes[7].Descriptor()
 }
 
 func (FileSink_Mode) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[6]
+	return &file_plan_proto_enumTypes[7]
 }
 
 func (x FileSink_Mode) Number() protoreflect.EnumNumber {
@@ -414,7 +466,7 @@ func (x FileSink_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileSink_Mode.Descriptor instead.
 func (FileSink_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{26, 0}
+	return file_plan_proto_rawDescGZIP(), []int{27, 0}
 }
 
 type JobPlan struct {
@@ -516,6 +568,7 @@ type Node struct {
 	//	*Node_WatermarkAssigner
 	//	*Node_WindowAggregate
 	//	*Node_IntervalJoin
+	//	*Node_Join
 	Kind          isNode_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -708,6 +761,15 @@ func (x *Node) GetIntervalJoin() *IntervalJoin {
 	return nil
 }
 
+func (x *Node) GetJoin() *Join {
+	if x != nil {
+		if x, ok := x.Kind.(*Node_Join); ok {
+			return x.Join
+		}
+	}
+	return nil
+}
+
 type isNode_Kind interface {
 	isNode_Kind()
 }
@@ -760,6 +822,10 @@ type Node_IntervalJoin struct {
 	IntervalJoin *IntervalJoin `protobuf:"bytes,21,opt,name=interval_join,json=intervalJoin,proto3,oneof"`
 }
 
+type Node_Join struct {
+	Join *Join `protobuf:"bytes,22,opt,name=join,proto3,oneof"`
+}
+
 func (*Node_Source) isNode_Kind() {}
 
 func (*Node_Select) isNode_Kind() {}
@@ -783,6 +849,8 @@ func (*Node_WatermarkAssigner) isNode_Kind() {}
 func (*Node_WindowAggregate) isNode_Kind() {}
 
 func (*Node_IntervalJoin) isNode_Kind() {}
+
+func (*Node_Join) isNode_Kind() {}
 
 // Input is one incoming edge and how its rows are distributed.
 type Input struct {
@@ -1747,10 +1815,15 @@ func (x *MapBatches) GetHandlesRowKinds() bool {
 }
 
 type KeyedAggregate struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Keys          []string               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
-	Aggregates    []*Aggregate           `protobuf:"bytes,2,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
-	Emit          KeyedAggregate_Emit    `protobuf:"varint,3,opt,name=emit,proto3,enum=flinkgo.plan.v1.KeyedAggregate_Emit" json:"emit,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Keys       []string               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	Aggregates []*Aggregate           `protobuf:"bytes,2,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
+	Emit       KeyedAggregate_Emit    `protobuf:"varint,3,opt,name=emit,proto3,enum=flinkgo.plan.v1.KeyedAggregate_Emit" json:"emit,omitempty"`
+	// Processing-time TTL of each key's aggregation state in milliseconds, as
+	// Flink's table.exec.state.ttl: a key untouched that long is forgotten and
+	// starts again from nothing. 0: the job's table.exec.state.ttl (whose
+	// default 0 keeps state forever).
+	StateTtlMs    int64 `protobuf:"varint,4,opt,name=state_ttl_ms,json=stateTtlMs,proto3" json:"state_ttl_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1804,6 +1877,13 @@ func (x *KeyedAggregate) GetEmit() KeyedAggregate_Emit {
 		return x.Emit
 	}
 	return KeyedAggregate_EMIT_AUTO
+}
+
+func (x *KeyedAggregate) GetStateTtlMs() int64 {
+	if x != nil {
+		return x.StateTtlMs
+	}
+	return 0
 }
 
 // DropDuplicates keeps the first row seen of each combination of the
@@ -1913,6 +1993,118 @@ func (x *IntervalJoin) GetHow() IntervalJoin_How {
 	return IntervalJoin_INNER
 }
 
+// Join is a regular equi-join of two inputs (Flink's StreamingJoinOperator):
+// both sides are kept in keyed state by join key, and every row joins the
+// stored rows of the other side. Inner joins of append-only inputs emit
+// append-only output; outer joins and changelog inputs emit a changelog
+// (padded rows retracted with -D when their first match arrives).
+type Join struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	LeftKeys  []string               `protobuf:"bytes,1,rep,name=left_keys,json=leftKeys,proto3" json:"left_keys,omitempty"`
+	RightKeys []string               `protobuf:"bytes,2,rep,name=right_keys,json=rightKeys,proto3" json:"right_keys,omitempty"`
+	How       Join_How               `protobuf:"varint,3,opt,name=how,proto3,enum=flinkgo.plan.v1.Join_How" json:"how,omitempty"`
+	// The suffix of a right column named like a left one ("_right" if empty).
+	Suffix string `protobuf:"bytes,4,opt,name=suffix,proto3" json:"suffix,omitempty"`
+	// Keys compare with IS NOT DISTINCT FROM (NULL equals NULL) instead of =
+	// (a row with a NULL key never matches, and is never stored).
+	NullsEqual bool `protobuf:"varint,5,opt,name=nulls_equal,json=nullsEqual,proto3" json:"nulls_equal,omitempty"`
+	// Processing-time TTL of the stored rows in milliseconds (0: the job's
+	// table.exec.state.ttl, whose default 0 keeps them forever).
+	StateTtlMs int64 `protobuf:"varint,6,opt,name=state_ttl_ms,json=stateTtlMs,proto3" json:"state_ttl_ms,omitempty"`
+	// Columns that are a unique key of each input (empty: none known); a
+	// side with one stores one row per unique key instead of a multiset.
+	LeftUniqueKey  []string `protobuf:"bytes,7,rep,name=left_unique_key,json=leftUniqueKey,proto3" json:"left_unique_key,omitempty"`
+	RightUniqueKey []string `protobuf:"bytes,8,rep,name=right_unique_key,json=rightUniqueKey,proto3" json:"right_unique_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Join) Reset() {
+	*x = Join{}
+	mi := &file_plan_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Join) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Join) ProtoMessage() {}
+
+func (x *Join) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Join.ProtoReflect.Descriptor instead.
+func (*Join) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Join) GetLeftKeys() []string {
+	if x != nil {
+		return x.LeftKeys
+	}
+	return nil
+}
+
+func (x *Join) GetRightKeys() []string {
+	if x != nil {
+		return x.RightKeys
+	}
+	return nil
+}
+
+func (x *Join) GetHow() Join_How {
+	if x != nil {
+		return x.How
+	}
+	return Join_INNER
+}
+
+func (x *Join) GetSuffix() string {
+	if x != nil {
+		return x.Suffix
+	}
+	return ""
+}
+
+func (x *Join) GetNullsEqual() bool {
+	if x != nil {
+		return x.NullsEqual
+	}
+	return false
+}
+
+func (x *Join) GetStateTtlMs() int64 {
+	if x != nil {
+		return x.StateTtlMs
+	}
+	return 0
+}
+
+func (x *Join) GetLeftUniqueKey() []string {
+	if x != nil {
+		return x.LeftUniqueKey
+	}
+	return nil
+}
+
+func (x *Join) GetRightUniqueKey() []string {
+	if x != nil {
+		return x.RightUniqueKey
+	}
+	return nil
+}
+
 type DropDuplicates struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The columns that identify a duplicate, at least one; the client lists
@@ -1924,7 +2116,7 @@ type DropDuplicates struct {
 
 func (x *DropDuplicates) Reset() {
 	*x = DropDuplicates{}
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2128,7 @@ func (x *DropDuplicates) String() string {
 func (*DropDuplicates) ProtoMessage() {}
 
 func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2141,7 @@ func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDuplicates.ProtoReflect.Descriptor instead.
 func (*DropDuplicates) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18}
+	return file_plan_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DropDuplicates) GetSubset() []string {
@@ -1981,7 +2173,7 @@ type WatermarkAssigner struct {
 
 func (x *WatermarkAssigner) Reset() {
 	*x = WatermarkAssigner{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1993,7 +2185,7 @@ func (x *WatermarkAssigner) String() string {
 func (*WatermarkAssigner) ProtoMessage() {}
 
 func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2006,7 +2198,7 @@ func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatermarkAssigner.ProtoReflect.Descriptor instead.
 func (*WatermarkAssigner) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WatermarkAssigner) GetTimeColumn() string {
@@ -2053,7 +2245,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2065,7 +2257,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2078,7 +2270,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Limit) GetN() int64 {
@@ -2118,7 +2310,7 @@ type WindowAggregate struct {
 
 func (x *WindowAggregate) Reset() {
 	*x = WindowAggregate{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2322,7 @@ func (x *WindowAggregate) String() string {
 func (*WindowAggregate) ProtoMessage() {}
 
 func (x *WindowAggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2335,7 @@ func (x *WindowAggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowAggregate.ProtoReflect.Descriptor instead.
 func (*WindowAggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WindowAggregate) GetTimeColumn() string {
@@ -2246,7 +2438,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2258,7 +2450,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2271,7 +2463,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -2318,7 +2510,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2330,7 +2522,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2535,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23}
+	return file_plan_proto_rawDescGZIP(), []int{24}
 }
 
 type Sink struct {
@@ -2360,7 +2552,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2372,7 +2564,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2385,7 +2577,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24}
+	return file_plan_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -2452,7 +2644,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[25]
+	mi := &file_plan_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2656,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[25]
+	mi := &file_plan_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2669,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{25}
+	return file_plan_proto_rawDescGZIP(), []int{26}
 }
 
 type FileSink struct {
@@ -2496,7 +2688,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[26]
+	mi := &file_plan_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2508,7 +2700,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[26]
+	mi := &file_plan_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2521,7 +2713,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{26}
+	return file_plan_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -2561,7 +2753,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[27]
+	mi := &file_plan_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2573,7 +2765,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[27]
+	mi := &file_plan_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2586,7 +2778,7 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{27}
+	return file_plan_proto_rawDescGZIP(), []int{28}
 }
 
 var File_plan_proto protoreflect.FileDescriptor
@@ -2602,7 +2794,7 @@ const file_plan_proto_rawDesc = "" +
 	"\x05nodes\x18\x04 \x03(\v2\x15.flinkgo.plan.v1.NodeR\x05nodes\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa3\a\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd0\a\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12\x12\n" +
@@ -2623,7 +2815,8 @@ const file_plan_proto_rawDesc = "" +
 	"\x05limit\x18\x12 \x01(\v2\x16.flinkgo.plan.v1.LimitH\x00R\x05limit\x12S\n" +
 	"\x12watermark_assigner\x18\x13 \x01(\v2\".flinkgo.plan.v1.WatermarkAssignerH\x00R\x11watermarkAssigner\x12M\n" +
 	"\x10window_aggregate\x18\x14 \x01(\v2 .flinkgo.plan.v1.WindowAggregateH\x00R\x0fwindowAggregate\x12D\n" +
-	"\rinterval_join\x18\x15 \x01(\v2\x1d.flinkgo.plan.v1.IntervalJoinH\x00R\fintervalJoinB\x06\n" +
+	"\rinterval_join\x18\x15 \x01(\v2\x1d.flinkgo.plan.v1.IntervalJoinH\x00R\fintervalJoin\x12+\n" +
+	"\x04join\x18\x16 \x01(\v2\x15.flinkgo.plan.v1.JoinH\x00R\x04joinB\x06\n" +
 	"\x04kind\"^\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
@@ -2696,13 +2889,15 @@ const file_plan_proto_rawDesc = "" +
 	"\n" +
 	"MapBatches\x126\n" +
 	"\bfunction\x18\x01 \x01(\v2\x1a.flinkgo.worker.v1.UdfSpecR\bfunction\x12*\n" +
-	"\x11handles_row_kinds\x18\x02 \x01(\bR\x0fhandlesRowKinds\"\xd3\x01\n" +
+	"\x11handles_row_kinds\x18\x02 \x01(\bR\x0fhandlesRowKinds\"\xf5\x01\n" +
 	"\x0eKeyedAggregate\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\x12:\n" +
 	"\n" +
 	"aggregates\x18\x02 \x03(\v2\x1a.flinkgo.plan.v1.AggregateR\n" +
 	"aggregates\x128\n" +
-	"\x04emit\x18\x03 \x01(\x0e2$.flinkgo.plan.v1.KeyedAggregate.EmitR\x04emit\"7\n" +
+	"\x04emit\x18\x03 \x01(\x0e2$.flinkgo.plan.v1.KeyedAggregate.EmitR\x04emit\x12 \n" +
+	"\fstate_ttl_ms\x18\x04 \x01(\x03R\n" +
+	"stateTtlMs\"7\n" +
 	"\x04Emit\x12\r\n" +
 	"\tEMIT_AUTO\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -2718,6 +2913,23 @@ const file_plan_proto_rawDesc = "" +
 	"\blower_ns\x18\x05 \x01(\x03R\alowerNs\x12\x19\n" +
 	"\bupper_ns\x18\x06 \x01(\x03R\aupperNs\x123\n" +
 	"\x03how\x18\a \x01(\x0e2!.flinkgo.plan.v1.IntervalJoin.HowR\x03how\"/\n" +
+	"\x03How\x12\t\n" +
+	"\x05INNER\x10\x00\x12\b\n" +
+	"\x04LEFT\x10\x01\x12\t\n" +
+	"\x05RIGHT\x10\x02\x12\b\n" +
+	"\x04FULL\x10\x03\"\xcd\x02\n" +
+	"\x04Join\x12\x1b\n" +
+	"\tleft_keys\x18\x01 \x03(\tR\bleftKeys\x12\x1d\n" +
+	"\n" +
+	"right_keys\x18\x02 \x03(\tR\trightKeys\x12+\n" +
+	"\x03how\x18\x03 \x01(\x0e2\x19.flinkgo.plan.v1.Join.HowR\x03how\x12\x16\n" +
+	"\x06suffix\x18\x04 \x01(\tR\x06suffix\x12\x1f\n" +
+	"\vnulls_equal\x18\x05 \x01(\bR\n" +
+	"nullsEqual\x12 \n" +
+	"\fstate_ttl_ms\x18\x06 \x01(\x03R\n" +
+	"stateTtlMs\x12&\n" +
+	"\x0fleft_unique_key\x18\a \x03(\tR\rleftUniqueKey\x12(\n" +
+	"\x10right_unique_key\x18\b \x03(\tR\x0erightUniqueKey\"/\n" +
 	"\x03How\x12\t\n" +
 	"\x05INNER\x10\x00\x12\b\n" +
 	"\x04LEFT\x10\x01\x12\t\n" +
@@ -2796,97 +3008,101 @@ func file_plan_proto_rawDescGZIP() []byte {
 	return file_plan_proto_rawDescData
 }
 
-var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_plan_proto_goTypes = []any{
 	(Partitioning_Kind)(0),        // 0: flinkgo.plan.v1.Partitioning.Kind
 	(FileSource_Format)(0),        // 1: flinkgo.plan.v1.FileSource.Format
 	(KeyedAggregate_Emit)(0),      // 2: flinkgo.plan.v1.KeyedAggregate.Emit
 	(IntervalJoin_How)(0),         // 3: flinkgo.plan.v1.IntervalJoin.How
-	(WindowAggregate_Kind)(0),     // 4: flinkgo.plan.v1.WindowAggregate.Kind
-	(WindowAggregate_LateRows)(0), // 5: flinkgo.plan.v1.WindowAggregate.LateRows
-	(FileSink_Mode)(0),            // 6: flinkgo.plan.v1.FileSink.Mode
-	(*JobPlan)(nil),               // 7: flinkgo.plan.v1.JobPlan
-	(*Node)(nil),                  // 8: flinkgo.plan.v1.Node
-	(*Input)(nil),                 // 9: flinkgo.plan.v1.Input
-	(*Partitioning)(nil),          // 10: flinkgo.plan.v1.Partitioning
-	(*Expr)(nil),                  // 11: flinkgo.plan.v1.Expr
-	(*Literal)(nil),               // 12: flinkgo.plan.v1.Literal
-	(*Call)(nil),                  // 13: flinkgo.plan.v1.Call
-	(*UdfExpr)(nil),               // 14: flinkgo.plan.v1.UdfExpr
-	(*NamedExpr)(nil),             // 15: flinkgo.plan.v1.NamedExpr
-	(*Source)(nil),                // 16: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),           // 17: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),            // 18: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),         // 19: flinkgo.plan.v1.DatagenSource
-	(*Select)(nil),                // 20: flinkgo.plan.v1.Select
-	(*Filter)(nil),                // 21: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),            // 22: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),        // 23: flinkgo.plan.v1.KeyedAggregate
-	(*IntervalJoin)(nil),          // 24: flinkgo.plan.v1.IntervalJoin
-	(*DropDuplicates)(nil),        // 25: flinkgo.plan.v1.DropDuplicates
-	(*WatermarkAssigner)(nil),     // 26: flinkgo.plan.v1.WatermarkAssigner
-	(*Limit)(nil),                 // 27: flinkgo.plan.v1.Limit
-	(*WindowAggregate)(nil),       // 28: flinkgo.plan.v1.WindowAggregate
-	(*Aggregate)(nil),             // 29: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),                 // 30: flinkgo.plan.v1.Union
-	(*Sink)(nil),                  // 31: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),             // 32: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),              // 33: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),           // 34: flinkgo.plan.v1.CollectSink
-	nil,                           // 35: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil),      // 36: flinkgo.worker.v1.UdfSpec
+	(Join_How)(0),                 // 4: flinkgo.plan.v1.Join.How
+	(WindowAggregate_Kind)(0),     // 5: flinkgo.plan.v1.WindowAggregate.Kind
+	(WindowAggregate_LateRows)(0), // 6: flinkgo.plan.v1.WindowAggregate.LateRows
+	(FileSink_Mode)(0),            // 7: flinkgo.plan.v1.FileSink.Mode
+	(*JobPlan)(nil),               // 8: flinkgo.plan.v1.JobPlan
+	(*Node)(nil),                  // 9: flinkgo.plan.v1.Node
+	(*Input)(nil),                 // 10: flinkgo.plan.v1.Input
+	(*Partitioning)(nil),          // 11: flinkgo.plan.v1.Partitioning
+	(*Expr)(nil),                  // 12: flinkgo.plan.v1.Expr
+	(*Literal)(nil),               // 13: flinkgo.plan.v1.Literal
+	(*Call)(nil),                  // 14: flinkgo.plan.v1.Call
+	(*UdfExpr)(nil),               // 15: flinkgo.plan.v1.UdfExpr
+	(*NamedExpr)(nil),             // 16: flinkgo.plan.v1.NamedExpr
+	(*Source)(nil),                // 17: flinkgo.plan.v1.Source
+	(*ArrowSource)(nil),           // 18: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),            // 19: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),         // 20: flinkgo.plan.v1.DatagenSource
+	(*Select)(nil),                // 21: flinkgo.plan.v1.Select
+	(*Filter)(nil),                // 22: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),            // 23: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),        // 24: flinkgo.plan.v1.KeyedAggregate
+	(*IntervalJoin)(nil),          // 25: flinkgo.plan.v1.IntervalJoin
+	(*Join)(nil),                  // 26: flinkgo.plan.v1.Join
+	(*DropDuplicates)(nil),        // 27: flinkgo.plan.v1.DropDuplicates
+	(*WatermarkAssigner)(nil),     // 28: flinkgo.plan.v1.WatermarkAssigner
+	(*Limit)(nil),                 // 29: flinkgo.plan.v1.Limit
+	(*WindowAggregate)(nil),       // 30: flinkgo.plan.v1.WindowAggregate
+	(*Aggregate)(nil),             // 31: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),                 // 32: flinkgo.plan.v1.Union
+	(*Sink)(nil),                  // 33: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),             // 34: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),              // 35: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),           // 36: flinkgo.plan.v1.CollectSink
+	nil,                           // 37: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*workerpb.UdfSpec)(nil),      // 38: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	35, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
-	8,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
-	9,  // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
-	16, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
-	20, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
-	21, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
-	22, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
-	23, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	30, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	31, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	25, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	27, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
-	26, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
-	28, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
-	24, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
-	10, // 15: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
-	0,  // 16: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	12, // 17: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	13, // 18: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	14, // 19: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	11, // 20: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	36, // 21: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	11, // 22: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	11, // 23: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	17, // 24: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	18, // 25: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	19, // 26: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	1,  // 27: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	15, // 28: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	11, // 29: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	36, // 30: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	29, // 31: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	2,  // 32: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	3,  // 33: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
-	20, // 34: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
-	4,  // 35: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
-	29, // 36: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	5,  // 37: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
-	36, // 38: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	32, // 39: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	33, // 40: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	34, // 41: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 42: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	6,  // 43: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	37, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	9,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
+	10, // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
+	17, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
+	21, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
+	22, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
+	23, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
+	24, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
+	32, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	33, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	27, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
+	29, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	28, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
+	30, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
+	25, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
+	26, // 15: flinkgo.plan.v1.Node.join:type_name -> flinkgo.plan.v1.Join
+	11, // 16: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	0,  // 17: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
+	13, // 18: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	14, // 19: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	15, // 20: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	12, // 21: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	38, // 22: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	12, // 23: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	12, // 24: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	18, // 25: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	19, // 26: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	20, // 27: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	1,  // 28: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	16, // 29: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	12, // 30: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	38, // 31: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	31, // 32: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	2,  // 33: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	3,  // 34: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
+	4,  // 35: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
+	21, // 36: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
+	5,  // 37: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
+	31, // 38: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	6,  // 39: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	38, // 40: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	34, // 41: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	35, // 42: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	36, // 43: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	1,  // 44: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	7,  // 45: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -2907,6 +3123,7 @@ func file_plan_proto_init() {
 		(*Node_WatermarkAssigner)(nil),
 		(*Node_WindowAggregate)(nil),
 		(*Node_IntervalJoin)(nil),
+		(*Node_Join)(nil),
 	}
 	file_plan_proto_msgTypes[4].OneofWrappers = []any{
 		(*Expr_Column)(nil),
@@ -2926,7 +3143,7 @@ func file_plan_proto_init() {
 		(*Source_File)(nil),
 		(*Source_Datagen)(nil),
 	}
-	file_plan_proto_msgTypes[24].OneofWrappers = []any{
+	file_plan_proto_msgTypes[25].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
@@ -2936,8 +3153,8 @@ func file_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
-			NumEnums:      7,
-			NumMessages:   29,
+			NumEnums:      8,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
