@@ -13,10 +13,16 @@ export FLINKGO_PYTHON := $(abspath $(PY))
 go-test: FLINKGO_CHAOS_ROUNDS ?= 3
 chaos: FLINKGO_CHAOS_ROUNDS ?= 50
 
-.PHONY: example example-bridge test setup go-test py-test tox lint proto proto-check chaos bench fuzz
+.PHONY: example example-bridge test setup test-deps-kafka go-test py-test tox lint proto proto-check chaos bench fuzz
 
 setup: $(VENV)/.installed
 	go mod download
+
+# The Kafka broker of the tests (scripts/kafka/broker.sh): a Java 17+ runtime and Maven
+# from Debian's packages when missing, and the Kafka jars from Maven Central (cached).
+# Only the tests need it: `make example` runs without Java.
+test-deps-kafka:
+	scripts/kafka/broker.sh install >/dev/null
 
 # The editable install skips the Go build of setup.py: in this checkout flinkgo builds
 # the runtime binary on first use (into ~/.cache/flinkgo), rebuilding it when Go sources change.
@@ -57,11 +63,12 @@ proto-check:
 
 # Tests that need Python skip without one under a plain `go test ./...`; here
 # FLINKGO_REQUIRE_PYTHON=1 makes them fail instead, so `make test` runs them all.
-go-test:
+go-test: test-deps-kafka
 	FLINKGO_REQUIRE_PYTHON=1 FLINKGO_CHAOS_ROUNDS=$(FLINKGO_CHAOS_ROUNDS) go test -race -count=1 -timeout 20m ./...
 
-py-test:
-	$(PY) -m pytest python/tests
+# FLINKGO_REQUIRE_PYTHON=1: a test whose Kafka broker cannot start fails instead of skipping.
+py-test: test-deps-kafka
+	FLINKGO_REQUIRE_PYTHON=1 $(PY) -m pytest python/tests
 
 tox:
 	$(VENV)/bin/tox -e py311-newest,py311-lowest

@@ -17,7 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"go.uber.org/goleak"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/udf/bridge"
@@ -26,7 +25,9 @@ import (
 	"github.com/flinkgo/flinkgo/udf/chainrun"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain stops the Kafka broker of kafkasink_test.go, if one started, and
+// checks for leaks.
+func TestMain(m *testing.M) { testkit.KafkaMain(m) }
 
 // env is what every test here needs: a checked allocator that must end at
 // zero, and a check that no worker process outlives the test.

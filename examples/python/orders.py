@@ -17,10 +17,9 @@ not exist), then, on the embedded local runtime:
 
 from __future__ import annotations
 
+import flinkgo as fg
 import numpy as np
 import pandas as pd
-
-import flinkgo as fg
 
 COUNTRIES = np.array(["DE", "FR", "IT", "NL", "PL"])
 

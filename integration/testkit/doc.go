@@ -7,6 +7,10 @@
 // (`make setup`, or $FLINKGO_PYTHON), unless $FLINKGO_REQUIRE_PYTHON is 1, as
 // under `make test`, where it fails.
 //
+// It also starts the real servers tests talk to: an S3 API server (moto)
+// per test, and a Kafka broker (KRaft, from Maven Central's jars, run by
+// scripts/kafka/broker.sh) per test package, through Kafka and KafkaMain.
+//
 // It is imported by tests only; it has no mocks: every spec it returns was
 // pickled by cloudpickle in a real Python process.
 package testkit

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -22,7 +23,13 @@ func Alive(pid int) bool {
 	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
-// ChildPids lists the live child processes of this process.
+// testServers holds the pids of the servers a test package shares (the
+// Kafka broker): children of the test binary that outlive single tests,
+// so ChildPids leaves them out.
+var testServers sync.Map // pid -> true
+
+// ChildPids lists the live child processes of this process, but for the
+// servers that the test package shares (the Kafka broker).
 func ChildPids() []int {
 	self := strconv.Itoa(os.Getpid())
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
@@ -42,6 +49,9 @@ func ChildPids() []int {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if _, shared := testServers.Load(pid); shared {
+			continue
+		}
 		pids = append(pids, pid)
 	}
 	return pids

@@ -1408,6 +1408,95 @@ class DataFrame:
         """
         return self._file_sink("write_jsonl", path, "JSONL", mode, changelog)
 
+    def write_kafka(
+        self,
+        topic: str,
+        *,
+        bootstrap_servers: str,
+        key: str | None = None,
+        value_format: Literal["json", "raw", "csv"] = "json",
+        delivery: Literal["exactly-once", "at-least-once", "none"] = "exactly-once",
+        transactional_id_prefix: str | None = None,
+        properties: Mapping[str, str | int | bool] | None = None,
+    ) -> Sink:
+        """Write one Kafka record per row to `topic`, as Flink's ``KafkaSink``.
+
+        With ``delivery="exactly-once"`` (the default) each sink subtask writes the rows
+        of each checkpoint interval in one Kafka transaction, flushed when the
+        checkpoint's barrier passes and committed when the checkpoint completes (two-phase
+        commit). Readers with ``isolation.level=read_committed`` then see every row once,
+        across failures and restores: a restored job commits the transactions its
+        checkpoint holds and aborts those the failed attempt left open. Rows become
+        visible at checkpoint completion, so the checkpoint interval is the latency; a
+        job without checkpoints commits once, at its end. ``"at-least-once"`` waits at
+        every checkpoint until the rows sent are acknowledged (a restore may write some
+        again); ``"none"`` does not wait.
+
+        Parameters
+        ----------
+        topic
+            The topic written (it must exist, unless the broker creates topics).
+        bootstrap_servers
+            ``"host:port"`` of one broker or more, comma-separated.
+        key
+            A column whose value is the record key (string or binary: its bytes; another
+            type: its JSON text); None writes records without a key.
+        value_format
+            ``"json"``: a JSON object of every column per record; ``"csv"``: a CSV row,
+            columns in order, no header; ``"raw"``: the bytes of the one string or binary
+            column (besides the key). The values are encoded by the runtime, in Go.
+        delivery
+            ``"exactly-once"``, ``"at-least-once"`` or ``"none"``.
+        transactional_id_prefix
+            Required for exactly-once, as in Flink (no default is derived, since two jobs
+            sharing a prefix fence each other): transactions are named
+            ``<prefix>-<subtask>-<n>``. Keep it when restoring a job from a checkpoint.
+        properties
+            Kafka producer properties; the runtime supports ``transaction.timeout.ms``
+            (default 900000, which must exceed the checkpoint interval plus the time a
+            restart takes), ``linger.ms``, ``batch.size``, ``compression.type``,
+            ``delivery.timeout.ms`` and ``client.id``, and refuses others when the job is
+            submitted.
+
+        Returns
+        -------
+        Sink
+            The sink, registered on the Environment.
+
+        Raises
+        ------
+        ValueError
+            If `delivery` or `value_format` is unknown, or exactly-once has no
+            `transactional_id_prefix`.
+        flinkgo.SchemaError
+            If `key` is not a column, or ``"raw"`` has not one string or binary column.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"id": [1], "name": ["a"]}))
+        >>> df.write_kafka(
+        ...     "out", bootstrap_servers="localhost:9092", key="name",
+        ...     transactional_id_prefix="my-job",
+        ... )
+        <Sink write_kafka(out)>
+        """
+        from flinkgo._kafka import kafka_sink
+        from flinkgo._proto import plan_pb2 as pb
+
+        msg = kafka_sink(
+            self.schema,
+            topic,
+            bootstrap_servers=bootstrap_servers,
+            key=key,
+            value_format=value_format,
+            delivery=delivery,
+            transactional_id_prefix=transactional_id_prefix,
+            properties=properties,
+        )
+        return self._sink(pb.Sink(kafka=msg), f"write_kafka({topic})")
+
     def write_parquet(
         self, path: str | os.PathLike[str], *, mode: SinkMode = "error", changelog: bool = False
     ) -> Sink:

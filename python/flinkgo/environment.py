@@ -27,15 +27,17 @@ client (grpc) when a job is first run.
 
 from __future__ import annotations
 
+import datetime
 import os
+import re
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pyarrow as pa
 
-from flinkgo import _sources
+from flinkgo import _kafka, _sources
 from flinkgo._endpoint import check_endpoint
 from flinkgo._graph import MAX_PARALLELISM, Step, build_plan
 from flinkgo.dataframe import DataFrame
@@ -483,6 +485,122 @@ class Environment:
 
         file = pb.FileSource(format=pb.FileSource.PARQUET, paths=paths)
         return self._source(pb.Source(file=file), f"{op}({os.fspath(path_or_glob)})", out)
+
+    def read_kafka(
+        self,
+        topics: str | Sequence[str] | re.Pattern[str],
+        *,
+        bootstrap_servers: str,
+        schema: pa.Schema | Mapping[str, pa.DataType | str] | None = None,
+        value_format: Literal["json", "raw", "csv"] = "json",
+        group_id: str | None = None,
+        starting_offsets: Literal["earliest", "latest"]
+        | datetime.datetime
+        | Mapping[int | tuple[str, int], int] = "earliest",
+        bounded: Literal["latest"] | None = None,
+        key_column: str | None = None,
+        timestamp_column: str | None = None,
+        partition_column: str | None = None,
+        offset_column: str | None = None,
+        topic_column: str | None = None,
+        properties: Mapping[str, str | int | bool] | None = None,
+    ) -> DataFrame:
+        """Make a source that reads Kafka topics, as Flink's ``KafkaSource``.
+
+        Every partition is a split: the source's subtasks share the partitions as Flink
+        assigns them, each partition's offset is part of every checkpoint (so a job
+        restored from one, at any parallelism, reads every record exactly once into its
+        exactly-once sinks), and with `group_id` the offsets of each completed checkpoint
+        are committed to that consumer group, for monitoring only. New partitions, and
+        new topics of a pattern, are found every ``partition.discovery.interval.ms``
+        (5 minutes; a property) and read from their earliest offset. Records become Arrow
+        batches in the runtime, one partition per batch, so ``with_watermark`` keeps a
+        watermark per partition.
+
+        Parameters
+        ----------
+        topics
+            A topic, a list of topics, or a compiled regular expression (RE2 syntax)
+            that whole topic names match.
+        bootstrap_servers
+            ``"host:port"`` of one broker or more, comma-separated.
+        schema
+            The value's columns and types (a :class:`pyarrow.Schema` or a dict of name
+            to type). Required for ``"json"`` and ``"csv"``; ``"raw"`` defaults to one
+            binary column ``value``.
+        value_format
+            ``"json"``: a JSON object per record (fields not in `schema` are skipped,
+            missing ones are null); ``"csv"``: a CSV row per record, columns in schema
+            order; ``"raw"``: the value's bytes (binary, or string if declared so).
+            JSON and CSV skip records with a null value (tombstones), as Flink does.
+        group_id
+            The consumer group the offsets are committed to when checkpoints complete;
+            None commits nothing.
+        starting_offsets
+            Where a fresh start begins: ``"earliest"``, ``"latest"``, an aware
+            :class:`datetime.datetime` (the first record at or after it), or a dict of
+            partition (or ``(topic, partition)``) to offset, partitions not in it starting
+            at their earliest offset. A restored job starts where its checkpoint was.
+        bounded
+            None reads forever; ``"latest"`` stops at the latest offsets of the moment
+            the job starts (then the source ends, and a batch job can finish).
+        key_column, timestamp_column, partition_column, offset_column, topic_column
+            Names for the record's key (binary), timestamp (``timestamp[ms, UTC]``),
+            partition (int32), offset (int64) and topic (string) as columns after the
+            value's; None (the default) leaves each out.
+        properties
+            Kafka consumer and Flink KafkaSource properties: ``isolation.level``
+            (``read_committed`` to read only committed transactions),
+            ``partition.discovery.interval.ms``, ``commit.offsets.on.checkpoint``,
+            ``client.id``, ``fetch.max.bytes``, ``max.partition.fetch.bytes``,
+            ``fetch.min.bytes``, ``fetch.max.wait.ms``. Others fail the job when it starts.
+
+        Returns
+        -------
+        DataFrame
+            The records' rows; unbounded unless ``bounded="latest"``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            If an option has a bad value or `schema` is missing for JSON or CSV.
+        SchemaError
+            If a metadata column's name is already taken.
+
+        Examples
+        --------
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> env.read_kafka(
+        ...     "events",
+        ...     bootstrap_servers="localhost:9092",
+        ...     schema={"user": "string", "amount": "double"},
+        ...     timestamp_column="ts",
+        ... ).schema
+        user: string
+        amount: double
+        ts: timestamp[ms, tz=UTC] not null
+        """
+        msg, out, name = _kafka.kafka_source(
+            topics,
+            bootstrap_servers=bootstrap_servers,
+            schema=schema,
+            value_format=value_format,
+            group_id=group_id,
+            starting_offsets=starting_offsets,
+            bounded=bounded,
+            metadata={
+                "key_column": key_column,
+                "timestamp_column": timestamp_column,
+                "partition_column": partition_column,
+                "offset_column": offset_column,
+                "topic_column": topic_column,
+            },
+            properties=properties,
+        )
+        from flinkgo._proto import plan_pb2 as pb
+
+        return self._source(pb.Source(kafka=msg), name, out)
 
     def datagen(
         self,

@@ -8,8 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"go.uber.org/goleak"
 
+	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -17,10 +17,11 @@ import (
 )
 
 // TestMain first lets the test binary serve as the Go worker of
-// udf_test.go (goworker re-runs it as one), then checks for leaks.
+// udf_test.go (goworker re-runs it as one), then runs the tests, stops the
+// Kafka broker of kafka_test.go if one started, and checks for leaks.
 func TestMain(m *testing.M) {
 	goworker.Main()
-	goleak.VerifyTestMain(m)
+	testkit.KafkaMain(m)
 }
 
 // datagenToCollect plans datagen(rows) → collect at parallelism 2; rows 0

@@ -15,13 +15,23 @@ import (
 )
 
 // sinkKind writes into a sink.Writer: file sinks exactly-once (their parts
-// published when a checkpoint completes, or at the end), print and collect
-// sinks at-least-once across restarts.
+// published when a checkpoint completes, or at the end), Kafka sinks as
+// their delivery says (exactly-once: transactions committed when a
+// checkpoint completes), print and collect sinks at-least-once across
+// restarts.
 func sinkKind(opts Options) operator.Kind {
 	return operator.Kind{
-		Kind:   plan.KindSink,
-		Schema: sameAsInput,
-		State:  operator.StateDescriptor{What: "file sinks: pending parts and the part counter"},
+		Kind: plan.KindSink,
+		Schema: func(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) {
+			// A Kafka sink's options and columns are checked before it connects.
+			if k := op.Node.GetSink().GetKafka(); k != nil {
+				if err := sink.ValidateKafka(k, in[0]); err != nil {
+					return nil, err
+				}
+			}
+			return in[0], nil
+		},
+		State: operator.StateDescriptor{What: "file sinks: pending parts and the part counter; Kafka sinks: precommitted transactions and the transaction counter"},
 		New: func(c *operator.Context) (operator.Operator, error) {
 			var collect func(int, arrow.RecordBatch) error
 			if opts.Collect != nil {
@@ -39,7 +49,7 @@ func sinkKind(opts Options) operator.Kind {
 			if err != nil {
 				return nil, err
 			}
-			p := &sinkProc{w: w, file: c.Op.Node.GetSink().GetFile() != nil}
+			p := &sinkProc{w: w, file: keepsState(c.Op.Node.GetSink())}
 			if p.file {
 				p.publishAtEnd = c.PublishAtEnd
 			}
@@ -53,7 +63,7 @@ func sinkKind(opts Options) operator.Kind {
 type sinkProc struct {
 	operator.Base
 	w       sink.Writer
-	file    bool // a file sink (exactly-once), not print or collect
+	file    bool // keeps state (keepsState): a file or exactly-once Kafka sink
 	written bool
 	// publishAtEnd, when set, takes a file sink's last parts at the end of
 	// its input, hidden: the job publishes them once every task has
@@ -106,6 +116,16 @@ func (s *sinkProc) SnapshotState(_ context.Context, target checkpoint.Target, _ 
 // id.
 func (s *sinkProc) NotifyCheckpointComplete(id int64) error { return s.w.Commit(id) }
 
+// keepsState reports whether a sink has checkpointed state: file sinks
+// and exactly-once Kafka sinks. An at-least-once or "none" Kafka sink
+// keeps none, and ends by Close, which waits for its last records.
+func keepsState(s *planpb.Sink) bool {
+	if k := s.GetKafka(); k != nil {
+		return k.GetDelivery() == planpb.KafkaSink_EXACTLY_ONCE || k.GetDelivery() == planpb.KafkaSink_DELIVERY_UNSPECIFIED
+	}
+	return s.GetFile() != nil
+}
+
 // sinkState decodes one subtask's sink state.
 func sinkState(op *checkpoint.OperatorState, st checkpoint.SubtaskState) (sink.SinkState, error) {
 	var s sink.SinkState
@@ -141,6 +161,12 @@ func restoredSink(op *checkpoint.OperatorState, subtask int) (*sink.SinkState, e
 // job touches nothing.
 func RecoverSinks(g *plan.Graph, from *checkpoint.RestorePoint, restarting bool) error {
 	for _, op := range g.Operators {
+		if k := op.Node.GetSink().GetKafka(); op.Kind == plan.KindSink && k != nil {
+			if err := recoverKafka(op, k, from); err != nil {
+				return err
+			}
+			continue
+		}
 		file := op.Node.GetSink().GetFile()
 		if op.Kind != plan.KindSink || file == nil {
 			continue
@@ -160,6 +186,27 @@ func RecoverSinks(g *plan.Graph, from *checkpoint.RestorePoint, restarting bool)
 		if err := sink.Recover(file, states); err != nil {
 			return fmt.Errorf("recovering the sink %q (uid %s): %w", op.Name, op.UID, err)
 		}
+	}
+	return nil
+}
+
+// recoverKafka commits the transactions a Kafka sink precommitted in the
+// snapshot and aborts those earlier attempts left open, on every start
+// (a fresh job too, as Flink: a crashed run with the same prefix may have
+// left some).
+func recoverKafka(op *plan.Operator, k *planpb.KafkaSink, from *checkpoint.RestorePoint) error {
+	states := map[int]sink.SinkState{}
+	if st := from.Operator(op.UID); st != nil {
+		for _, sub := range st.Subtasks {
+			s, err := sinkState(st, sub)
+			if err != nil {
+				return err
+			}
+			states[sub.Subtask] = s
+		}
+	}
+	if err := sink.RecoverKafka(k, states, op.Parallelism); err != nil {
+		return fmt.Errorf("recovering the sink %q (uid %s): %w", op.Name, op.UID, err)
 	}
 	return nil
 }
@@ -202,6 +249,16 @@ func KeepsOutputUntilEnd(g *plan.Graph) bool {
 // the job's end (operator.Context.PublishAtEnd), once every task has
 // finished.
 func PublishFinalParts(op *plan.Operator, states []sink.SinkState) error {
+	if k := op.Node.GetSink().GetKafka(); k != nil {
+		var txns []sink.KafkaTransaction
+		for _, st := range states {
+			txns = append(txns, st.Transactions...)
+		}
+		if err := sink.CommitKafka(k, txns); err != nil {
+			return fmt.Errorf("committing the last transactions of the sink %q (uid %s): %w", op.Name, op.UID, err)
+		}
+		return nil
+	}
 	if err := sink.Recover(op.Node.GetSink().GetFile(), states); err != nil {
 		return fmt.Errorf("publishing the parts of the sink %q (uid %s): %w", op.Name, op.UID, err)
 	}

@@ -18,7 +18,17 @@ func sourceKind(opts Options) operator.Kind {
 	return operator.Kind{
 		Kind: plan.KindSource,
 		Schema: func(op *plan.Operator, _ []*arrow.Schema) (*arrow.Schema, error) {
-			return decodeSchema(op.OutputSchema)
+			s, err := decodeSchema(op.OutputSchema)
+			if err != nil {
+				return nil, err
+			}
+			// A Kafka source's options and columns are checked before it connects.
+			if k := op.Node.GetSource().GetKafka(); k != nil {
+				if err := source.ValidateKafka(k, s); err != nil {
+					return nil, err
+				}
+			}
+			return s, nil
 		},
 		State: operator.StateDescriptor{What: "split positions (union list state)"},
 		OpenSource: func(c *operator.Context) (source.Reader, error) {
@@ -28,7 +38,7 @@ func sourceKind(opts Options) operator.Kind {
 			}
 			return source.Open(c.Op.Node.GetSource(), source.Config{
 				Schema: c.Out, Subtask: c.Subtask, Parallelism: c.Parallelism,
-				BatchRows: opts.SourceBatchRows, Allocator: c.Allocator, Restore: restore,
+				BatchRows: opts.SourceBatchRows, Allocator: c.Allocator, Restore: restore, Logger: c.Logger,
 			})
 		},
 	}

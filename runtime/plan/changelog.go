@@ -133,12 +133,23 @@ func keepsColumn(sel *Operator, name string) bool {
 	return false
 }
 
-// checkSinkChangelog refuses what a file sink cannot write: a retract
-// stream (as Flink's filesystem sink), and an upsert stream unless the sink
-// writes changelogs (a row_kind column).
+// checkSinkChangelog refuses what a sink cannot write: any changelog for a
+// Kafka sink; for a file sink a retract stream (as Flink's filesystem
+// sink), and an upsert stream unless the sink writes changelogs (a
+// row_kind column).
 func (b *builder) checkSinkChangelog(op *Operator, in rowkind.Mode, from *Operator) {
+	if !in.IsChangelog() {
+		return
+	}
+	if op.Node.GetSink().GetKafka() != nil {
+		// As Flink's (non-upsert) Kafka sink: records cannot be taken back.
+		b.problem("Kafka sink %s cannot write the %s stream made by %s: it takes rows back (-U, -D) and Kafka records cannot be; "+
+			"write an append-only stream (aggregate with emit=\"final\" over a bounded input, or an inner join of append-only inputs), or collect()/print() it",
+			opLabel(op), in, opLabel(from))
+		return
+	}
 	file := op.Node.GetSink().GetFile()
-	if file == nil || !in.IsChangelog() {
+	if file == nil {
 		return
 	}
 	switch {

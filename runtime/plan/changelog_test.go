@@ -80,6 +80,19 @@ func TestFileSinksAndChangelogs(t *testing.T) {
 	wantContains(t, msg, `cannot write the retract stream made by "counts"`)
 }
 
+// A Kafka sink refuses any changelog (records cannot be taken back), naming
+// the operator that made it; an append-only input plans.
+func TestKafkaSinkRefusesChangelogs(t *testing.T) {
+	kafkaSink := func(id int32, in int32) *planpb.Node {
+		n := node(id, "topic", []*planpb.Input{from(in)}, []nodeOpt{uid("topic")})
+		n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Kafka{Kafka: &planpb.KafkaSink{Topic: "out"}}}}
+		return n
+	}
+	msg := planError(t, job(source(1, "src"), updatesAgg(2, "counts", 1, "x"), kafkaSink(3, 2)), Options{})
+	wantContains(t, msg, `Kafka sink "topic" (uid "topic") cannot write the retract stream made by "counts" (uid "counts")`, `emit="final"`)
+	mustPlan(t, job(source(1, "src"), kafkaSink(2, 1)), Options{})
+}
+
 // Operators that do not take rows back refuse a changelog input; so does
 // map_batches unless its function handles row kinds.
 func TestChangelogInputsRefused(t *testing.T) {

@@ -177,7 +177,7 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 	switch kind {
 	case KindSource:
 		if n.GetSource().GetKind() == nil {
-			bad("the source has no kind (arrow, file or datagen)")
+			bad("the source has no kind (arrow, file, datagen or kafka)")
 		}
 	case KindSink:
 		if n.GetSink().GetKind() == nil {

@@ -21,10 +21,16 @@ type Committable struct {
 	Final   string `json:"final"`   // path it is renamed to on commit
 }
 
-// SinkState is a file sink subtask's checkpointed state. JSON-serializable.
+// SinkState is a file or Kafka sink subtask's checkpointed state.
+// JSON-serializable.
 type SinkState struct {
 	Pending []Committable `json:"pending"` // precommitted, not yet committed
-	Counter int64         `json:"counter"` // next part number of this subtask
+	// Counter is a file sink subtask's next part number, a Kafka sink
+	// subtask's next transaction number.
+	Counter int64 `json:"counter"`
+	// Transactions are a Kafka sink subtask's precommitted transactions,
+	// not known to be committed.
+	Transactions []KafkaTransaction `json:"transactions,omitempty"`
 }
 
 // ErrCommittableLost is returned (wrapped) by Commit and Recover when

@@ -195,6 +195,8 @@ func Open(s *planpb.Sink, cfg Config) (Writer, error) {
 		return &collectWriter{cfg: cfg}, nil
 	case *planpb.Sink_File:
 		return openFile(k.File, cfg)
+	case *planpb.Sink_Kafka:
+		return openKafka(k.Kafka, cfg)
 	}
 	return nil, errors.New("sink: the sink node has no kind")
 }

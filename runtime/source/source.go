@@ -1,7 +1,7 @@
 // Package source reads a plan's sources as Arrow record batches, one reader
 // per source subtask: in-memory tables shipped in the plan, CSV, JSON lines
-// and Parquet files, and the data generator. Errors name the file and, for a
-// CSV value or JSON record that does not parse, its line.
+// and Parquet files, the data generator, and Kafka topics. Errors name the
+// file and, for a CSV value or JSON record that does not parse, its line.
 //
 // # Splits
 //
@@ -23,6 +23,9 @@
 //     k+128, k+256, … with id "lane-<k>-of-128"; lane k goes to subtask
 //     k mod p, which emits the rows of its lanes in increasing row order (so
 //     when p divides 128 subtask i emits i, i+p, i+2p, …).
+//   - Kafka: one split per partition, id "<topic>-<partition>", owned as
+//     Flink's KafkaSource assigns them (kafka.go); partitions created while
+//     the job runs are discovered and owned by the same rule.
 //
 // With more than 128 subtasks, the subtasks that own no range or lane read
 // nothing. Generated rows are limited to rows_per_second in total: each
@@ -51,6 +54,8 @@
 //     skips to row group g and seeks to row r within it.
 //   - ranges and lanes: {"next": j}, the rows of the range (or lane) already
 //     returned.
+//   - Kafka partitions: {"next": n, "stop": s}, the offset of the next record
+//     and, bounded, the offset to stop at.
 //
 // An Offset that does not decode, or points past its split's data, fails
 // Open or Next with ErrBadOffset.
@@ -64,6 +69,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -84,6 +90,35 @@ type SplitReporter interface {
 	// PendingSplits are the ids of the reader's splits not read to their
 	// end, in reading order (the one being read among them).
 	PendingSplits() []string
+}
+
+// ErrNoData is returned by Next of an unbounded source that has nothing to
+// return now (a Kafka topic with no new records): the caller handles its
+// own events (barriers, timers) and waits on Available before calling Next
+// again, so that an idle source never holds a checkpoint back. Only a
+// Waiter returns it.
+var ErrNoData = errors.New("source: no data now")
+
+// Waiter is a Reader whose Next may return ErrNoData rather than block.
+type Waiter interface {
+	Reader
+	// Available is signaled when Next may have data (or an error, or the
+	// end) again; a signal can be spurious. The channel is the reader's
+	// for its life.
+	Available() <-chan struct{}
+}
+
+// CheckpointListener is a Reader told about the checkpoints that hold its
+// positions, as Flink's SourceReader.notifyCheckpointComplete: the Kafka
+// source commits its offsets to the consumer group once the checkpoint
+// holding them completed (for monitoring; restores use the checkpoint).
+// Both methods run on the goroutine that calls Next and must not block.
+type CheckpointListener interface {
+	// CheckpointTaken says the positions Snapshot returned last are
+	// checkpoint id's.
+	CheckpointTaken(id int64)
+	// CheckpointComplete says checkpoint id completed.
+	CheckpointComplete(id int64)
 }
 
 // Reader yields the batches of one source subtask.
@@ -130,6 +165,9 @@ type Config struct {
 	BatchRows int
 	// Allocator holds the batches. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Logger takes what a reader reports without failing (a Kafka
+	// source's failed offset commit). Default: discarded.
+	Logger *slog.Logger
 	// Restore, when non-nil, is the union of the snapshots of all subtasks
 	// of the source at a checkpoint, possibly taken at another parallelism.
 	// The reader resumes the splits it owns from there (see the package
@@ -143,6 +181,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Allocator == nil {
 		c.Allocator = memory.DefaultAllocator
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }
@@ -182,18 +223,23 @@ func Open(src *planpb.Source, cfg Config) (Reader, error) {
 		return openFiles(k.File, cfg, restore)
 	case *planpb.Source_Datagen:
 		return newDatagen(k.Datagen, cfg, restore)
+	case *planpb.Source_Kafka:
+		return openKafka(k.Kafka, cfg, restore)
 	}
 	return nil, errors.New("source: the source node has no kind")
 }
 
 // Bounded reports whether a source ends: in-memory tables and files do, a
-// generator does when it has a row count (rows = 0 generates forever).
+// generator does when it has a row count (rows = 0 generates forever), a
+// Kafka source when it stops at the latest offsets of its start.
 // The planner reads it (a keyed aggregation over an unbounded input emits
 // updates); each kind of source declares it here, beside Open.
 func Bounded(src *planpb.Source) bool {
 	switch k := src.GetKind().(type) {
 	case *planpb.Source_Datagen:
 		return k.Datagen.GetRows() > 0
+	case *planpb.Source_Kafka:
+		return k.Kafka.GetBoundedLatest()
 	}
 	return true
 }
@@ -204,6 +250,8 @@ func WhyEndless(src *planpb.Source) string {
 	switch src.GetKind().(type) {
 	case *planpb.Source_Datagen:
 		return "datagen without rows="
+	case *planpb.Source_Kafka:
+		return `read_kafka without bounded="latest"`
 	}
 	return "a source that never ends"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/source"
 )
 
 // Checkpoint barriers travel in-band, after the batches before them, as
@@ -82,6 +83,9 @@ func (t *Task) onSignal(ctx context.Context) error {
 	}
 	if id := t.completed.Load(); id > t.committed {
 		t.committed = id
+		if l, ok := t.reader.(source.CheckpointListener); ok {
+			l.CheckpointComplete(id)
+		}
 		for _, l := range t.links {
 			if l.proc != nil {
 				if err := l.call(func() error { return l.proc.NotifyCheckpointComplete(id) }); err != nil {
@@ -184,7 +188,7 @@ func (t *Task) checkpoint(ctx context.Context, id int64) error {
 	for _, l := range t.links {
 		o := &operatorState{link: l, st: checkpoint.SubtaskState{Subtask: t.subtask}}
 		if l.op == t.head.op && t.reader != nil {
-			if err := t.snapshotSource(&o.st); err != nil {
+			if err := t.snapshotSource(&o.st, id); err != nil {
 				return l.named(err)
 			}
 		}

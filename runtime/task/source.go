@@ -1,8 +1,10 @@
 package task
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/source"
@@ -17,8 +19,8 @@ type positioned interface {
 	Snapshot() ([]source.SplitState, error)
 }
 
-// snapshotSource records the source's position in st.
-func (t *Task) snapshotSource(st *checkpoint.SubtaskState) error {
+// snapshotSource records the source's position in st, for checkpoint id.
+func (t *Task) snapshotSource(st *checkpoint.SubtaskState, id int64) error {
 	r, ok := t.reader.(positioned)
 	if !ok {
 		return fmt.Errorf("the source cannot be checkpointed")
@@ -27,6 +29,35 @@ func (t *Task) snapshotSource(st *checkpoint.SubtaskState) error {
 	if err != nil {
 		return err
 	}
-	st.Source, err = json.Marshal(splits)
-	return err
+	if st.Source, err = json.Marshal(splits); err != nil {
+		return err
+	}
+	if l, ok := t.reader.(source.CheckpointListener); ok {
+		l.CheckpointTaken(id)
+	}
+	return nil
+}
+
+// waitSource waits, after the reader said it has no data now, until it may
+// have (source.Waiter.Available), a barrier request or completion comes,
+// a chained operator's time trigger is due, or ctx ends.
+func (t *Task) waitSource(ctx context.Context) error {
+	w, ok := t.reader.(source.Waiter)
+	if !ok {
+		return fmt.Errorf("the source returned %w but cannot be waited on", source.ErrNoData)
+	}
+	var due <-chan time.Time
+	if at, ok := t.deadline(); ok {
+		timer := time.NewTimer(time.Until(at))
+		defer timer.Stop()
+		due = timer.C
+	}
+	select {
+	case <-w.Available():
+	case <-t.signal:
+	case <-due:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
 }

@@ -470,6 +470,16 @@ func (t *Task) runSource(ctx context.Context) error {
 		if errors.Is(err, io.EOF) {
 			return t.finish(ctx)
 		}
+		if errors.Is(err, source.ErrNoData) {
+			// An idle unbounded source: barriers and timers go on meanwhile.
+			if err := t.waitSource(ctx); err != nil {
+				return err
+			}
+			if err := t.onTimer(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return t.head.named(err)
 		}

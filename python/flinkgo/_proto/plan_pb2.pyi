@@ -158,14 +158,16 @@ class NamedExpr(_message.Message):
     def __init__(self, name: _Optional[str] = ..., expr: _Optional[_Union[Expr, _Mapping]] = ...) -> None: ...
 
 class Source(_message.Message):
-    __slots__ = ("arrow", "file", "datagen")
+    __slots__ = ("arrow", "file", "datagen", "kafka")
     ARROW_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
     DATAGEN_FIELD_NUMBER: _ClassVar[int]
+    KAFKA_FIELD_NUMBER: _ClassVar[int]
     arrow: ArrowSource
     file: FileSource
     datagen: DatagenSource
-    def __init__(self, arrow: _Optional[_Union[ArrowSource, _Mapping]] = ..., file: _Optional[_Union[FileSource, _Mapping]] = ..., datagen: _Optional[_Union[DatagenSource, _Mapping]] = ...) -> None: ...
+    kafka: KafkaSource
+    def __init__(self, arrow: _Optional[_Union[ArrowSource, _Mapping]] = ..., file: _Optional[_Union[FileSource, _Mapping]] = ..., datagen: _Optional[_Union[DatagenSource, _Mapping]] = ..., kafka: _Optional[_Union[KafkaSource, _Mapping]] = ...) -> None: ...
 
 class ArrowSource(_message.Message):
     __slots__ = ("ipc",)
@@ -204,6 +206,78 @@ class DatagenSource(_message.Message):
     rows_per_second: float
     seed: int
     def __init__(self, rows: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class KafkaSource(_message.Message):
+    __slots__ = ("topics", "topic_pattern", "bootstrap_servers", "group_id", "start", "start_timestamp_ms", "start_offsets", "bounded_latest", "value_format", "key_column", "timestamp_column", "partition_column", "offset_column", "topic_column", "properties")
+    class Start(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        START_UNSPECIFIED: _ClassVar[KafkaSource.Start]
+        EARLIEST: _ClassVar[KafkaSource.Start]
+        LATEST: _ClassVar[KafkaSource.Start]
+        TIMESTAMP: _ClassVar[KafkaSource.Start]
+        OFFSETS: _ClassVar[KafkaSource.Start]
+    START_UNSPECIFIED: KafkaSource.Start
+    EARLIEST: KafkaSource.Start
+    LATEST: KafkaSource.Start
+    TIMESTAMP: KafkaSource.Start
+    OFFSETS: KafkaSource.Start
+    class Format(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        FORMAT_UNSPECIFIED: _ClassVar[KafkaSource.Format]
+        JSON: _ClassVar[KafkaSource.Format]
+        RAW: _ClassVar[KafkaSource.Format]
+        CSV: _ClassVar[KafkaSource.Format]
+    FORMAT_UNSPECIFIED: KafkaSource.Format
+    JSON: KafkaSource.Format
+    RAW: KafkaSource.Format
+    CSV: KafkaSource.Format
+    class PartitionOffset(_message.Message):
+        __slots__ = ("topic", "partition", "offset")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_FIELD_NUMBER: _ClassVar[int]
+        OFFSET_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partition: int
+        offset: int
+        def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    BOOTSTRAP_SERVERS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    START_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    START_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    BOUNDED_LATEST_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    KEY_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    topic_pattern: str
+    bootstrap_servers: str
+    group_id: str
+    start: KafkaSource.Start
+    start_timestamp_ms: int
+    start_offsets: _containers.RepeatedCompositeFieldContainer[KafkaSource.PartitionOffset]
+    bounded_latest: bool
+    value_format: KafkaSource.Format
+    key_column: str
+    timestamp_column: str
+    partition_column: str
+    offset_column: str
+    topic_column: str
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, topics: _Optional[_Iterable[str]] = ..., topic_pattern: _Optional[str] = ..., bootstrap_servers: _Optional[str] = ..., group_id: _Optional[str] = ..., start: _Optional[_Union[KafkaSource.Start, str]] = ..., start_timestamp_ms: _Optional[int] = ..., start_offsets: _Optional[_Iterable[_Union[KafkaSource.PartitionOffset, _Mapping]]] = ..., bounded_latest: _Optional[bool] = ..., value_format: _Optional[_Union[KafkaSource.Format, str]] = ..., key_column: _Optional[str] = ..., timestamp_column: _Optional[str] = ..., partition_column: _Optional[str] = ..., offset_column: _Optional[str] = ..., topic_column: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Select(_message.Message):
     __slots__ = ("columns",)
@@ -390,14 +464,16 @@ class Union(_message.Message):
     def __init__(self) -> None: ...
 
 class Sink(_message.Message):
-    __slots__ = ("print", "file", "collect")
+    __slots__ = ("print", "file", "collect", "kafka")
     PRINT_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
     COLLECT_FIELD_NUMBER: _ClassVar[int]
+    KAFKA_FIELD_NUMBER: _ClassVar[int]
     print: PrintSink
     file: FileSink
     collect: CollectSink
-    def __init__(self, print: _Optional[_Union[PrintSink, _Mapping]] = ..., file: _Optional[_Union[FileSink, _Mapping]] = ..., collect: _Optional[_Union[CollectSink, _Mapping]] = ...) -> None: ...
+    kafka: KafkaSink
+    def __init__(self, print: _Optional[_Union[PrintSink, _Mapping]] = ..., file: _Optional[_Union[FileSink, _Mapping]] = ..., collect: _Optional[_Union[CollectSink, _Mapping]] = ..., kafka: _Optional[_Union[KafkaSink, _Mapping]] = ...) -> None: ...
 
 class PrintSink(_message.Message):
     __slots__ = ()
@@ -426,3 +502,38 @@ class FileSink(_message.Message):
 class CollectSink(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class KafkaSink(_message.Message):
+    __slots__ = ("topic", "bootstrap_servers", "key_column", "value_format", "delivery", "transactional_id_prefix", "properties")
+    class Delivery(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        DELIVERY_UNSPECIFIED: _ClassVar[KafkaSink.Delivery]
+        EXACTLY_ONCE: _ClassVar[KafkaSink.Delivery]
+        AT_LEAST_ONCE: _ClassVar[KafkaSink.Delivery]
+        NONE: _ClassVar[KafkaSink.Delivery]
+    DELIVERY_UNSPECIFIED: KafkaSink.Delivery
+    EXACTLY_ONCE: KafkaSink.Delivery
+    AT_LEAST_ONCE: KafkaSink.Delivery
+    NONE: KafkaSink.Delivery
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    BOOTSTRAP_SERVERS_FIELD_NUMBER: _ClassVar[int]
+    KEY_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONAL_ID_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    bootstrap_servers: str
+    key_column: str
+    value_format: KafkaSource.Format
+    delivery: KafkaSink.Delivery
+    transactional_id_prefix: str
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, topic: _Optional[str] = ..., bootstrap_servers: _Optional[str] = ..., key_column: _Optional[str] = ..., value_format: _Optional[_Union[KafkaSource.Format, str]] = ..., delivery: _Optional[_Union[KafkaSink.Delivery, str]] = ..., transactional_id_prefix: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...

@@ -149,6 +149,115 @@ func (FileSource_Format) EnumDescriptor() ([]byte, []int) {
 	return file_plan_proto_rawDescGZIP(), []int{11, 0}
 }
 
+type KafkaSource_Start int32
+
+const (
+	KafkaSource_START_UNSPECIFIED KafkaSource_Start = 0 // earliest
+	KafkaSource_EARLIEST          KafkaSource_Start = 1
+	KafkaSource_LATEST            KafkaSource_Start = 2
+	// The first record whose timestamp is at or after start_timestamp_ms.
+	KafkaSource_TIMESTAMP KafkaSource_Start = 3
+	// start_offsets; partitions not listed start at the earliest offset.
+	KafkaSource_OFFSETS KafkaSource_Start = 4
+)
+
+// Enum value maps for KafkaSource_Start.
+var (
+	KafkaSource_Start_name = map[int32]string{
+		0: "START_UNSPECIFIED",
+		1: "EARLIEST",
+		2: "LATEST",
+		3: "TIMESTAMP",
+		4: "OFFSETS",
+	}
+	KafkaSource_Start_value = map[string]int32{
+		"START_UNSPECIFIED": 0,
+		"EARLIEST":          1,
+		"LATEST":            2,
+		"TIMESTAMP":         3,
+		"OFFSETS":           4,
+	}
+)
+
+func (x KafkaSource_Start) Enum() *KafkaSource_Start {
+	p := new(KafkaSource_Start)
+	*p = x
+	return p
+}
+
+func (x KafkaSource_Start) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KafkaSource_Start) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[2].Descriptor()
+}
+
+func (KafkaSource_Start) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[2]
+}
+
+func (x KafkaSource_Start) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KafkaSource_Start.Descriptor instead.
+func (KafkaSource_Start) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{13, 0}
+}
+
+type KafkaSource_Format int32
+
+const (
+	KafkaSource_FORMAT_UNSPECIFIED KafkaSource_Format = 0
+	KafkaSource_JSON               KafkaSource_Format = 1 // a JSON object per record
+	KafkaSource_RAW                KafkaSource_Format = 2 // the value's bytes as the one value column
+	KafkaSource_CSV                KafkaSource_Format = 3 // a CSV row per record, columns in the value schema's order
+)
+
+// Enum value maps for KafkaSource_Format.
+var (
+	KafkaSource_Format_name = map[int32]string{
+		0: "FORMAT_UNSPECIFIED",
+		1: "JSON",
+		2: "RAW",
+		3: "CSV",
+	}
+	KafkaSource_Format_value = map[string]int32{
+		"FORMAT_UNSPECIFIED": 0,
+		"JSON":               1,
+		"RAW":                2,
+		"CSV":                3,
+	}
+)
+
+func (x KafkaSource_Format) Enum() *KafkaSource_Format {
+	p := new(KafkaSource_Format)
+	*p = x
+	return p
+}
+
+func (x KafkaSource_Format) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KafkaSource_Format) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[3].Descriptor()
+}
+
+func (KafkaSource_Format) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[3]
+}
+
+func (x KafkaSource_Format) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KafkaSource_Format.Descriptor instead.
+func (KafkaSource_Format) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{13, 1}
+}
+
 // When results are emitted. FINAL: one row per key when the input ends.
 // UPDATES: the current row of every key that changed, every
 // pipeline.keyed-aggregate.update-interval and when the input ends, as a
@@ -189,11 +298,11 @@ func (x KeyedAggregate_Emit) String() string {
 }
 
 func (KeyedAggregate_Emit) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[2].Descriptor()
+	return file_plan_proto_enumTypes[4].Descriptor()
 }
 
 func (KeyedAggregate_Emit) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[2]
+	return &file_plan_proto_enumTypes[4]
 }
 
 func (x KeyedAggregate_Emit) Number() protoreflect.EnumNumber {
@@ -202,7 +311,7 @@ func (x KeyedAggregate_Emit) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KeyedAggregate_Emit.Descriptor instead.
 func (KeyedAggregate_Emit) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{16, 0}
+	return file_plan_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type IntervalJoin_How int32
@@ -241,11 +350,11 @@ func (x IntervalJoin_How) String() string {
 }
 
 func (IntervalJoin_How) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[3].Descriptor()
+	return file_plan_proto_enumTypes[5].Descriptor()
 }
 
 func (IntervalJoin_How) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[3]
+	return &file_plan_proto_enumTypes[5]
 }
 
 func (x IntervalJoin_How) Number() protoreflect.EnumNumber {
@@ -254,7 +363,7 @@ func (x IntervalJoin_How) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use IntervalJoin_How.Descriptor instead.
 func (IntervalJoin_How) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{17, 0}
+	return file_plan_proto_rawDescGZIP(), []int{18, 0}
 }
 
 type Join_How int32
@@ -293,11 +402,11 @@ func (x Join_How) String() string {
 }
 
 func (Join_How) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[4].Descriptor()
+	return file_plan_proto_enumTypes[6].Descriptor()
 }
 
 func (Join_How) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[4]
+	return &file_plan_proto_enumTypes[6]
 }
 
 func (x Join_How) Number() protoreflect.EnumNumber {
@@ -306,7 +415,7 @@ func (x Join_How) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Join_How.Descriptor instead.
 func (Join_How) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18, 0}
+	return file_plan_proto_rawDescGZIP(), []int{19, 0}
 }
 
 type WindowAggregate_Kind int32
@@ -348,11 +457,11 @@ func (x WindowAggregate_Kind) String() string {
 }
 
 func (WindowAggregate_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[5].Descriptor()
+	return file_plan_proto_enumTypes[7].Descriptor()
 }
 
 func (WindowAggregate_Kind) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[5]
+	return &file_plan_proto_enumTypes[7]
 }
 
 func (x WindowAggregate_Kind) Number() protoreflect.EnumNumber {
@@ -361,7 +470,7 @@ func (x WindowAggregate_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WindowAggregate_Kind.Descriptor instead.
 func (WindowAggregate_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22, 0}
+	return file_plan_proto_rawDescGZIP(), []int{23, 0}
 }
 
 // What happens to a row too late for every window it belongs to: DROP
@@ -397,11 +506,11 @@ func (x WindowAggregate_LateRows) String() string {
 }
 
 func (WindowAggregate_LateRows) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[6].Descriptor()
+	return file_plan_proto_enumTypes[8].Descriptor()
 }
 
 func (WindowAggregate_LateRows) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[6]
+	return &file_plan_proto_enumTypes[8]
 }
 
 func (x WindowAggregate_LateRows) Number() protoreflect.EnumNumber {
@@ -410,7 +519,7 @@ func (x WindowAggregate_LateRows) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WindowAggregate_LateRows.Descriptor instead.
 func (WindowAggregate_LateRows) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22, 1}
+	return file_plan_proto_rawDescGZIP(), []int{23, 1}
 }
 
 // What to do with a directory that already holds files, as Spark's
@@ -453,11 +562,11 @@ func (x FileSink_Mode) String() string {
 }
 
 func (FileSink_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[7].Descriptor()
+	return file_plan_proto_enumTypes[9].Descriptor()
 }
 
 func (FileSink_Mode) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[7]
+	return &file_plan_proto_enumTypes[9]
 }
 
 func (x FileSink_Mode) Number() protoreflect.EnumNumber {
@@ -466,7 +575,59 @@ func (x FileSink_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileSink_Mode.Descriptor instead.
 func (FileSink_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{27, 0}
+	return file_plan_proto_rawDescGZIP(), []int{28, 0}
+}
+
+type KafkaSink_Delivery int32
+
+const (
+	KafkaSink_DELIVERY_UNSPECIFIED KafkaSink_Delivery = 0 // exactly-once
+	KafkaSink_EXACTLY_ONCE         KafkaSink_Delivery = 1
+	KafkaSink_AT_LEAST_ONCE        KafkaSink_Delivery = 2
+	KafkaSink_NONE                 KafkaSink_Delivery = 3
+)
+
+// Enum value maps for KafkaSink_Delivery.
+var (
+	KafkaSink_Delivery_name = map[int32]string{
+		0: "DELIVERY_UNSPECIFIED",
+		1: "EXACTLY_ONCE",
+		2: "AT_LEAST_ONCE",
+		3: "NONE",
+	}
+	KafkaSink_Delivery_value = map[string]int32{
+		"DELIVERY_UNSPECIFIED": 0,
+		"EXACTLY_ONCE":         1,
+		"AT_LEAST_ONCE":        2,
+		"NONE":                 3,
+	}
+)
+
+func (x KafkaSink_Delivery) Enum() *KafkaSink_Delivery {
+	p := new(KafkaSink_Delivery)
+	*p = x
+	return p
+}
+
+func (x KafkaSink_Delivery) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KafkaSink_Delivery) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[10].Descriptor()
+}
+
+func (KafkaSink_Delivery) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[10]
+}
+
+func (x KafkaSink_Delivery) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KafkaSink_Delivery.Descriptor instead.
+func (KafkaSink_Delivery) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{30, 0}
 }
 
 type JobPlan struct {
@@ -1396,6 +1557,7 @@ type Source struct {
 	//	*Source_Arrow
 	//	*Source_File
 	//	*Source_Datagen
+	//	*Source_Kafka
 	Kind          isSource_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1465,6 +1627,15 @@ func (x *Source) GetDatagen() *DatagenSource {
 	return nil
 }
 
+func (x *Source) GetKafka() *KafkaSource {
+	if x != nil {
+		if x, ok := x.Kind.(*Source_Kafka); ok {
+			return x.Kafka
+		}
+	}
+	return nil
+}
+
 type isSource_Kind interface {
 	isSource_Kind()
 }
@@ -1481,11 +1652,17 @@ type Source_Datagen struct {
 	Datagen *DatagenSource `protobuf:"bytes,3,opt,name=datagen,proto3,oneof"`
 }
 
+type Source_Kafka struct {
+	Kafka *KafkaSource `protobuf:"bytes,4,opt,name=kafka,proto3,oneof"`
+}
+
 func (*Source_Arrow) isSource_Kind() {}
 
 func (*Source_File) isSource_Kind() {}
 
 func (*Source_Datagen) isSource_Kind() {}
+
+func (*Source_Kafka) isSource_Kind() {}
 
 // In-memory data shipped in the plan (from_pandas, from_arrow).
 type ArrowSource struct {
@@ -1665,6 +1842,179 @@ func (x *DatagenSource) GetSeed() int64 {
 	return 0
 }
 
+// Records of Kafka topics (read_kafka). Each partition is a split; its
+// position is the offset of the next record (runtime/source/kafka.go).
+type KafkaSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The topics read, or (when topic_pattern is set) none.
+	Topics []string `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	// An RE2 pattern: every topic whose whole name matches is read,
+	// including topics created while the job runs (partition discovery).
+	TopicPattern string `protobuf:"bytes,2,opt,name=topic_pattern,json=topicPattern,proto3" json:"topic_pattern,omitempty"`
+	// host:port pairs, comma-separated.
+	BootstrapServers string `protobuf:"bytes,3,opt,name=bootstrap_servers,json=bootstrapServers,proto3" json:"bootstrap_servers,omitempty"`
+	// The consumer group whose committed offsets the source sets when a
+	// checkpoint completes (for monitoring); empty: none are committed.
+	GroupId          string                         `protobuf:"bytes,4,opt,name=group_id,json=groupId,proto3" json:"group_id,omitempty"`
+	Start            KafkaSource_Start              `protobuf:"varint,5,opt,name=start,proto3,enum=flinkgo.plan.v1.KafkaSource_Start" json:"start,omitempty"`
+	StartTimestampMs int64                          `protobuf:"varint,6,opt,name=start_timestamp_ms,json=startTimestampMs,proto3" json:"start_timestamp_ms,omitempty"`
+	StartOffsets     []*KafkaSource_PartitionOffset `protobuf:"bytes,7,rep,name=start_offsets,json=startOffsets,proto3" json:"start_offsets,omitempty"`
+	// Stop at the latest offsets of the moment the source starts (bounded);
+	// otherwise read forever.
+	BoundedLatest bool               `protobuf:"varint,8,opt,name=bounded_latest,json=boundedLatest,proto3" json:"bounded_latest,omitempty"`
+	ValueFormat   KafkaSource_Format `protobuf:"varint,9,opt,name=value_format,json=valueFormat,proto3,enum=flinkgo.plan.v1.KafkaSource_Format" json:"value_format,omitempty"`
+	// Output columns filled from the record instead of its value: empty
+	// names are not produced. The key is binary, the timestamp a
+	// timestamp[ms, UTC], the partition int32, the offset int64, the topic a
+	// string.
+	KeyColumn       string `protobuf:"bytes,10,opt,name=key_column,json=keyColumn,proto3" json:"key_column,omitempty"`
+	TimestampColumn string `protobuf:"bytes,11,opt,name=timestamp_column,json=timestampColumn,proto3" json:"timestamp_column,omitempty"`
+	PartitionColumn string `protobuf:"bytes,12,opt,name=partition_column,json=partitionColumn,proto3" json:"partition_column,omitempty"`
+	OffsetColumn    string `protobuf:"bytes,13,opt,name=offset_column,json=offsetColumn,proto3" json:"offset_column,omitempty"`
+	TopicColumn     string `protobuf:"bytes,14,opt,name=topic_column,json=topicColumn,proto3" json:"topic_column,omitempty"`
+	// Settings by the property names of Kafka's consumer and Flink's
+	// KafkaSource (partition.discovery.interval.ms, ...); the runtime
+	// supports a listed subset (runtime/source/kafka.go) and rejects others.
+	Properties    map[string]string `protobuf:"bytes,15,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KafkaSource) Reset() {
+	*x = KafkaSource{}
+	mi := &file_plan_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KafkaSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KafkaSource) ProtoMessage() {}
+
+func (x *KafkaSource) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KafkaSource.ProtoReflect.Descriptor instead.
+func (*KafkaSource) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *KafkaSource) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *KafkaSource) GetTopicPattern() string {
+	if x != nil {
+		return x.TopicPattern
+	}
+	return ""
+}
+
+func (x *KafkaSource) GetBootstrapServers() string {
+	if x != nil {
+		return x.BootstrapServers
+	}
+	return ""
+}
+
+func (x *KafkaSource) GetGroupId() string {
+	if x != nil {
+		return x.GroupId
+	}
+	return ""
+}
+
+func (x *KafkaSource) GetStart() KafkaSource_Start {
+	if x != nil {
+		return x.Start
+	}
+	return KafkaSource_START_UNSPECIFIED
+}
+
+func (x *KafkaSource) GetStartTimestampMs() int64 {
+	if x != nil {
+		return x.StartTimestampMs
+	}
+	return 0
+}
+
+func (x *KafkaSource) GetStartOffsets() []*KafkaSource_PartitionOffset {
+	if x != nil {
+		return x.StartOffsets
+	}
+	return nil
+}
+
+func (x *KafkaSource) GetBoundedLatest() bool {
+	if x != nil {
+		return x.BoundedLatest
+	}
+	return false
+}
+
+func (x *KafkaSource) GetValueFormat() KafkaSource_Format {
+	if x != nil {
+		return x.ValueFormat
+	}
+	return KafkaSource_FORMAT_UNSPECIFIED
+}
+
+func (x *KafkaSource) GetKeyColumn() string {
+	if x != nil {
+		return x.KeyColumn
+	}
+	return ""
+}
+
+func (x *KafkaSource) GetTimestampColumn() string {
+	if x != nil {
+		return x.TimestampColumn
+	}
+	return ""
+}
+
+func (x *KafkaSource) GetPartitionColumn() string {
+	if x != nil {
+		return x.PartitionColumn
+	}
+	return ""
+}
+
+func (x *KafkaSource) GetOffsetColumn() string {
+	if x != nil {
+		return x.OffsetColumn
+	}
+	return ""
+}
+
+func (x *KafkaSource) GetTopicColumn() string {
+	if x != nil {
+		return x.TopicColumn
+	}
+	return ""
+}
+
+func (x *KafkaSource) GetProperties() map[string]string {
+	if x != nil {
+		return x.Properties
+	}
+	return nil
+}
+
 // Select computes the output columns, in order.
 type Select struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1675,7 +2025,7 @@ type Select struct {
 
 func (x *Select) Reset() {
 	*x = Select{}
-	mi := &file_plan_proto_msgTypes[13]
+	mi := &file_plan_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +2037,7 @@ func (x *Select) String() string {
 func (*Select) ProtoMessage() {}
 
 func (x *Select) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[13]
+	mi := &file_plan_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +2050,7 @@ func (x *Select) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Select.ProtoReflect.Descriptor instead.
 func (*Select) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{13}
+	return file_plan_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Select) GetColumns() []*NamedExpr {
@@ -1719,7 +2069,7 @@ type Filter struct {
 
 func (x *Filter) Reset() {
 	*x = Filter{}
-	mi := &file_plan_proto_msgTypes[14]
+	mi := &file_plan_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +2081,7 @@ func (x *Filter) String() string {
 func (*Filter) ProtoMessage() {}
 
 func (x *Filter) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[14]
+	mi := &file_plan_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +2094,7 @@ func (x *Filter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filter.ProtoReflect.Descriptor instead.
 func (*Filter) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{14}
+	return file_plan_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Filter) GetPredicate() *Expr {
@@ -1772,7 +2122,7 @@ type MapBatches struct {
 
 func (x *MapBatches) Reset() {
 	*x = MapBatches{}
-	mi := &file_plan_proto_msgTypes[15]
+	mi := &file_plan_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +2134,7 @@ func (x *MapBatches) String() string {
 func (*MapBatches) ProtoMessage() {}
 
 func (x *MapBatches) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[15]
+	mi := &file_plan_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +2147,7 @@ func (x *MapBatches) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapBatches.ProtoReflect.Descriptor instead.
 func (*MapBatches) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{15}
+	return file_plan_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MapBatches) GetFunction() *workerpb.UdfSpec {
@@ -1830,7 +2180,7 @@ type KeyedAggregate struct {
 
 func (x *KeyedAggregate) Reset() {
 	*x = KeyedAggregate{}
-	mi := &file_plan_proto_msgTypes[16]
+	mi := &file_plan_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +2192,7 @@ func (x *KeyedAggregate) String() string {
 func (*KeyedAggregate) ProtoMessage() {}
 
 func (x *KeyedAggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[16]
+	mi := &file_plan_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +2205,7 @@ func (x *KeyedAggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyedAggregate.ProtoReflect.Descriptor instead.
 func (*KeyedAggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{16}
+	return file_plan_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *KeyedAggregate) GetKeys() []string {
@@ -1916,7 +2266,7 @@ type IntervalJoin struct {
 
 func (x *IntervalJoin) Reset() {
 	*x = IntervalJoin{}
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2278,7 @@ func (x *IntervalJoin) String() string {
 func (*IntervalJoin) ProtoMessage() {}
 
 func (x *IntervalJoin) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2291,7 @@ func (x *IntervalJoin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntervalJoin.ProtoReflect.Descriptor instead.
 func (*IntervalJoin) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{17}
+	return file_plan_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *IntervalJoin) GetLeftKeys() []string {
@@ -2021,7 +2371,7 @@ type Join struct {
 
 func (x *Join) Reset() {
 	*x = Join{}
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2033,7 +2383,7 @@ func (x *Join) String() string {
 func (*Join) ProtoMessage() {}
 
 func (x *Join) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2046,7 +2396,7 @@ func (x *Join) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Join.ProtoReflect.Descriptor instead.
 func (*Join) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18}
+	return file_plan_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Join) GetLeftKeys() []string {
@@ -2116,7 +2466,7 @@ type DropDuplicates struct {
 
 func (x *DropDuplicates) Reset() {
 	*x = DropDuplicates{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2128,7 +2478,7 @@ func (x *DropDuplicates) String() string {
 func (*DropDuplicates) ProtoMessage() {}
 
 func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2141,7 +2491,7 @@ func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDuplicates.ProtoReflect.Descriptor instead.
 func (*DropDuplicates) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DropDuplicates) GetSubset() []string {
@@ -2173,7 +2523,7 @@ type WatermarkAssigner struct {
 
 func (x *WatermarkAssigner) Reset() {
 	*x = WatermarkAssigner{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2535,7 @@ func (x *WatermarkAssigner) String() string {
 func (*WatermarkAssigner) ProtoMessage() {}
 
 func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2548,7 @@ func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatermarkAssigner.ProtoReflect.Descriptor instead.
 func (*WatermarkAssigner) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WatermarkAssigner) GetTimeColumn() string {
@@ -2245,7 +2595,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2257,7 +2607,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2270,7 +2620,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Limit) GetN() int64 {
@@ -2310,7 +2660,7 @@ type WindowAggregate struct {
 
 func (x *WindowAggregate) Reset() {
 	*x = WindowAggregate{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2322,7 +2672,7 @@ func (x *WindowAggregate) String() string {
 func (*WindowAggregate) ProtoMessage() {}
 
 func (x *WindowAggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2335,7 +2685,7 @@ func (x *WindowAggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowAggregate.ProtoReflect.Descriptor instead.
 func (*WindowAggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WindowAggregate) GetTimeColumn() string {
@@ -2438,7 +2788,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2450,7 +2800,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2463,7 +2813,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23}
+	return file_plan_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -2510,7 +2860,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2522,7 +2872,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2535,7 +2885,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24}
+	return file_plan_proto_rawDescGZIP(), []int{25}
 }
 
 type Sink struct {
@@ -2545,6 +2895,7 @@ type Sink struct {
 	//	*Sink_Print
 	//	*Sink_File
 	//	*Sink_Collect
+	//	*Sink_Kafka
 	Kind          isSink_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2552,7 +2903,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[25]
+	mi := &file_plan_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2564,7 +2915,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[25]
+	mi := &file_plan_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2577,7 +2928,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{25}
+	return file_plan_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -2614,6 +2965,15 @@ func (x *Sink) GetCollect() *CollectSink {
 	return nil
 }
 
+func (x *Sink) GetKafka() *KafkaSink {
+	if x != nil {
+		if x, ok := x.Kind.(*Sink_Kafka); ok {
+			return x.Kafka
+		}
+	}
+	return nil
+}
+
 type isSink_Kind interface {
 	isSink_Kind()
 }
@@ -2630,11 +2990,17 @@ type Sink_Collect struct {
 	Collect *CollectSink `protobuf:"bytes,3,opt,name=collect,proto3,oneof"`
 }
 
+type Sink_Kafka struct {
+	Kafka *KafkaSink `protobuf:"bytes,4,opt,name=kafka,proto3,oneof"`
+}
+
 func (*Sink_Print) isSink_Kind() {}
 
 func (*Sink_File) isSink_Kind() {}
 
 func (*Sink_Collect) isSink_Kind() {}
+
+func (*Sink_Kafka) isSink_Kind() {}
 
 type PrintSink struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2644,7 +3010,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[26]
+	mi := &file_plan_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2656,7 +3022,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[26]
+	mi := &file_plan_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2669,7 +3035,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{26}
+	return file_plan_proto_rawDescGZIP(), []int{27}
 }
 
 type FileSink struct {
@@ -2688,7 +3054,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[27]
+	mi := &file_plan_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +3066,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[27]
+	mi := &file_plan_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +3079,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{27}
+	return file_plan_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -2753,7 +3119,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[28]
+	mi := &file_plan_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2765,7 +3131,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[28]
+	mi := &file_plan_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2778,7 +3144,170 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{28}
+	return file_plan_proto_rawDescGZIP(), []int{29}
+}
+
+// KafkaSink writes one record per row to a topic (write_kafka), as Flink's
+// KafkaSink: exactly-once by Kafka transactions tied to checkpoints,
+// at-least-once by a flush at every checkpoint, or none.
+type KafkaSink struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// host:port pairs, comma-separated.
+	BootstrapServers string `protobuf:"bytes,2,opt,name=bootstrap_servers,json=bootstrapServers,proto3" json:"bootstrap_servers,omitempty"`
+	// The column whose value is the record key (string or binary: its bytes;
+	// another type: its JSON text); empty: records have no key.
+	KeyColumn string `protobuf:"bytes,3,opt,name=key_column,json=keyColumn,proto3" json:"key_column,omitempty"`
+	// The record value: every column of the row.
+	ValueFormat KafkaSource_Format `protobuf:"varint,4,opt,name=value_format,json=valueFormat,proto3,enum=flinkgo.plan.v1.KafkaSource_Format" json:"value_format,omitempty"`
+	Delivery    KafkaSink_Delivery `protobuf:"varint,5,opt,name=delivery,proto3,enum=flinkgo.plan.v1.KafkaSink_Delivery" json:"delivery,omitempty"`
+	// Transactional ids are <prefix>-<subtask>-<n>; required for
+	// exactly-once, and unique per job writing to the cluster.
+	TransactionalIdPrefix string `protobuf:"bytes,6,opt,name=transactional_id_prefix,json=transactionalIdPrefix,proto3" json:"transactional_id_prefix,omitempty"`
+	// Settings by the property names of Kafka's producer; the runtime
+	// supports a listed subset (runtime/sink/kafka.go) and rejects others.
+	Properties    map[string]string `protobuf:"bytes,7,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KafkaSink) Reset() {
+	*x = KafkaSink{}
+	mi := &file_plan_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KafkaSink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KafkaSink) ProtoMessage() {}
+
+func (x *KafkaSink) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KafkaSink.ProtoReflect.Descriptor instead.
+func (*KafkaSink) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *KafkaSink) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *KafkaSink) GetBootstrapServers() string {
+	if x != nil {
+		return x.BootstrapServers
+	}
+	return ""
+}
+
+func (x *KafkaSink) GetKeyColumn() string {
+	if x != nil {
+		return x.KeyColumn
+	}
+	return ""
+}
+
+func (x *KafkaSink) GetValueFormat() KafkaSource_Format {
+	if x != nil {
+		return x.ValueFormat
+	}
+	return KafkaSource_FORMAT_UNSPECIFIED
+}
+
+func (x *KafkaSink) GetDelivery() KafkaSink_Delivery {
+	if x != nil {
+		return x.Delivery
+	}
+	return KafkaSink_DELIVERY_UNSPECIFIED
+}
+
+func (x *KafkaSink) GetTransactionalIdPrefix() string {
+	if x != nil {
+		return x.TransactionalIdPrefix
+	}
+	return ""
+}
+
+func (x *KafkaSink) GetProperties() map[string]string {
+	if x != nil {
+		return x.Properties
+	}
+	return nil
+}
+
+type KafkaSource_PartitionOffset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KafkaSource_PartitionOffset) Reset() {
+	*x = KafkaSource_PartitionOffset{}
+	mi := &file_plan_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KafkaSource_PartitionOffset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KafkaSource_PartitionOffset) ProtoMessage() {}
+
+func (x *KafkaSource_PartitionOffset) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KafkaSource_PartitionOffset.ProtoReflect.Descriptor instead.
+func (*KafkaSource_PartitionOffset) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{13, 0}
+}
+
+func (x *KafkaSource_PartitionOffset) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *KafkaSource_PartitionOffset) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *KafkaSource_PartitionOffset) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
 }
 
 var File_plan_proto protoreflect.FileDescriptor
@@ -2859,11 +3388,12 @@ const file_plan_proto_rawDesc = "" +
 	"\x04args\x18\x02 \x03(\v2\x15.flinkgo.plan.v1.ExprR\x04args\"J\n" +
 	"\tNamedExpr\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
-	"\x04expr\x18\x02 \x01(\v2\x15.flinkgo.plan.v1.ExprR\x04expr\"\xb5\x01\n" +
+	"\x04expr\x18\x02 \x01(\v2\x15.flinkgo.plan.v1.ExprR\x04expr\"\xeb\x01\n" +
 	"\x06Source\x124\n" +
 	"\x05arrow\x18\x01 \x01(\v2\x1c.flinkgo.plan.v1.ArrowSourceH\x00R\x05arrow\x121\n" +
 	"\x04file\x18\x02 \x01(\v2\x1b.flinkgo.plan.v1.FileSourceH\x00R\x04file\x12:\n" +
-	"\adatagen\x18\x03 \x01(\v2\x1e.flinkgo.plan.v1.DatagenSourceH\x00R\adatagenB\x06\n" +
+	"\adatagen\x18\x03 \x01(\v2\x1e.flinkgo.plan.v1.DatagenSourceH\x00R\adatagen\x124\n" +
+	"\x05kafka\x18\x04 \x01(\v2\x1c.flinkgo.plan.v1.KafkaSourceH\x00R\x05kafkaB\x06\n" +
 	"\x04kind\"\x1f\n" +
 	"\vArrowSource\x12\x10\n" +
 	"\x03ipc\x18\x01 \x01(\fR\x03ipc\"\xec\x01\n" +
@@ -2881,7 +3411,46 @@ const file_plan_proto_rawDesc = "" +
 	"\rDatagenSource\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\x03R\x04rows\x12&\n" +
 	"\x0frows_per_second\x18\x02 \x01(\x01R\rrowsPerSecond\x12\x12\n" +
-	"\x04seed\x18\x03 \x01(\x03R\x04seed\">\n" +
+	"\x04seed\x18\x03 \x01(\x03R\x04seed\"\xf9\a\n" +
+	"\vKafkaSource\x12\x16\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\x12#\n" +
+	"\rtopic_pattern\x18\x02 \x01(\tR\ftopicPattern\x12+\n" +
+	"\x11bootstrap_servers\x18\x03 \x01(\tR\x10bootstrapServers\x12\x19\n" +
+	"\bgroup_id\x18\x04 \x01(\tR\agroupId\x128\n" +
+	"\x05start\x18\x05 \x01(\x0e2\".flinkgo.plan.v1.KafkaSource.StartR\x05start\x12,\n" +
+	"\x12start_timestamp_ms\x18\x06 \x01(\x03R\x10startTimestampMs\x12Q\n" +
+	"\rstart_offsets\x18\a \x03(\v2,.flinkgo.plan.v1.KafkaSource.PartitionOffsetR\fstartOffsets\x12%\n" +
+	"\x0ebounded_latest\x18\b \x01(\bR\rboundedLatest\x12F\n" +
+	"\fvalue_format\x18\t \x01(\x0e2#.flinkgo.plan.v1.KafkaSource.FormatR\vvalueFormat\x12\x1d\n" +
+	"\n" +
+	"key_column\x18\n" +
+	" \x01(\tR\tkeyColumn\x12)\n" +
+	"\x10timestamp_column\x18\v \x01(\tR\x0ftimestampColumn\x12)\n" +
+	"\x10partition_column\x18\f \x01(\tR\x0fpartitionColumn\x12#\n" +
+	"\roffset_column\x18\r \x01(\tR\foffsetColumn\x12!\n" +
+	"\ftopic_column\x18\x0e \x01(\tR\vtopicColumn\x12L\n" +
+	"\n" +
+	"properties\x18\x0f \x03(\v2,.flinkgo.plan.v1.KafkaSource.PropertiesEntryR\n" +
+	"properties\x1a]\n" +
+	"\x0fPartitionOffset\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\x1a=\n" +
+	"\x0fPropertiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"T\n" +
+	"\x05Start\x12\x15\n" +
+	"\x11START_UNSPECIFIED\x10\x00\x12\f\n" +
+	"\bEARLIEST\x10\x01\x12\n" +
+	"\n" +
+	"\x06LATEST\x10\x02\x12\r\n" +
+	"\tTIMESTAMP\x10\x03\x12\v\n" +
+	"\aOFFSETS\x10\x04\"<\n" +
+	"\x06Format\x12\x16\n" +
+	"\x12FORMAT_UNSPECIFIED\x10\x00\x12\b\n" +
+	"\x04JSON\x10\x01\x12\a\n" +
+	"\x03RAW\x10\x02\x12\a\n" +
+	"\x03CSV\x10\x03\">\n" +
 	"\x06Select\x124\n" +
 	"\acolumns\x18\x01 \x03(\v2\x1a.flinkgo.plan.v1.NamedExprR\acolumns\"=\n" +
 	"\x06Filter\x123\n" +
@@ -2977,11 +3546,12 @@ const file_plan_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12,\n" +
 	"\x03udf\x18\x04 \x01(\v2\x1a.flinkgo.worker.v1.UdfSpecR\x03udf\x12\x12\n" +
 	"\x04args\x18\x05 \x03(\tR\x04args\"\a\n" +
-	"\x05Union\"\xad\x01\n" +
+	"\x05Union\"\xe1\x01\n" +
 	"\x04Sink\x122\n" +
 	"\x05print\x18\x01 \x01(\v2\x1a.flinkgo.plan.v1.PrintSinkH\x00R\x05print\x12/\n" +
 	"\x04file\x18\x02 \x01(\v2\x19.flinkgo.plan.v1.FileSinkH\x00R\x04file\x128\n" +
-	"\acollect\x18\x03 \x01(\v2\x1c.flinkgo.plan.v1.CollectSinkH\x00R\acollectB\x06\n" +
+	"\acollect\x18\x03 \x01(\v2\x1c.flinkgo.plan.v1.CollectSinkH\x00R\acollect\x122\n" +
+	"\x05kafka\x18\x04 \x01(\v2\x1a.flinkgo.plan.v1.KafkaSinkH\x00R\x05kafkaB\x06\n" +
 	"\x04kind\"\v\n" +
 	"\tPrintSink\"\xda\x01\n" +
 	"\bFileSink\x12:\n" +
@@ -2994,7 +3564,26 @@ const file_plan_proto_rawDesc = "" +
 	"\tOVERWRITE\x10\x01\x12\n" +
 	"\n" +
 	"\x06APPEND\x10\x02\"\r\n" +
-	"\vCollectSinkB1Z/github.com/flinkgo/flinkgo/runtime/proto/planpbb\x06proto3"
+	"\vCollectSink\"\x8e\x04\n" +
+	"\tKafkaSink\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12+\n" +
+	"\x11bootstrap_servers\x18\x02 \x01(\tR\x10bootstrapServers\x12\x1d\n" +
+	"\n" +
+	"key_column\x18\x03 \x01(\tR\tkeyColumn\x12F\n" +
+	"\fvalue_format\x18\x04 \x01(\x0e2#.flinkgo.plan.v1.KafkaSource.FormatR\vvalueFormat\x12?\n" +
+	"\bdelivery\x18\x05 \x01(\x0e2#.flinkgo.plan.v1.KafkaSink.DeliveryR\bdelivery\x126\n" +
+	"\x17transactional_id_prefix\x18\x06 \x01(\tR\x15transactionalIdPrefix\x12J\n" +
+	"\n" +
+	"properties\x18\a \x03(\v2*.flinkgo.plan.v1.KafkaSink.PropertiesEntryR\n" +
+	"properties\x1a=\n" +
+	"\x0fPropertiesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"S\n" +
+	"\bDelivery\x12\x18\n" +
+	"\x14DELIVERY_UNSPECIFIED\x10\x00\x12\x10\n" +
+	"\fEXACTLY_ONCE\x10\x01\x12\x11\n" +
+	"\rAT_LEAST_ONCE\x10\x02\x12\b\n" +
+	"\x04NONE\x10\x03B1Z/github.com/flinkgo/flinkgo/runtime/proto/planpbb\x06proto3"
 
 var (
 	file_plan_proto_rawDescOnce sync.Once
@@ -3008,101 +3597,118 @@ func file_plan_proto_rawDescGZIP() []byte {
 	return file_plan_proto_rawDescData
 }
 
-var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_plan_proto_goTypes = []any{
-	(Partitioning_Kind)(0),        // 0: flinkgo.plan.v1.Partitioning.Kind
-	(FileSource_Format)(0),        // 1: flinkgo.plan.v1.FileSource.Format
-	(KeyedAggregate_Emit)(0),      // 2: flinkgo.plan.v1.KeyedAggregate.Emit
-	(IntervalJoin_How)(0),         // 3: flinkgo.plan.v1.IntervalJoin.How
-	(Join_How)(0),                 // 4: flinkgo.plan.v1.Join.How
-	(WindowAggregate_Kind)(0),     // 5: flinkgo.plan.v1.WindowAggregate.Kind
-	(WindowAggregate_LateRows)(0), // 6: flinkgo.plan.v1.WindowAggregate.LateRows
-	(FileSink_Mode)(0),            // 7: flinkgo.plan.v1.FileSink.Mode
-	(*JobPlan)(nil),               // 8: flinkgo.plan.v1.JobPlan
-	(*Node)(nil),                  // 9: flinkgo.plan.v1.Node
-	(*Input)(nil),                 // 10: flinkgo.plan.v1.Input
-	(*Partitioning)(nil),          // 11: flinkgo.plan.v1.Partitioning
-	(*Expr)(nil),                  // 12: flinkgo.plan.v1.Expr
-	(*Literal)(nil),               // 13: flinkgo.plan.v1.Literal
-	(*Call)(nil),                  // 14: flinkgo.plan.v1.Call
-	(*UdfExpr)(nil),               // 15: flinkgo.plan.v1.UdfExpr
-	(*NamedExpr)(nil),             // 16: flinkgo.plan.v1.NamedExpr
-	(*Source)(nil),                // 17: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),           // 18: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),            // 19: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),         // 20: flinkgo.plan.v1.DatagenSource
-	(*Select)(nil),                // 21: flinkgo.plan.v1.Select
-	(*Filter)(nil),                // 22: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),            // 23: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),        // 24: flinkgo.plan.v1.KeyedAggregate
-	(*IntervalJoin)(nil),          // 25: flinkgo.plan.v1.IntervalJoin
-	(*Join)(nil),                  // 26: flinkgo.plan.v1.Join
-	(*DropDuplicates)(nil),        // 27: flinkgo.plan.v1.DropDuplicates
-	(*WatermarkAssigner)(nil),     // 28: flinkgo.plan.v1.WatermarkAssigner
-	(*Limit)(nil),                 // 29: flinkgo.plan.v1.Limit
-	(*WindowAggregate)(nil),       // 30: flinkgo.plan.v1.WindowAggregate
-	(*Aggregate)(nil),             // 31: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),                 // 32: flinkgo.plan.v1.Union
-	(*Sink)(nil),                  // 33: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),             // 34: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),              // 35: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),           // 36: flinkgo.plan.v1.CollectSink
-	nil,                           // 37: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*workerpb.UdfSpec)(nil),      // 38: flinkgo.worker.v1.UdfSpec
+	(Partitioning_Kind)(0),              // 0: flinkgo.plan.v1.Partitioning.Kind
+	(FileSource_Format)(0),              // 1: flinkgo.plan.v1.FileSource.Format
+	(KafkaSource_Start)(0),              // 2: flinkgo.plan.v1.KafkaSource.Start
+	(KafkaSource_Format)(0),             // 3: flinkgo.plan.v1.KafkaSource.Format
+	(KeyedAggregate_Emit)(0),            // 4: flinkgo.plan.v1.KeyedAggregate.Emit
+	(IntervalJoin_How)(0),               // 5: flinkgo.plan.v1.IntervalJoin.How
+	(Join_How)(0),                       // 6: flinkgo.plan.v1.Join.How
+	(WindowAggregate_Kind)(0),           // 7: flinkgo.plan.v1.WindowAggregate.Kind
+	(WindowAggregate_LateRows)(0),       // 8: flinkgo.plan.v1.WindowAggregate.LateRows
+	(FileSink_Mode)(0),                  // 9: flinkgo.plan.v1.FileSink.Mode
+	(KafkaSink_Delivery)(0),             // 10: flinkgo.plan.v1.KafkaSink.Delivery
+	(*JobPlan)(nil),                     // 11: flinkgo.plan.v1.JobPlan
+	(*Node)(nil),                        // 12: flinkgo.plan.v1.Node
+	(*Input)(nil),                       // 13: flinkgo.plan.v1.Input
+	(*Partitioning)(nil),                // 14: flinkgo.plan.v1.Partitioning
+	(*Expr)(nil),                        // 15: flinkgo.plan.v1.Expr
+	(*Literal)(nil),                     // 16: flinkgo.plan.v1.Literal
+	(*Call)(nil),                        // 17: flinkgo.plan.v1.Call
+	(*UdfExpr)(nil),                     // 18: flinkgo.plan.v1.UdfExpr
+	(*NamedExpr)(nil),                   // 19: flinkgo.plan.v1.NamedExpr
+	(*Source)(nil),                      // 20: flinkgo.plan.v1.Source
+	(*ArrowSource)(nil),                 // 21: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),                  // 22: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),               // 23: flinkgo.plan.v1.DatagenSource
+	(*KafkaSource)(nil),                 // 24: flinkgo.plan.v1.KafkaSource
+	(*Select)(nil),                      // 25: flinkgo.plan.v1.Select
+	(*Filter)(nil),                      // 26: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),                  // 27: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),              // 28: flinkgo.plan.v1.KeyedAggregate
+	(*IntervalJoin)(nil),                // 29: flinkgo.plan.v1.IntervalJoin
+	(*Join)(nil),                        // 30: flinkgo.plan.v1.Join
+	(*DropDuplicates)(nil),              // 31: flinkgo.plan.v1.DropDuplicates
+	(*WatermarkAssigner)(nil),           // 32: flinkgo.plan.v1.WatermarkAssigner
+	(*Limit)(nil),                       // 33: flinkgo.plan.v1.Limit
+	(*WindowAggregate)(nil),             // 34: flinkgo.plan.v1.WindowAggregate
+	(*Aggregate)(nil),                   // 35: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),                       // 36: flinkgo.plan.v1.Union
+	(*Sink)(nil),                        // 37: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),                   // 38: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),                    // 39: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),                 // 40: flinkgo.plan.v1.CollectSink
+	(*KafkaSink)(nil),                   // 41: flinkgo.plan.v1.KafkaSink
+	nil,                                 // 42: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*KafkaSource_PartitionOffset)(nil), // 43: flinkgo.plan.v1.KafkaSource.PartitionOffset
+	nil,                                 // 44: flinkgo.plan.v1.KafkaSource.PropertiesEntry
+	nil,                                 // 45: flinkgo.plan.v1.KafkaSink.PropertiesEntry
+	(*workerpb.UdfSpec)(nil),            // 46: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	37, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
-	9,  // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
-	10, // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
-	17, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
-	21, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
-	22, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
-	23, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
-	24, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	32, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	33, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	27, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	29, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
-	28, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
-	30, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
-	25, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
-	26, // 15: flinkgo.plan.v1.Node.join:type_name -> flinkgo.plan.v1.Join
-	11, // 16: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	42, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	12, // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
+	13, // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
+	20, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
+	25, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
+	26, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
+	27, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
+	28, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
+	36, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	37, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	31, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
+	33, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	32, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
+	34, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
+	29, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
+	30, // 15: flinkgo.plan.v1.Node.join:type_name -> flinkgo.plan.v1.Join
+	14, // 16: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
 	0,  // 17: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	13, // 18: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	14, // 19: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	15, // 20: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	12, // 21: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	38, // 22: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	12, // 23: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	12, // 24: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	18, // 25: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	19, // 26: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	20, // 27: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	1,  // 28: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	16, // 29: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	12, // 30: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	38, // 31: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	31, // 32: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	2,  // 33: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	3,  // 34: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
-	4,  // 35: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
-	21, // 36: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
-	5,  // 37: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
-	31, // 38: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	6,  // 39: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
-	38, // 40: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	34, // 41: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	35, // 42: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	36, // 43: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	1,  // 44: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	7,  // 45: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	16, // 18: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	17, // 19: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	18, // 20: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	15, // 21: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	46, // 22: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	15, // 23: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	15, // 24: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	21, // 25: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	22, // 26: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	23, // 27: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	24, // 28: flinkgo.plan.v1.Source.kafka:type_name -> flinkgo.plan.v1.KafkaSource
+	1,  // 29: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	2,  // 30: flinkgo.plan.v1.KafkaSource.start:type_name -> flinkgo.plan.v1.KafkaSource.Start
+	43, // 31: flinkgo.plan.v1.KafkaSource.start_offsets:type_name -> flinkgo.plan.v1.KafkaSource.PartitionOffset
+	3,  // 32: flinkgo.plan.v1.KafkaSource.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
+	44, // 33: flinkgo.plan.v1.KafkaSource.properties:type_name -> flinkgo.plan.v1.KafkaSource.PropertiesEntry
+	19, // 34: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	15, // 35: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	46, // 36: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	35, // 37: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	4,  // 38: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	5,  // 39: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
+	6,  // 40: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
+	25, // 41: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
+	7,  // 42: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
+	35, // 43: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	8,  // 44: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	46, // 45: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	38, // 46: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	39, // 47: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	40, // 48: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	41, // 49: flinkgo.plan.v1.Sink.kafka:type_name -> flinkgo.plan.v1.KafkaSink
+	1,  // 50: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	9,  // 51: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	3,  // 52: flinkgo.plan.v1.KafkaSink.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
+	10, // 53: flinkgo.plan.v1.KafkaSink.delivery:type_name -> flinkgo.plan.v1.KafkaSink.Delivery
+	45, // 54: flinkgo.plan.v1.KafkaSink.properties:type_name -> flinkgo.plan.v1.KafkaSink.PropertiesEntry
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -3142,19 +3748,21 @@ func file_plan_proto_init() {
 		(*Source_Arrow)(nil),
 		(*Source_File)(nil),
 		(*Source_Datagen)(nil),
+		(*Source_Kafka)(nil),
 	}
-	file_plan_proto_msgTypes[25].OneofWrappers = []any{
+	file_plan_proto_msgTypes[26].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
+		(*Sink_Kafka)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   30,
+			NumEnums:      11,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
