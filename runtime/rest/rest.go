@@ -76,6 +76,8 @@ func New(opts Options) *Handler {
 		"POST /jobs/{jid}/savepoints":                     h.triggerSavepoint,
 		"GET /jobs/{jid}/savepoints/{tid}":                h.triggerStatus,
 		"POST /jobs/{jid}/stop":                           h.stop,
+		"GET /jobs/{jid}/resource-requirements":           h.resourceRequirements,
+		"PUT /jobs/{jid}/resource-requirements":           h.setResourceRequirements,
 		"GET /metrics":                                    NewPrometheusHandler(opts.Server).ServeHTTP,
 	}
 	for pattern, f := range routes {

@@ -529,3 +529,49 @@ func sumFor(fam *dto.MetricFamily, jid string) float64 {
 	}
 	return sum
 }
+
+// FLIP-291: GET lists each vertex's bounds; a PUT with bad bounds or an
+// unknown vertex is refused with Flink's errors, a good one rescales the
+// running job at its next checkpoint.
+func TestResourceRequirementsRescaleTheJob(t *testing.T) {
+	f := newFixture(t)
+	jid, _ := f.submit(numbersPlan(t, 0, 1000))
+	await(t, "the job to run", func() bool { return f.status(jid) == "RUNNING" })
+	path := "/jobs/" + jid + "/resource-requirements"
+	var got map[string]map[string]map[string]int
+	f.get(path, &got)
+	ids := f.vertexIDs(jid)
+	if len(got) != len(ids) {
+		t.Fatalf("requirements %v, want one per vertex %v", got, ids)
+	}
+	sink := ids[len(ids)-1]
+	if b := got[sink]["parallelism"]; b["lowerBound"] != 1 || b["upperBound"] != 2 {
+		t.Fatalf("sink bounds %v, want lowerBound 1, upperBound 2", b)
+	}
+	for _, body := range []string{
+		`{"0123456789abcdef0123456789abcdef": {"parallelism": {"lowerBound": 1, "upperBound": 2}}}`,
+		`{"` + sink + `": {"parallelism": {"lowerBound": 3, "upperBound": 2}}}`,
+		`{"` + sink + `": {"parallelism": {"lowerBound": 0, "upperBound": 2}}}`,
+		`{"` + sink + `": {"parallelism": {"lowerBound": 1, "upperBound": 100000}}}`,
+	} {
+		var e object
+		if code := f.call("PUT", path, token, body, &e); code != http.StatusBadRequest || e["errors"] == nil {
+			t.Errorf("PUT %s: %d %v, want 400 with errors", body, code, e)
+		}
+	}
+	var e object
+	if code := f.call("PUT", path, "", `{}`, &e); code != http.StatusUnauthorized {
+		t.Errorf("PUT without the token: %d %v, want 401", code, e)
+	}
+	if code := f.call("PUT", path, token, `{"`+sink+`": {"parallelism": {"lowerBound": 1, "upperBound": 3}}}`, nil); code != http.StatusOK {
+		t.Fatalf("PUT upperBound 3: %d", code)
+	}
+	await(t, "the sink to run at parallelism 3", func() bool {
+		var now map[string]map[string]map[string]int
+		return f.call("GET", path, "", "", &now) == http.StatusOK && now[sink]["parallelism"]["upperBound"] == 3
+	})
+	if code := f.call("PATCH", "/jobs/"+jid+"?mode=cancel", token, "", nil); code != http.StatusAccepted {
+		t.Fatalf("cancel: %d", code)
+	}
+	await(t, "the job to be canceled", func() bool { return f.status(jid) == "CANCELED" })
+}
