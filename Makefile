@@ -13,7 +13,7 @@ export FLINKGO_PYTHON := $(abspath $(PY))
 go-test: FLINKGO_CHAOS_ROUNDS ?= 3
 chaos: FLINKGO_CHAOS_ROUNDS ?= 50
 
-.PHONY: example example-bridge test setup test-deps-kafka go-test py-test tox lint proto proto-check chaos bench fuzz
+.PHONY: example example-bridge test setup test-deps-kafka test-deps-chromium go-test py-test tox lint proto proto-check chaos bench fuzz
 
 setup: $(VENV)/.installed
 	go mod download
@@ -23,6 +23,16 @@ setup: $(VENV)/.installed
 # Only the tests need it: `make example` runs without Java.
 test-deps-kafka:
 	scripts/kafka/broker.sh install >/dev/null
+
+# The dashboard's browser test (integration/dashboard_test.go) drives Debian's headless
+# Chromium: installed here when missing (as root, or through sudo). Only the tests need it.
+test-deps-chromium:
+	@command -v chromium >/dev/null || { \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing Debian's chromium for the dashboard test" >&2; \
+	  $$sudo apt-get update -qq >&2 || true; \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >&2; }
+	@command -v chromium >/dev/null || { echo "test-deps-chromium: no chromium after installing it" >&2; exit 1; }
 
 # The editable install skips the Go build of setup.py: in this checkout flinkgo builds
 # the runtime binary on first use (into ~/.cache/flinkgo), rebuilding it when Go sources change.
@@ -63,7 +73,7 @@ proto-check:
 
 # Tests that need Python skip without one under a plain `go test ./...`; here
 # FLINKGO_REQUIRE_PYTHON=1 makes them fail instead, so `make test` runs them all.
-go-test: test-deps-kafka
+go-test: test-deps-kafka test-deps-chromium
 	FLINKGO_REQUIRE_PYTHON=1 FLINKGO_CHAOS_ROUNDS=$(FLINKGO_CHAOS_ROUNDS) go test -race -count=1 -timeout 20m ./...
 
 # FLINKGO_REQUIRE_PYTHON=1: a test whose Kafka broker cannot start fails instead of skipping.

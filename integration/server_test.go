@@ -31,19 +31,24 @@ import (
 // startServer serves the job service on a unix socket for the test.
 func startServer(t *testing.T, mem memory.Allocator) jobpb.JobServiceClient {
 	t.Helper()
+	return serveJobs(t, server.New(job.Options{
+		Allocator: mem,
+		Runner: pluginrunner.Options{
+			Python: testkit.Python(t),
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		},
+	}, nil))
+}
+
+// serveJobs serves jobs' gRPC job service on a unix socket for the test.
+func serveJobs(t *testing.T, jobs *server.Server) jobpb.JobServiceClient {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	lis, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	jobs := server.New(job.Options{
-		Allocator: mem,
-		Runner: pluginrunner.Options{
-			Python: testkit.Python(t),
-			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		},
-	}, nil)
 	jobpb.RegisterJobServiceServer(srv, jobs)
 	go func() { _ = srv.Serve(lis) }()
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -151,20 +156,24 @@ plan = env.plan("server")
 	}
 }
 
-func TestServerReportsUDFFailureAndCancel(t *testing.T) {
-	testkit.NoLeakedWorkers(t)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	client := startServer(t, mem)
-
-	failing := testkit.JobPlan(t, pipelinePrelude+`
+// failingPipeline is a job whose UDF raises ZeroDivisionError at its first
+// row (in `return 1 / 0`, which the traceback shows).
+const failingPipeline = pipelinePrelude + `
 @udf("float64")
 def broken(t):
     return 1 / 0
 
 env.from_pandas(readings).with_column("x", broken(fg.col("temp"))).write_csv(OUT)
 plan = env.plan("failing")
-`, t.TempDir())
+`
+
+func TestServerReportsUDFFailureAndCancel(t *testing.T) {
+	testkit.NoLeakedWorkers(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	client := startServer(t, mem)
+
+	failing := testkit.JobPlan(t, failingPipeline, t.TempDir())
 	stream, err := client.Execute(context.Background(), &jobpb.ExecuteRequest{Plan: failing})
 	if err != nil {
 		t.Fatal(err)

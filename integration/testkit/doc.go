@@ -9,7 +9,9 @@
 //
 // It also starts the real servers tests talk to: an S3 API server (moto)
 // per test, and a Kafka broker (KRaft, from Maven Central's jars, run by
-// scripts/kafka/broker.sh) per test package, through Kafka and KafkaMain.
+// scripts/kafka/broker.sh) per test package, through Kafka and KafkaMain,
+// and a headless Chromium (Debian's chromium) driven by chromedp, through
+// Browser.
 //
 // It is imported by tests only; it has no mocks: every spec it returns was
 // pickled by cloudpickle in a real Python process.

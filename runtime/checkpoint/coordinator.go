@@ -19,9 +19,12 @@ type Stats struct {
 	Savepoint bool
 	// Status is "completed", "failed" or "aborted" (a task finished before
 	// it could take part, or the job stopped).
-	Status   string
-	Path     string // the directory holding its _metadata, when completed
-	Err      error  // why it failed
+	Status string
+	Path   string // the directory holding its _metadata, when completed
+	// Size is the bytes under Path when it completed (read then: retention
+	// may delete it later); -1 when they could not be read.
+	Size     int64
+	Err      error // why it failed
 	Started  time.Time
 	Duration time.Duration
 }
@@ -374,7 +377,10 @@ func (c *Coordinator) complete(p *pendingCheckpoint) error {
 	c.failures = 0
 	c.forget(p.target.ID)
 	stats := Stats{ID: p.target.ID, Savepoint: p.target.Savepoint, Status: "completed", Path: dir,
-		Started: p.started, Duration: time.Since(p.started)}
+		Started: p.started, Duration: time.Since(p.started), Size: -1}
+	if n, err := dirSize(dir); err == nil {
+		stats.Size = n
+	}
 	if !p.target.Savepoint {
 		if err := c.cfg.Store.Add(m, dir); err != nil {
 			_ = removeFile(joinPath(dir, "_metadata"))

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,4 +82,31 @@ func removeFile(p string) error {
 		return err
 	}
 	return store.Delete(context.Background(), []string{p})
+}
+
+// dirSize is the bytes of the files under a directory, or of the objects
+// under an s3:// prefix.
+func dirSize(dir string) (int64, error) {
+	var n int64
+	if objstore.IsURL(dir) {
+		objs, err := listObjects(strings.TrimSuffix(dir, "/") + "/")
+		for _, o := range objs {
+			n += o.Size
+		}
+		return n, err
+	}
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	return n, err
 }

@@ -13,11 +13,13 @@ type Rates struct {
 	BusyTimeMsPerSecond, IdleTimeMsPerSecond, BackPressuredTimeMsPerSecond float64
 }
 
-// Sampler reads a set of tasks once per tick and keeps the readings of its
-// window, to give each task's rates between the oldest reading in the
-// window and now (Flink's MeterView).
+// Sampler reads a job's tasks once per tick and keeps the readings of its
+// window, to give each task's rates between the oldest reading of it in the
+// window and now (Flink's MeterView). The set of tasks may change between
+// ticks (a rescaled job runs new ones): readings are kept per task, so a
+// task's rates never mix with another's.
 type Sampler struct {
-	tasks  []*Task
+	tasks  func() []*Task
 	window time.Duration
 
 	mu      sync.Mutex
@@ -26,11 +28,12 @@ type Sampler struct {
 
 type sample struct {
 	at     time.Time
-	totals []Totals
+	totals map[*Task]Totals
 }
 
-// NewSampler samples tasks now, once; Sample adds later readings.
-func NewSampler(tasks []*Task, window time.Duration) *Sampler {
+// NewSampler samples the tasks that tasks returns now, once; Sample adds
+// later readings, of the tasks it returns then.
+func NewSampler(tasks func() []*Task, window time.Duration) *Sampler {
 	s := &Sampler{tasks: tasks, window: window}
 	s.Sample(time.Now())
 	return s
@@ -39,9 +42,10 @@ func NewSampler(tasks []*Task, window time.Duration) *Sampler {
 // Sample reads every task, and forgets readings older than the window
 // (keeping one older reading while it is the only one that far back).
 func (s *Sampler) Sample(now time.Time) {
-	sm := sample{at: now, totals: make([]Totals, len(s.tasks))}
-	for i, t := range s.tasks {
-		sm.totals[i] = t.Read()
+	tasks := s.tasks()
+	sm := sample{at: now, totals: make(map[*Task]Totals, len(tasks))}
+	for _, t := range tasks {
+		sm.totals[t] = t.Read()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -51,18 +55,28 @@ func (s *Sampler) Sample(now time.Time) {
 	}
 }
 
-// Rates returns task i's rates from the oldest kept reading to now; zero
-// when less than a millisecond passed.
-func (s *Sampler) Rates(i int) Rates {
+// Rates returns t's rates from the oldest kept reading of it to now; zero
+// when t was never sampled (a task that started since the last tick) or
+// less than a millisecond passed.
+func (s *Sampler) Rates(t *Task) Rates {
 	s.mu.Lock()
-	old := s.samples[0]
+	var o Totals
+	var at time.Time
+	for _, sm := range s.samples {
+		if r, ok := sm.totals[t]; ok {
+			o, at = r, sm.at
+			break
+		}
+	}
 	s.mu.Unlock()
-	now := s.tasks[i].Read()
-	dt := time.Since(old.at).Seconds()
+	if at.IsZero() {
+		return Rates{}
+	}
+	now := t.Read()
+	dt := time.Since(at).Seconds()
 	if dt < 0.001 {
 		return Rates{}
 	}
-	o := old.totals[i]
 	perSecond := func(d int64) float64 { return float64(d) / dt }
 	msPerSecond := func(d time.Duration) float64 {
 		return min(1000, max(0, float64(d)/float64(time.Millisecond)/dt))

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
@@ -29,36 +26,6 @@ type trigger struct {
 	err  error
 }
 
-// sizes caches the sizes of completed snapshots' directories (they never
-// change).
-var sizes sync.Map
-
-// snapshotSize is the bytes under a completed snapshot's directory; 0 when
-// it is not on a local file system.
-func snapshotSize(path string) int64 {
-	if path == "" || strings.Contains(path, "://") {
-		return 0
-	}
-	if n, ok := sizes.Load(path); ok {
-		return n.(int64)
-	}
-	var n int64
-	err := filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if info, err := d.Info(); err == nil && !d.IsDir() {
-			n += info.Size()
-		}
-		return nil
-	})
-	if err != nil {
-		return 0 // deleted (retention) or unreadable: unknown
-	}
-	sizes.Store(path, n)
-	return n
-}
-
 // checkpointJSON is Flink's CheckpointStatistics of one snapshot.
 func checkpointJSON(s job.CheckpointStats, subtasks int) map[string]any {
 	status, class := "COMPLETED", ".CompletedCheckpointStatistics"
@@ -69,7 +36,7 @@ func checkpointJSON(s job.CheckpointStats, subtasks int) map[string]any {
 	if s.Savepoint {
 		kind = "SAVEPOINT"
 	}
-	size := snapshotSize(s.Path)
+	size := max(s.Size, 0) // 0: unknown (unread, or failed)
 	acked := subtasks
 	if s.Status != "completed" {
 		acked = 0

@@ -17,5 +17,6 @@
 //
 // Handler also serves the Prometheus exposition at /metrics (see
 // NewPrometheusHandler, which the separate metrics.reporter.prom.port
-// endpoint serves alone).
+// endpoint serves alone), and the web dashboard (package dashboard) at /,
+// /index.html and /static/.
 package rest

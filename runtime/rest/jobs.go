@@ -66,7 +66,7 @@ func (h *Handler) config(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"refresh-interval": 3000, "timezone-name": name, "timezone-offset": offset * 1000,
 		"flink-version": flinkVersion, "flink-revision": "flinkgo",
-		"features": map[string]bool{"web-submit": false, "web-cancel": true, "web-rescale": false, "web-history": false},
+		"features": map[string]bool{"web-submit": false, "web-cancel": true, "web-rescale": true, "web-history": false},
 	})
 }
 
@@ -155,16 +155,14 @@ func (h *Handler) jobDetails(w http.ResponseWriter, r *http.Request) {
 			timestamps[flinkState(c.State)] = c.At.UnixMilli()
 		}
 		maxParallelism = info.Job.CurrentGraph().MaxParallelism
-		first := 0
 		state := taskState(info.State)
 		for _, v := range info.Job.Vertices() {
 			vertices = append(vertices, map[string]any{
 				"id": VertexID(v.Head.UID), "name": vertexName(v), "maxParallelism": maxParallelism,
 				"parallelism": v.Head.Parallelism, "status": state,
 				"start-time": millis(info.Started), "end-time": millis(info.Ended), "duration": duration(info),
-				"tasks": taskCounts(state, len(v.Tasks)), "metrics": ioMetrics(info, v, first),
+				"tasks": taskCounts(state, len(v.Tasks)), "metrics": ioMetrics(info, v),
 			})
-			first += len(v.Tasks)
 		}
 		p = planJSON(info)
 	}
@@ -191,7 +189,7 @@ func vertexName(v job.Vertex) string {
 
 // ioMetrics are a vertex's totals over its subtasks (Flink's
 // IOMetricsInfo).
-func ioMetrics(info server.JobInfo, v job.Vertex, first int) map[string]any {
+func ioMetrics(info server.JobInfo, v job.Vertex) map[string]any {
 	var m [7]int64
 	for _, t := range v.Tasks {
 		r := t.Read()

@@ -88,14 +88,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(jobScope+"numberOfFailedCheckpoints", failed, info.ID, info.Name)
 		if last != nil {
 			gauge(jobScope+"lastCheckpointDuration", float64(last.Duration.Milliseconds()), info.ID, info.Name)
-			gauge(jobScope+"lastCheckpointSize", float64(snapshotSize(last.Path)), info.ID, info.Name)
+			gauge(jobScope+"lastCheckpointSize", float64(max(last.Size, 0)), info.ID, info.Name)
 		}
 		counts := j.Snapshot()
-		first := 0
 		for _, v := range j.Vertices() {
 			vid, vname := VertexID(v.Head.UID), vertexName(v)
 			for i := range v.Tasks {
-				m := taskMetrics(info, v, first, i)
+				m := taskMetrics(info, v, i)
 				for _, n := range taskMetricNames {
 					gauge(taskScope+n, m[n], info.ID, info.Name, vid, vname, strconv.Itoa(i))
 				}
@@ -107,7 +106,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				gauge(operatorScope+"numRecordsOut", float64(om.RowsOut), labels...)
 				gauge(operatorScope+"numLateRecordsDropped", float64(om.LateRecordsDropped), labels...)
 			}
-			first += len(v.Tasks)
 		}
 	}
 }

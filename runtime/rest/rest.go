@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/flinkgo/flinkgo/internal/logging"
+	"github.com/flinkgo/flinkgo/runtime/dashboard"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/server"
 )
@@ -84,6 +85,10 @@ func New(opts Options) *Handler {
 		h.mux.HandleFunc(pattern, f)
 		method, path, _ := strings.Cut(pattern, " ")
 		h.mux.HandleFunc(method+" /v1"+path, f)
+	}
+	dash := dashboard.Handler()
+	for _, pattern := range dashboard.Patterns {
+		h.mux.Handle(pattern, dash)
 	}
 	return h
 }
@@ -157,31 +162,29 @@ func VertexID(uid string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// vertex finds the path's vertex of a job, or answers 404. index is its
-// first task's position among the job's tasks (JobInfo.Rates).
+// vertex serves the path's vertex of a job.
 func (h *Handler) vertex(w http.ResponseWriter, r *http.Request) {
-	info, v, first, ok := h.lookupVertex(w, r)
+	info, v, ok := h.lookupVertex(w, r)
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, vertexDetails(info, v, first))
+	writeJSON(w, http.StatusOK, vertexDetails(info, v))
 }
 
-func (h *Handler) lookupVertex(w http.ResponseWriter, r *http.Request) (server.JobInfo, job.Vertex, int, bool) {
+// lookupVertex finds the path's vertex of a job, or answers 404.
+func (h *Handler) lookupVertex(w http.ResponseWriter, r *http.Request) (server.JobInfo, job.Vertex, bool) {
 	info, ok := h.lookup(w, r)
 	if !ok {
-		return info, job.Vertex{}, 0, false
+		return info, job.Vertex{}, false
 	}
 	vid := r.PathValue("vid")
 	if info.Job != nil {
-		first := 0
 		for _, v := range info.Job.Vertices() {
 			if VertexID(v.Head.UID) == vid {
-				return info, v, first, true
+				return info, v, true
 			}
-			first += len(v.Tasks)
 		}
 	}
 	writeError(w, http.StatusNotFound, fmt.Sprintf("Job %s has no vertex %s", info.ID, vid))
-	return info, job.Vertex{}, 0, false
+	return info, job.Vertex{}, false
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/runtime/dashboard"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -310,10 +311,10 @@ func TestEndpointsOnARunningJob(t *testing.T) {
 		t.Errorf("an unknown metric: %d %v", code, bad)
 	}
 
-	await(t, "a periodic checkpoint", func() bool {
+	await(t, "three periodic checkpoints", func() bool {
 		var cp object
 		f.get("/jobs/"+jid+"/checkpoints", &cp)
-		return cp["counts"].(object)["completed"].(float64) > 0
+		return cp["counts"].(object)["completed"].(float64) >= 3
 	})
 	var cps object
 	f.get("/jobs/"+jid+"/checkpoints", &cps)
@@ -325,6 +326,13 @@ func TestEndpointsOnARunningJob(t *testing.T) {
 		"checkpointed_size", "state_size", "end_to_end_duration", "num_subtasks", "num_acknowledged_subtasks", "external_path")
 	if latest["status"] != "COMPLETED" || latest["state_size"].(float64) <= 0 {
 		t.Errorf("latest checkpoint %v", latest)
+	}
+	// Sizes are read when a checkpoint completes: those retention deleted
+	// since keep theirs.
+	for _, c := range cps["history"].([]any) {
+		if c := c.(object); c["status"] == "COMPLETED" && c["state_size"].(float64) <= 0 {
+			t.Errorf("checkpoint %v has no size: %v", c["id"], c)
+		}
 	}
 	var cpc object
 	f.get("/jobs/"+jid+"/checkpoints/config", &cpc)
@@ -570,8 +578,39 @@ func TestResourceRequirementsRescaleTheJob(t *testing.T) {
 		var now map[string]map[string]map[string]int
 		return f.call("GET", path, "", "", &now) == http.StatusOK && now[sink]["parallelism"]["upperBound"] == 3
 	})
+	// The rescaled job's rates are its new tasks' (the sampler follows the
+	// task set): all three subtasks take rows.
+	await(t, "each new sink subtask's rate", func() bool {
+		var rates []object
+		f.get("/jobs/"+jid+"/vertices/"+sink+"/subtasks/metrics?get=numRecordsInPerSecond&agg=min,sum", &rates)
+		return rates[0]["min"].(float64) > 0
+	})
+	var subtasks object
+	f.get("/jobs/"+jid+"/vertices/"+sink, &subtasks)
+	if n := len(subtasks["subtasks"].([]any)); n != 3 {
+		t.Errorf("the rescaled sink has %d subtasks, want 3", n)
+	}
 	if code := f.call("PATCH", "/jobs/"+jid+"?mode=cancel", token, "", nil); code != http.StatusAccepted {
 		t.Fatalf("cancel: %d", code)
 	}
 	await(t, "the job to be canceled", func() bool { return f.status(jid) == "CANCELED" })
+}
+
+// The REST server serves the dashboard (package dashboard) at / with its
+// Content-Security-Policy, and nothing under /v1 but the API.
+func TestServesTheDashboard(t *testing.T) {
+	f := newFixture(t)
+	for path, want := range map[string]int{"/": http.StatusOK, "/index.html": http.StatusOK, "/static/app.js": http.StatusOK, "/v1/": http.StatusNotFound} {
+		resp, err := f.client.Get(f.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+		if want == http.StatusOK && resp.Header.Get("Content-Security-Policy") != dashboard.ContentSecurityPolicy {
+			t.Errorf("GET %s: Content-Security-Policy %q", path, resp.Header.Get("Content-Security-Policy"))
+		}
+	}
 }

@@ -22,13 +22,12 @@ var taskMetricNames = []string{
 	"currentInputWatermark",
 }
 
-// taskMetrics are subtask i's metrics, by Flink's names. first is the
-// vertex's first task among the job's (JobInfo.Rates).
-func taskMetrics(info server.JobInfo, v job.Vertex, first, i int) map[string]float64 {
+// taskMetrics are subtask i's metrics, by Flink's names.
+func taskMetrics(info server.JobInfo, v job.Vertex, i int) map[string]float64 {
 	t := v.Tasks[i].Read()
 	var rates metrics.Rates
 	if info.Rates != nil && !info.State.Terminal() {
-		rates = info.Rates.Rates(first + i)
+		rates = info.Rates.Rates(v.Tasks[i])
 	}
 	return map[string]float64{
 		"numRecordsIn": float64(t.RecordsIn), "numRecordsOut": float64(t.RecordsOut),
@@ -51,7 +50,7 @@ func formatValue(x float64) string {
 	return strconv.FormatFloat(x, 'f', -1, 64)
 }
 
-func vertexDetails(info server.JobInfo, v job.Vertex, first int) map[string]any {
+func vertexDetails(info server.JobInfo, v job.Vertex) map[string]any {
 	subtasks := []map[string]any{}
 	state := taskState(info.State)
 	for i := range v.Tasks {
@@ -90,14 +89,14 @@ func backpressureLevel(ratio float64) string {
 }
 
 func (h *Handler) backpressure(w http.ResponseWriter, r *http.Request) {
-	info, v, first, ok := h.lookupVertex(w, r)
+	info, v, ok := h.lookupVertex(w, r)
 	if !ok {
 		return
 	}
 	subtasks := []map[string]any{}
 	worst := 0.0
 	for i := range v.Tasks {
-		m := taskMetrics(info, v, first, i)
+		m := taskMetrics(info, v, i)
 		ratio := m["backPressuredTimeMsPerSecond"] / 1000
 		worst = max(worst, ratio)
 		subtasks = append(subtasks, map[string]any{
@@ -112,7 +111,7 @@ func (h *Handler) backpressure(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) watermarks(w http.ResponseWriter, r *http.Request) {
-	_, v, _, ok := h.lookupVertex(w, r)
+	_, v, ok := h.lookupVertex(w, r)
 	if !ok {
 		return
 	}
@@ -151,7 +150,7 @@ func isTaskMetric(n string) bool {
 // vertexMetrics is Flink's vertex metrics: "<subtask>.<metric>" ids, with
 // their values when asked for by ?get=.
 func (h *Handler) vertexMetrics(w http.ResponseWriter, r *http.Request) {
-	info, v, first, ok := h.lookupVertex(w, r)
+	info, v, ok := h.lookupVertex(w, r)
 	if !ok {
 		return
 	}
@@ -176,7 +175,7 @@ func (h *Handler) vertexMetrics(w http.ResponseWriter, r *http.Request) {
 	for _, n := range names {
 		sub, name, _ := strings.Cut(n, ".")
 		i, _ := strconv.Atoi(sub)
-		out = append(out, map[string]string{"id": n, "value": formatValue(taskMetrics(info, v, first, i)[name])})
+		out = append(out, map[string]string{"id": n, "value": formatValue(taskMetrics(info, v, i)[name])})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -184,7 +183,7 @@ func (h *Handler) vertexMetrics(w http.ResponseWriter, r *http.Request) {
 // subtaskMetrics aggregates metrics over a vertex's subtasks (?agg=min,
 // max, avg, sum, skew; all when unset), as Flink's autoscaler reads them.
 func (h *Handler) subtaskMetrics(w http.ResponseWriter, r *http.Request) {
-	info, v, first, ok := h.lookupVertex(w, r)
+	info, v, ok := h.lookupVertex(w, r)
 	if !ok {
 		return
 	}
@@ -214,7 +213,7 @@ func (h *Handler) subtaskMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	values := make([]map[string]float64, len(v.Tasks))
 	for i := range v.Tasks {
-		values[i] = taskMetrics(info, v, first, i)
+		values[i] = taskMetrics(info, v, i)
 	}
 	out := []map[string]any{}
 	for _, n := range names {

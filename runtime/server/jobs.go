@@ -35,8 +35,8 @@ type JobInfo struct {
 	Job *job.Job
 	// Err is the failure of a job that ended FAILED or CANCELED.
 	Err error
-	// Rates gives the per-second figures of Job.Vertices()'s tasks, in
-	// vertex order then subtask order; nil when Job is nil.
+	// Rates gives the per-second figures of the tasks of Job.Vertices()
+	// (after a rescale, the new ones); nil when Job is nil.
 	Rates *metrics.Sampler
 }
 
@@ -85,11 +85,13 @@ func (s *Server) JobInfo(id string) (JobInfo, bool) {
 
 // startSampling starts sampling j's task metrics until it ends.
 func startSampling(j *job.Job) *metrics.Sampler {
-	var tasks []*metrics.Task
-	for _, v := range j.Vertices() {
-		tasks = append(tasks, v.Tasks...)
-	}
-	sm := metrics.NewSampler(tasks, rateWindow)
+	sm := metrics.NewSampler(func() []*metrics.Task {
+		var tasks []*metrics.Task
+		for _, v := range j.Vertices() {
+			tasks = append(tasks, v.Tasks...)
+		}
+		return tasks
+	}, rateWindow)
 	go sm.Run(j.Done(), samplePeriod)
 	return sm
 }

@@ -1,0 +1,326 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/chromedp/chromedp"
+
+	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/rest"
+	"github.com/flinkgo/flinkgo/runtime/server"
+)
+
+// DashboardScreenshotEnv, when set, names a file the dashboard test also
+// writes its screenshot to (docs/dashboard.png is made so).
+const DashboardScreenshotEnv = "FLINKGO_DASHBOARD_SCREENSHOT"
+
+// The running job's name has markup in it: the page must show it as text.
+const dashboardJobName = `enrich <b id="injected">sensors</b>`
+
+// TestDashboardInChromium loads the dashboard in a real headless Chromium
+// against a running job with a Python UDF: the jobs list shows it, its
+// graph renders every vertex with its parallelism and non-zero rates, its
+// checkpoints are listed, a savepoint is triggered and the UDF's vertex
+// rescaled from the page, and the cancel button (after the page asks for the REST token) cancels the job. A
+// failed job's page shows the Python traceback.
+func TestDashboardInChromium(t *testing.T) {
+	testkit.NoLeakedWorkers(t) // the browser too: it is a child process
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	testkit.Chromium(t)
+	const token = "dashboard-token"
+	jobs := server.New(runOptions(t, mem), nil)
+	client := serveJobs(t, jobs)
+	ep := rest.NewEndpoints(jobs, nil)
+	if err := ep.Start(rest.Listen{RESTPort: 0, PromPort: -1, AuthToken: token}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ep.Close)
+	restAddr, _ := ep.Addresses()
+	base := "http://" + restAddr
+
+	// A job that fails in its UDF, run to its end.
+	failedID, fin := runToEnd(t, client, testkit.JobPlan(t, failingPipeline, t.TempDir()))
+	if fin.GetState() != jobpb.JobFinished_FAILED {
+		t.Fatalf("the failing job ended %v", fin)
+	}
+
+	// A job that runs until canceled: datagen at a bounded rate into a
+	// pandas UDF at parallelism 2, checkpointing twice a second.
+	dir := t.TempDir()
+	running := testkit.JobPlan(t, pipelinePrelude+`
+import time
+
+@udf("float64", func_type="pandas")
+def doubled(x):
+    time.sleep(0.005)
+    return x * 2
+
+env.datagen(schema={"x": "float64"}, rows_per_second=400).with_column(
+    "y", doubled(fg.col("x"))).set_parallelism(2).write_csv(OUT)
+plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
+`, dir)
+	running.Config = map[string]string{
+		"execution.checkpointing.interval": "500 ms", "execution.checkpointing.dir": filepath.Join(dir, "chk"),
+		"execution.checkpointing.savepoint-dir": filepath.Join(dir, "sp"),
+		// The rescale below may apply at once (the default waits 30 s after the start).
+		"jobmanager.adaptive-scheduler.executing.cooldown-after-rescaling": "0 ms",
+	}
+	stream, err := client.Execute(context.Background(), &jobpb.ExecuteRequest{Plan: running})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := stream.Recv()
+	if err != nil || ev.GetStarted() == nil {
+		t.Fatalf("the running job did not start: %v %v", ev, err)
+	}
+	jid := ev.GetStarted().GetJobId()
+	ended := make(chan *jobpb.JobFinished, 1)
+	go func() { // the job's events until its stream ends (the page cancels it)
+		var fin *jobpb.JobFinished
+		for {
+			ev, err := stream.Recv()
+			if err != nil {
+				ended <- fin
+				return
+			}
+			if f := ev.GetFinished(); f != nil {
+				fin = f
+			}
+		}
+	}()
+	defer func() { // the job ends even when the test fails before its cancel
+		_, _ = jobs.Cancel(context.Background(), &jobpb.CancelRequest{JobId: jid})
+		<-ended
+	}()
+
+	var details struct {
+		Vertices []struct {
+			ID          string `json:"id"`
+			Parallelism int    `json:"parallelism"`
+		} `json:"vertices"`
+	}
+	// The job's tasks exist once it is deployed, a moment after it started.
+	for deadline := time.Now().Add(60 * time.Second); len(details.Vertices) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the running job has no vertices after a minute")
+		}
+		getJSON(t, base+"/jobs/"+jid, &details)
+	}
+	if len(details.Vertices) < 2 {
+		t.Fatalf("want at least 2 vertices (the datagen and the UDF at another parallelism), got %+v", details.Vertices)
+	}
+
+	ctx := testkit.Browser(t, 1360, 1000)
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		if err := chromedp.Do(c, actions...); err != nil {
+			// What the page showed, to tell why.
+			var shown string
+			if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err == nil {
+				shown = text
+			}
+			if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+				_ = os.WriteFile(filepath.Join(t.ArtifactDir(), "failed.png"), png, 0o644)
+			}
+			t.Fatalf("%s: %v; the page showed:\n%s", what, err, shown)
+		}
+	}
+	eval := func(expr string, out any) {
+		t.Helper()
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", expr, err)
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("evaluating %s: %s: %v", expr, raw, err)
+		}
+	}
+	row := `#jobs tr[data-jid="` + jid + `"]`
+	failedRow := `#jobs tr[data-jid="` + failedID + `"]`
+
+	// The jobs list shows both jobs, the name as text.
+	step("the jobs list shows the jobs",
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+		chromedp.WaitVisible(chromedp.CSS(failedRow+` .state[data-state="FAILED"]`)))
+	var listed struct {
+		Name     string `json:"name"`
+		State    string `json:"state"`
+		Injected bool   `json:"injected"`
+	}
+	eval(`({name: document.querySelector('`+row+` a').textContent,
+		state: document.querySelector('`+row+` .state').dataset.state,
+		injected: document.getElementById("injected") !== null})`, &listed)
+	if listed.Name != dashboardJobName || listed.State != "RUNNING" || listed.Injected {
+		t.Fatalf("jobs list: want %q RUNNING shown as text, got %+v", dashboardJobName, listed)
+	}
+
+	// The job's page: every vertex of /jobs/:jid in the graph, each with
+	// its parallelism, and rates that the running job makes non-zero.
+	step("the job's graph renders its vertices with rates",
+		chromedp.Click(chromedp.CSS(row+" a")),
+		chromedp.WaitVisible(chromedp.CSS("#graph g.vertex")),
+		chromedp.Poll[chromedp.Void](`(() => {
+			const vs = [...document.querySelectorAll("#graph g.vertex")];
+			return vs.length === `+strconv.Itoa(len(details.Vertices))+` &&
+				vs.every((g) => +g.dataset.inRate > 0 || +g.dataset.outRate > 0) &&
+				vs.some((g) => +g.dataset.inRate > 0);
+		})()`, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second)))
+	var drawn []struct {
+		ID          string  `json:"id"`
+		Parallelism string  `json:"parallelism"`
+		InRate      float64 `json:"inRate"`
+		OutRate     float64 `json:"outRate"`
+		Busy        float64 `json:"busy"`
+		Text        string  `json:"text"`
+	}
+	eval(`[...document.querySelectorAll("#graph g.vertex")].map((g) => ({id: g.dataset.vertex,
+		parallelism: g.dataset.parallelism, inRate: +g.dataset.inRate, outRate: +g.dataset.outRate,
+		busy: +g.dataset.busy, text: g.textContent}))`, &drawn)
+	for i, v := range details.Vertices {
+		d := drawn[i]
+		if d.ID != v.ID || d.Parallelism != strconv.Itoa(v.Parallelism) || !strings.Contains(d.Text, "parallelism "+strconv.Itoa(v.Parallelism)) {
+			t.Errorf("vertex %d: REST has %+v, the graph shows %+v", i, v, d)
+		}
+		if !strings.Contains(d.Text, "in ") || !strings.Contains(d.Text, "/s") || !strings.Contains(d.Text, "busy ") {
+			t.Errorf("vertex %d: no rates in %q", i, d.Text)
+		}
+	}
+	t.Logf("vertices drawn: %+v", drawn)
+
+	// Checkpoints complete and are listed with their sizes.
+	step("the checkpoints are listed",
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#checkpoint-history tr[data-checkpoint]").length >= 2`,
+			chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second)))
+
+	// A savepoint from the page: it asks for the token first.
+	spDir := filepath.Join(t.TempDir(), "savepoint")
+	step("the savepoint button asks for the token and writes a savepoint",
+		chromedp.SendKeys(chromedp.CSS("#savepoint-dir"), spDir),
+		chromedp.Click(chromedp.CSS("#savepoint")),
+		chromedp.WaitVisible(chromedp.CSS("#token-panel")),
+		chromedp.SendKeys(chromedp.CSS("#token-input"), token),
+		chromedp.Click(chromedp.CSS("#token-submit")),
+		chromedp.Poll[chromedp.Void](`document.getElementById("action-message").textContent.startsWith("Savepoint written to ")`,
+			chromedp.WithPollingTimeout(60*time.Second)))
+	var message string
+	eval(`document.getElementById("action-message").textContent`, &message)
+	if !strings.Contains(message, spDir) {
+		t.Errorf("savepoint message %q does not name %s", message, spDir)
+	}
+	if entries, err := os.ReadDir(spDir); err != nil || len(entries) == 0 {
+		t.Errorf("no savepoint under %s: %v %v", spDir, entries, err)
+	}
+
+	// The screenshot, while the job runs.
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(t.ArtifactDir(), "dashboard.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", shot)
+	if p := os.Getenv(DashboardScreenshotEnv); p != "" {
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Rescale the UDF's vertex 2 -> 3 from the page: the job restarts at the
+	// next checkpoint, and the graph shows the new parallelism.
+	udf := details.Vertices[1]
+	if udf.Parallelism != 2 {
+		t.Fatalf("the UDF vertex runs at %d, want 2", udf.Parallelism)
+	}
+	step("the rescale button rescales the UDF's vertex",
+		chromedp.SetValue(chromedp.CSS("#rescale-vertex"), udf.ID),
+		chromedp.SendKeys(chromedp.CSS("#rescale-parallelism"), "3"),
+		chromedp.Click(chromedp.CSS("#rescale")),
+		chromedp.Poll[chromedp.Void](`document.getElementById("action-message").textContent.startsWith("Rescale to parallelism 3 requested")`,
+			chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Poll[chromedp.Void](`(() => {
+			const g = document.querySelector('#graph g.vertex[data-vertex="`+udf.ID+`"]');
+			return g !== null && g.dataset.parallelism === "3" && +g.dataset.inRate > 0;
+		})()`, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(90*time.Second)))
+	getJSON(t, base+"/jobs/"+jid, &details)
+	if details.Vertices[1].Parallelism != 3 {
+		t.Errorf("after the page's rescale REST has %+v", details.Vertices)
+	}
+
+	// Cancel: the token is kept for the tab, the page shows CANCELED.
+	step("the cancel button cancels the job",
+		chromedp.Click(chromedp.CSS("#cancel-job")),
+		chromedp.Click(chromedp.CSS("#cancel-confirm")),
+		chromedp.Poll[chromedp.Void](`document.getElementById("job-state").textContent === "CANCELED"`,
+			chromedp.WithPollingTimeout(60*time.Second)))
+	select {
+	case f := <-ended:
+		if f.GetState() != jobpb.JobFinished_CANCELED {
+			t.Fatalf("the job ended %v, want CANCELED", f)
+		}
+		ended <- f // for the deferred wait
+	case <-time.After(60 * time.Second):
+		t.Fatal("the job did not end after the page canceled it")
+	}
+	var status struct {
+		Status string `json:"status"`
+	}
+	getJSON(t, base+"/jobs/"+jid+"/status", &status)
+	if status.Status != "CANCELED" {
+		t.Errorf("REST status after the page's cancel: %q", status.Status)
+	}
+
+	// The failed job's page shows the Python traceback.
+	step("the failed job shows its traceback",
+		chromedp.Navigate(base+"/#/jobs/"+failedID),
+		chromedp.WaitVisible(chromedp.CSS("#exceptions pre.stacktrace")))
+	var trace string
+	eval(`document.querySelector("#exceptions pre.stacktrace").textContent`, &trace)
+	for _, want := range []string{"ZeroDivisionError", "Traceback", "return 1 / 0", "broken"} {
+		if !strings.Contains(trace, want) {
+			t.Errorf("the exception shown lacks %q:\n%s", want, trace)
+		}
+	}
+}
+
+// runToEnd runs jp on the server and returns its id and final event.
+func runToEnd(t *testing.T, client jobpb.JobServiceClient, jp *planpb.JobPlan) (string, *jobpb.JobFinished) {
+	t.Helper()
+	stream, err := client.Execute(context.Background(), &jobpb.ExecuteRequest{Plan: jp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := events(t, stream)
+	return evs[0].GetStarted().GetJobId(), evs[len(evs)-1].GetFinished()
+}
+
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
