@@ -76,7 +76,7 @@ func (e *Endpoints) Start(l Listen) error {
 			return fmt.Errorf("rest: the REST API cannot listen: %w (rest.port / --rest-port)", err)
 		}
 		e.restAddr = addr
-		e.log.Info("serving the REST API", "address", "http://"+addr)
+		e.log.Info("serving the REST API and the dashboard", "address", "http://"+addr+"/")
 	}
 	if l.PromPort >= 0 && e.promAddr == "" {
 		mux := http.NewServeMux()

@@ -60,12 +60,14 @@ function fmtNumber(x, digits = 0) {
   return x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: 0 });
 }
 
+// A missing figure (a vertex whose metrics could not be read) shows as "–",
+// never as 0.
 function fmtRate(x) {
-  return fmtNumber(x, x < 10 ? 1 : 0) + "/s";
+  return typeof x === "number" ? fmtNumber(x, x < 10 ? 1 : 0) + "/s" : "–";
 }
 
 function fmtPercent(ratio) {
-  return fmtNumber(100 * ratio, 0) + "%";
+  return typeof ratio === "number" ? fmtNumber(100 * ratio, 0) + "%" : "–";
 }
 
 function fmtBytes(n) {
@@ -265,12 +267,18 @@ function jobView(jid) {
 
 // vertexRates reads each vertex's rates over its subtasks: records in and
 // out per second summed, busy and backpressured ratios at their max (the
-// subtask that limits the vertex), as Flink's web UI shows them.
+// subtask that limits the vertex), as Flink's web UI shows them. A vertex
+// whose metrics cannot be read (it went away in a rescale) has none.
 async function vertexRates(jid, job) {
   const out = {};
   await Promise.all((job.vertices || []).map(async (v) => {
-    const ms = await api("GET", jobPath(jid) + "/vertices/" + encodeURIComponent(v.id) +
-      "/subtasks/metrics?get=" + RATE_METRICS + "&agg=sum,max");
+    let ms;
+    try {
+      ms = await api("GET", jobPath(jid) + "/vertices/" + encodeURIComponent(v.id) +
+        "/subtasks/metrics?get=" + RATE_METRICS + "&agg=sum,max");
+    } catch (_) {
+      return;
+    }
     const by = {};
     for (const m of ms) by[m.id] = m;
     const get = (name, agg) => (by[name] && typeof by[name][agg] === "number" ? by[name][agg] : 0);
@@ -437,7 +445,8 @@ function layout(nodes) {
 }
 
 function busyFill(busy) {
-  const b = Math.min(1, Math.max(0, busy || 0));
+  if (typeof busy !== "number") return "#e4e8ee"; // unknown: grey
+  const b = Math.min(1, Math.max(0, busy));
   return "hsl(" + Math.round(120 * (1 - b)) + ", " + Math.round(55 + 15 * b) + "%, " + Math.round(82 - 4 * b) + "%)";
 }
 
@@ -464,10 +473,10 @@ function renderGraph(target, job, rates) {
     }
   }
   for (const n of nodes) {
-    const p = pos.get(n.id), r = rates[n.id] || { inRate: 0, outRate: 0, busy: 0, backpressure: 0 };
+    const p = pos.get(n.id), r = rates[n.id] || {};
     const v = names.get(n.id) || {};
     const name = v.name || n.description || n.id;
-    const level = backpressureLevel(r.backpressure);
+    const level = r.backpressure === undefined ? "ok" : backpressureLevel(r.backpressure);
     root.append(svg("g", {
       class: "vertex", transform: `translate(${p.x}, ${p.y})`, "data-vertex": n.id, "data-name": name,
       "data-parallelism": n.parallelism, "data-in-rate": r.inRate, "data-out-rate": r.outRate,
@@ -496,8 +505,8 @@ function renderVertexTable(body, job, rates) {
       el("td", { class: "num" }, fmtNumber(m["write-records"])),
       el("td", { class: "num" }, fmtRate(r.inRate)),
       el("td", { class: "num" }, fmtRate(r.outRate)),
-      el("td", { class: "num" }, fmtPercent(r.busy || 0)),
-      el("td", { class: "num bp-" + level }, fmtPercent(r.backpressure || 0) + " (" + level + ")"));
+      el("td", { class: "num" }, fmtPercent(r.busy)),
+      el("td", { class: "num bp-" + level }, r.backpressure === undefined ? "–" : fmtPercent(r.backpressure) + " (" + level + ")"));
   }));
 }
 
