@@ -29,11 +29,13 @@ const DashboardScreenshotEnv = "FLINKGO_DASHBOARD_SCREENSHOT"
 const dashboardJobName = `enrich <b id="injected">sensors</b>`
 
 // TestDashboardInChromium loads the dashboard in a real headless Chromium
-// against a running job with a Python UDF: the jobs list shows it, its
-// graph renders every vertex with its parallelism and non-zero rates, its
-// checkpoints are listed, a savepoint is triggered and the UDF's vertex
-// rescaled from the page, and the cancel button (after the page asks for the REST token) cancels the job. A
-// failed job's page shows the Python traceback.
+// against a running job with a Python UDF: the jobs list, open before the
+// job starts, shows it by its refresh; the job's graph renders every vertex
+// with its parallelism and non-zero rates; its checkpoints are listed; a
+// savepoint is triggered and the UDF's vertex rescaled from the page; the
+// cancel button (after the page asks for the REST token) cancels the job,
+// and the list shows it canceled. A failed job's page shows the Python
+// traceback.
 func TestDashboardInChromium(t *testing.T) {
 	testkit.NoLeakedWorkers(t) // the browser too: it is a child process
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -55,6 +57,38 @@ func TestDashboardInChromium(t *testing.T) {
 	if fin.GetState() != jobpb.JobFinished_FAILED {
 		t.Fatalf("the failing job ended %v", fin)
 	}
+
+	ctx := testkit.Browser(t, 1360, 1000)
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		if err := chromedp.Do(c, actions...); err != nil {
+			// What the page showed, to tell why.
+			var shown string
+			if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err == nil {
+				shown = text
+			}
+			if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+				_ = os.WriteFile(filepath.Join(t.ArtifactDir(), "failed.png"), png, 0o644)
+			}
+			t.Fatalf("%s: %v; the page showed:\n%s", what, err, shown)
+		}
+	}
+	eval := func(expr string, out any) {
+		t.Helper()
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", expr, err)
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("evaluating %s: %s: %v", expr, raw, err)
+		}
+	}
+	failedRow := `#jobs tr[data-jid="` + failedID + `"]`
+	step("the jobs list shows the failed job",
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.CSS(failedRow+` .state[data-state="FAILED"]`)))
 
 	// A job that runs until canceled: datagen at a bounded rate into a
 	// pandas UDF at parallelism 2, checkpointing twice a second.
@@ -122,41 +156,10 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 		t.Fatalf("want at least 2 vertices (the datagen and the UDF at another parallelism), got %+v", details.Vertices)
 	}
 
-	ctx := testkit.Browser(t, 1360, 1000)
-	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 90*time.Second)
-		defer cancel()
-		if err := chromedp.Do(c, actions...); err != nil {
-			// What the page showed, to tell why.
-			var shown string
-			if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err == nil {
-				shown = text
-			}
-			if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-				_ = os.WriteFile(filepath.Join(t.ArtifactDir(), "failed.png"), png, 0o644)
-			}
-			t.Fatalf("%s: %v; the page showed:\n%s", what, err, shown)
-		}
-	}
-	eval := func(expr string, out any) {
-		t.Helper()
-		raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](expr))
-		if err != nil {
-			t.Fatalf("evaluating %s: %v", expr, err)
-		}
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("evaluating %s: %s: %v", expr, raw, err)
-		}
-	}
+	// The list open since before the job started shows it by its refresh,
+	// the name as text.
 	row := `#jobs tr[data-jid="` + jid + `"]`
-	failedRow := `#jobs tr[data-jid="` + failedID + `"]`
-
-	// The jobs list shows both jobs, the name as text.
-	step("the jobs list shows the jobs",
-		chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible(chromedp.CSS(row)),
-		chromedp.WaitVisible(chromedp.CSS(failedRow+` .state[data-state="FAILED"]`)))
+	step("the jobs list shows the new job", chromedp.WaitVisible(chromedp.CSS(row)))
 	var listed struct {
 		Name     string `json:"name"`
 		State    string `json:"state"`
@@ -278,6 +281,9 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 	case <-time.After(60 * time.Second):
 		t.Fatal("the job did not end after the page canceled it")
 	}
+	step("the jobs list shows the job canceled",
+		chromedp.Click(chromedp.CSS(`header nav a[href="#/"]`)),
+		chromedp.WaitVisible(chromedp.CSS(row+` .state[data-state="CANCELED"]`)))
 	var status struct {
 		Status string `json:"status"`
 	}

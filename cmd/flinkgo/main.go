@@ -284,7 +284,7 @@ func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, 
 		return err
 	}
 	if a, p := ep.Addresses(); a != "" || p != "" {
-		fmt.Fprintf(os.Stderr, "flinkgo: REST API on %s, Prometheus metrics on %s\n", orNone(a), orNone(p))
+		fmt.Fprintf(os.Stderr, "flinkgo: REST API and dashboard on %s, Prometheus metrics on %s\n", orNone(a), orNone(p))
 	}
 	jobs.SetEndpoints(ep.FromConfig)
 	jobpb.RegisterJobServiceServer(srv, jobs)
