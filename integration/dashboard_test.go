@@ -230,15 +230,7 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 	}
 
 	// The screenshot, while the job runs.
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shot := filepath.Join(t.ArtifactDir(), "dashboard.png")
-	if err := os.WriteFile(shot, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", shot)
+	png := screenshot(ctx, t, "dashboard.png")
 	if p := os.Getenv(DashboardScreenshotEnv); p != "" {
 		if err := os.WriteFile(p, png, 0o644); err != nil {
 			t.Fatal(err)
@@ -303,6 +295,23 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 			t.Errorf("the exception shown lacks %q:\n%s", want, trace)
 		}
 	}
+	screenshot(ctx, t, "failed-job.png")
+}
+
+// screenshot saves the page as a PNG test artifact (go test -artifacts)
+// and returns it.
+func screenshot(ctx context.Context, t *testing.T, name string) []byte {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.ArtifactDir(), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	return png
 }
 
 // runToEnd runs jp on the server and returns its id and final event.

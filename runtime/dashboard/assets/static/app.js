@@ -524,9 +524,9 @@ function renderCheckpoints(target, cps) {
     el("div", {}, el("span", { class: "muted" }, "Latest completed"),
       el("strong", {}, latest ? "#" + latest.id + ", " + fmtBytes(latest.state_size) + ", " + fmtDuration(latest.end_to_end_duration) : "–")),
     el("div", {}, el("span", { class: "muted" }, "Duration min / avg / max"),
-      el("strong", {}, [dur.min, dur.avg, dur.max].map(fmtDuration).join(" / "))),
+      el("strong", {}, c.completed ? [dur.min, dur.avg, dur.max].map(fmtDuration).join(" / ") : "–")),
     el("div", {}, el("span", { class: "muted" }, "Size min / avg / max"),
-      el("strong", {}, [size.min, size.avg, size.max].map(fmtBytes).join(" / "))));
+      el("strong", {}, c.completed ? [size.min, size.avg, size.max].map(fmtBytes).join(" / ") : "–")));
   const history = (cps.history || []).slice(0, 20);
   const table = el("table", { id: "checkpoint-history" },
     el("thead", {}, el("tr", {},
