@@ -32,8 +32,8 @@ const dashboardJobName = `enrich <b id="injected">sensors</b>`
 // against a running job with a Python UDF: the jobs list, open before the
 // job starts, shows it by its refresh; the job's graph renders every vertex
 // with its parallelism and non-zero rates; its checkpoints are listed; a
-// savepoint is triggered and the UDF's vertex rescaled from the page; the
-// cancel button (after the page asks for the REST token) cancels the job,
+// savepoint is triggered and the UDF's vertex rescaled from the page, after
+// which a click on it lists its three subtasks; the cancel button (after the page asks for the REST token) cancels the job,
 // and the list shows it canceled. A failed job's page shows the Python
 // traceback.
 func TestDashboardInChromium(t *testing.T) {
@@ -256,6 +256,19 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 	getJSON(t, base+"/jobs/"+jid, &details)
 	if details.Vertices[1].Parallelism != 3 {
 		t.Errorf("after the page's rescale REST has %+v", details.Vertices)
+	}
+
+	// A click on the vertex lists its three subtasks, each with its ratios.
+	step("a click on the UDF's vertex lists its subtasks",
+		chromedp.Click(chromedp.CSS(`#graph g.vertex[data-vertex="`+udf.ID+`"] rect`)),
+		chromedp.Poll[chromedp.Void](`(() => {
+			const rows = [...document.querySelectorAll('#subtask-table[data-vertex="`+udf.ID+`"] tbody tr')];
+			return rows.length === 3 && rows.every((r) => /%/.test(r.lastElementChild.textContent));
+		})()`, chromedp.WithPollingTimeout(30*time.Second)))
+	var cpConfig string
+	eval(`document.getElementById("checkpoint-config").textContent`, &cpConfig)
+	if !strings.HasPrefix(cpConfig, "Every 500 ms") || !strings.Contains(cpConfig, ", aligned, exactly-once;") {
+		t.Errorf("the checkpoint configuration shown: %q", cpConfig)
 	}
 
 	// Cancel: the token is kept for the tab, the page shows CANCELED.

@@ -242,27 +242,75 @@ function jobView(jid) {
       el("th", { class: "num" }, "In/s"), el("th", { class: "num" }, "Out/s"),
       el("th", { class: "num" }, "Busy"), el("th", { class: "num" }, "Backpressured"))),
     vertexBody);
+  const subtasks = el("div", { id: "subtasks" }, el("p", { class: "muted" }, "Click a vertex to see its subtasks."));
+  const checkpointConfig = el("p", { class: "muted", id: "checkpoint-config" });
   const checkpoints = el("div", { id: "checkpoints" });
   const exceptions = el("div", { id: "exceptions" });
   $("main").replaceChildren(title, summary, controls.root,
-    el("h2", {}, "Graph"), legend, graph, el("h2", {}, "Vertices"), vertices,
-    el("h2", {}, "Checkpoints"), checkpoints, el("h2", {}, "Exceptions"), exceptions);
+    el("h2", {}, "Graph"), legend, graph, el("h2", {}, "Vertices"), vertices, subtasks,
+    el("h2", {}, "Checkpoints"), checkpointConfig, checkpoints, el("h2", {}, "Exceptions"), exceptions);
 
-  return {
+  let selected = null; // the vertex whose subtasks are shown
+  const view = {
     async refresh() {
       const job = await api("GET", jobPath(jid));
       const rates = await vertexRates(jid, job);
       title.replaceChildren(job.name || "(unnamed)", stateBadge(job.state));
       renderSummary(summary, job);
       controls.update(job);
-      renderGraph(graph, job, rates);
-      renderVertexTable(vertexBody, job, rates);
-      const [cps, exc] = await Promise.all([
-        api("GET", jobPath(jid) + "/checkpoints"), api("GET", jobPath(jid) + "/exceptions")]);
+      renderGraph(graph, job, rates, select);
+      renderVertexTable(vertexBody, job, rates, select);
+      const [cps, cpConfig, exc] = await Promise.all([
+        api("GET", jobPath(jid) + "/checkpoints"),
+        api("GET", jobPath(jid) + "/checkpoints/config").catch(() => null), // 404: checkpointing off
+        api("GET", jobPath(jid) + "/exceptions")]);
+      renderCheckpointConfig(checkpointConfig, cpConfig);
       renderCheckpoints(checkpoints, cps);
       renderExceptions(exceptions, exc);
+      const v = (job.vertices || []).find((x) => x.id === selected);
+      if (v) await renderSubtasks(subtasks, jid, v);
     },
   };
+  function select(vid) {
+    selected = vid;
+    view.refresh().catch((e) => showMessage(subtasks, "Reading the vertex failed: " + e.message, false));
+  }
+  return view;
+}
+
+// renderSubtasks shows one vertex's subtasks: their records (Flink's
+// vertex details) and busy and backpressured ratios (its backpressure).
+async function renderSubtasks(target, jid, v) {
+  const path = jobPath(jid) + "/vertices/" + encodeURIComponent(v.id);
+  const [details, bp] = await Promise.all([api("GET", path), api("GET", path + "/backpressure")]);
+  const ratios = new Map((bp.subtasks || []).map((s) => [s.subtask, s]));
+  target.replaceChildren(
+    el("h2", {}, "Subtasks of " + v.name),
+    el("table", { id: "subtask-table", "data-vertex": v.id },
+      el("thead", {}, el("tr", {},
+        el("th", { class: "num" }, "Subtask"), el("th", {}, "Status"), el("th", { class: "num" }, "Records in"),
+        el("th", { class: "num" }, "Records out"), el("th", { class: "num" }, "Busy"), el("th", { class: "num" }, "Backpressured"))),
+      el("tbody", {}, ...(details.subtasks || []).map((s) => {
+        const r = ratios.get(s.subtask);
+        const m = s.metrics || {};
+        return el("tr", { "data-subtask": s.subtask },
+          el("td", { class: "num" }, fmtNumber(s.subtask)),
+          el("td", {}, stateBadge(s.status)),
+          el("td", { class: "num" }, fmtNumber(m["read-records"])),
+          el("td", { class: "num" }, fmtNumber(m["write-records"])),
+          el("td", { class: "num" }, r ? fmtPercent(r.busyRatio) : "–"),
+          el("td", { class: "num bp-" + (r ? r.backpressureLevel : "ok") }, r ? fmtPercent(r.ratio) + " (" + r.backpressureLevel + ")" : "–"));
+      }))));
+}
+
+function renderCheckpointConfig(target, cfg) {
+  if (!cfg) {
+    target.textContent = "Checkpointing is off (execution.checkpointing.interval is 0).";
+    return;
+  }
+  target.textContent = "Every " + fmtDuration(cfg.interval) + ", timeout " + fmtDuration(cfg.timeout) +
+    ", " + (cfg.unaligned_checkpoints ? "unaligned" : "aligned") + ", " + String(cfg.mode).replace("_", "-") +
+    "; tolerable failures " + fmtNumber(cfg.tolerable_failed_checkpoints) + ".";
 }
 
 // vertexRates reads each vertex's rates over its subtasks: records in and
@@ -456,7 +504,7 @@ function clip(s, n) {
   return s.length > n ? s.slice(0, n - 1) + "…" : s;
 }
 
-function renderGraph(target, job, rates) {
+function renderGraph(target, job, rates, select) {
   const nodes = (job.plan && job.plan.nodes) || [];
   const names = new Map((job.vertices || []).map((v) => [v.id, v]));
   const { pos, width, height } = layout(nodes);
@@ -478,6 +526,7 @@ function renderGraph(target, job, rates) {
     const name = v.name || n.description || n.id;
     const level = r.backpressure === undefined ? "ok" : backpressureLevel(r.backpressure);
     root.append(svg("g", {
+      onclick: () => select(n.id),
       class: "vertex", transform: `translate(${p.x}, ${p.y})`, "data-vertex": n.id, "data-name": name,
       "data-parallelism": n.parallelism, "data-in-rate": r.inRate, "data-out-rate": r.outRate,
       "data-busy": r.busy, "data-backpressure": r.backpressure, "data-backpressure-level": level,
@@ -492,12 +541,12 @@ function renderGraph(target, job, rates) {
   target.replaceChildren(root);
 }
 
-function renderVertexTable(body, job, rates) {
+function renderVertexTable(body, job, rates, select) {
   body.replaceChildren(...(job.vertices || []).map((v) => {
     const r = rates[v.id] || {};
     const m = v.metrics || {};
     const level = backpressureLevel(r.backpressure || 0);
-    return el("tr", { "data-vertex": v.id },
+    return el("tr", { "data-vertex": v.id, class: "clickable", onclick: () => select(v.id) },
       el("td", {}, v.name),
       el("td", { class: "num" }, fmtNumber(v.parallelism)),
       el("td", {}, stateBadge(v.status)),
