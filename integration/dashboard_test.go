@@ -265,6 +265,23 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 			const rows = [...document.querySelectorAll('#subtask-table[data-vertex="`+udf.ID+`"] tbody tr')];
 			return rows.length === 3 && rows.every((r) => /%/.test(r.lastElementChild.textContent));
 		})()`, chromedp.WithPollingTimeout(30*time.Second)))
+	var blocked []string
+	eval(`window.flinkgoPolicyViolations`, &blocked)
+	if len(blocked) > 0 {
+		t.Errorf("the Content-Security-Policy blocked parts of the page: %v", blocked)
+	}
+	// And the browser enforces it: code from a string (what an injected
+	// script would be) is refused, and the page says so.
+	step("the browser enforces the Content-Security-Policy",
+		chromedp.Evaluate[chromedp.Void](`setTimeout("window.injectedRan = true", 0)`),
+		chromedp.Poll[chromedp.Void](`window.flinkgoPolicyViolations.length > 0 &&
+			document.getElementById("refreshed").textContent.startsWith("Blocked by the Content-Security-Policy")`,
+			chromedp.WithPollingTimeout(10*time.Second)))
+	var ran bool
+	eval(`window.injectedRan === true`, &ran)
+	if ran {
+		t.Error("code from a string ran despite the Content-Security-Policy")
+	}
 	var cpConfig string
 	eval(`document.getElementById("checkpoint-config").textContent`, &cpConfig)
 	if !strings.HasPrefix(cpConfig, "Every 500 ms") || !strings.Contains(cpConfig, ", aligned, exactly-once;") {

@@ -9,6 +9,15 @@ const TOKEN_KEY = "flinkgo-rest-token";
 const RATE_METRICS = "numRecordsInPerSecond,numRecordsOutPerSecond,busyTimeMsPerSecond,backPressuredTimeMsPerSecond";
 const TERMINAL = new Set(["FINISHED", "CANCELED", "FAILED"]);
 
+// What the Content-Security-Policy blocked on this page, for the footer and
+// the browser test: the page is made to need nothing it forbids.
+const policyViolations = [];
+window.flinkgoPolicyViolations = policyViolations;
+document.addEventListener("securitypolicyviolation", (e) => {
+  policyViolations.push(e.violatedDirective + " blocked " + (e.blockedURI || "inline code"));
+  $("refreshed").textContent = "Blocked by the Content-Security-Policy: " + policyViolations.join("; ");
+});
+
 let refreshMs = 3000;
 let current = null; // the view on screen: {refresh()}
 
@@ -87,7 +96,7 @@ function fmtDuration(ms) {
   const s = Math.floor(ms / 1000);
   if (s < 60) return (ms / 1000).toFixed(1) + " s";
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
-  return (h ? h + "h " : "") + m + "m " + r + "s";
+  return [h && h + "h", m && m + "m", r && r + "s"].filter(Boolean).join(" ");
 }
 
 function fmtTime(ms) {
@@ -628,7 +637,9 @@ async function refresh() {
     const [ov] = await Promise.all([api("GET", "/overview"), view.refresh()]);
     $("overview").textContent = fmtNumber(ov["jobs-running"]) + " running · " + fmtNumber(ov["jobs-finished"]) +
       " finished · " + fmtNumber(ov["jobs-cancelled"]) + " canceled · " + fmtNumber(ov["jobs-failed"]) + " failed";
-    $("refreshed").textContent = "Updated " + new Date().toLocaleTimeString() + "; refreshes every " + refreshMs / 1000 + " s.";
+    // A blocked part of the page stays reported: the page is broken, not stale.
+    const blocked = policyViolations.length ? "Blocked by the Content-Security-Policy: " + policyViolations.join("; ") + ". " : "";
+    $("refreshed").textContent = blocked + "Updated " + new Date().toLocaleTimeString() + "; refreshes every " + refreshMs / 1000 + " s.";
   } catch (e) {
     if (view === current) $("refreshed").textContent = "Refresh failed: " + e.message;
   }
