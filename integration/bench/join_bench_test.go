@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ plan = env.plan("join-bench")
 				var elapsed time.Duration
 				for b.Loop() {
 					start := time.Now()
-					live := 0 // rows of the applied changelog
+					var live atomic.Int64 // rows of the applied changelog; the sink's subtasks call Collect concurrently
 					_, err := job.Run(context.Background(), g, job.Options{
 						Runner:   pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
 						StateDir: b.TempDir(),
@@ -68,9 +69,9 @@ plan = env.plan("join-bench")
 							kinds := rowkind.KindsOf(r)
 							for i := range int(r.NumRows()) {
 								if rowkind.At(kinds, i).IsAccumulate() {
-									live++
+									live.Add(1)
 								} else {
-									live--
+									live.Add(-1)
 								}
 							}
 							r.Release()
@@ -80,8 +81,8 @@ plan = env.plan("join-bench")
 					if err != nil {
 						b.Fatal(err)
 					}
-					if want := (joinRows / keys) * (joinRows / keys) * keys; live != want {
-						b.Fatalf("%d joined rows, want %d", live, want)
+					if want := int64(joinRows/keys) * (joinRows / keys) * keys; live.Load() != want {
+						b.Fatalf("%d joined rows, want %d", live.Load(), want)
 					}
 					elapsed += time.Since(start)
 				}

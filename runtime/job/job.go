@@ -49,7 +49,9 @@ type Options struct {
 	Allocator memory.Allocator
 	// Stdout receives print sinks' rows. Default os.Stdout.
 	Stdout io.Writer
-	// Collect receives collect sinks' batches (retained: it releases them).
+	// Collect receives collect sinks' batches (retained: it releases them),
+	// from every sink subtask's goroutine at once: it must be safe for
+	// concurrent use.
 	Collect func(op *plan.Operator, subtask int, b arrow.RecordBatch) error
 	// StateDir holds the working directories of keyed state backends
 	// (Pebble databases, a cache of what checkpoints hold). Default: the
