@@ -198,7 +198,8 @@ func TestEquiJoinEqualsSQLAtEveryParallelism(t *testing.T) {
 }
 
 // The join's state is in Pebble: a job stopped with a savepoint at
-// parallelism 2 after half of each stream, restored at 1 and at 3, ends
+// parallelism 2 after half of each stream (the applied changelog then is
+// the join of the two halves), restored at 1 and at 3, ends
 // with the applied changelog of the uninterrupted run (SQL's result),
 // including the left rows padded before the savepoint whose matches came
 // after it.
@@ -218,7 +219,14 @@ func TestEquiJoinRestoresAtAnotherParallelism(t *testing.T) {
 					t.Fatal(err)
 				}
 				waitHeld(t, j, held, 2) // both streams' sources
+				// A checkpoint that began once both held comes after every
+				// row of the halves read: the changelog so far, applied, is
+				// the batch result of those halves.
+				waitForCheckpoints(t, j, completedCheckpoints(j)+1)
 				waitForCheckpoints(t, j, 2)
+				got.mu.Lock()
+				checkEquiJoin(t, got, rows/2, how)
+				got.mu.Unlock()
 				sp, err := j.StopWithSavepoint(context.Background(), "")
 				if err != nil {
 					t.Fatal(err)
