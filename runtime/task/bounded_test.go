@@ -53,15 +53,20 @@ func TestAlignmentBlocksProducersPastTheirBarrier(t *testing.T) {
 	ctx := context.Background()
 	const early = 200
 	var batchBytes int64
+	// Made here: keyedParts may fail the test, which only its goroutine can.
+	var sends []arrow.RecordBatch
+	for range early {
+		parts := keyedParts(t, mem, 100)
+		parts[1].Release()
+		sends = append(sends, parts[0])
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		_ = tk.in.put(ctx, message{producer: 0, barrier: 1})
-		for range early {
-			parts := keyedParts(t, mem, 100)
-			parts[1].Release()
-			_ = tk.in.put(ctx, message{producer: 0, batch: parts[0]})
+		for _, b := range sends {
+			_ = tk.in.put(ctx, message{producer: 0, batch: b})
 		}
 		_ = tk.in.put(ctx, message{producer: 0})
 	}()
