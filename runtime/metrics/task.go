@@ -26,6 +26,11 @@ type Task struct {
 	// InputWatermark is the latest watermark of the chain's input, in
 	// milliseconds, NoWatermark before the first.
 	InputWatermark atomic.Int64
+	// InputQueueBytes is the size of the batches queued in the task's
+	// inbox (Flink's inputQueueSize), those of the producers blocked by a
+	// checkpoint's alignment included; InputQueuePeakBytes the largest it
+	// has been.
+	InputQueueBytes, InputQueuePeakBytes atomic.Int64
 }
 
 // NewTask returns counters at zero with no watermark.
@@ -84,6 +89,7 @@ type Totals struct {
 	RecordsIn, RecordsOut, BytesIn, BytesOut int64
 	Busy, Idle, BackPressured                time.Duration
 	InputWatermark                           int64
+	InputQueueBytes, InputQueuePeakBytes     int64
 }
 
 // Read reads t's counters.
@@ -92,7 +98,8 @@ func (t *Task) Read() Totals {
 		RecordsIn: t.RecordsIn.Load(), RecordsOut: t.RecordsOut.Load(),
 		BytesIn: t.BytesIn.Load(), BytesOut: t.BytesOut.Load(),
 		Busy: time.Duration(t.Busy.Load()), Idle: time.Duration(t.Idle.Load()),
-		BackPressured:  time.Duration(t.BackPressured.Load()),
-		InputWatermark: t.InputWatermark.Load(),
+		BackPressured:   time.Duration(t.BackPressured.Load()),
+		InputWatermark:  t.InputWatermark.Load(),
+		InputQueueBytes: t.InputQueueBytes.Load(), InputQueuePeakBytes: t.InputQueuePeakBytes.Load(),
 	}
 }

@@ -19,7 +19,7 @@ var taskMetricNames = []string{
 	"numRecordsInPerSecond", "numRecordsOutPerSecond", "numBytesInPerSecond", "numBytesOutPerSecond",
 	"busyTimeMsPerSecond", "idleTimeMsPerSecond", "backPressuredTimeMsPerSecond",
 	"accumulatedBusyTime", "accumulatedIdleTime", "accumulatedBackpressuredTime",
-	"currentInputWatermark",
+	"currentInputWatermark", "inputQueueSize",
 }
 
 // taskMetrics are subtask i's metrics, by Flink's names. first is the
@@ -40,6 +40,7 @@ func taskMetrics(info server.JobInfo, v job.Vertex, first, i int) map[string]flo
 		"accumulatedBusyTime":          float64(t.Busy.Milliseconds()), "accumulatedIdleTime": float64(t.Idle.Milliseconds()),
 		"accumulatedBackpressuredTime": float64(t.BackPressured.Milliseconds()),
 		"currentInputWatermark":        float64(t.InputWatermark),
+		"inputQueueSize":               float64(t.InputQueueBytes),
 	}
 }
 

@@ -24,8 +24,9 @@ type Config struct {
 	// subtasks, indexed by operator ID then subtask (see ChainHeads); they
 	// outlive attempts. Nil: each task counts for itself only.
 	TaskMetrics [][]*metrics.Task
-	// ChannelCapacity is how many batches an inbox holds before its
-	// producers block.
+	// ChannelCapacity is how many batches an inbox holds, shared out
+	// among its producers (at least two each): a producer whose share is
+	// queued blocks.
 	ChannelCapacity int
 	Allocator       memory.Allocator
 	// StateDir is where keyed operators make their scratch directories.
@@ -121,7 +122,7 @@ func (s *Set) Release() {
 func (s *Set) Drain() {
 	for _, subtasks := range s.inboxes {
 		for _, in := range subtasks {
-			drain(in)
+			in.drain()
 		}
 	}
 }

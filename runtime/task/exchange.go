@@ -40,13 +40,6 @@ const (
 
 func (m message) isEnd() bool { return m.batch == nil && m.barrier == 0 && m.event == noEvent }
 
-// inbox is one subtask's input channel, shared by all its producers.
-type inbox struct {
-	ch chan message
-	// producers counts the producers, each of which ends its stream once.
-	producers int
-}
-
 // output sends one subtask's batches along one edge: its partitioner picks
 // channels among the consumer subtasks this producer is connected to.
 type output struct {
@@ -73,19 +66,16 @@ func (outs outputs) emit(ctx context.Context, b arrow.RecordBatch, tm *metrics.T
 		for i, p := range parts {
 			tm.AddOut(p.Batch)
 			m := message{input: o.input, producer: o.producer[p.Channel], batch: p.Batch}
-			select {
-			case o.targets[p.Channel].ch <- m:
+			target := o.targets[p.Channel]
+			if target.tryPut(m) {
 				continue
-			default:
 			}
 			blocked := time.Now()
-			select {
-			case o.targets[p.Channel].ch <- m:
-				metrics.Since(&tm.BackPressured, blocked)
-			case <-ctx.Done():
-				partition.ReleaseParts(parts[i:])
-				return context.Cause(ctx)
+			if err := target.put(ctx, m); err != nil {
+				partition.ReleaseParts(parts[i+1:])
+				return err
 			}
+			metrics.Since(&tm.BackPressured, blocked)
 		}
 	}
 	return nil
@@ -118,10 +108,8 @@ func (outs outputs) send(ctx context.Context, m message) error {
 	for _, o := range outs {
 		for i, t := range o.targets {
 			m.input, m.producer = o.input, o.producer[i]
-			select {
-			case t.ch <- m:
-			case <-ctx.Done():
-				return context.Cause(ctx)
+			if err := t.put(ctx, m); err != nil {
+				return err
 			}
 		}
 	}
@@ -157,7 +145,7 @@ func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Alloc
 	for _, op := range g.Operators {
 		inboxes[op.ID] = make([]*inbox, op.Parallelism)
 		for i := range inboxes[op.ID] {
-			inboxes[op.ID][i] = &inbox{ch: make(chan message, capacity)}
+			inboxes[op.ID][i] = newInbox(capacity)
 		}
 		outs[op.ID] = make([]outputs, op.Parallelism)
 	}
@@ -196,8 +184,7 @@ func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Alloc
 				for _, c := range channels {
 					target := inboxes[to.ID][c]
 					o.targets = append(o.targets, target)
-					o.producer = append(o.producer, target.producers)
-					target.producers++
+					o.producer = append(o.producer, target.connect())
 				}
 				outs[from.ID][j] = append(outs[from.ID][j], o)
 			}

@@ -72,7 +72,6 @@ type Task struct {
 	align       alignment
 	ended       []bool // producers whose stream ended
 	endedCount  int
-	replay      []message // held back during an alignment, to handle next
 }
 
 // link is one operator of a task's chain.
@@ -104,6 +103,7 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	if bc.TaskMetrics != nil {
 		t.metrics = bc.TaskMetrics[head.ID][i]
 	}
+	in.bytes, in.peak = &t.metrics.InputQueueBytes, &t.metrics.InputQueuePeakBytes
 	if in.producers > 0 {
 		t.valve = watermark.NewValve(in.producers)
 	}
@@ -221,10 +221,6 @@ func (t *Task) release() (err error) {
 		}()
 		free()
 	}
-	// Batches held back during an alignment, or not yet replayed after
-	// one, are in no inbox that the attempt drains: a task that fails or is
-	// canceled meanwhile frees them here.
-	t.releaseHeldBack()
 	if t.reader != nil {
 		guard(t.links[0], func() { _ = t.reader.Close() })
 	}
@@ -234,19 +230,6 @@ func (t *Task) release() (err error) {
 		}
 	}
 	return err
-}
-
-// releaseHeldBack frees the batches of the messages the task holds back
-// (alignment) or has yet to replay.
-func (t *Task) releaseHeldBack() {
-	for _, held := range [][]message{t.align.blocked, t.replay} {
-		for _, m := range held {
-			if m.batch != nil {
-				m.batch.Release()
-			}
-		}
-	}
-	t.align.blocked, t.replay = nil, nil
 }
 
 // cancel takes every chained processor's cancel path.
@@ -348,10 +331,10 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for t.endedCount < t.in.producers || len(t.replay) > 0 {
-		if len(t.replay) > 0 {
-			m := t.replay[0]
-			t.replay = t.replay[1:]
+	for t.endedCount < t.in.producers {
+		// During an alignment the producers that delivered the barrier
+		// are not read: their queues fill and they wait (barrier.go).
+		if m, ok := t.in.take(t.align.arrived); ok {
 			if err := t.busy(func() error { return t.handle(ctx, m) }); err != nil {
 				return err
 			}
@@ -364,11 +347,8 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		}
 		waiting := time.Now()
 		select {
-		case m := <-t.in.ch:
+		case <-t.in.ready:
 			metrics.Since(&t.metrics.Idle, waiting)
-			if err := t.busy(func() error { return t.handle(ctx, m) }); err != nil {
-				return err
-			}
 		case <-deadline:
 			metrics.Since(&t.metrics.Idle, waiting)
 			if err := t.busy(func() error { return t.onTimer(ctx) }); err != nil {
@@ -495,20 +475,6 @@ func (t *Task) runSource(ctx context.Context) error {
 			if err := t.busy(func() error { return t.onTimer(ctx) }); err != nil {
 				return err
 			}
-		}
-	}
-}
-
-// drain frees the batches left in an inbox once no task runs.
-func drain(in *inbox) {
-	for {
-		select {
-		case m := <-in.ch:
-			if m.batch != nil {
-				m.batch.Release()
-			}
-		default:
-			return
 		}
 	}
 }
