@@ -19,13 +19,14 @@ topic and, on the embedded local runtime:
 Run it against a local broker and S3 server (README.md, "The Kafka and S3 example",
 gives the steps that start both)::
 
-    python examples/python/kafka_s3.py prepare   # topics, bucket, 20 000 purchases
-    python examples/python/kafka_s3.py run --bounded   # up to the input's end
-    python examples/python/kafka_s3.py show      # what a read_committed reader sees
+    python examples/python/kafka_s3.py prepare        # topics, bucket, 20 000 purchases
+    python examples/python/kafka_s3.py run --bounded  # up to the input's end
+    python examples/python/kafka_s3.py show           # as a read_committed reader
 
-``run`` without ``--bounded`` runs until Ctrl-C (or SIGTERM), which stops the job with a savepoint
-on S3; ``run --from-savepoint PATH`` carries on from it. ``prepare`` needs
-confluent-kafka and boto3 (``make setup`` installs both with the test extras).
+``run`` without ``--bounded`` runs until Ctrl-C (or SIGTERM), which stops the job with
+a savepoint on S3; ``run --from-savepoint PATH`` carries on from it. ``prepare`` and
+``show`` need confluent-kafka and boto3 (``make setup`` installs both with the test
+extras).
 
 Settings come from the command line, else the environment, else localhost defaults:
 ``--bootstrap-servers`` (``KAFKA_BOOTSTRAP_SERVERS``, 127.0.0.1:9092),
@@ -46,6 +47,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import flinkgo as fg
 import numpy as np
@@ -106,9 +108,9 @@ def generate(
     rng = np.random.default_rng(seed)
     step_ms = 50
     if start is None:
-        start = pd.Timestamp.now(tz="UTC").floor("s") - pd.Timedelta(
-            milliseconds=purchases * step_ms
-        )
+        start = pd.Timestamp.now(tz="UTC").floor(
+            pd.Timedelta(seconds=1)
+        ) - pd.Timedelta(milliseconds=purchases * step_ms)
     start_ms = int(start.timestamp() * 1000)
     arrival = start_ms + np.arange(purchases, dtype=np.int64) * step_ms
     currencies = np.array(sorted(EUR_PER_UNIT))
@@ -214,16 +216,28 @@ def run(settings: Settings, *, bounded: bool, restore_from: str | None) -> None:
 
 
 def prepare(settings: Settings, purchases: int) -> None:
-    """Create the topics and the bucket if missing, then produce sample purchases."""
+    """Create the topics and the bucket if missing, then produce sample purchases.
+
+    The purchases follow the input topic's latest in event time (and end about now),
+    so that a job running on the topic gets none late.
+    """
     try:
-        import boto3
         from confluent_kafka import KafkaException, Producer
 
         # admin re-exports NewTopic without declaring it (no __all__) for mypy.
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
     except ImportError as e:
-        sys.exit(f"prepare needs confluent-kafka and boto3 ({e}): run `make setup`")
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+        sys.exit(f"prepare needs confluent-kafka ({e}): run `make setup`")
+    # Quiet while a broker just started does not listen yet: the wait is the timeout.
+    admin = AdminClient(
+        {"bootstrap.servers": settings.bootstrap_servers, "log_level": 0}
+    )
+    try:
+        admin.list_topics(timeout=60)
+    except KafkaException as e:
+        sys.exit(
+            f"prepare: no Kafka broker answers at {settings.bootstrap_servers}: {e}"
+        )
     new = [NewTopic(t, 4, 1) for t in (settings.input_topic, settings.output_topic)]
     for topic, future in admin.create_topics(new).items():
         try:
@@ -232,18 +246,16 @@ def prepare(settings: Settings, purchases: int) -> None:
         except KafkaException as e:
             if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
                 raise
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=settings.s3_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id=settings.access_key,
-        aws_secret_access_key=settings.secret_key,
-    )
+    s3 = s3_client(settings)
     if settings.bucket not in {b["Name"] for b in s3.list_buckets()["Buckets"]}:
         s3.create_bucket(Bucket=settings.bucket)
         print(f"created bucket {settings.bucket}")
-    producer = Producer({"bootstrap.servers": settings.bootstrap_servers})
+
     rows = generate(purchases, seed=int(time.time()))
+    latest = latest_timestamp_ms(settings)
+    if latest is not None and latest >= rows["ts"].min():
+        rows["ts"] += latest + 50 - rows["ts"].min()
+    producer = Producer({"bootstrap.servers": settings.bootstrap_servers})
     for row in rows.itertuples(index=False):
         value = {"user": row.user, "amount": row.amount, "currency": row.currency}
         producer.produce(
@@ -258,8 +270,54 @@ def prepare(settings: Settings, purchases: int) -> None:
     print(f"produced {len(rows):,} purchases to {settings.input_topic}")
 
 
+def latest_timestamp_ms(settings: Settings) -> int | None:
+    """The latest record timestamp of the input topic (None when it is empty)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic = settings.input_topic
+    consumer = Consumer(
+        {
+            "bootstrap.servers": settings.bootstrap_servers,
+            "group.id": "flinkgo-example-prepare",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        lasts = []
+        for p in consumer.list_topics(topic, timeout=60).topics[topic].partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), 60)
+            if high > low:
+                lasts.append(TopicPartition(topic, p, high - 1))
+        consumer.assign(lasts)
+        latest = None
+        deadline = time.monotonic() + 60
+        while lasts and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None:
+                latest = max(latest or 0, msg.timestamp()[1])
+                lasts.pop()
+        return latest
+    finally:
+        consumer.close()
+
+
+def s3_client(settings: Settings) -> Any:
+    """A boto3 client of the S3 server (boto3 comes with ``make setup``)."""
+    try:
+        import boto3
+    except ImportError as e:
+        sys.exit(f"this needs boto3 ({e}): run `make setup`")
+    return boto3.client(
+        "s3",
+        endpoint_url=settings.s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=settings.access_key,
+        aws_secret_access_key=settings.secret_key,
+    )
+
+
 def show(settings: Settings) -> None:
-    """Print the output topic as a read_committed reader sees it now."""
+    """Print the output topic as a read_committed reader sees it now, and what is on S3."""
     env = fg.Environment(parallelism=1)
     out = env.read_kafka(
         settings.output_topic,
@@ -277,6 +335,12 @@ def show(settings: Settings) -> None:
     ).to_pandas()
     print(out.sort_values(["window_start", "user"]).to_string(index=False))
     print(f"{len(out):,} windows, {int(out['purchases'].sum()):,} purchases")
+    # A running job's latest checkpoint, and the savepoints (a job that ends deletes
+    # its checkpoints; savepoints stay).
+    listing = s3_client(settings).list_objects_v2(Bucket=settings.bucket)
+    for key in sorted(o["Key"] for o in listing.get("Contents", [])):
+        if key.endswith("/_metadata"):
+            print(f"s3://{settings.bucket}/{key}")
 
 
 def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, Settings]:

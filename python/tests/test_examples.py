@@ -173,7 +173,7 @@ def test_kafka_s3_example_stops_resumes_from_s3_and_writes_every_window_once(
         checkpoint_interval="200 ms",
     )
     # Recent: brokers refuse timestamps over an hour ahead (log.message.timestamp.after.max.ms).
-    start = pd.Timestamp.now(tz="UTC").floor("h") - pd.Timedelta(hours=2)
+    start = pd.Timestamp.now(tz="UTC").floor(pd.Timedelta(hours=1)) - pd.Timedelta(hours=2)
     purchases = example.generate(6_000, users=12, seed=5, start=start)
     partition = {u: i % 4 for i, u in enumerate(sorted(purchases["user"].unique()))}
 
