@@ -241,3 +241,23 @@ def test_kafka_s3_example_stops_resumes_from_s3_and_writes_every_window_once(
     ), "a window is missing, duplicated or miscounted"
     assert np.allclose(got["total_eur"], want["total_eur"])
     assert np.allclose(got["max_eur"], want["max_eur"])
+
+
+def test_kafka_s3_example_fails_naming_an_unknown_currency(kafka_broker):
+    example = load("kafka_s3")
+    source = kafka_broker.create_topic("example-currency", 1)
+    target = kafka_broker.create_topic("example-currency-out", 1)
+    ts = int(time.time() * 1000) - 60_000
+    purchases = [
+        {"user": "u1", "amount": 5.0, "currency": currency, "ts": ts + i}
+        for i, currency in enumerate(["EUR", "JPY", "USD"])
+    ]
+    kafka_broker.produce(source, [(0, b"u1", json.dumps(p).encode()) for p in purchases])
+    settings = example.Settings(
+        bootstrap_servers=kafka_broker.bootstrap, input_topic=source, output_topic=target
+    )
+    env = fg.Environment(parallelism=1)  # no checkpoints: no restarts
+    example.pipeline(env, settings, bounded=True)
+    with pytest.raises(fg.FlinkgoError, match=r"to_eur: no rate for currencies \['JPY'\]"):
+        env.execute("unknown currency")
+    assert kafka_broker.records(target) == []  # nothing written, committed or not
