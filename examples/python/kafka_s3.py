@@ -108,9 +108,8 @@ def generate(
     rng = np.random.default_rng(seed)
     step_ms = 50
     if start is None:
-        start = pd.Timestamp.now(tz="UTC").floor(
-            pd.Timedelta(seconds=1)
-        ) - pd.Timedelta(milliseconds=purchases * step_ms)
+        now = pd.Timestamp.now(tz="UTC").floor(pd.Timedelta(seconds=1))
+        start = now - pd.Timedelta(milliseconds=purchases * step_ms)
     start_ms = int(start.timestamp() * 1000)
     arrival = start_ms + np.arange(purchases, dtype=np.int64) * step_ms
     currencies = np.array(sorted(EUR_PER_UNIT))
@@ -347,28 +346,45 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, Settings]:
     """The command and its settings: options, else environment variables, else defaults."""
     env = os.environ.get
     d = Settings()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="S3 credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+        "(default testing, which a moto server takes).",
+    )
     parser.add_argument("command", choices=["prepare", "run", "show"])
+
+    def setting(option: str, variable: str, default: str) -> None:
+        parser.add_argument(
+            option,
+            default=env(variable, default),
+            help=f"default: ${variable}, else {default}",
+        )
+
+    setting("--bootstrap-servers", "KAFKA_BOOTSTRAP_SERVERS", d.bootstrap_servers)
+    setting("--input-topic", "KAFKA_INPUT_TOPIC", d.input_topic)
+    setting("--output-topic", "KAFKA_OUTPUT_TOPIC", d.output_topic)
+    setting("--s3-endpoint", "S3_ENDPOINT", d.s3_endpoint)
+    setting("--bucket", "S3_BUCKET", d.bucket)
     parser.add_argument(
-        "--bootstrap-servers",
-        default=env("KAFKA_BOOTSTRAP_SERVERS", d.bootstrap_servers),
+        "--parallelism",
+        type=int,
+        default=d.parallelism,
+        help=f"default: {d.parallelism}",
     )
     parser.add_argument(
-        "--input-topic", default=env("KAFKA_INPUT_TOPIC", d.input_topic)
+        "--checkpoint-interval",
+        default=d.checkpoint_interval,
+        help=f"default: {d.checkpoint_interval}",
     )
-    parser.add_argument(
-        "--output-topic", default=env("KAFKA_OUTPUT_TOPIC", d.output_topic)
-    )
-    parser.add_argument("--s3-endpoint", default=env("S3_ENDPOINT", d.s3_endpoint))
-    parser.add_argument("--bucket", default=env("S3_BUCKET", d.bucket))
-    parser.add_argument("--parallelism", type=int, default=d.parallelism)
-    parser.add_argument("--checkpoint-interval", default=d.checkpoint_interval)
     parser.add_argument(
         "--bounded", action="store_true", help="run: stop at the input's end"
     )
     parser.add_argument("--from-savepoint", help="run: restore from this savepoint")
     parser.add_argument(
-        "--purchases", type=int, default=20_000, help="prepare: how many"
+        "--purchases",
+        type=int,
+        default=20_000,
+        help="prepare: how many (default: 20000)",
     )
     args = parser.parse_args(argv)
     settings = Settings(
@@ -386,6 +402,7 @@ def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, Settings]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Prepare, run or show, as the command line says."""
     args, settings = parse(argv)
     if args.command == "prepare":
         prepare(settings, args.purchases)
