@@ -29,6 +29,17 @@ const (
 	RescaleIgnored   = "IGNORED"   // a later request replaced it, or the job ended first
 )
 
+// Why a rescale ended (RescaleInfo.TerminatedReason), with the names of
+// Flink's rescale history (FLIP-495's TerminatedReason).
+const (
+	ReasonSucceeded           = "SUCCEEDED"                     // COMPLETED
+	ReasonExceptionOccurred   = "EXCEPTION_OCCURRED"            // FAILED
+	ReasonRequirementsUpdated = "RESOURCE_REQUIREMENTS_UPDATED" // IGNORED: a later request replaced it
+	ReasonNoParallelismChange = "NO_RESOURCES_OR_PARALLELISMS_CHANGE"
+	ReasonJobFinished         = "JOB_FINISHED"  // IGNORED: the job ended before the rescale started
+	ReasonJobCanceling        = "JOB_CANCELING" // IGNORED: the job was canceled while it restarted for it
+)
+
 // What started a pending rescale (RescaleInfo.Trigger), as FLIP-461.
 const (
 	// TriggerCompletedCheckpoint: the next completed checkpoint after the
@@ -49,8 +60,10 @@ type RescaleInfo struct {
 	// TriggerCheckpointFailures), "" while pending.
 	Trigger string
 	Status  string
-	// Reason says why it failed or was ignored.
-	Reason string
+	// TerminatedReason is Flink's code for why it ended (ReasonSucceeded,
+	// ...), "" while pending; Reason says it in words.
+	TerminatedReason string
+	Reason           string
 	// CheckpointID is the checkpoint the job restarted from at the new
 	// parallelism (0: none, it started over).
 	CheckpointID int64
@@ -150,12 +163,13 @@ func (j *Job) Rescale(parallelism map[string]int) (RescaleInfo, error) {
 		changed = changed || after != op.Parallelism
 	}
 	if prev := j.mu.pending; prev != nil {
-		j.endRescaleLocked(prev.info, RescaleIgnored, "replaced by rescale "+info.ID)
+		j.endRescaleLocked(prev.info, RescaleIgnored, ReasonRequirementsUpdated, "replaced by rescale "+info.ID)
 		j.mu.pending = nil
 	}
 	j.mu.requirements = want
 	if !changed {
-		return RescaleInfo{ID: info.ID, TriggerCause: info.TriggerCause, Status: RescaleIgnored, Reason: "the job runs at this parallelism already",
+		return RescaleInfo{ID: info.ID, TriggerCause: info.TriggerCause, Status: RescaleIgnored,
+			TerminatedReason: ReasonNoParallelismChange, Reason: "the job runs at this parallelism already",
 			Vertices: info.Vertices, RequestedAt: info.RequestedAt, EndedAt: info.RequestedAt}, nil
 	}
 	j.mu.pending = &pendingRescale{info: info, graph: g}
@@ -199,8 +213,8 @@ func (j *Job) graph() *plan.Graph {
 }
 
 // endRescaleLocked records a rescale that ended. j.mu is held.
-func (j *Job) endRescaleLocked(info RescaleInfo, status, reason string) {
-	info.Status, info.Reason = status, reason
+func (j *Job) endRescaleLocked(info RescaleInfo, status, code, reason string) {
+	info.Status, info.TerminatedReason, info.Reason = status, code, reason
 	info.EndedAt = time.Now()
 	j.mu.rescales = append(j.mu.rescales, info)
 	log := j.opts.Logger.Info
@@ -294,20 +308,20 @@ func (j *Job) rescaleAttempt(ctx context.Context, p *pendingRescale) (*attempt, 
 	if err != nil {
 		j.mu.Lock()
 		j.mu.graph, j.mu.taskMetrics = old, oldMetrics
-		j.endRescaleLocked(p.info, RescaleFailed, err.Error())
+		j.endRescaleLocked(p.info, RescaleFailed, ReasonExceptionOccurred, err.Error())
 		j.mu.Unlock()
 		return j.restart(ctx, fmt.Errorf("job: rescale %s failed: %w", p.info.ID, err))
 	}
 	if !j.lifecycle.move(Running, Restarting) { // canceled meanwhile
 		a.release()
 		j.mu.Lock()
-		j.endRescaleLocked(p.info, RescaleIgnored, "the job was canceled")
+		j.endRescaleLocked(p.info, RescaleIgnored, ReasonJobCanceling, "the job was canceled")
 		j.mu.Unlock()
 		return nil, context.Cause(ctx)
 	}
 	a.start()
 	j.mu.Lock()
-	j.endRescaleLocked(p.info, RescaleCompleted, "")
+	j.endRescaleLocked(p.info, RescaleCompleted, ReasonSucceeded, "")
 	j.mu.Unlock()
 	return a, nil
 }
@@ -317,7 +331,7 @@ func (j *Job) endPendingRescale() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if p := j.mu.pending; p != nil {
-		j.endRescaleLocked(p.info, RescaleIgnored, "the job ended first")
+		j.endRescaleLocked(p.info, RescaleIgnored, ReasonJobFinished, "the job ended first")
 		j.mu.pending = nil
 	}
 }
