@@ -10,6 +10,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
@@ -298,8 +299,8 @@ func (j *Job) rescaleAttempt(ctx context.Context, p *pendingRescale) (*attempt, 
 	j.store.Sweep() // no task runs: uploads of unfinished checkpoints go
 	from := j.latestRestorePoint()
 	j.mu.Lock()
-	old, oldMetrics := j.mu.graph, j.mu.taskMetrics
-	j.mu.graph, j.mu.taskMetrics = p.graph, newTaskMetrics(p.graph)
+	old, oldMetrics, oldUDFs := j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics
+	j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics = p.graph, newTaskMetrics(p.graph), metrics.NewUDFs()
 	j.mu.Unlock()
 	if from != nil {
 		p.info.CheckpointID = from.Meta.CheckpointID
@@ -307,7 +308,7 @@ func (j *Job) rescaleAttempt(ctx context.Context, p *pendingRescale) (*attempt, 
 	a, err := j.newAttempt(ctx, from)
 	if err != nil {
 		j.mu.Lock()
-		j.mu.graph, j.mu.taskMetrics = old, oldMetrics
+		j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics = old, oldMetrics, oldUDFs
 		j.endRescaleLocked(p.info, RescaleFailed, ReasonExceptionOccurred, err.Error())
 		j.mu.Unlock()
 		return j.restart(ctx, fmt.Errorf("job: rescale %s failed: %w", p.info.ID, err))

@@ -86,7 +86,7 @@ func newRescaleDetails(j *job.Job, r job.RescaleInfo) rescaleDetails {
 		end := r.EndedAt.UnixMilli()
 		state, reason := r.Status, r.TerminatedReason
 		d.EndTimestamp, d.TerminalState, d.TerminatedReason = &end, &state, &reason
-		d.DurationMs = r.EndedAt.Sub(r.RequestedAt).Milliseconds()
+		d.DurationMs = end - d.StartTimestamp
 	} else {
 		d.DurationMs = time.Since(r.RequestedAt).Milliseconds()
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/job"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
@@ -297,7 +298,7 @@ func TestEndpointsOnARunningJob(t *testing.T) {
 
 	var names []object
 	f.get("/jobs/"+jid+"/vertices/"+srcID+"/metrics", &names)
-	if len(names) != len(taskMetricNames) {
+	if len(names) != len(metrics.TaskMetricNames) {
 		t.Errorf("vertex metric list %v", names)
 	}
 	var vals []object

@@ -24,6 +24,9 @@ type Config struct {
 	// subtasks, indexed by operator ID then subtask (see ChainHeads); they
 	// outlive attempts. Nil: each task counts for itself only.
 	TaskMetrics [][]*metrics.Task
+	// UDFMetrics, when set, holds the UDF metrics of the operators with
+	// a Python worker; they outlive attempts. Nil: each counts for itself.
+	UDFMetrics *metrics.UDFs
 	// ChannelCapacity is how many batches an inbox holds before its
 	// producers block.
 	ChannelCapacity int
