@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -520,6 +522,14 @@ type Vertex struct {
 	// UDFs are the metrics of the chain's operators that run Python
 	// workers, in chain order.
 	UDFs []UDFOperator
+}
+
+// VertexID is the id of the vertex whose chain starts with the operator
+// of uid, as the REST API and the job's final metrics name it: 32 hex
+// digits (Flink's JobVertexID), stable across runs of the same plan.
+func VertexID(uid string) string {
+	sum := md5.Sum([]byte(uid))
+	return hex.EncodeToString(sum[:])
 }
 
 // UDFOperator is the UDF metrics of one operator with Python workers.
