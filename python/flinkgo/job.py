@@ -75,7 +75,7 @@ class OperatorMetrics:
         ``/jobs/<job_id>/vertices/<vertex_id>``.
     subtasks
         Per subtask, the figures the REST API gives at the end of the job, by the same
-        names (see ``docs/semantics.md#metrics``): the chain's task metrics
+        names (see ``docs/semantics.md#rest-api-and-metrics``): the chain's task metrics
         (``numRecordsIn``, ``numBytesOut``, ``accumulatedBusyTime``, ...; the
         ``...PerSecond`` rates are 0 once the job ended) and, for an operator with
         Python workers, its UDF metrics (``udfNumBatches``, ``udfNumRecords``,
