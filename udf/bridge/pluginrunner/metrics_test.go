@@ -28,13 +28,7 @@ func TestRunnerCountsIntoItsMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		results, err := flushAndTake(t, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, res := range results {
-			res.Batch.Release()
-		}
+		flushAndRelease(t, r)
 		if n := u.InFlight.Load(); n != 0 {
 			t.Errorf("attempt %d: %d batches in flight after every result came", attempt, n)
 		}
