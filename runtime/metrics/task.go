@@ -103,3 +103,30 @@ func (t *Task) Read() Totals {
 		InputQueueBytes: t.InputQueueBytes.Load(), InputQueuePeakBytes: t.InputQueuePeakBytes.Load(),
 	}
 }
+
+// TaskMetricNames are the task metrics by Flink's names, in the order the
+// REST API lists them.
+var TaskMetricNames = []string{
+	"numRecordsIn", "numRecordsOut", "numBytesIn", "numBytesOut",
+	"numRecordsInPerSecond", "numRecordsOutPerSecond", "numBytesInPerSecond", "numBytesOutPerSecond",
+	"busyTimeMsPerSecond", "idleTimeMsPerSecond", "backPressuredTimeMsPerSecond",
+	"accumulatedBusyTime", "accumulatedIdleTime", "accumulatedBackpressuredTime",
+	"currentInputWatermark", "inputQueueSize",
+}
+
+// Values returns a task's metrics by TaskMetricNames: its totals t and
+// its rates r (zero ones for a task that ended).
+func (t Totals) Values(r Rates) map[string]float64 {
+	return map[string]float64{
+		"numRecordsIn": float64(t.RecordsIn), "numRecordsOut": float64(t.RecordsOut),
+		"numBytesIn": float64(t.BytesIn), "numBytesOut": float64(t.BytesOut),
+		"numRecordsInPerSecond": r.RecordsInPerSecond, "numRecordsOutPerSecond": r.RecordsOutPerSecond,
+		"numBytesInPerSecond": r.BytesInPerSecond, "numBytesOutPerSecond": r.BytesOutPerSecond,
+		"busyTimeMsPerSecond": r.BusyTimeMsPerSecond, "idleTimeMsPerSecond": r.IdleTimeMsPerSecond,
+		"backPressuredTimeMsPerSecond": r.BackPressuredTimeMsPerSecond,
+		"accumulatedBusyTime":          float64(t.Busy.Milliseconds()), "accumulatedIdleTime": float64(t.Idle.Milliseconds()),
+		"accumulatedBackpressuredTime": float64(t.BackPressured.Milliseconds()),
+		"currentInputWatermark":        float64(t.InputWatermark),
+		"inputQueueSize":               float64(t.InputQueueBytes),
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/sink"
 	"github.com/flinkgo/flinkgo/runtime/source"
@@ -64,6 +65,18 @@ type Context struct {
 	// streams as at the end of their data, so the job ends FINISHED.
 	// Safe from any goroutine, more than once; nil when Op.Ends is empty.
 	EndInput func()
+	// UDFs holds the job's UDF metrics (operators with a Python worker
+	// take theirs with UDFMetrics); nil: the operator counts for itself.
+	UDFs *metrics.UDFs
+}
+
+// UDFMetrics returns the metrics of this operator subtask's Python
+// workers, which outlive the attempt; give them to its runners.
+func (c *Context) UDFMetrics() *metrics.UDF {
+	if c.UDFs == nil {
+		return metrics.NewUDF()
+	}
+	return c.UDFs.For(c.Op.ID, c.Subtask, c.Parallelism)
 }
 
 // KeyedContext is where a keyed operator subtask keeps its keyed state.

@@ -31,7 +31,10 @@ type Config struct {
 	Allocator       memory.Allocator
 	// StateDir is where keyed operators make their scratch directories.
 	StateDir string
-	Logger   *slog.Logger
+	// UDFMetrics, when set, holds the UDF metrics of the operators with
+	// a Python worker; they outlive attempts. Nil: each counts for itself.
+	UDFMetrics *metrics.UDFs
+	Logger     *slog.Logger
 	// From is the snapshot to restore, nil for a fresh start.
 	From *checkpoint.RestorePoint
 	// AttemptID names the attempt for sinks' part files; "" when no
