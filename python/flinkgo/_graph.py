@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IMPLICIT",
+    "LATE_ROWS",
     "MAX_PARALLELISM",
     "Partitioning",
     "PartitioningKind",
@@ -71,6 +72,12 @@ class Pipeline(Protocol):
     def _execute(self, plan: plan_pb2.JobPlan, *, progress: bool) -> JobResult: ...
 
 
+LATE_ROWS = "late_rows"
+"""The kind of a step that is no node of its own: the late rows of the window step it
+reads (its only input), an output of that window's node (``Input.output`` LATE_ROWS),
+as Flink's side outputs."""
+
+
 class Step:
     """One node of the plan: its kind's message, schema, inputs and options."""
 
@@ -94,8 +101,17 @@ class Step:
         self.uid: str | None = None
         self.parallelism: int | None = None
 
+    def _refuse_on_late_rows(self, what: str) -> None:
+        if self.kind == LATE_ROWS:
+            raise InvalidArgumentError(
+                f"{what}: the late rows are a side output of the window step "
+                f"{self.inputs[0][0].name}, not a step of their own; call {what} on the "
+                "window's DataFrame (the one late_rows() was called on)"
+            )
+
     def set_uid(self, uid: object) -> None:
         """Give the step its uid; a second, different one is an error."""
+        self._refuse_on_late_rows("uid")
         if not isinstance(uid, str) or not uid.strip():
             raise ArgumentTypeError(
                 f"uid: expected a non-empty string, got {uid!r} for {self.name}"
@@ -109,6 +125,7 @@ class Step:
 
     def set_parallelism(self, parallelism: object) -> None:
         """Give the step its parallelism; a second, different one is an error."""
+        self._refuse_on_late_rows("set_parallelism")
         value = positive_int(
             f"set_parallelism ({self.name})", "parallelism", parallelism, upper=MAX_PARALLELISM
         )
@@ -142,7 +159,7 @@ def build_plan(
             "plan: the job has no sink; end each pipeline with df.print(), "
             "df.write_csv(path), df.write_jsonl(path) or df.write_parquet(path)"
         )
-    order = _topological(sinks)
+    order = [step for step in _topological(sinks) if step.kind != LATE_ROWS]
     ids = {id(step): i for i, step in enumerate(order, start=1)}
     owners: dict[str, Step] = {}
     for step in order:
@@ -163,13 +180,7 @@ def build_plan(
             name=step.name,
             parallelism=step.parallelism or 0,
             output_schema=schema_ipc_bytes(step.schema),
-            inputs=[
-                plan_pb2.Input(
-                    node=ids[id(parent)],
-                    partitioning=plan_pb2.Partitioning(kind=part.kind, keys=part.keys),
-                )
-                for parent, part in step.inputs
-            ],
+            inputs=[_input(parent, part, ids) for parent, part in step.inputs],
         )
         getattr(node, step.kind).CopyFrom(step.body)
         nodes.append(node)
@@ -178,6 +189,19 @@ def build_plan(
         default_parallelism=default_parallelism or 0,
         config=config,
         nodes=nodes,
+    )
+
+
+def _input(parent: Step, part: Partitioning, ids: dict[int, int]) -> plan_pb2.Input:
+    from flinkgo._proto import plan_pb2
+
+    output = plan_pb2.Input.MAIN
+    if parent.kind == LATE_ROWS:
+        parent, output = parent.inputs[0][0], plan_pb2.Input.LATE_ROWS
+    return plan_pb2.Input(
+        node=ids[id(parent)],
+        partitioning=plan_pb2.Partitioning(kind=part.kind, keys=part.keys),
+        output=output,
     )
 
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from flinkgo._durations import parse_duration
-from flinkgo._graph import IMPLICIT, Partitioning, PartitioningKind, Step
+from flinkgo._graph import IMPLICIT, LATE_ROWS, Partitioning, PartitioningKind, Step
 from flinkgo._sources import to_schema
 from flinkgo.aggregates import WINDOW_ONLY, Aggregate
 from flinkgo.exceptions import (
@@ -448,6 +448,67 @@ class DataFrame:
         ['window_start', 'window_end', 'x']
         """
         return WindowedDataFrame(self, (), window, allowed_lateness, late_rows)
+
+    def late_rows(self) -> DataFrame:
+        """Return the rows a window with ``late_rows="keep"`` found too late, as a DataFrame.
+
+        Call it on the DataFrame that ``window(..., late_rows="keep").agg(...)`` returned.
+        A row is late when every window it belongs to is past its cleanup time
+        (``window_end - 1 + allowed_lateness`` at or before the watermark), exactly the
+        rows ``late_rows="drop"`` would drop and count; they come out unchanged, with the
+        window's input columns, as Flink's ``sideOutputLateData`` and
+        ``getSideOutput``. Rows late within ``allowed_lateness`` update their windows
+        and are not late rows. The late rows are a side output of the window step, not a
+        step of their own: set ``uid`` and ``set_parallelism`` on the window's
+        DataFrame. With nothing reading them, they are dropped and counted as with
+        ``"drop"``.
+
+        Returns
+        -------
+        DataFrame
+            The late rows, with the schema of the window's input.
+
+        Raises
+        ------
+        ValueError
+            If this DataFrame is not a window aggregation with ``late_rows="keep"``.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"k": ["a"], "ts": pd.to_datetime([0], unit="ms"), "x": [1]})
+        ... )
+        >>> counts = df.key_by("k").window(fg.tumble("ts", "1 s"), late_rows="keep").agg(
+        ...     fg.count()
+        ... )
+        >>> counts.late_rows().columns
+        ['k', 'ts', 'x']
+        """
+        step = self._step
+        if step.kind != "window_aggregate":
+            raise InvalidArgumentError(
+                f"late_rows: {step.name} is not a window aggregation; call late_rows() on "
+                'what key_by(...).window(w, late_rows="keep").agg(...) returns'
+            )
+        from flinkgo._proto import plan_pb2 as pb
+
+        if getattr(step.body, "late_rows", None) != pb.WindowAggregate.KEEP:
+            raise InvalidArgumentError(
+                f"late_rows: the window {step.name} drops its late rows; give it "
+                'window(w, ..., late_rows="keep") to keep them'
+            )
+        window_input = step.inputs[0][0]
+        late = Step(
+            step.env,
+            LATE_ROWS,
+            pb.WindowAggregate(),
+            f"late_rows({step.name})",
+            window_input.schema,
+            ((step, IMPLICIT),),
+        )
+        return DataFrame(late)
 
     def limit(self, n: int) -> DataFrame:
         """Keep at most `n` rows (Spark's limit), and end the pipeline once they have passed.
@@ -1749,8 +1810,10 @@ class KeyedDataFrame:
             How long after a window fired late rows still update it (a
             :class:`datetime.timedelta` or a string like ``"5 s"``); None is 0.
         late_rows
-            ``"drop"`` (count them). ``"keep"`` (a side output of late rows) is not
-            built yet and raises.
+            ``"drop"`` (count them in ``numLateRecordsDropped``) or ``"keep"``: send
+            them, unchanged, to a side output read with :meth:`DataFrame.late_rows` on
+            the DataFrame ``agg`` returns (Flink's ``sideOutputLateData``); kept rows
+            are not counted as dropped.
 
         Examples
         --------
@@ -1986,15 +2049,10 @@ class WindowedDataFrame:
         lateness = 0
         if allowed_lateness is not None:
             lateness = parse_duration(allowed_lateness, what="window(allowed_lateness=...)")
-        if late_rows == "keep":
+        if late_rows not in ("drop", "keep"):
             raise InvalidArgumentError(
-                'window: late_rows="keep" (a side output of late rows) is not built yet; '
-                'use late_rows="drop", which drops them and counts them in the '
-                "operator's numLateRecordsDropped"
-            )
-        if late_rows != "drop":
-            raise InvalidArgumentError(
-                f'window: late_rows must be "drop" or "keep", got {late_rows!r}'
+                f'window: late_rows must be "drop" (count them in numLateRecordsDropped) or '
+                f'"keep" (read them with .late_rows() on the result of agg), got {late_rows!r}'
             )
         self._df = df
         self._keys = keys
@@ -2088,7 +2146,7 @@ class WindowedDataFrame:
             keys=list(self._keys),
             aggregates=messages,
             allowed_lateness_ms=self._lateness,
-            late_rows="DROP",
+            late_rows=self._late_rows.upper(),
         )
         text = ", ".join(map(str, aggregates))
         by = f"key_by({', '.join(self._keys)})." if self._keys else ""

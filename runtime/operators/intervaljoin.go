@@ -357,7 +357,7 @@ func takeRows(ctx context.Context, b arrow.RecordBatch, rows []int64) (arrow.Rec
 	defer indices.Release()
 	d, err := compute.Take(ctx, *compute.DefaultTakeOptions(), values, indices)
 	if err != nil {
-		return nil, fmt.Errorf("interval_join: taking rows: %w", err)
+		return nil, fmt.Errorf("taking rows: %w", err)
 	}
 	return d.(*compute.RecordDatum).Value, nil
 }

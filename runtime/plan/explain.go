@@ -27,7 +27,11 @@ func (g *Graph) Explain() string {
 		fmt.Fprintf(&sb, "#%d %s %q uid=%s p=%d (%s) chain=%d\n",
 			op.ID, op.Kind, op.Name, op.UID, op.Parallelism, op.ParallelismFrom, op.ChainID)
 		for _, e := range g.Inputs(op.ID) {
-			fmt.Fprintf(&sb, "    input #%d: %s", e.From, partitioningName(e))
+			late := ""
+			if e.FromOutput == LateRowsOutput {
+				late = " late rows"
+			}
+			fmt.Fprintf(&sb, "    input #%d%s: %s", e.From, late, partitioningName(e))
 			if e.ChangedBy != "" {
 				fmt.Fprintf(&sb, " (was forward; %s)", e.ChangedBy)
 			}

@@ -224,6 +224,32 @@ type Edge struct {
 	// ChangedBy is empty, or the setting that changed the edge's
 	// partitioning, e.g. "pipeline.forward-mismatch=rebalance".
 	ChangedBy string
+	// FromOutput is which output of From the edge carries: MainOutput, or
+	// LateRowsOutput (a window's late rows, with the window's input
+	// schema: see EdgeSchema).
+	FromOutput int
+}
+
+// The outputs of an operator an edge can read (Edge.FromOutput).
+const (
+	MainOutput = iota
+	// LateRowsOutput carries the rows a window with late_rows=KEEP found
+	// too late for every window, unchanged (Flink's sideOutputLateData).
+	LateRowsOutput
+)
+
+// EdgeSchema is the schema of the rows on edge e, given every operator's
+// output schema: its From's, or for late rows the schema of the rows
+// into From.
+func (g *Graph) EdgeSchema(e *Edge, out []*arrow.Schema) *arrow.Schema {
+	for e.FromOutput == LateRowsOutput {
+		in := g.Inputs(e.From)
+		if len(in) != 1 {
+			return nil // a planned graph's windows have one input
+		}
+		e = in[0]
+	}
+	return out[e.From]
 }
 
 // Change records one edge the forward-mismatch policy changed.

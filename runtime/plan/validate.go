@@ -126,8 +126,12 @@ func validateInputs(job *planpb.JobPlan, n *planpb.Node, kind Kind, pos int, ind
 		case at > pos:
 			bad("input node %d %q is listed after it: the plan must list nodes in topological order (out-of-order inputs or a cycle)", id, job.GetNodes()[at].GetName())
 		default:
-			if up := job.GetNodes()[at]; nodeKind(up) == KindSink {
+			up := job.GetNodes()[at]
+			if nodeKind(up) == KindSink {
 				bad("reads the output of sink %s: a sink has no outputs", nodeLabel(up))
+			}
+			if p := checkOutput(in, up); p != "" {
+				bad("%s", p)
 			}
 		}
 		part := in.GetPartitioning()
@@ -149,6 +153,27 @@ func validateInputs(job *planpb.JobPlan, n *planpb.Node, kind Kind, pos int, ind
 		}
 	}
 	return problems
+}
+
+// checkOutput reports an input that reads an output its node does not
+// have, "" when it is fine: a window's late rows exist with
+// late_rows=KEEP only.
+func checkOutput(in *planpb.Input, up *planpb.Node) string {
+	switch out := in.GetOutput(); out {
+	case planpb.Input_MAIN:
+		return ""
+	case planpb.Input_LATE_ROWS:
+		w := up.GetWindowAggregate()
+		if w == nil {
+			return fmt.Sprintf("reads the late rows of %s, which is not a window aggregation: only a window has late rows", nodeLabel(up))
+		}
+		if w.GetLateRows() != planpb.WindowAggregate_KEEP {
+			return fmt.Sprintf("reads the late rows of %s, which drops them: give the window late_rows=\"keep\"", nodeLabel(up))
+		}
+		return ""
+	default:
+		return fmt.Sprintf("input from node %d reads its output %d, which is unknown (MAIN or LATE_ROWS)", up.GetId(), int32(out))
+	}
 }
 
 // checkColumn reports an empty or reserved column name, "" when it is fine.

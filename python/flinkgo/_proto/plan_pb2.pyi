@@ -70,12 +70,20 @@ class Node(_message.Message):
     def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ..., drop_duplicates: _Optional[_Union[DropDuplicates, _Mapping]] = ..., limit: _Optional[_Union[Limit, _Mapping]] = ..., watermark_assigner: _Optional[_Union[WatermarkAssigner, _Mapping]] = ..., window_aggregate: _Optional[_Union[WindowAggregate, _Mapping]] = ..., interval_join: _Optional[_Union[IntervalJoin, _Mapping]] = ..., join: _Optional[_Union[Join, _Mapping]] = ...) -> None: ...
 
 class Input(_message.Message):
-    __slots__ = ("node", "partitioning")
+    __slots__ = ("node", "partitioning", "output")
+    class Output(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        MAIN: _ClassVar[Input.Output]
+        LATE_ROWS: _ClassVar[Input.Output]
+    MAIN: Input.Output
+    LATE_ROWS: Input.Output
     NODE_FIELD_NUMBER: _ClassVar[int]
     PARTITIONING_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
     node: int
     partitioning: Partitioning
-    def __init__(self, node: _Optional[int] = ..., partitioning: _Optional[_Union[Partitioning, _Mapping]] = ...) -> None: ...
+    output: Input.Output
+    def __init__(self, node: _Optional[int] = ..., partitioning: _Optional[_Union[Partitioning, _Mapping]] = ..., output: _Optional[_Union[Input.Output, str]] = ...) -> None: ...
 
 class Partitioning(_message.Message):
     __slots__ = ("kind", "keys")
