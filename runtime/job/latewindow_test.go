@@ -21,8 +21,8 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
-// lateInput is the input of the late-rows job: 100 rows id, k = id % 2,
-// ts = id * 100 ms, except the rows moved back in time.
+// lateInputMoved are the event times (ms) of the rows of the late-rows
+// job moved back in time; the others' is id * 100 ms.
 var lateInputMoved = map[int64]int64{45: 2500, 55: 1200, 60: 3600, 69: 4999, 99: 0}
 
 func lateInputTime(id int64) int64 {
