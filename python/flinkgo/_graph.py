@@ -14,7 +14,7 @@ it imports neither); the generated plan module is imported when a plan is built.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, cast
 
 from flinkgo._sources import positive_int
 from flinkgo.exceptions import ArgumentTypeError, InvalidArgumentError
@@ -73,9 +73,10 @@ class Pipeline(Protocol):
 
 
 LATE_ROWS = "late_rows"
-"""The kind of a step that is no node of its own: the late rows of the window step it
-reads (its only input), an output of that window's node (``Input.output`` LATE_ROWS),
-as Flink's side outputs."""
+"""The kind of a step that is no node of its own: late rows of the step it reads (its
+only input), a window or an interval join, an output of that step's node, as Flink's
+side outputs; its body is the ``Input`` message naming the output (``LATE_ROWS`` or
+``LATE_ROWS_RIGHT``)."""
 
 
 class Step:
@@ -104,9 +105,9 @@ class Step:
     def _refuse_on_late_rows(self, what: str) -> None:
         if self.kind == LATE_ROWS:
             raise InvalidArgumentError(
-                f"{what}: the late rows are a side output of the window step "
+                f"{what}: the late rows are a side output of the step "
                 f"{self.inputs[0][0].name}, not a step of their own; call {what} on the "
-                "window's DataFrame (the one late_rows() was called on)"
+                "DataFrame late_rows() was called on"
             )
 
     def set_uid(self, uid: object) -> None:
@@ -197,7 +198,7 @@ def _input(parent: Step, part: Partitioning, ids: dict[int, int]) -> plan_pb2.In
 
     output = plan_pb2.Input.MAIN
     if parent.kind == LATE_ROWS:
-        parent, output = parent.inputs[0][0], plan_pb2.Input.LATE_ROWS
+        parent, output = parent.inputs[0][0], cast("plan_pb2.Input", parent.body).output
     return plan_pb2.Input(
         node=ids[id(parent)],
         partitioning=plan_pb2.Partitioning(kind=part.kind, keys=part.keys),

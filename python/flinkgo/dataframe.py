@@ -449,29 +449,40 @@ class DataFrame:
         """
         return WindowedDataFrame(self, (), window, allowed_lateness, late_rows)
 
-    def late_rows(self) -> DataFrame:
-        """Return the rows a window with ``late_rows="keep"`` found too late, as a DataFrame.
+    def late_rows(self, side: Literal["left", "right"] | None = None) -> DataFrame:
+        """Return the rows a step with ``late_rows="keep"`` found late, as a DataFrame.
 
-        Call it on the DataFrame that ``window(..., late_rows="keep").agg(...)`` returned.
-        A row is late when every window it belongs to is past its cleanup time
-        (``window_end - 1 + allowed_lateness`` at or before the watermark), exactly the
-        rows ``late_rows="drop"`` would drop and count; they come out unchanged, with the
-        window's input columns, as Flink's ``sideOutputLateData`` and
-        ``getSideOutput``. Rows late within ``allowed_lateness`` update their windows
-        and are not late rows. The late rows are a side output of the window step, not a
-        step of their own: set ``uid`` and ``set_parallelism`` on the window's
-        DataFrame. With nothing reading them, they are dropped and counted as with
-        ``"drop"``.
+        Call it on what ``window(..., late_rows="keep").agg(...)`` or
+        ``interval_join(..., late_rows="keep")`` returned (Flink's ``getSideOutput`` of
+        ``sideOutputLateData``, ``sideOutputLeftLateData``, ``sideOutputRightLateData``).
+        The rows come out unchanged, with the columns of the input they came from:
+
+        - of a window, the rows too late for every window they belong to (each past
+          ``window_end - 1 + allowed_lateness``), exactly those ``"drop"`` would drop
+          and count; rows late within ``allowed_lateness`` update their windows;
+        - of an interval join (`side` ``"left"`` or ``"right"``), that side's rows
+          whose time is behind the watermark, which match nothing.
+
+        The late rows are a side output of that step, not a step of their own: set
+        ``uid`` and ``set_parallelism`` on the step's DataFrame. With nothing reading
+        them, late rows are dropped as with ``"drop"``.
+
+        Parameters
+        ----------
+        side
+            For an interval join, ``"left"`` or ``"right"``: whose late rows. None
+            (the default) for a window.
 
         Returns
         -------
         DataFrame
-            The late rows, with the schema of the window's input.
+            The late rows, with the schema of the input they came from.
 
         Raises
         ------
         ValueError
-            If this DataFrame is not a window aggregation with ``late_rows="keep"``.
+            If this DataFrame is not a window aggregation or an interval join with
+            ``late_rows="keep"``, or `side` does not fit it.
 
         Examples
         --------
@@ -486,26 +497,42 @@ class DataFrame:
         >>> counts.late_rows().columns
         ['k', 'ts', 'x']
         """
-        step = self._step
-        if step.kind != "window_aggregate":
-            raise InvalidArgumentError(
-                f"late_rows: {step.name} is not a window aggregation; call late_rows() on "
-                'what key_by(...).window(w, late_rows="keep").agg(...) returns'
-            )
         from flinkgo._proto import plan_pb2 as pb
 
+        op = "late_rows"
+        step = self._step
+        if step.kind == "window_aggregate":
+            if side is not None:
+                raise InvalidArgumentError(
+                    f"{op}: a window has one input, so no side; call late_rows() without "
+                    f"side (got {side!r})"
+                )
+            output, source = pb.Input.LATE_ROWS, step.inputs[0][0]
+        elif step.kind == "interval_join":
+            if side not in ("left", "right"):
+                raise InvalidArgumentError(
+                    f"{op}: an interval join has late rows of each input: give side='left' "
+                    f"or side='right' (got {side!r})"
+                )
+            right = side == "right"
+            output = pb.Input.LATE_ROWS_RIGHT if right else pb.Input.LATE_ROWS
+            source = step.inputs[1 if right else 0][0]
+        else:
+            raise InvalidArgumentError(
+                f"{op}: {step.name} is neither a window aggregation nor an interval join, "
+                'which are the steps with late rows (with late_rows="keep")'
+            )
         if getattr(step.body, "late_rows", None) != pb.WindowAggregate.KEEP:
             raise InvalidArgumentError(
-                f"late_rows: the window {step.name} drops its late rows; give it "
-                'window(w, ..., late_rows="keep") to keep them'
+                f'{op}: {step.name} drops its late rows; give it late_rows="keep" to keep them'
             )
-        window_input = step.inputs[0][0]
+        which = f", {side}" if side else ""
         late = Step(
             step.env,
             LATE_ROWS,
-            pb.WindowAggregate(),
-            f"late_rows({step.name})",
-            window_input.schema,
+            pb.Input(output=output),
+            f"late_rows({step.name}{which})",
+            source.schema,
             ((step, IMPLICIT),),
         )
         return DataFrame(late)
@@ -906,6 +933,7 @@ class DataFrame:
         lower: datetime.timedelta | str,
         upper: datetime.timedelta | str,
         how: Literal["inner", "left", "right", "full"] = "inner",
+        late_rows: LateRows = "drop",
     ) -> DataFrame:
         """Join rows of equal keys whose event times are close (Flink's interval join).
 
@@ -916,8 +944,10 @@ class DataFrame:
         ``"right"`` or ``"full"`` then emits a row that never matched, padded with nulls
         (no retraction is ever needed). A row with a null key or a null time never
         matches: an inner side drops it, an outer side emits it padded at once. A row
-        that arrives behind the watermark is dropped, as Flink does. A bounded input ends
-        with the maximum watermark, so every row is decided at the end.
+        that arrives behind the watermark is dropped, as Flink does, or with
+        ``late_rows="keep"`` kept (read with ``late_rows(side="left")`` and
+        ``late_rows(side="right")`` on the result). A bounded input ends with the
+        maximum watermark, so every row is decided at the end.
 
         The buffered rows are keyed state: checkpoints and savepoints keep them, and a job
         restored at another parallelism goes on matching them.
@@ -936,6 +966,10 @@ class DataFrame:
             ``"5 min"`` (``"-5 min"`` for a negative one); ``lower <= upper``.
         how
             ``"inner"`` (the default), ``"left"``, ``"right"`` or ``"full"``.
+        late_rows
+            ``"drop"`` (the default) or ``"keep"``: send each side's rows behind the
+            watermark, unchanged, to a side output read with :meth:`late_rows`
+            (Flink's ``sideOutputLeftLateData`` and ``sideOutputRightLateData``).
 
         Returns
         -------
@@ -1009,6 +1043,11 @@ class DataFrame:
             raise InvalidArgumentError(
                 f"{op}: how is 'inner', 'left', 'right' or 'full', got {how!r}"
             )
+        if late_rows not in ("drop", "keep"):
+            raise InvalidArgumentError(
+                f'{op}: late_rows must be "drop" or "keep" (read them with .late_rows(side=...) '
+                f"on the result), got {late_rows!r}"
+            )
         lower_td, upper_td = (
             _signed_duration(lower, f"{op} lower"),
             _signed_duration(upper, f"{op} upper"),
@@ -1041,6 +1080,7 @@ class DataFrame:
             lower_ns=lower_td // micro * 1000,
             upper_ns=upper_td // micro * 1000,
             how=getattr(pb.IntervalJoin, how.upper()),
+            late_rows=late_rows.upper(),
         )
         right_time_out = fields[len(self.schema) + right.schema.get_field_index(right_time)].name
         pairs = ", ".join(f"{a} = {b}" for a, b in zip(lkeys, rkeys, strict=True))

@@ -49,20 +49,23 @@ def moved(rows: int, moved_s: dict[int, float]) -> pd.DataFrame:
     )
 
 
-def stream(env: fg.Environment, moved_s: dict[int, float], rows: int = ROWS) -> fg.DataFrame:
-    """Generate `moved` rows at RATE in one source subtask, with watermarks (1 s delay)."""
+def stream(
+    env: fg.Environment, moved_s: dict[int, float], rows: int = ROWS, name: str = ""
+) -> fg.DataFrame:
+    """Generate `moved` rows at RATE in one source subtask, with watermarks (1 s delay);
+    `name` starts the steps' uids."""
     src = env.datagen(rows=rows, schema={"id": "int64", "ts": "timestamp[s]"}, rows_per_second=RATE)
     ts = fg.col("ts").cast("timestamp[ms]")
     for i, s in moved_s.items():
         ts = fg.when(fg.col("id") == i).then(fg.lit(round(s * 1000), "timestamp[ms]")).otherwise(ts)
     return (
-        src.uid("numbers")
+        src.uid(name + "numbers")
         .set_parallelism(1)
         .with_columns(ts=ts, k=fg.col("id") % 2)
-        .uid("times")
+        .uid(name + "times")
         .set_parallelism(1)
         .with_watermark("ts", "1 s")
-        .uid("watermarks")
+        .uid(name + "watermarks")
         .set_parallelism(1)
     )
 
@@ -152,13 +155,7 @@ def test_late_rows_kept_as_flinks_rules_say(runtime, tmp_path, parallelism, kind
     assert result.operator("w").num_late_records_dropped == 0  # kept, not dropped
     kept = parts(tmp_path / "late").sort_values("id", ignore_index=True)
     assert list(kept.columns) == ["id", "ts", "k"]  # the window's input rows, unchanged
-    want = pd.DataFrame(
-        {
-            "id": [i for i, _, _ in late_rows],
-            "ts": pd.to_datetime([t for _, t, _ in late_rows], unit="ms"),
-            "k": [k for _, _, k in late_rows],
-        }
-    )
+    want = frame_of(late_rows)
     pd.testing.assert_frame_equal(kept, want, check_dtype=False)
 
     rows = moved(ROWS, moved_s)
@@ -179,6 +176,52 @@ def test_late_rows_nobody_reads_are_dropped_and_counted(runtime):
     )
     windows.print()
     assert env.execute(progress=False).operator("w").num_late_records_dropped == 3
+
+
+def frame_of(rows: list[tuple[int, int, int]]) -> pd.DataFrame:
+    """(id, ts in ms, k) rows as the stream's columns."""
+    return pd.DataFrame(
+        {
+            "id": [i for i, _, _ in rows],
+            "ts": pd.to_datetime([t for _, t, _ in rows], unit="ms"),
+            "k": [k for _, _, k in rows],
+        }
+    )
+
+
+# An interval join on k = id % 2 with bounds of +-500 ms: left id i (at i s) matches the
+# right row id i only. Rows are late when behind the join's watermark, the smaller of
+# the two sides' (Flink's IntervalJoinOperator): left id 50 moved to 0.5 s and right
+# id 55 moved to 1 s are far behind both (the sides generate at the same rate), so they
+# are late and match nothing; left 55 and right 50 then have no partner.
+@pytest.mark.parametrize("parallelism", [1, 3], ids=["p1", "p3"])
+def test_interval_join_late_rows_kept_per_side(runtime, tmp_path, parallelism):
+    env = fg.Environment(
+        parallelism=parallelism, config={"pipeline.auto-watermark-interval": "1 ms"}
+    )
+    left = stream(env, {50: 0.5}, name="left ")
+    right = stream(env, {55: 1.0}, name="right ")
+    joined = left.interval_join(
+        right,
+        on="k",
+        left_time="ts",
+        right_time="ts",
+        lower="-500 ms",
+        upper="500 ms",
+        late_rows="keep",
+    ).uid("join")
+    joined.write_parquet(tmp_path / "joined")
+    joined.late_rows(side="left").write_parquet(tmp_path / "left late")
+    joined.late_rows(side="right").rebalance().write_parquet(tmp_path / "right late")
+
+    env.execute(progress=False)
+
+    for path, want in (("left late", [(50, 500, 0)]), ("right late", [(55, 1000, 1)])):
+        got = parts(tmp_path / path)
+        pd.testing.assert_frame_equal(got, frame_of(want), check_dtype=False)
+    pairs = parts(tmp_path / "joined")
+    assert (pairs["id"] == pairs["id_right"]).all()
+    assert sorted(pairs["id"]) == [i for i in range(ROWS) if i not in (50, 55)]
 
 
 # --- checkpoints: the side output to a file sink, exactly once across a restore -------
@@ -231,13 +274,7 @@ def test_late_rows_to_a_file_sink_exactly_once_across_a_savepoint(runtime, tmp_p
     assert env.execute("second", progress=False).state == "FINISHED"
 
     kept = parts(tmp_path / "late").sort_values("id", ignore_index=True)
-    want = pd.DataFrame(
-        {
-            "id": [i for i, _, _ in RESTORE_LATE],
-            "ts": pd.to_datetime([t for _, t, _ in RESTORE_LATE], unit="ms"),
-            "k": [k for _, _, k in RESTORE_LATE],
-        }
-    )
+    want = frame_of(RESTORE_LATE)
     pd.testing.assert_frame_equal(kept, want, check_dtype=False)  # each once
     rows = moved(RESTORE_ROWS, RESTORE_MOVED)
     on_time = rows[~rows["id"].isin(want["id"])]

@@ -151,15 +151,49 @@ def test_late_rows_refusals():
     dropping = df.key_by("k").window(fg.tumble("ts", "1 s")).agg(fg.count())
     with pytest.raises(fg.InvalidArgumentError, match='drops its late rows; give it .*"keep"'):
         dropping.late_rows()
-    with pytest.raises(fg.InvalidArgumentError, match="is not a window aggregation"):
+    with pytest.raises(fg.InvalidArgumentError, match="neither a window aggregation nor an"):
         df.late_rows()
     keeping = df.window(fg.tumble("ts", "1 s"), late_rows="keep").agg(fg.count())
     with pytest.raises(fg.InvalidArgumentError, match="uid: the late rows are a side output"):
         keeping.late_rows().uid("late")
     with pytest.raises(fg.InvalidArgumentError, match="set_parallelism: the late rows are a side"):
         keeping.late_rows().set_parallelism(2)
-    with pytest.raises(fg.InvalidArgumentError, match="is not a window aggregation"):
+    with pytest.raises(fg.InvalidArgumentError, match="neither a window aggregation nor an"):
         keeping.late_rows().late_rows()
+    with pytest.raises(fg.InvalidArgumentError, match="a window has one input, so no side"):
+        keeping.late_rows(side="left")
+
+
+def test_interval_join_late_rows_api_and_plan():
+    env = fg.Environment()
+    left = _frame_in(env)
+    right = left.select("k", "ts")
+
+    def join(late_rows):
+        return left.interval_join(
+            right,
+            on="k",
+            left_time="ts",
+            right_time="ts",
+            lower="0 s",
+            upper="1 s",
+            late_rows=late_rows,
+        )
+
+    with pytest.raises(fg.InvalidArgumentError, match="late_rows must be"):
+        join("later")
+    with pytest.raises(fg.InvalidArgumentError, match='drops its late rows; give it .*"keep"'):
+        join("drop").late_rows(side="left")
+    joined = join("keep")
+    with pytest.raises(fg.InvalidArgumentError, match="give side='left' or side='right'"):
+        joined.late_rows()
+    late_left, late_right = joined.late_rows(side="left"), joined.late_rows(side="right")
+    assert (late_left.schema, late_right.schema) == (left.schema, right.schema)
+    late_left.print()
+    late_right.print()
+    nodes = env.plan().nodes
+    assert [n.kind for n in nodes] == ["source", "select", "interval_join", "sink", "sink"]
+    assert [n.inputs[0].output for n in nodes[3:]] == ["LATE_ROWS", "LATE_ROWS_RIGHT"]
 
 
 def test_non_keyed_window_runs_at_parallelism_one(runtime):

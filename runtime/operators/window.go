@@ -182,8 +182,8 @@ func newWindowProc(c *operator.Context, opts Options) (*windowProc, error) {
 	}
 	p := &windowProc{schema: out, mem: c.Allocator, maxP: c.MaxParallelism, dropped: &c.Counters.LateRecordsDropped,
 		index: map[string]*winKey{}, deleted: map[string]state.Key{}, wm: math.MinInt64, lateness: spec.GetAllowedLatenessMs()}
-	if spec.GetLateRows() == planpb.WindowAggregate_KEEP {
-		p.lateRows = c.LateRows // nil when nothing reads them: dropped and counted
+	if spec.GetLateRows() == planpb.WindowAggregate_KEEP && len(c.LateRows) > 0 {
+		p.lateRows = c.LateRows[0] // nil when nothing reads them: dropped and counted
 	}
 	if s, ok := assigner.(window.Session); ok {
 		p.session, p.sessions = s, true

@@ -119,7 +119,7 @@ func newWindowHarnessWith(t *testing.T, spec *planpb.WindowAggregate, out *arrow
 		Restored: restored, RestoreBase: base,
 	}
 	if spec.GetLateRows() == planpb.WindowAggregate_KEEP {
-		c.LateRows = h.keepLate
+		c.LateRows = []operator.Emit{h.keepLate}
 	}
 	op, err := windowAggregateKind(opts).New(c)
 	if err != nil {

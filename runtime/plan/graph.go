@@ -225,29 +225,39 @@ type Edge struct {
 	// partitioning, e.g. "pipeline.forward-mismatch=rebalance".
 	ChangedBy string
 	// FromOutput is which output of From the edge carries: MainOutput, or
-	// LateRowsOutput (a window's late rows, with the window's input
-	// schema: see EdgeSchema).
+	// the late rows of one of From's inputs (LateRowsOutput + the input's
+	// index, with that input's schema: see EdgeSchema).
 	FromOutput int
 }
 
 // The outputs of an operator an edge can read (Edge.FromOutput).
 const (
 	MainOutput = iota
-	// LateRowsOutput carries the rows a window with late_rows=KEEP found
-	// too late for every window, unchanged (Flink's sideOutputLateData).
+	// LateRowsOutput carries, unchanged, the rows of the operator's first
+	// input that a node with late_rows=KEEP found late: a window's rows too
+	// late for every window (Flink's sideOutputLateData), an interval
+	// join's left rows behind the watermark (sideOutputLeftLateData).
 	LateRowsOutput
+	// LateRowsRightOutput carries an interval join's right rows behind the
+	// watermark (sideOutputRightLateData).
+	LateRowsRightOutput
 )
 
+// LateRowsInput is the input whose late rows output `output` carries, -1
+// for the main output.
+func LateRowsInput(output int) int { return output - LateRowsOutput }
+
 // EdgeSchema is the schema of the rows on edge e, given every operator's
-// output schema: its From's, or for late rows the schema of the rows
-// into From.
+// output schema: its From's, or for late rows the schema of the rows of
+// the input of From they came from.
 func (g *Graph) EdgeSchema(e *Edge, out []*arrow.Schema) *arrow.Schema {
-	for e.FromOutput == LateRowsOutput {
+	for e.FromOutput != MainOutput {
 		in := g.Inputs(e.From)
-		if len(in) != 1 {
-			return nil // a planned graph's windows have one input
+		i := LateRowsInput(e.FromOutput)
+		if i < 0 || i >= len(in) {
+			return nil // the planner refuses such an edge
 		}
-		e = in[0]
+		e = in[i]
 	}
 	return out[e.From]
 }

@@ -156,24 +156,29 @@ func validateInputs(job *planpb.JobPlan, n *planpb.Node, kind Kind, pos int, ind
 }
 
 // checkOutput reports an input that reads an output its node does not
-// have, "" when it is fine: a window's late rows exist with
-// late_rows=KEEP only.
+// have, "" when it is fine: late rows exist with late_rows=KEEP only, of a
+// window or of an interval join's left side (LATE_ROWS), or of an interval
+// join's right side (LATE_ROWS_RIGHT).
 func checkOutput(in *planpb.Input, up *planpb.Node) string {
-	switch out := in.GetOutput(); out {
-	case planpb.Input_MAIN:
+	var keep planpb.WindowAggregate_LateRows
+	switch out := in.GetOutput(); {
+	case out == planpb.Input_MAIN:
 		return ""
-	case planpb.Input_LATE_ROWS:
-		w := up.GetWindowAggregate()
-		if w == nil {
-			return fmt.Sprintf("reads the late rows of %s, which is not a window aggregation: only a window has late rows", nodeLabel(up))
-		}
-		if w.GetLateRows() != planpb.WindowAggregate_KEEP {
-			return fmt.Sprintf("reads the late rows of %s, which drops them: give the window late_rows=\"keep\"", nodeLabel(up))
-		}
-		return ""
+	case out == planpb.Input_LATE_ROWS && up.GetWindowAggregate() != nil:
+		keep = up.GetWindowAggregate().GetLateRows()
+	case (out == planpb.Input_LATE_ROWS || out == planpb.Input_LATE_ROWS_RIGHT) && up.GetIntervalJoin() != nil:
+		keep = up.GetIntervalJoin().GetLateRows()
+	case out == planpb.Input_LATE_ROWS:
+		return fmt.Sprintf("reads the late rows of %s, which is neither a window aggregation nor an interval join: only they have late rows", nodeLabel(up))
+	case out == planpb.Input_LATE_ROWS_RIGHT:
+		return fmt.Sprintf("reads the right input's late rows of %s, which is not an interval join: only an interval join has two", nodeLabel(up))
 	default:
-		return fmt.Sprintf("input from node %d reads its output %d, which is unknown (MAIN or LATE_ROWS)", up.GetId(), int32(out))
+		return fmt.Sprintf("input from node %d reads its output %d, which is unknown (MAIN, LATE_ROWS or LATE_ROWS_RIGHT)", up.GetId(), int32(out))
 	}
+	if keep != planpb.WindowAggregate_KEEP {
+		return fmt.Sprintf("reads the late rows of %s, which drops them: give it late_rows=\"keep\"", nodeLabel(up))
+	}
+	return ""
 }
 
 // checkColumn reports an empty or reserved column name, "" when it is fine.

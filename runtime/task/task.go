@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,8 +193,14 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 	if r, ok := t.reader.(source.SplitReporter); ok && readsSourceBatches(bc.Graph, op.ID) {
 		c.SourceSplits = r
 	}
-	if slices.ContainsFunc(bc.Graph.Outputs(op.ID), func(e *plan.Edge) bool { return e.FromOutput == plan.LateRowsOutput }) {
-		c.LateRows = func(ctx context.Context, b arrow.RecordBatch) error { return l.emitOn(ctx, plan.LateRowsOutput, b) }
+	for _, e := range bc.Graph.Outputs(op.ID) {
+		if i := plan.LateRowsInput(e.FromOutput); i >= 0 {
+			for len(c.LateRows) <= i {
+				c.LateRows = append(c.LateRows, nil)
+			}
+			from := e.FromOutput
+			c.LateRows[i] = func(ctx context.Context, b arrow.RecordBatch) error { return l.emitOn(ctx, from, b) }
+		}
 	}
 	if len(op.Ends) > 0 {
 		c.EndInput = sync.OnceFunc(func() { bc.endInput(op) })

@@ -30,13 +30,17 @@ const (
 )
 
 // Which output of the node the edge reads: its rows, or the late rows a
-// window with late_rows=KEEP sends to its side output (Flink's
-// sideOutputLateData), which have the window's input schema.
+// node with late_rows=KEEP sends to a side output, unchanged (the schema
+// of the input they came from): LATE_ROWS are a window's (Flink's
+// sideOutputLateData) or an interval join's left input's
+// (sideOutputLeftLateData), LATE_ROWS_RIGHT an interval join's right
+// input's (sideOutputRightLateData).
 type Input_Output int32
 
 const (
-	Input_MAIN      Input_Output = 0
-	Input_LATE_ROWS Input_Output = 1
+	Input_MAIN            Input_Output = 0
+	Input_LATE_ROWS       Input_Output = 1
+	Input_LATE_ROWS_RIGHT Input_Output = 2
 )
 
 // Enum value maps for Input_Output.
@@ -44,10 +48,12 @@ var (
 	Input_Output_name = map[int32]string{
 		0: "MAIN",
 		1: "LATE_ROWS",
+		2: "LATE_ROWS_RIGHT",
 	}
 	Input_Output_value = map[string]int32{
-		"MAIN":      0,
-		"LATE_ROWS": 1,
+		"MAIN":            0,
+		"LATE_ROWS":       1,
+		"LATE_ROWS_RIGHT": 2,
 	}
 )
 
@@ -2315,9 +2321,14 @@ type IntervalJoin struct {
 	LeftTime  string `protobuf:"bytes,3,opt,name=left_time,json=leftTime,proto3" json:"left_time,omitempty"`
 	RightTime string `protobuf:"bytes,4,opt,name=right_time,json=rightTime,proto3" json:"right_time,omitempty"`
 	// Bounds in nanoseconds, lower <= upper.
-	LowerNs       int64            `protobuf:"varint,5,opt,name=lower_ns,json=lowerNs,proto3" json:"lower_ns,omitempty"`
-	UpperNs       int64            `protobuf:"varint,6,opt,name=upper_ns,json=upperNs,proto3" json:"upper_ns,omitempty"`
-	How           IntervalJoin_How `protobuf:"varint,7,opt,name=how,proto3,enum=flinkgo.plan.v1.IntervalJoin_How" json:"how,omitempty"`
+	LowerNs int64            `protobuf:"varint,5,opt,name=lower_ns,json=lowerNs,proto3" json:"lower_ns,omitempty"`
+	UpperNs int64            `protobuf:"varint,6,opt,name=upper_ns,json=upperNs,proto3" json:"upper_ns,omitempty"`
+	How     IntervalJoin_How `protobuf:"varint,7,opt,name=how,proto3,enum=flinkgo.plan.v1.IntervalJoin_How" json:"how,omitempty"`
+	// What happens to a row behind the watermark: DROP drops it (logged);
+	// KEEP sends it, unchanged, to the late-rows output of its side
+	// (Input.Output LATE_ROWS for the left, LATE_ROWS_RIGHT for the right),
+	// as Flink's sideOutputLeftLateData / sideOutputRightLateData.
+	LateRows      WindowAggregate_LateRows `protobuf:"varint,8,opt,name=late_rows,json=lateRows,proto3,enum=flinkgo.plan.v1.WindowAggregate_LateRows" json:"late_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2399,6 +2410,13 @@ func (x *IntervalJoin) GetHow() IntervalJoin_How {
 		return x.How
 	}
 	return IntervalJoin_INNER
+}
+
+func (x *IntervalJoin) GetLateRows() WindowAggregate_LateRows {
+	if x != nil {
+		return x.LateRows
+	}
+	return WindowAggregate_DROP
 }
 
 // Join is a regular equi-join of two inputs (Flink's StreamingJoinOperator):
@@ -3404,14 +3422,15 @@ const file_plan_proto_rawDesc = "" +
 	"\x10window_aggregate\x18\x14 \x01(\v2 .flinkgo.plan.v1.WindowAggregateH\x00R\x0fwindowAggregate\x12D\n" +
 	"\rinterval_join\x18\x15 \x01(\v2\x1d.flinkgo.plan.v1.IntervalJoinH\x00R\fintervalJoin\x12+\n" +
 	"\x04join\x18\x16 \x01(\v2\x15.flinkgo.plan.v1.JoinH\x00R\x04joinB\x06\n" +
-	"\x04kind\"\xb8\x01\n" +
+	"\x04kind\"\xcd\x01\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
 	"\fpartitioning\x18\x02 \x01(\v2\x1d.flinkgo.plan.v1.PartitioningR\fpartitioning\x125\n" +
-	"\x06output\x18\x03 \x01(\x0e2\x1d.flinkgo.plan.v1.Input.OutputR\x06output\"!\n" +
+	"\x06output\x18\x03 \x01(\x0e2\x1d.flinkgo.plan.v1.Input.OutputR\x06output\"6\n" +
 	"\x06Output\x12\b\n" +
 	"\x04MAIN\x10\x00\x12\r\n" +
-	"\tLATE_ROWS\x10\x01\"\xd3\x01\n" +
+	"\tLATE_ROWS\x10\x01\x12\x13\n" +
+	"\x0fLATE_ROWS_RIGHT\x10\x02\"\xd3\x01\n" +
 	"\fPartitioning\x126\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\".flinkgo.plan.v1.Partitioning.KindR\x04kind\x12\x12\n" +
 	"\x04keys\x18\x02 \x03(\tR\x04keys\"w\n" +
@@ -3533,7 +3552,7 @@ const file_plan_proto_rawDesc = "" +
 	"\tEMIT_AUTO\x10\x00\x12\x0e\n" +
 	"\n" +
 	"EMIT_FINAL\x10\x01\x12\x10\n" +
-	"\fEMIT_UPDATES\x10\x02\"\xa2\x02\n" +
+	"\fEMIT_UPDATES\x10\x02\"\xea\x02\n" +
 	"\fIntervalJoin\x12\x1b\n" +
 	"\tleft_keys\x18\x01 \x03(\tR\bleftKeys\x12\x1d\n" +
 	"\n" +
@@ -3543,7 +3562,8 @@ const file_plan_proto_rawDesc = "" +
 	"right_time\x18\x04 \x01(\tR\trightTime\x12\x19\n" +
 	"\blower_ns\x18\x05 \x01(\x03R\alowerNs\x12\x19\n" +
 	"\bupper_ns\x18\x06 \x01(\x03R\aupperNs\x123\n" +
-	"\x03how\x18\a \x01(\x0e2!.flinkgo.plan.v1.IntervalJoin.HowR\x03how\"/\n" +
+	"\x03how\x18\a \x01(\x0e2!.flinkgo.plan.v1.IntervalJoin.HowR\x03how\x12F\n" +
+	"\tlate_rows\x18\b \x01(\x0e2).flinkgo.plan.v1.WindowAggregate.LateRowsR\blateRows\"/\n" +
 	"\x03How\x12\t\n" +
 	"\x05INNER\x10\x00\x12\b\n" +
 	"\x04LEFT\x10\x01\x12\t\n" +
@@ -3753,26 +3773,27 @@ var file_plan_proto_depIdxs = []int32{
 	36, // 38: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
 	5,  // 39: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
 	6,  // 40: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
-	7,  // 41: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
-	26, // 42: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
-	8,  // 43: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
-	36, // 44: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	9,  // 45: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
-	47, // 46: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	39, // 47: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	40, // 48: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	41, // 49: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	42, // 50: flinkgo.plan.v1.Sink.kafka:type_name -> flinkgo.plan.v1.KafkaSink
-	2,  // 51: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	10, // 52: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	4,  // 53: flinkgo.plan.v1.KafkaSink.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
-	11, // 54: flinkgo.plan.v1.KafkaSink.delivery:type_name -> flinkgo.plan.v1.KafkaSink.Delivery
-	46, // 55: flinkgo.plan.v1.KafkaSink.properties:type_name -> flinkgo.plan.v1.KafkaSink.PropertiesEntry
-	56, // [56:56] is the sub-list for method output_type
-	56, // [56:56] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	9,  // 41: flinkgo.plan.v1.IntervalJoin.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	7,  // 42: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
+	26, // 43: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
+	8,  // 44: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
+	36, // 45: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	9,  // 46: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	47, // 47: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	39, // 48: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	40, // 49: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	41, // 50: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	42, // 51: flinkgo.plan.v1.Sink.kafka:type_name -> flinkgo.plan.v1.KafkaSink
+	2,  // 52: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	10, // 53: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	4,  // 54: flinkgo.plan.v1.KafkaSink.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
+	11, // 55: flinkgo.plan.v1.KafkaSink.delivery:type_name -> flinkgo.plan.v1.KafkaSink.Delivery
+	46, // 56: flinkgo.plan.v1.KafkaSink.properties:type_name -> flinkgo.plan.v1.KafkaSink.PropertiesEntry
+	57, // [57:57] is the sub-list for method output_type
+	57, // [57:57] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
