@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 __all__ = ["DataFrame", "KeyedDataFrame", "Sink", "WindowedDataFrame"]
 
 LateRows = Literal["drop", "keep"]
-"""What a window does with rows too late for every window: see :meth:`KeyedDataFrame.window`."""
+"""What a window or an interval join does with its late rows: drop them, or keep them as a
+side output (see :meth:`DataFrame.late_rows`)."""
 
 Emit = Literal["auto", "final", "updates"]
 """When a keyed aggregation emits its results: see :meth:`KeyedDataFrame.agg`."""

@@ -42,8 +42,10 @@ class PlanInput:
     keys
         The key columns of a ``"HASH"`` edge.
     output
-        ``"MAIN"`` (the node's rows) or ``"LATE_ROWS"`` (the late rows of a window
-        with ``late_rows="keep"``, see :meth:`~flinkgo.DataFrame.late_rows`).
+        ``"MAIN"`` (the node's rows), ``"LATE_ROWS"`` (the late rows of a window, or
+        of an interval join's left input, with ``late_rows="keep"``) or
+        ``"LATE_ROWS_RIGHT"`` (of an interval join's right input); see
+        :meth:`~flinkgo.DataFrame.late_rows`.
     """
 
     node: int
