@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/goleak"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/operators"
@@ -99,6 +100,8 @@ func TestWindowLateRowsReachTheirConsumers(t *testing.T) {
 	if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Every task goroutine of the runs is gone once they have returned.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, p := range []int{1, 3} {
 		t.Run(fmt.Sprintf("parallelism %d", p), func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
