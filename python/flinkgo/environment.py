@@ -711,7 +711,7 @@ class Environment:
         >>> [n.kind for n in plan.nodes]
         ['source', 'keyed_aggregate', 'sink']
         >>> plan.nodes[1].inputs[0]
-        PlanInput(node=1, partitioning='HASH', keys=('k',))
+        PlanInput(node=1, partitioning='HASH', keys=('k',), output='MAIN')
         """
         return JobPlan._of(self._plan_of(self._sinks, name))
 

@@ -59,6 +59,14 @@ type Context struct {
 	// only: during Process its LastSplit is the split the batch came from.
 	// Nil otherwise.
 	SourceSplits source.SplitReporter
+	// LateRows[i] emits on the late-rows output of input i
+	// (plan.LateRowsOutput + i): a node with late_rows=KEEP sends there,
+	// unchanged, the rows of input i it found late (a window's rows too
+	// late for every window, as Flink's sideOutputLateData; an interval
+	// join's rows behind the watermark, as sideOutputLeft/RightLateData).
+	// Each takes ownership of the batch; an entry is nil, or missing,
+	// when no edge reads that output.
+	LateRows []Emit
 	// EndInput tells the runtime the operator needs no more input (a
 	// limit whose rows have passed): the sources in Op.Ends stop reading
 	// once every limit that ends them has called it, and end their

@@ -48,17 +48,22 @@ type output struct {
 	// producer is this subtask's index among each target's producers.
 	producer []int
 	input    int // the edge's index among the consumer's inputs
+	// from is the producer's output the edge carries (plan.Edge.FromOutput).
+	from int
 }
 
 // outputs is a subtask's fan-out over all its out edges.
 type outputs []*output
 
-// emit sends b along every out edge; it takes ownership of b. tm counts
-// what leaves, and the time a full inbox blocks the send as
-// back-pressured.
-func (outs outputs) emit(ctx context.Context, b arrow.RecordBatch, tm *metrics.Task) error {
+// emit sends b along every out edge of the producer's output `from`; it
+// takes ownership of b. tm counts what leaves, and the time a full inbox
+// blocks the send as back-pressured. Control messages go along every edge.
+func (outs outputs) emit(ctx context.Context, from int, b arrow.RecordBatch, tm *metrics.Task) error {
 	defer b.Release()
 	for _, o := range outs {
+		if o.from != from {
+			continue
+		}
 		parts, err := o.part.Split(b)
 		if err != nil {
 			return err
@@ -162,9 +167,10 @@ func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Alloc
 			p, q := from.Parallelism, to.Parallelism
 			var keys []int
 			for _, k := range e.Keys {
-				idx := schemas[from.ID].FieldIndices(k)
+				schema := g.EdgeSchema(e, schemas)
+				idx := schema.FieldIndices(k)
 				if len(idx) == 0 {
-					return nil, nil, fmt.Errorf("key %q of the edge into %q is not a column of %q (%s)", k, to.Name, from.Name, schemas[from.ID])
+					return nil, nil, fmt.Errorf("key %q of the edge into %q is not a column of %q (%s)", k, to.Name, from.Name, schema)
 				}
 				keys = append(keys, idx[0])
 			}
@@ -180,7 +186,7 @@ func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Alloc
 				if err != nil {
 					return nil, nil, fmt.Errorf("edge %q → %q: %w", from.Name, to.Name, err)
 				}
-				o := &output{part: part, input: input}
+				o := &output{part: part, input: input, from: e.FromOutput}
 				for _, c := range channels {
 					target := inboxes[to.ID][c]
 					o.targets = append(o.targets, target)

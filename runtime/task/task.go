@@ -83,6 +83,9 @@ type link struct {
 	task     *metrics.Task // the task's metrics, shared by its chain
 	children []*link       // operators chained to this one
 	outs     outputs       // edges leaving the chain
+	// fromOutput is the output of its parent in the chain that l reads
+	// (plan.Edge.FromOutput).
+	fromOutput int
 	// wmIn is the last watermark given to the operator, wmOut the last it
 	// forwarded, status the last status forwarded (watermark.go).
 	wmIn, wmOut watermark.Watermark
@@ -107,17 +110,17 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	if in.producers > 0 {
 		t.valve = watermark.NewValve(in.producers)
 	}
-	var add func(op *plan.Operator) (*link, error)
-	add = func(op *plan.Operator) (*link, error) {
+	var add func(op *plan.Operator, fromOutput int) (*link, error)
+	add = func(op *plan.Operator, fromOutput int) (*link, error) {
 		l := &link{op: op, subtask: i, count: &bc.Counters[op.ID], task: t.metrics, outs: bc.outs[op.ID][i],
-			wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
+			fromOutput: fromOutput, wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
 		t.links = append(t.links, l)
 		if err := t.build(bc, l); err != nil {
 			return nil, fmt.Errorf("operator %q (uid %s, subtask %d): %w", op.Name, op.UID, i, err)
 		}
 		for _, e := range g.Outputs(op.ID) {
 			if isChained(g, e.To) {
-				child, err := add(g.Operators[e.To])
+				child, err := add(g.Operators[e.To], e.FromOutput)
 				if err != nil {
 					return nil, err
 				}
@@ -127,7 +130,7 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 		return l, nil
 	}
 	var err error
-	t.head, err = add(head)
+	t.head, err = add(head, plan.MainOutput)
 	if err != nil {
 		t.Release()
 		return nil, err
@@ -170,7 +173,7 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 	}
 	var in []*arrow.Schema
 	for _, e := range bc.Graph.Inputs(op.ID) {
-		in = append(in, bc.schemas[e.From])
+		in = append(in, bc.Graph.EdgeSchema(e, bc.schemas))
 	}
 	c := &operator.Context{
 		Op: op, Subtask: t.subtask, Parallelism: op.Parallelism, MaxParallelism: bc.Graph.MaxParallelism,
@@ -189,6 +192,15 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 	}
 	if r, ok := t.reader.(source.SplitReporter); ok && readsSourceBatches(bc.Graph, op.ID) {
 		c.SourceSplits = r
+	}
+	for _, e := range bc.Graph.Outputs(op.ID) {
+		if i := plan.LateRowsInput(e.FromOutput); i >= 0 {
+			for len(c.LateRows) <= i {
+				c.LateRows = append(c.LateRows, nil)
+			}
+			from := e.FromOutput
+			c.LateRows[i] = func(ctx context.Context, b arrow.RecordBatch) error { return l.emitOn(ctx, from, b) }
+		}
 	}
 	if len(op.Ends) > 0 {
 		c.EndInput = sync.OnceFunc(func() { bc.endInput(op) })
@@ -241,12 +253,21 @@ func (t *Task) cancel(cause error) {
 	}
 }
 
-// emit hands b, which l produced, to the operators chained to l (by
-// function call; they do not take b) and to the edges leaving the chain
-// (which do). It takes ownership of b.
+// emit hands b, which l produced on its main output, to the operators
+// chained to l (by function call; they do not take b) and to the edges
+// leaving the chain (which do). It takes ownership of b.
 func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
 	l.count.Out.Add(b.NumRows())
+	return l.emitOn(ctx, plan.MainOutput, b)
+}
+
+// emitOn is emit on l's output `from` (a window's late rows are another
+// one), without counting the rows out.
+func (l *link) emitOn(ctx context.Context, from int, b arrow.RecordBatch) error {
 	for _, c := range l.children {
+		if c.fromOutput != from {
+			continue
+		}
 		if err := c.process(ctx, 0, b); err != nil {
 			b.Release()
 			return err
@@ -256,7 +277,7 @@ func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
 		b.Release()
 		return nil
 	}
-	return l.outs.emit(ctx, b, l.task)
+	return l.outs.emit(ctx, from, b, l.task)
 }
 
 // process runs l's processor on b, of its input `input`; the caller keeps b.

@@ -29,6 +29,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Which output of the node the edge reads: its rows, or the late rows a
+// node with late_rows=KEEP sends to a side output, unchanged (the schema
+// of the input they came from): LATE_ROWS are a window's (Flink's
+// sideOutputLateData) or an interval join's left input's
+// (sideOutputLeftLateData), LATE_ROWS_RIGHT an interval join's right
+// input's (sideOutputRightLateData).
+type Input_Output int32
+
+const (
+	Input_MAIN            Input_Output = 0
+	Input_LATE_ROWS       Input_Output = 1
+	Input_LATE_ROWS_RIGHT Input_Output = 2
+)
+
+// Enum value maps for Input_Output.
+var (
+	Input_Output_name = map[int32]string{
+		0: "MAIN",
+		1: "LATE_ROWS",
+		2: "LATE_ROWS_RIGHT",
+	}
+	Input_Output_value = map[string]int32{
+		"MAIN":            0,
+		"LATE_ROWS":       1,
+		"LATE_ROWS_RIGHT": 2,
+	}
+)
+
+func (x Input_Output) Enum() *Input_Output {
+	p := new(Input_Output)
+	*p = x
+	return p
+}
+
+func (x Input_Output) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Input_Output) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[0].Descriptor()
+}
+
+func (Input_Output) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[0]
+}
+
+func (x Input_Output) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Input_Output.Descriptor instead.
+func (Input_Output) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{2, 0}
+}
+
 type Partitioning_Kind int32
 
 const (
@@ -81,11 +136,11 @@ func (x Partitioning_Kind) String() string {
 }
 
 func (Partitioning_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[0].Descriptor()
+	return file_plan_proto_enumTypes[1].Descriptor()
 }
 
 func (Partitioning_Kind) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[0]
+	return &file_plan_proto_enumTypes[1]
 }
 
 func (x Partitioning_Kind) Number() protoreflect.EnumNumber {
@@ -133,11 +188,11 @@ func (x FileSource_Format) String() string {
 }
 
 func (FileSource_Format) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[1].Descriptor()
+	return file_plan_proto_enumTypes[2].Descriptor()
 }
 
 func (FileSource_Format) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[1]
+	return &file_plan_proto_enumTypes[2]
 }
 
 func (x FileSource_Format) Number() protoreflect.EnumNumber {
@@ -190,11 +245,11 @@ func (x KafkaSource_Start) String() string {
 }
 
 func (KafkaSource_Start) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[2].Descriptor()
+	return file_plan_proto_enumTypes[3].Descriptor()
 }
 
 func (KafkaSource_Start) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[2]
+	return &file_plan_proto_enumTypes[3]
 }
 
 func (x KafkaSource_Start) Number() protoreflect.EnumNumber {
@@ -242,11 +297,11 @@ func (x KafkaSource_Format) String() string {
 }
 
 func (KafkaSource_Format) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[3].Descriptor()
+	return file_plan_proto_enumTypes[4].Descriptor()
 }
 
 func (KafkaSource_Format) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[3]
+	return &file_plan_proto_enumTypes[4]
 }
 
 func (x KafkaSource_Format) Number() protoreflect.EnumNumber {
@@ -298,11 +353,11 @@ func (x KeyedAggregate_Emit) String() string {
 }
 
 func (KeyedAggregate_Emit) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[4].Descriptor()
+	return file_plan_proto_enumTypes[5].Descriptor()
 }
 
 func (KeyedAggregate_Emit) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[4]
+	return &file_plan_proto_enumTypes[5]
 }
 
 func (x KeyedAggregate_Emit) Number() protoreflect.EnumNumber {
@@ -350,11 +405,11 @@ func (x IntervalJoin_How) String() string {
 }
 
 func (IntervalJoin_How) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[5].Descriptor()
+	return file_plan_proto_enumTypes[6].Descriptor()
 }
 
 func (IntervalJoin_How) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[5]
+	return &file_plan_proto_enumTypes[6]
 }
 
 func (x IntervalJoin_How) Number() protoreflect.EnumNumber {
@@ -402,11 +457,11 @@ func (x Join_How) String() string {
 }
 
 func (Join_How) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[6].Descriptor()
+	return file_plan_proto_enumTypes[7].Descriptor()
 }
 
 func (Join_How) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[6]
+	return &file_plan_proto_enumTypes[7]
 }
 
 func (x Join_How) Number() protoreflect.EnumNumber {
@@ -457,11 +512,11 @@ func (x WindowAggregate_Kind) String() string {
 }
 
 func (WindowAggregate_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[7].Descriptor()
+	return file_plan_proto_enumTypes[8].Descriptor()
 }
 
 func (WindowAggregate_Kind) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[7]
+	return &file_plan_proto_enumTypes[8]
 }
 
 func (x WindowAggregate_Kind) Number() protoreflect.EnumNumber {
@@ -474,8 +529,9 @@ func (WindowAggregate_Kind) EnumDescriptor() ([]byte, []int) {
 }
 
 // What happens to a row too late for every window it belongs to: DROP
-// counts it in numLateRecordsDropped. KEEP (a side output) is not built
-// yet; the runtime refuses it.
+// counts it in numLateRecordsDropped; KEEP sends it, unchanged, to the
+// node's late-rows output (Input.Output LATE_ROWS), as Flink's
+// sideOutputLateData (counted as dropped when no node reads it).
 type WindowAggregate_LateRows int32
 
 const (
@@ -506,11 +562,11 @@ func (x WindowAggregate_LateRows) String() string {
 }
 
 func (WindowAggregate_LateRows) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[8].Descriptor()
+	return file_plan_proto_enumTypes[9].Descriptor()
 }
 
 func (WindowAggregate_LateRows) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[8]
+	return &file_plan_proto_enumTypes[9]
 }
 
 func (x WindowAggregate_LateRows) Number() protoreflect.EnumNumber {
@@ -562,11 +618,11 @@ func (x FileSink_Mode) String() string {
 }
 
 func (FileSink_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[9].Descriptor()
+	return file_plan_proto_enumTypes[10].Descriptor()
 }
 
 func (FileSink_Mode) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[9]
+	return &file_plan_proto_enumTypes[10]
 }
 
 func (x FileSink_Mode) Number() protoreflect.EnumNumber {
@@ -614,11 +670,11 @@ func (x KafkaSink_Delivery) String() string {
 }
 
 func (KafkaSink_Delivery) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[10].Descriptor()
+	return file_plan_proto_enumTypes[11].Descriptor()
 }
 
 func (KafkaSink_Delivery) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[10]
+	return &file_plan_proto_enumTypes[11]
 }
 
 func (x KafkaSink_Delivery) Number() protoreflect.EnumNumber {
@@ -1018,6 +1074,7 @@ type Input struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          int32                  `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
 	Partitioning  *Partitioning          `protobuf:"bytes,2,opt,name=partitioning,proto3" json:"partitioning,omitempty"`
+	Output        Input_Output           `protobuf:"varint,3,opt,name=output,proto3,enum=flinkgo.plan.v1.Input_Output" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1064,6 +1121,13 @@ func (x *Input) GetPartitioning() *Partitioning {
 		return x.Partitioning
 	}
 	return nil
+}
+
+func (x *Input) GetOutput() Input_Output {
+	if x != nil {
+		return x.Output
+	}
+	return Input_MAIN
 }
 
 type Partitioning struct {
@@ -2257,9 +2321,14 @@ type IntervalJoin struct {
 	LeftTime  string `protobuf:"bytes,3,opt,name=left_time,json=leftTime,proto3" json:"left_time,omitempty"`
 	RightTime string `protobuf:"bytes,4,opt,name=right_time,json=rightTime,proto3" json:"right_time,omitempty"`
 	// Bounds in nanoseconds, lower <= upper.
-	LowerNs       int64            `protobuf:"varint,5,opt,name=lower_ns,json=lowerNs,proto3" json:"lower_ns,omitempty"`
-	UpperNs       int64            `protobuf:"varint,6,opt,name=upper_ns,json=upperNs,proto3" json:"upper_ns,omitempty"`
-	How           IntervalJoin_How `protobuf:"varint,7,opt,name=how,proto3,enum=flinkgo.plan.v1.IntervalJoin_How" json:"how,omitempty"`
+	LowerNs int64            `protobuf:"varint,5,opt,name=lower_ns,json=lowerNs,proto3" json:"lower_ns,omitempty"`
+	UpperNs int64            `protobuf:"varint,6,opt,name=upper_ns,json=upperNs,proto3" json:"upper_ns,omitempty"`
+	How     IntervalJoin_How `protobuf:"varint,7,opt,name=how,proto3,enum=flinkgo.plan.v1.IntervalJoin_How" json:"how,omitempty"`
+	// What happens to a row behind the watermark: DROP drops it (logged);
+	// KEEP sends it, unchanged, to the late-rows output of its side
+	// (Input.Output LATE_ROWS for the left, LATE_ROWS_RIGHT for the right),
+	// as Flink's sideOutputLeftLateData / sideOutputRightLateData.
+	LateRows      WindowAggregate_LateRows `protobuf:"varint,8,opt,name=late_rows,json=lateRows,proto3,enum=flinkgo.plan.v1.WindowAggregate_LateRows" json:"late_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2341,6 +2410,13 @@ func (x *IntervalJoin) GetHow() IntervalJoin_How {
 		return x.How
 	}
 	return IntervalJoin_INNER
+}
+
+func (x *IntervalJoin) GetLateRows() WindowAggregate_LateRows {
+	if x != nil {
+		return x.LateRows
+	}
+	return WindowAggregate_DROP
 }
 
 // Join is a regular equi-join of two inputs (Flink's StreamingJoinOperator):
@@ -3346,10 +3422,15 @@ const file_plan_proto_rawDesc = "" +
 	"\x10window_aggregate\x18\x14 \x01(\v2 .flinkgo.plan.v1.WindowAggregateH\x00R\x0fwindowAggregate\x12D\n" +
 	"\rinterval_join\x18\x15 \x01(\v2\x1d.flinkgo.plan.v1.IntervalJoinH\x00R\fintervalJoin\x12+\n" +
 	"\x04join\x18\x16 \x01(\v2\x15.flinkgo.plan.v1.JoinH\x00R\x04joinB\x06\n" +
-	"\x04kind\"^\n" +
+	"\x04kind\"\xcd\x01\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
-	"\fpartitioning\x18\x02 \x01(\v2\x1d.flinkgo.plan.v1.PartitioningR\fpartitioning\"\xd3\x01\n" +
+	"\fpartitioning\x18\x02 \x01(\v2\x1d.flinkgo.plan.v1.PartitioningR\fpartitioning\x125\n" +
+	"\x06output\x18\x03 \x01(\x0e2\x1d.flinkgo.plan.v1.Input.OutputR\x06output\"6\n" +
+	"\x06Output\x12\b\n" +
+	"\x04MAIN\x10\x00\x12\r\n" +
+	"\tLATE_ROWS\x10\x01\x12\x13\n" +
+	"\x0fLATE_ROWS_RIGHT\x10\x02\"\xd3\x01\n" +
 	"\fPartitioning\x126\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\".flinkgo.plan.v1.Partitioning.KindR\x04kind\x12\x12\n" +
 	"\x04keys\x18\x02 \x03(\tR\x04keys\"w\n" +
@@ -3471,7 +3552,7 @@ const file_plan_proto_rawDesc = "" +
 	"\tEMIT_AUTO\x10\x00\x12\x0e\n" +
 	"\n" +
 	"EMIT_FINAL\x10\x01\x12\x10\n" +
-	"\fEMIT_UPDATES\x10\x02\"\xa2\x02\n" +
+	"\fEMIT_UPDATES\x10\x02\"\xea\x02\n" +
 	"\fIntervalJoin\x12\x1b\n" +
 	"\tleft_keys\x18\x01 \x03(\tR\bleftKeys\x12\x1d\n" +
 	"\n" +
@@ -3481,7 +3562,8 @@ const file_plan_proto_rawDesc = "" +
 	"right_time\x18\x04 \x01(\tR\trightTime\x12\x19\n" +
 	"\blower_ns\x18\x05 \x01(\x03R\alowerNs\x12\x19\n" +
 	"\bupper_ns\x18\x06 \x01(\x03R\aupperNs\x123\n" +
-	"\x03how\x18\a \x01(\x0e2!.flinkgo.plan.v1.IntervalJoin.HowR\x03how\"/\n" +
+	"\x03how\x18\a \x01(\x0e2!.flinkgo.plan.v1.IntervalJoin.HowR\x03how\x12F\n" +
+	"\tlate_rows\x18\b \x01(\x0e2).flinkgo.plan.v1.WindowAggregate.LateRowsR\blateRows\"/\n" +
 	"\x03How\x12\t\n" +
 	"\x05INNER\x10\x00\x12\b\n" +
 	"\x04LEFT\x10\x01\x12\t\n" +
@@ -3597,118 +3679,121 @@ func file_plan_proto_rawDescGZIP() []byte {
 	return file_plan_proto_rawDescData
 }
 
-var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
 var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_plan_proto_goTypes = []any{
-	(Partitioning_Kind)(0),              // 0: flinkgo.plan.v1.Partitioning.Kind
-	(FileSource_Format)(0),              // 1: flinkgo.plan.v1.FileSource.Format
-	(KafkaSource_Start)(0),              // 2: flinkgo.plan.v1.KafkaSource.Start
-	(KafkaSource_Format)(0),             // 3: flinkgo.plan.v1.KafkaSource.Format
-	(KeyedAggregate_Emit)(0),            // 4: flinkgo.plan.v1.KeyedAggregate.Emit
-	(IntervalJoin_How)(0),               // 5: flinkgo.plan.v1.IntervalJoin.How
-	(Join_How)(0),                       // 6: flinkgo.plan.v1.Join.How
-	(WindowAggregate_Kind)(0),           // 7: flinkgo.plan.v1.WindowAggregate.Kind
-	(WindowAggregate_LateRows)(0),       // 8: flinkgo.plan.v1.WindowAggregate.LateRows
-	(FileSink_Mode)(0),                  // 9: flinkgo.plan.v1.FileSink.Mode
-	(KafkaSink_Delivery)(0),             // 10: flinkgo.plan.v1.KafkaSink.Delivery
-	(*JobPlan)(nil),                     // 11: flinkgo.plan.v1.JobPlan
-	(*Node)(nil),                        // 12: flinkgo.plan.v1.Node
-	(*Input)(nil),                       // 13: flinkgo.plan.v1.Input
-	(*Partitioning)(nil),                // 14: flinkgo.plan.v1.Partitioning
-	(*Expr)(nil),                        // 15: flinkgo.plan.v1.Expr
-	(*Literal)(nil),                     // 16: flinkgo.plan.v1.Literal
-	(*Call)(nil),                        // 17: flinkgo.plan.v1.Call
-	(*UdfExpr)(nil),                     // 18: flinkgo.plan.v1.UdfExpr
-	(*NamedExpr)(nil),                   // 19: flinkgo.plan.v1.NamedExpr
-	(*Source)(nil),                      // 20: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),                 // 21: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),                  // 22: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),               // 23: flinkgo.plan.v1.DatagenSource
-	(*KafkaSource)(nil),                 // 24: flinkgo.plan.v1.KafkaSource
-	(*Select)(nil),                      // 25: flinkgo.plan.v1.Select
-	(*Filter)(nil),                      // 26: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),                  // 27: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),              // 28: flinkgo.plan.v1.KeyedAggregate
-	(*IntervalJoin)(nil),                // 29: flinkgo.plan.v1.IntervalJoin
-	(*Join)(nil),                        // 30: flinkgo.plan.v1.Join
-	(*DropDuplicates)(nil),              // 31: flinkgo.plan.v1.DropDuplicates
-	(*WatermarkAssigner)(nil),           // 32: flinkgo.plan.v1.WatermarkAssigner
-	(*Limit)(nil),                       // 33: flinkgo.plan.v1.Limit
-	(*WindowAggregate)(nil),             // 34: flinkgo.plan.v1.WindowAggregate
-	(*Aggregate)(nil),                   // 35: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),                       // 36: flinkgo.plan.v1.Union
-	(*Sink)(nil),                        // 37: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),                   // 38: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),                    // 39: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),                 // 40: flinkgo.plan.v1.CollectSink
-	(*KafkaSink)(nil),                   // 41: flinkgo.plan.v1.KafkaSink
-	nil,                                 // 42: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*KafkaSource_PartitionOffset)(nil), // 43: flinkgo.plan.v1.KafkaSource.PartitionOffset
-	nil,                                 // 44: flinkgo.plan.v1.KafkaSource.PropertiesEntry
-	nil,                                 // 45: flinkgo.plan.v1.KafkaSink.PropertiesEntry
-	(*workerpb.UdfSpec)(nil),            // 46: flinkgo.worker.v1.UdfSpec
+	(Input_Output)(0),                   // 0: flinkgo.plan.v1.Input.Output
+	(Partitioning_Kind)(0),              // 1: flinkgo.plan.v1.Partitioning.Kind
+	(FileSource_Format)(0),              // 2: flinkgo.plan.v1.FileSource.Format
+	(KafkaSource_Start)(0),              // 3: flinkgo.plan.v1.KafkaSource.Start
+	(KafkaSource_Format)(0),             // 4: flinkgo.plan.v1.KafkaSource.Format
+	(KeyedAggregate_Emit)(0),            // 5: flinkgo.plan.v1.KeyedAggregate.Emit
+	(IntervalJoin_How)(0),               // 6: flinkgo.plan.v1.IntervalJoin.How
+	(Join_How)(0),                       // 7: flinkgo.plan.v1.Join.How
+	(WindowAggregate_Kind)(0),           // 8: flinkgo.plan.v1.WindowAggregate.Kind
+	(WindowAggregate_LateRows)(0),       // 9: flinkgo.plan.v1.WindowAggregate.LateRows
+	(FileSink_Mode)(0),                  // 10: flinkgo.plan.v1.FileSink.Mode
+	(KafkaSink_Delivery)(0),             // 11: flinkgo.plan.v1.KafkaSink.Delivery
+	(*JobPlan)(nil),                     // 12: flinkgo.plan.v1.JobPlan
+	(*Node)(nil),                        // 13: flinkgo.plan.v1.Node
+	(*Input)(nil),                       // 14: flinkgo.plan.v1.Input
+	(*Partitioning)(nil),                // 15: flinkgo.plan.v1.Partitioning
+	(*Expr)(nil),                        // 16: flinkgo.plan.v1.Expr
+	(*Literal)(nil),                     // 17: flinkgo.plan.v1.Literal
+	(*Call)(nil),                        // 18: flinkgo.plan.v1.Call
+	(*UdfExpr)(nil),                     // 19: flinkgo.plan.v1.UdfExpr
+	(*NamedExpr)(nil),                   // 20: flinkgo.plan.v1.NamedExpr
+	(*Source)(nil),                      // 21: flinkgo.plan.v1.Source
+	(*ArrowSource)(nil),                 // 22: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),                  // 23: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),               // 24: flinkgo.plan.v1.DatagenSource
+	(*KafkaSource)(nil),                 // 25: flinkgo.plan.v1.KafkaSource
+	(*Select)(nil),                      // 26: flinkgo.plan.v1.Select
+	(*Filter)(nil),                      // 27: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),                  // 28: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),              // 29: flinkgo.plan.v1.KeyedAggregate
+	(*IntervalJoin)(nil),                // 30: flinkgo.plan.v1.IntervalJoin
+	(*Join)(nil),                        // 31: flinkgo.plan.v1.Join
+	(*DropDuplicates)(nil),              // 32: flinkgo.plan.v1.DropDuplicates
+	(*WatermarkAssigner)(nil),           // 33: flinkgo.plan.v1.WatermarkAssigner
+	(*Limit)(nil),                       // 34: flinkgo.plan.v1.Limit
+	(*WindowAggregate)(nil),             // 35: flinkgo.plan.v1.WindowAggregate
+	(*Aggregate)(nil),                   // 36: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),                       // 37: flinkgo.plan.v1.Union
+	(*Sink)(nil),                        // 38: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),                   // 39: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),                    // 40: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),                 // 41: flinkgo.plan.v1.CollectSink
+	(*KafkaSink)(nil),                   // 42: flinkgo.plan.v1.KafkaSink
+	nil,                                 // 43: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*KafkaSource_PartitionOffset)(nil), // 44: flinkgo.plan.v1.KafkaSource.PartitionOffset
+	nil,                                 // 45: flinkgo.plan.v1.KafkaSource.PropertiesEntry
+	nil,                                 // 46: flinkgo.plan.v1.KafkaSink.PropertiesEntry
+	(*workerpb.UdfSpec)(nil),            // 47: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	42, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
-	12, // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
-	13, // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
-	20, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
-	25, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
-	26, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
-	27, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
-	28, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	36, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	37, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	31, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	33, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
-	32, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
-	34, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
-	29, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
-	30, // 15: flinkgo.plan.v1.Node.join:type_name -> flinkgo.plan.v1.Join
-	14, // 16: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
-	0,  // 17: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	16, // 18: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	17, // 19: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	18, // 20: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	15, // 21: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	46, // 22: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	15, // 23: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	15, // 24: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	21, // 25: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	22, // 26: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	23, // 27: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	24, // 28: flinkgo.plan.v1.Source.kafka:type_name -> flinkgo.plan.v1.KafkaSource
-	1,  // 29: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	2,  // 30: flinkgo.plan.v1.KafkaSource.start:type_name -> flinkgo.plan.v1.KafkaSource.Start
-	43, // 31: flinkgo.plan.v1.KafkaSource.start_offsets:type_name -> flinkgo.plan.v1.KafkaSource.PartitionOffset
-	3,  // 32: flinkgo.plan.v1.KafkaSource.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
-	44, // 33: flinkgo.plan.v1.KafkaSource.properties:type_name -> flinkgo.plan.v1.KafkaSource.PropertiesEntry
-	19, // 34: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	15, // 35: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	46, // 36: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	35, // 37: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	4,  // 38: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	5,  // 39: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
-	6,  // 40: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
-	25, // 41: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
-	7,  // 42: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
-	35, // 43: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	8,  // 44: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
-	46, // 45: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	38, // 46: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	39, // 47: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	40, // 48: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	41, // 49: flinkgo.plan.v1.Sink.kafka:type_name -> flinkgo.plan.v1.KafkaSink
-	1,  // 50: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	9,  // 51: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	3,  // 52: flinkgo.plan.v1.KafkaSink.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
-	10, // 53: flinkgo.plan.v1.KafkaSink.delivery:type_name -> flinkgo.plan.v1.KafkaSink.Delivery
-	45, // 54: flinkgo.plan.v1.KafkaSink.properties:type_name -> flinkgo.plan.v1.KafkaSink.PropertiesEntry
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	43, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	13, // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
+	14, // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
+	21, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
+	26, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
+	27, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
+	28, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
+	29, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
+	37, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	38, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	32, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
+	34, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	33, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
+	35, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
+	30, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
+	31, // 15: flinkgo.plan.v1.Node.join:type_name -> flinkgo.plan.v1.Join
+	15, // 16: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	0,  // 17: flinkgo.plan.v1.Input.output:type_name -> flinkgo.plan.v1.Input.Output
+	1,  // 18: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
+	17, // 19: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	18, // 20: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	19, // 21: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	16, // 22: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	47, // 23: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	16, // 24: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	16, // 25: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	22, // 26: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	23, // 27: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	24, // 28: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	25, // 29: flinkgo.plan.v1.Source.kafka:type_name -> flinkgo.plan.v1.KafkaSource
+	2,  // 30: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	3,  // 31: flinkgo.plan.v1.KafkaSource.start:type_name -> flinkgo.plan.v1.KafkaSource.Start
+	44, // 32: flinkgo.plan.v1.KafkaSource.start_offsets:type_name -> flinkgo.plan.v1.KafkaSource.PartitionOffset
+	4,  // 33: flinkgo.plan.v1.KafkaSource.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
+	45, // 34: flinkgo.plan.v1.KafkaSource.properties:type_name -> flinkgo.plan.v1.KafkaSource.PropertiesEntry
+	20, // 35: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	16, // 36: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	47, // 37: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	36, // 38: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	5,  // 39: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	6,  // 40: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
+	9,  // 41: flinkgo.plan.v1.IntervalJoin.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	7,  // 42: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
+	26, // 43: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
+	8,  // 44: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
+	36, // 45: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	9,  // 46: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	47, // 47: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	39, // 48: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	40, // 49: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	41, // 50: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	42, // 51: flinkgo.plan.v1.Sink.kafka:type_name -> flinkgo.plan.v1.KafkaSink
+	2,  // 52: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	10, // 53: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	4,  // 54: flinkgo.plan.v1.KafkaSink.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
+	11, // 55: flinkgo.plan.v1.KafkaSink.delivery:type_name -> flinkgo.plan.v1.KafkaSink.Delivery
+	46, // 56: flinkgo.plan.v1.KafkaSink.properties:type_name -> flinkgo.plan.v1.KafkaSink.PropertiesEntry
+	57, // [57:57] is the sub-list for method output_type
+	57, // [57:57] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -3761,7 +3846,7 @@ func file_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
-			NumEnums:      11,
+			NumEnums:      12,
 			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
