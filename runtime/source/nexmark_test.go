@@ -5,7 +5,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -347,4 +349,31 @@ func TestNexmarkRejectsBadOptions(t *testing.T) {
 			t.Errorf("%v: error %v, want one containing %q", c.src, err, c.want)
 		}
 	}
+}
+
+// BenchmarkNexmarkBids generates bids on one goroutine and reports events
+// per second (every event of the stream, 46 in 50 of them bids).
+//
+//	go test -run '^$' -bench NexmarkBids ./runtime/source/
+func BenchmarkNexmarkBids(b *testing.B) {
+	const events = 1_000_000
+	schema := NexmarkSchema(planpb.NexmarkSource_BID)
+	startCPU := processCPU(b)
+	for b.Loop() {
+		for _, batch := range readSubtask(b, nexmarkSource(planpb.NexmarkSource_BID, events, 1), Config{Schema: schema, Parallelism: 1}) {
+			batch.Release()
+		}
+	}
+	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	// On a loaded machine the CPU time says more than the wall clock.
+	b.ReportMetric(float64(events)*float64(b.N)/(processCPU(b)-startCPU).Seconds(), "events/cpu-s")
+}
+
+// processCPU is the CPU time (user and system) of this process.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -56,7 +56,7 @@ func readAll(t *testing.T, mem memory.Allocator, src *planpb.Source, schema *arr
 
 // readSubtask reads the share of src cfg says; the caller releases the
 // batches.
-func readSubtask(t *testing.T, src *planpb.Source, cfg Config) []arrow.RecordBatch {
+func readSubtask(t testing.TB, src *planpb.Source, cfg Config) []arrow.RecordBatch {
 	t.Helper()
 	r, err := Open(src, cfg)
 	if err != nil {
