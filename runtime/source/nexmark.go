@@ -36,7 +36,8 @@ import (
 // Unlike Nexmark, which draws from one random stream per generator, every
 // value of event e comes from a random stream seeded by (seed, e): the
 // events are the same at any parallelism and after any restore, and the
-// person, auction and bid sources of one seed are views of one stream.
+// person, auction and bid sources of one seed are views of one stream
+// (docs/semantics.md#nexmark-source).
 
 // Nexmark's shape: proportions of the kinds in a block of 50 events, first
 // ids, and the knobs of its default configuration.
