@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -276,14 +277,22 @@ func (r *eventRand) appendExtra(buf []byte, size, average int) []byte {
 	if delta > 0 {
 		n += int(r.intn(int64(2 * delta)))
 	}
-	// 12 letters per random draw: 26^12 < 2^64, nearly uniform.
-	for n > 0 {
+	// 4 letters per random draw, one from each 16 bits (multiply-shift:
+	// uniform within 26/65536), computed independently of each other.
+	start := len(buf)
+	buf = slices.Grow(buf, n)[:start+n]
+	out := buf[start:]
+	for len(out) >= 4 {
 		v := r.next()
-		for k := 0; k < 12 && n > 0; k++ {
-			buf = append(buf, byte('a'+v%26))
-			v /= 26
-			n--
-		}
+		out[0] = byte('a' + (v&0xFFFF)*26>>16)
+		out[1] = byte('a' + (v>>16&0xFFFF)*26>>16)
+		out[2] = byte('a' + (v>>32&0xFFFF)*26>>16)
+		out[3] = byte('a' + (v>>48)*26>>16)
+		out = out[4:]
+	}
+	v := r.next()
+	for i := range out {
+		out[i] = byte('a' + (v>>(16*i)&0xFFFF)*26>>16)
 	}
 	return buf
 }
