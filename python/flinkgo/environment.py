@@ -711,8 +711,9 @@ class Environment:
         kind
             Which events to return: ``"bid"``, ``"auction"`` or ``"person"``.
         events
-            How many events the stream has, of every kind, a positive integer (so
-            ``events=50_000`` gives 1000 persons, 3000 auctions and 46 000 bids).
+            How many events the stream has, of every kind, a positive integer up to
+            2**62 (so ``events=50_000`` gives 1000 persons, 3000 auctions and 46 000
+            bids).
         events_per_second
             A positive rate limit on the events of the stream (of every kind), as
             Nexmark's event rate; None (the default) for as fast as possible.
@@ -758,7 +759,7 @@ class Environment:
             raise InvalidArgumentError(
                 f"{op}: events must be a positive integer (the stream is bounded), got None"
             )
-        count = _sources.positive_int(op, "events", events, upper=2**63 - 1)
+        count = _sources.positive_int(op, "events", events, upper=2**62)
         rate = _sources.positive_rate(op, "events_per_second", events_per_second)
         seed = _sources.int64(op, "seed", seed)
         from flinkgo._proto import plan_pb2 as pb

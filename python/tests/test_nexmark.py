@@ -64,6 +64,8 @@ def test_nexmark_errors():
         env.nexmark(3, events=10)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="nexmark: events must be a positive integer"):
         env.nexmark("bid", events=0)
+    with pytest.raises(ValueError, match=r"nexmark: events must be a positive integer \(1 to"):
+        env.nexmark("bid", events=2**62 + 1)
     with pytest.raises(ValueError, match=r"nexmark: events must be a positive integer .*got None"):
         env.nexmark("bid", events=None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="nexmark: events must be a positive integer, got 1.5"):

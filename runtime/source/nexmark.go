@@ -72,6 +72,11 @@ const (
 	// NexmarkEventsPerSecond is the event-time rate: event e is at
 	// NexmarkBaseTime + e*1000/NexmarkEventsPerSecond ms.
 	NexmarkEventsPerSecond = 10_000
+	nexmarkEventsPerMs     = NexmarkEventsPerSecond / 1000
+
+	// NexmarkMaxEvents bounds a stream (29 000 years at 5 M events/s), so
+	// that event numbers a little past the last one fit in an int64.
+	NexmarkMaxEvents = 1 << 62
 )
 
 var nexmarkTimestamp = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
@@ -114,8 +119,8 @@ func ValidateNexmark(src *planpb.NexmarkSource, declared *arrow.Schema) error {
 	if want == nil {
 		return fmt.Errorf("source: nexmark kind %v is not one of person, auction, bid", src.GetKind())
 	}
-	if src.GetEvents() <= 0 {
-		return fmt.Errorf("source: nexmark events is %d; it must be positive (the stream is bounded)", src.GetEvents())
+	if n := src.GetEvents(); n <= 0 || n > NexmarkMaxEvents {
+		return fmt.Errorf("source: nexmark events is %d; it must be positive (the stream is bounded) and at most 2^62", n)
 	}
 	if r := src.GetEventsPerSecond(); !(r >= 0) || math.IsInf(r, 1) {
 		return fmt.Errorf("source: nexmark events_per_second is %g; it must be 0 (as fast as possible) or a positive finite rate", r)
@@ -202,7 +207,7 @@ func nexmarkLastAuction(e int64) int64 {
 
 // nexmarkTime is event e's time in ms since the epoch.
 func nexmarkTime(e int64) int64 {
-	return NexmarkBaseTime + e*1000/NexmarkEventsPerSecond
+	return NexmarkBaseTime + e/nexmarkEventsPerMs // e*1000 could overflow
 }
 
 // eventRand is the random stream of one event: splitmix64 from

@@ -331,6 +331,41 @@ func TestNexmarkIdsReferenceEarlierPersonsAndAuctions(t *testing.T) {
 	}
 }
 
+// TestNexmarkLastEventsOfTheLongestStream reads the end of a stream of
+// NexmarkMaxEvents events, restored near its end: times and ids grow
+// without overflowing.
+func TestNexmarkLastEventsOfTheLongestStream(t *testing.T) {
+	mem := checked(t)
+	const n int64 = NexmarkMaxEvents
+	lastBid := n - 1
+	for lastBid%50 < 4 { // 0: a person, 1-3: auctions
+		lastBid--
+	}
+	start := rangeBound(n, 127)
+	restore := []SplitState{{Split: fmt.Sprintf("range-%d-%d", start, n), Offset: encodeOffset(seqOffset{Next: n - 1000 - start})}}
+	for k := range int64(127) {
+		restore = append(restore, SplitState{Split: fmt.Sprintf("range-%d-%d", rangeBound(n, k), rangeBound(n, k+1)), Done: true})
+	}
+	cfg := Config{Schema: NexmarkSchema(planpb.NexmarkSource_BID), Parallelism: 1, BatchRows: 1000, Allocator: mem, Restore: restore}
+	var times, auctions []int64
+	for _, b := range readSubtask(t, nexmarkSource(planpb.NexmarkSource_BID, n, 1), cfg) {
+		auctions = append(auctions, b.Column(0).(*array.Int64).Int64Values()...)
+		for _, ts := range b.Column(3).(*array.Timestamp).TimestampValues() {
+			times = append(times, int64(ts))
+		}
+		b.Release()
+	}
+	if len(times) != 920 || !slices.IsSorted(times) || times[0] < NexmarkBaseTime || times[len(times)-1] != NexmarkBaseTime+lastBid/10 {
+		t.Fatalf("the last 1000 events: %d bids, times from %v to %v, want 920 sorted up to %d", len(times), times[:1], times[len(times)-1:], NexmarkBaseTime+lastBid/10)
+	}
+	lastAuction := NexmarkFirstID + lastBid/50*3 + 2
+	for _, a := range auctions {
+		if a < lastAuction-200 || a > lastAuction+10 {
+			t.Fatalf("a bid for auction %d near the end, whose last auction is %d", a, lastAuction)
+		}
+	}
+}
+
 func TestNexmarkRejectsBadOptions(t *testing.T) {
 	bid := NexmarkSchema(planpb.NexmarkSource_BID)
 	for _, c := range []struct {
@@ -341,6 +376,7 @@ func TestNexmarkRejectsBadOptions(t *testing.T) {
 		{&planpb.NexmarkSource{Events: 10}, bid, "kind KIND_UNSPECIFIED is not one of person, auction, bid"},
 		{&planpb.NexmarkSource{Kind: planpb.NexmarkSource_BID}, bid, "events is 0; it must be positive"},
 		{&planpb.NexmarkSource{Kind: planpb.NexmarkSource_BID, Events: -3}, bid, "events is -3"},
+		{&planpb.NexmarkSource{Kind: planpb.NexmarkSource_BID, Events: NexmarkMaxEvents + 1}, bid, "at most 2^62"},
 		{&planpb.NexmarkSource{Kind: planpb.NexmarkSource_BID, Events: 3, EventsPerSecond: -1}, bid, "events_per_second is -1"},
 		{&planpb.NexmarkSource{Kind: planpb.NexmarkSource_PERSON, Events: 3}, bid, "nexmark person events have the columns (id int64, name utf8"},
 	} {
