@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -412,4 +413,50 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestNexmarkKeepsToTheEventRate checks the batch size that keeps each
+// subtask to its share of events_per_second (a tenth of a second of
+// events, of every kind), and that the ranges still read to the end;
+// timings are left to benchmarks.
+func TestNexmarkKeepsToTheEventRate(t *testing.T) {
+	mem := checked(t)
+	schema := NexmarkSchema(planpb.NexmarkSource_BID)
+	for _, p := range []int{1, 2} {
+		src := nexmarkSource(planpb.NexmarkSource_BID, 2000, 1)
+		src.GetNexmark().EventsPerSecond = 1e9 // a tenth of a second: more than the events
+		r, err := Open(src, Config{Schema: schema, Parallelism: p, Allocator: mem, BatchRows: 10_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := r.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(2000 / p * 46 / 50); b.NumRows() != want { // subtask 0's events: its ranges, 2000/p
+			t.Errorf("p=%d, no rate limit reached: batch of %d bids, want %d", p, b.NumRows(), want)
+		}
+		b.Release()
+		_ = r.Close()
+
+		src.GetNexmark().EventsPerSecond = 5000 * float64(p) // 500 events per batch: 460 bids
+		src.GetNexmark().Events = 50_000
+		r, err = Open(src, Config{Schema: schema, Parallelism: p, Allocator: mem, BatchRows: 10_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sizes []int64
+		for range 3 {
+			b, err := r.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, b.NumRows())
+			b.Release()
+		}
+		_ = r.Close()
+		if !slices.Equal(sizes, []int64{460, 460, 460}) {
+			t.Errorf("p=%d at 5000 events/s per subtask: batches of %v bids, want 460 each", p, sizes)
+		}
+	}
 }
