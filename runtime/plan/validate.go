@@ -207,7 +207,7 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 	switch kind {
 	case KindSource:
 		if n.GetSource().GetKind() == nil {
-			bad("the source has no kind (arrow, file, datagen or kafka)")
+			bad("the source has no kind (arrow, file, datagen, kafka or nexmark)")
 		}
 	case KindSink:
 		if n.GetSink().GetKind() == nil {

@@ -168,16 +168,18 @@ class NamedExpr(_message.Message):
     def __init__(self, name: _Optional[str] = ..., expr: _Optional[_Union[Expr, _Mapping]] = ...) -> None: ...
 
 class Source(_message.Message):
-    __slots__ = ("arrow", "file", "datagen", "kafka")
+    __slots__ = ("arrow", "file", "datagen", "kafka", "nexmark")
     ARROW_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
     DATAGEN_FIELD_NUMBER: _ClassVar[int]
     KAFKA_FIELD_NUMBER: _ClassVar[int]
+    NEXMARK_FIELD_NUMBER: _ClassVar[int]
     arrow: ArrowSource
     file: FileSource
     datagen: DatagenSource
     kafka: KafkaSource
-    def __init__(self, arrow: _Optional[_Union[ArrowSource, _Mapping]] = ..., file: _Optional[_Union[FileSource, _Mapping]] = ..., datagen: _Optional[_Union[DatagenSource, _Mapping]] = ..., kafka: _Optional[_Union[KafkaSource, _Mapping]] = ...) -> None: ...
+    nexmark: NexmarkSource
+    def __init__(self, arrow: _Optional[_Union[ArrowSource, _Mapping]] = ..., file: _Optional[_Union[FileSource, _Mapping]] = ..., datagen: _Optional[_Union[DatagenSource, _Mapping]] = ..., kafka: _Optional[_Union[KafkaSource, _Mapping]] = ..., nexmark: _Optional[_Union[NexmarkSource, _Mapping]] = ...) -> None: ...
 
 class ArrowSource(_message.Message):
     __slots__ = ("ipc",)
@@ -216,6 +218,28 @@ class DatagenSource(_message.Message):
     rows_per_second: float
     seed: int
     def __init__(self, rows: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class NexmarkSource(_message.Message):
+    __slots__ = ("kind", "events", "events_per_second", "seed")
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        KIND_UNSPECIFIED: _ClassVar[NexmarkSource.Kind]
+        PERSON: _ClassVar[NexmarkSource.Kind]
+        AUCTION: _ClassVar[NexmarkSource.Kind]
+        BID: _ClassVar[NexmarkSource.Kind]
+    KIND_UNSPECIFIED: NexmarkSource.Kind
+    PERSON: NexmarkSource.Kind
+    AUCTION: NexmarkSource.Kind
+    BID: NexmarkSource.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    kind: NexmarkSource.Kind
+    events: int
+    events_per_second: float
+    seed: int
+    def __init__(self, kind: _Optional[_Union[NexmarkSource.Kind, str]] = ..., events: _Optional[int] = ..., events_per_second: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class KafkaSource(_message.Message):
     __slots__ = ("topics", "topic_pattern", "bootstrap_servers", "group_id", "start", "start_timestamp_ms", "start_offsets", "bounded_latest", "value_format", "key_column", "timestamp_column", "partition_column", "offset_column", "topic_column", "properties")
