@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ plan = env.plan("join-bench")
 				var elapsed time.Duration
 				for b.Loop() {
 					start := time.Now()
-					live := 0 // rows of the applied changelog
+					var live atomic.Int64 // rows of the applied changelog; the sink's subtasks call Collect concurrently
 					_, err := job.Run(context.Background(), g, job.Options{
 						Runner:   pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
 						StateDir: b.TempDir(),
@@ -68,9 +69,9 @@ plan = env.plan("join-bench")
 							kinds := rowkind.KindsOf(r)
 							for i := range int(r.NumRows()) {
 								if rowkind.At(kinds, i).IsAccumulate() {
-									live++
+									live.Add(1)
 								} else {
-									live--
+									live.Add(-1)
 								}
 							}
 							r.Release()
@@ -80,13 +81,77 @@ plan = env.plan("join-bench")
 					if err != nil {
 						b.Fatal(err)
 					}
-					if want := (joinRows / keys) * (joinRows / keys) * keys; live != want {
-						b.Fatalf("%d joined rows, want %d", live, want)
+					if want := int64(joinRows/keys) * (joinRows / keys) * keys; live.Load() != want {
+						b.Fatalf("%d joined rows, want %d", live.Load(), want)
 					}
 					elapsed += time.Since(start)
 				}
 				b.ReportMetric(float64(2*joinRows)*float64(b.N)/elapsed.Seconds(), "rows/s")
 			})
 		}
+	}
+}
+
+// BenchmarkIntervalJoin runs two datagen streams of joinRows rows each (ts
+// = the row index in ms), each with_watermark(ts, 1 s) and keyed k = id %
+// 1000, interval-joined on k with bounds [-1 s, +1 s] → collect, on the
+// runtime at parallelism 1 and 2, timed from start to the last row; rows/s
+// counts both inputs. A left row matches the right rows of ids id-1000, id
+// and id+1000 (those that exist); rows leave the join's buffers as the
+// watermark passes their bound.
+//
+//	go test -run '^$' -bench IntervalJoin -benchtime 1x ./integration/bench/
+func BenchmarkIntervalJoin(b *testing.B) {
+	const keys = 1000
+	for _, p := range []int{1, 2} {
+		b.Run(fmt.Sprintf("parallelism=%d", p), func(b *testing.B) {
+			dir := b.TempDir()
+			b.Setenv("BENCH_PARALLELISM", fmt.Sprint(p))
+			jp := testkit.JobPlan(b, fmt.Sprintf(`
+import os
+import flinkgo as fg
+
+env = fg.Environment(parallelism=int(os.environ["BENCH_PARALLELISM"]))
+def side():
+    df = env.datagen(rows=%[1]d, schema={"id": "int64", "ts": "timestamp[ms]"})
+    return df.with_watermark("ts", "1 s").with_column("k", fg.col("id") %% %[2]d)
+side().interval_join(side(), on="k", left_time="ts", right_time="ts", lower="-1 s", upper="1 s").write_csv(
+    os.path.join(os.environ["FLINKGO_TEST_DIR"], "out")
+)
+plan = env.plan("interval-join-bench")
+`, joinRows, keys), dir)
+			for _, n := range jp.GetNodes() {
+				if n.GetSink() != nil {
+					n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
+				}
+			}
+			g, err := plan.Plan(jp, plan.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			var elapsed time.Duration
+			for b.Loop() {
+				start := time.Now()
+				var joined atomic.Int64 // the sink's subtasks call Collect concurrently
+				_, err := job.Run(context.Background(), g, job.Options{
+					Runner:   pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
+					StateDir: b.TempDir(),
+					Collect: func(_ *plan.Operator, _ int, r arrow.RecordBatch) error {
+						joined.Add(r.NumRows())
+						r.Release()
+						return nil
+					},
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if want := int64(3*joinRows - 2*keys); joined.Load() != want {
+					b.Fatalf("%d joined rows, want %d", joined.Load(), want)
+				}
+				elapsed += time.Since(start)
+			}
+			b.ReportMetric(float64(2*joinRows)*float64(b.N)/elapsed.Seconds(), "rows/s")
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,11 +61,11 @@ plan = env.plan("pipeline-bench")
 			var pipeline, bridge time.Duration
 			for b.Loop() {
 				start := time.Now()
-				groups := 0
+				var groups atomic.Int64 // the sink's subtasks call Collect concurrently
 				_, err := job.Run(context.Background(), g, job.Options{
 					Runner: pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
 					Collect: func(_ *plan.Operator, _ int, r arrow.RecordBatch) error {
-						groups += int(r.NumRows())
+						groups.Add(r.NumRows())
 						r.Release()
 						return nil
 					},
@@ -72,8 +73,8 @@ plan = env.plan("pipeline-bench")
 				if err != nil {
 					b.Fatal(err)
 				}
-				if groups != 100 {
-					b.Fatalf("%d groups, want 100", groups)
+				if groups.Load() != 100 {
+					b.Fatalf("%d groups, want 100", groups.Load())
 				}
 				pipeline += time.Since(start)
 

@@ -1,10 +1,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -65,11 +70,11 @@ plan = env.plan("udaf-bench")
 			for b.Loop() {
 				startCPU := cpuTime(b)
 				start := time.Now()
-				windows := 0
+				var windows atomic.Int64 // the sink's subtasks call Collect concurrently
 				_, err := job.Run(context.Background(), g, job.Options{
 					Runner: pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
 					Collect: func(_ *plan.Operator, _ int, r arrow.RecordBatch) error {
-						windows += int(r.NumRows())
+						windows.Add(r.NumRows())
 						r.Release()
 						return nil
 					},
@@ -77,8 +82,8 @@ plan = env.plan("udaf-bench")
 				if err != nil {
 					b.Fatal(err)
 				}
-				if want := udafRows / 10_000 * 100; windows != want {
-					b.Fatalf("%d window rows, want %d", windows, want)
+				if want := int64(udafRows / 10_000 * 100); windows.Load() != want {
+					b.Fatalf("%d window rows, want %d", windows.Load(), want)
 				}
 				elapsed += time.Since(start)
 				cpu += cpuTime(b) - startCPU
@@ -95,13 +100,54 @@ plan = env.plan("udaf-bench")
 // cpuTime is the CPU time (user and system) of this process and of its
 // children that have exited.
 func cpuTime(b *testing.B) time.Duration {
-	var total time.Duration
-	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+	self, children := cpuTimes(b)
+	return self + children
+}
+
+// cpuTimes is the CPU time (user and system) of this process, and of its
+// children: those that exited, and those alive (idle workers of a pool)
+// as /proc says.
+func cpuTimes(b *testing.B) (self, children time.Duration) {
+	get := func(who int) time.Duration {
 		var ru syscall.Rusage
 		if err := syscall.Getrusage(who, &ru); err != nil {
 			b.Fatal(err)
 		}
-		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	return total
+	return get(syscall.RUSAGE_SELF), get(syscall.RUSAGE_CHILDREN) + liveChildrenCPU(b)
+}
+
+// liveChildrenCPU sums the user and system time of this process's live
+// children from /proc/<pid>/stat (fields 14 and 15, in clock ticks of
+// 1/100 s on Linux).
+func liveChildrenCPU(b *testing.B) time.Duration {
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	me := os.Getpid()
+	var ticks int64
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // the process ended
+		}
+		// The command (field 2) is in parentheses and may hold spaces.
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid != me {
+			continue
+		}
+		utime, err1 := strconv.ParseInt(f[11], 10, 64)
+		stime, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			b.Fatalf("%s: %q", path, data)
+		}
+		ticks += utime + stime
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,11 +58,11 @@ plan = env.plan("window-bench")
 			var elapsed time.Duration
 			for b.Loop() {
 				start := time.Now()
-				windows := 0
+				var windows atomic.Int64 // the sink's subtasks call Collect concurrently
 				_, err := job.Run(context.Background(), g, job.Options{
 					Runner: pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
 					Collect: func(_ *plan.Operator, _ int, r arrow.RecordBatch) error {
-						windows += int(r.NumRows())
+						windows.Add(r.NumRows())
 						r.Release()
 						return nil
 					},
@@ -69,8 +70,8 @@ plan = env.plan("window-bench")
 				if err != nil {
 					b.Fatal(err)
 				}
-				if want := windowRows / 10_000 * 100; windows != want {
-					b.Fatalf("%d window rows, want %d", windows, want)
+				if want := int64(windowRows / 10_000 * 100); windows.Load() != want {
+					b.Fatalf("%d window rows, want %d", windows.Load(), want)
 				}
 				elapsed += time.Since(start)
 			}

@@ -515,6 +515,8 @@ def _outcome(
                     rows_in=op.rows_in,
                     rows_out=op.rows_out,
                     num_late_records_dropped=op.late_records_dropped,
+                    vertex_id=op.vertex_id,
+                    subtasks=tuple(dict(s.metrics) for s in op.subtasks),
                 )
                 for op in finished.metrics.operators
             ),

@@ -14,7 +14,7 @@ it imports neither); the generated plan module is imported when a plan is built.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, cast
 
 from flinkgo._sources import positive_int
 from flinkgo.exceptions import ArgumentTypeError, InvalidArgumentError
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IMPLICIT",
+    "LATE_ROWS",
     "MAX_PARALLELISM",
     "Partitioning",
     "PartitioningKind",
@@ -71,6 +72,13 @@ class Pipeline(Protocol):
     def _execute(self, plan: plan_pb2.JobPlan, *, progress: bool) -> JobResult: ...
 
 
+LATE_ROWS = "late_rows"
+"""The kind of a step that is no node of its own: late rows of the step it reads (its
+only input), a window or an interval join, an output of that step's node, as Flink's
+side outputs; its body is the ``Input`` message naming the output (``LATE_ROWS`` or
+``LATE_ROWS_RIGHT``)."""
+
+
 class Step:
     """One node of the plan: its kind's message, schema, inputs and options."""
 
@@ -94,8 +102,17 @@ class Step:
         self.uid: str | None = None
         self.parallelism: int | None = None
 
+    def _refuse_on_late_rows(self, what: str) -> None:
+        if self.kind == LATE_ROWS:
+            raise InvalidArgumentError(
+                f"{what}: the late rows are a side output of the step "
+                f"{self.inputs[0][0].name}, not a step of their own; call {what} on the "
+                "DataFrame late_rows() was called on"
+            )
+
     def set_uid(self, uid: object) -> None:
         """Give the step its uid; a second, different one is an error."""
+        self._refuse_on_late_rows("uid")
         if not isinstance(uid, str) or not uid.strip():
             raise ArgumentTypeError(
                 f"uid: expected a non-empty string, got {uid!r} for {self.name}"
@@ -109,6 +126,7 @@ class Step:
 
     def set_parallelism(self, parallelism: object) -> None:
         """Give the step its parallelism; a second, different one is an error."""
+        self._refuse_on_late_rows("set_parallelism")
         value = positive_int(
             f"set_parallelism ({self.name})", "parallelism", parallelism, upper=MAX_PARALLELISM
         )
@@ -142,7 +160,7 @@ def build_plan(
             "plan: the job has no sink; end each pipeline with df.print(), "
             "df.write_csv(path), df.write_jsonl(path) or df.write_parquet(path)"
         )
-    order = _topological(sinks)
+    order = [step for step in _topological(sinks) if step.kind != LATE_ROWS]
     ids = {id(step): i for i, step in enumerate(order, start=1)}
     owners: dict[str, Step] = {}
     for step in order:
@@ -163,13 +181,7 @@ def build_plan(
             name=step.name,
             parallelism=step.parallelism or 0,
             output_schema=schema_ipc_bytes(step.schema),
-            inputs=[
-                plan_pb2.Input(
-                    node=ids[id(parent)],
-                    partitioning=plan_pb2.Partitioning(kind=part.kind, keys=part.keys),
-                )
-                for parent, part in step.inputs
-            ],
+            inputs=[_input(parent, part, ids) for parent, part in step.inputs],
         )
         getattr(node, step.kind).CopyFrom(step.body)
         nodes.append(node)
@@ -178,6 +190,19 @@ def build_plan(
         default_parallelism=default_parallelism or 0,
         config=config,
         nodes=nodes,
+    )
+
+
+def _input(parent: Step, part: Partitioning, ids: dict[int, int]) -> plan_pb2.Input:
+    from flinkgo._proto import plan_pb2
+
+    output = plan_pb2.Input.MAIN
+    if parent.kind == LATE_ROWS:
+        parent, output = parent.inputs[0][0], cast("plan_pb2.Input", parent.body).output
+    return plan_pb2.Input(
+        node=ids[id(parent)],
+        partitioning=plan_pb2.Partitioning(kind=part.kind, keys=part.keys),
+        output=output,
     )
 
 

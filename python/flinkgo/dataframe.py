@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from flinkgo._durations import parse_duration
-from flinkgo._graph import IMPLICIT, Partitioning, PartitioningKind, Step
+from flinkgo._graph import IMPLICIT, LATE_ROWS, Partitioning, PartitioningKind, Step
 from flinkgo._sources import to_schema
 from flinkgo.aggregates import WINDOW_ONLY, Aggregate
 from flinkgo.exceptions import (
@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 __all__ = ["DataFrame", "KeyedDataFrame", "Sink", "WindowedDataFrame"]
 
 LateRows = Literal["drop", "keep"]
-"""What a window does with rows too late for every window: see :meth:`KeyedDataFrame.window`."""
+"""What a window or an interval join does with its late rows: drop them, or keep them as a
+side output (see :meth:`DataFrame.late_rows`)."""
 
 Emit = Literal["auto", "final", "updates"]
 """When a keyed aggregation emits its results: see :meth:`KeyedDataFrame.agg`."""
@@ -448,6 +449,94 @@ class DataFrame:
         ['window_start', 'window_end', 'x']
         """
         return WindowedDataFrame(self, (), window, allowed_lateness, late_rows)
+
+    def late_rows(self, side: Literal["left", "right"] | None = None) -> DataFrame:
+        """Return the rows a step with ``late_rows="keep"`` found late, as a DataFrame.
+
+        Call it on what ``window(..., late_rows="keep").agg(...)`` or
+        ``interval_join(..., late_rows="keep")`` returned (Flink's ``getSideOutput`` of
+        ``sideOutputLateData``, ``sideOutputLeftLateData``, ``sideOutputRightLateData``).
+        The rows come out unchanged, with the columns of the input they came from:
+
+        - of a window, the rows too late for every window they belong to (each past
+          ``window_end - 1 + allowed_lateness``), exactly those ``"drop"`` would drop
+          and count; rows late within ``allowed_lateness`` update their windows;
+        - of an interval join (`side` ``"left"`` or ``"right"``), that side's rows
+          whose time is behind the watermark, which match nothing.
+
+        The late rows are a side output of that step, not a step of their own: set
+        ``uid`` and ``set_parallelism`` on the step's DataFrame. With nothing reading
+        them, late rows are dropped as with ``"drop"``.
+
+        Parameters
+        ----------
+        side
+            For an interval join, ``"left"`` or ``"right"``: whose late rows. None
+            (the default) for a window.
+
+        Returns
+        -------
+        DataFrame
+            The late rows, with the schema of the input they came from.
+
+        Raises
+        ------
+        ValueError
+            If this DataFrame is not a window aggregation or an interval join with
+            ``late_rows="keep"``, or `side` does not fit it.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(
+        ...     pd.DataFrame({"k": ["a"], "ts": pd.to_datetime([0], unit="ms"), "x": [1]})
+        ... )
+        >>> counts = df.key_by("k").window(fg.tumble("ts", "1 s"), late_rows="keep").agg(
+        ...     fg.count()
+        ... )
+        >>> counts.late_rows().columns
+        ['k', 'ts', 'x']
+        """
+        from flinkgo._proto import plan_pb2 as pb
+
+        op = "late_rows"
+        step = self._step
+        if step.kind == "window_aggregate":
+            if side is not None:
+                raise InvalidArgumentError(
+                    f"{op}: a window has one input, so no side; call late_rows() without "
+                    f"side (got {side!r})"
+                )
+            output, source = pb.Input.LATE_ROWS, step.inputs[0][0]
+        elif step.kind == "interval_join":
+            if side not in ("left", "right"):
+                raise InvalidArgumentError(
+                    f"{op}: an interval join has late rows of each input: give side='left' "
+                    f"or side='right' (got {side!r})"
+                )
+            right = side == "right"
+            output = pb.Input.LATE_ROWS_RIGHT if right else pb.Input.LATE_ROWS
+            source = step.inputs[1 if right else 0][0]
+        else:
+            raise InvalidArgumentError(
+                f"{op}: {step.name} is neither a window aggregation nor an interval join, "
+                'which are the steps with late rows (with late_rows="keep")'
+            )
+        if getattr(step.body, "late_rows", None) != pb.WindowAggregate.KEEP:
+            raise InvalidArgumentError(
+                f'{op}: {step.name} drops its late rows; give it late_rows="keep" to keep them'
+            )
+        which = f", {side}" if side else ""
+        late = Step(
+            step.env,
+            LATE_ROWS,
+            pb.Input(output=output),
+            f"late_rows({step.name}{which})",
+            source.schema,
+            ((step, IMPLICIT),),
+        )
+        return DataFrame(late)
 
     def limit(self, n: int) -> DataFrame:
         """Keep at most `n` rows (Spark's limit), and end the pipeline once they have passed.
@@ -845,6 +934,7 @@ class DataFrame:
         lower: datetime.timedelta | str,
         upper: datetime.timedelta | str,
         how: Literal["inner", "left", "right", "full"] = "inner",
+        late_rows: LateRows = "drop",
     ) -> DataFrame:
         """Join rows of equal keys whose event times are close (Flink's interval join).
 
@@ -855,8 +945,10 @@ class DataFrame:
         ``"right"`` or ``"full"`` then emits a row that never matched, padded with nulls
         (no retraction is ever needed). A row with a null key or a null time never
         matches: an inner side drops it, an outer side emits it padded at once. A row
-        that arrives behind the watermark is dropped, as Flink does. A bounded input ends
-        with the maximum watermark, so every row is decided at the end.
+        that arrives behind the watermark is dropped, as Flink does, or with
+        ``late_rows="keep"`` kept (read with ``late_rows(side="left")`` and
+        ``late_rows(side="right")`` on the result). A bounded input ends with the
+        maximum watermark, so every row is decided at the end.
 
         The buffered rows are keyed state: checkpoints and savepoints keep them, and a job
         restored at another parallelism goes on matching them.
@@ -875,6 +967,10 @@ class DataFrame:
             ``"5 min"`` (``"-5 min"`` for a negative one); ``lower <= upper``.
         how
             ``"inner"`` (the default), ``"left"``, ``"right"`` or ``"full"``.
+        late_rows
+            ``"drop"`` (the default) or ``"keep"``: send each side's rows behind the
+            watermark, unchanged, to a side output read with :meth:`late_rows`
+            (Flink's ``sideOutputLeftLateData`` and ``sideOutputRightLateData``).
 
         Returns
         -------
@@ -948,6 +1044,11 @@ class DataFrame:
             raise InvalidArgumentError(
                 f"{op}: how is 'inner', 'left', 'right' or 'full', got {how!r}"
             )
+        if late_rows not in ("drop", "keep"):
+            raise InvalidArgumentError(
+                f'{op}: late_rows must be "drop" or "keep" (read them with .late_rows(side=...) '
+                f"on the result), got {late_rows!r}"
+            )
         lower_td, upper_td = (
             _signed_duration(lower, f"{op} lower"),
             _signed_duration(upper, f"{op} upper"),
@@ -980,6 +1081,7 @@ class DataFrame:
             lower_ns=lower_td // micro * 1000,
             upper_ns=upper_td // micro * 1000,
             how=getattr(pb.IntervalJoin, how.upper()),
+            late_rows=late_rows.upper(),
         )
         right_time_out = fields[len(self.schema) + right.schema.get_field_index(right_time)].name
         pairs = ", ".join(f"{a} = {b}" for a, b in zip(lkeys, rkeys, strict=True))
@@ -1749,8 +1851,10 @@ class KeyedDataFrame:
             How long after a window fired late rows still update it (a
             :class:`datetime.timedelta` or a string like ``"5 s"``); None is 0.
         late_rows
-            ``"drop"`` (count them). ``"keep"`` (a side output of late rows) is not
-            built yet and raises.
+            ``"drop"`` (count them in ``numLateRecordsDropped``) or ``"keep"``: send
+            them, unchanged, to a side output read with :meth:`DataFrame.late_rows` on
+            the DataFrame ``agg`` returns (Flink's ``sideOutputLateData``); kept rows
+            are not counted as dropped.
 
         Examples
         --------
@@ -1986,15 +2090,10 @@ class WindowedDataFrame:
         lateness = 0
         if allowed_lateness is not None:
             lateness = parse_duration(allowed_lateness, what="window(allowed_lateness=...)")
-        if late_rows == "keep":
+        if late_rows not in ("drop", "keep"):
             raise InvalidArgumentError(
-                'window: late_rows="keep" (a side output of late rows) is not built yet; '
-                'use late_rows="drop", which drops them and counts them in the '
-                "operator's numLateRecordsDropped"
-            )
-        if late_rows != "drop":
-            raise InvalidArgumentError(
-                f'window: late_rows must be "drop" or "keep", got {late_rows!r}'
+                f'window: late_rows must be "drop" (count them in numLateRecordsDropped) or '
+                f'"keep" (read them with .late_rows() on the result of agg), got {late_rows!r}'
             )
         self._df = df
         self._keys = keys
@@ -2088,7 +2187,7 @@ class WindowedDataFrame:
             keys=list(self._keys),
             aggregates=messages,
             allowed_lateness_ms=self._lateness,
-            late_rows="DROP",
+            late_rows=self._late_rows.upper(),
         )
         text = ", ".join(map(str, aggregates))
         by = f"key_by({', '.join(self._keys)})." if self._keys else ""

@@ -677,6 +677,98 @@ class Environment:
         gen = pb.DatagenSource(rows=count or 0, rows_per_second=rate or 0.0, seed=seed)
         return self._source(pb.Source(datagen=gen), op, out)
 
+    def nexmark(
+        self,
+        kind: Literal["bid", "auction", "person"],
+        *,
+        events: int,
+        events_per_second: float | None = None,
+        seed: int = 0,
+    ) -> DataFrame:
+        """Make a source of Nexmark-shaped auction events: persons, auctions or bids.
+
+        The events follow the semantics of Nexmark's generator (the benchmark suite of
+        Flink, Beam and others): a stream of `events` events, persons, auctions and bids
+        in the proportions 1:3:46, of which this source returns those of `kind`. Persons
+        and auctions are numbered from 1000; a bid names an auction and a bidder made
+        before it (or a few ids ahead, as Nexmark's generator does), half the bids go to
+        "hot" auctions and most to "hot" bidders; prices are in cents; ``extra`` pads each
+        event to Nexmark's average size. Event ``e`` happens at 2015-07-15T00:00:00Z plus
+        ``e / 10`` ms. Every value is a pure function of `seed` and the event's number:
+        the same at any parallelism, and the three kinds read with the same `events` and
+        `seed` are views of one stream (joins of bids to auctions and persons match).
+
+        Columns (``timestamp`` is ``timestamp[ms, tz=UTC]``, ids and prices ``int64``):
+
+        - ``"person"``: id, name, email_address, credit_card, city, state, date_time,
+          extra
+        - ``"auction"``: id, item_name, description, initial_bid, reserve, date_time,
+          expires, seller, category, extra
+        - ``"bid"``: auction, bidder, price, date_time, extra
+
+        Parameters
+        ----------
+        kind
+            Which events to return: ``"bid"``, ``"auction"`` or ``"person"``.
+        events
+            How many events the stream has, of every kind, a positive integer up to
+            2**62 (so ``events=50_000`` gives 1000 persons, 3000 auctions and 46 000
+            bids).
+        events_per_second
+            A positive rate limit on the events of the stream (of every kind), as
+            Nexmark's event rate; None (the default) for as fast as possible.
+        seed
+            The seed of the random values; the same seed generates the same events.
+
+        Returns
+        -------
+        DataFrame
+            The events of `kind`.
+
+        Raises
+        ------
+        TypeError
+            If an option has the wrong type.
+        ValueError
+            If `kind` is not one of the three, or `events` or `events_per_second` is not
+            positive.
+
+        Examples
+        --------
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> env.nexmark("bid", events=50_000).schema
+        auction: int64 not null
+        bidder: int64 not null
+        price: int64 not null
+        date_time: timestamp[ms, tz=UTC] not null
+        extra: string not null
+        """
+        op = "nexmark"
+        kinds = ("bid", "auction", "person")
+        if not isinstance(kind, str):
+            raise ArgumentTypeError(
+                f"{op}: kind must be one of 'bid', 'auction', 'person', got {kind!r} "
+                f"(of type {type(kind).__name__})"
+            )
+        if kind not in kinds:
+            raise InvalidArgumentError(
+                f"{op}: kind must be one of 'bid', 'auction', 'person', got {kind!r}"
+            )
+        if events is None:
+            raise InvalidArgumentError(
+                f"{op}: events must be a positive integer (the stream is bounded), got None"
+            )
+        count = _sources.positive_int(op, "events", events, upper=2**62)
+        rate = _sources.positive_rate(op, "events_per_second", events_per_second)
+        seed = _sources.int64(op, "seed", seed)
+        from flinkgo._proto import plan_pb2 as pb
+
+        msg = pb.NexmarkSource(
+            kind=kind.upper(), events=count, events_per_second=rate or 0.0, seed=seed
+        )
+        return self._source(pb.Source(nexmark=msg), f"nexmark {kind}", _NEXMARK_SCHEMAS[kind])
+
     # --- the plan -------------------------------------------------------------------------
 
     def plan(self, name: str = "flinkgo job") -> JobPlan:
@@ -711,7 +803,7 @@ class Environment:
         >>> [n.kind for n in plan.nodes]
         ['source', 'keyed_aggregate', 'sink']
         >>> plan.nodes[1].inputs[0]
-        PlanInput(node=1, partitioning='HASH', keys=('k',))
+        PlanInput(node=1, partitioning='HASH', keys=('k',), output='MAIN')
         """
         return JobPlan._of(self._plan_of(self._sinks, name))
 
@@ -917,3 +1009,42 @@ def _warn_unexecuted_sinks(names: list[str]) -> None:
             UnexecutedSinkWarning,
             stacklevel=1,
         )
+
+
+_NEXMARK_TIME = pa.timestamp("ms", tz="UTC")
+# The columns of Nexmark's Person, Auction and Bid in snake case, never null; the
+# runtime checks them against its generator's (runtime/source/nexmark.go).
+_NEXMARK_SCHEMAS = {
+    kind: pa.schema([pa.field(name, typ, nullable=False) for name, typ in columns])
+    for kind, columns in {
+        "person": [
+            ("id", pa.int64()),
+            ("name", pa.string()),
+            ("email_address", pa.string()),
+            ("credit_card", pa.string()),
+            ("city", pa.string()),
+            ("state", pa.string()),
+            ("date_time", _NEXMARK_TIME),
+            ("extra", pa.string()),
+        ],
+        "auction": [
+            ("id", pa.int64()),
+            ("item_name", pa.string()),
+            ("description", pa.string()),
+            ("initial_bid", pa.int64()),
+            ("reserve", pa.int64()),
+            ("date_time", _NEXMARK_TIME),
+            ("expires", _NEXMARK_TIME),
+            ("seller", pa.int64()),
+            ("category", pa.int64()),
+            ("extra", pa.string()),
+        ],
+        "bid": [
+            ("auction", pa.int64()),
+            ("bidder", pa.int64()),
+            ("price", pa.int64()),
+            ("date_time", _NEXMARK_TIME),
+            ("extra", pa.string()),
+        ],
+    }.items()
+}

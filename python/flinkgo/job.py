@@ -55,7 +55,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class OperatorMetrics:
-    """Rows one physical operator took in and gave out, summed over its subtasks.
+    """What one physical operator did: rows in and out over its subtasks, and per subtask.
 
     Attributes
     ----------
@@ -70,6 +70,17 @@ class OperatorMetrics:
     num_late_records_dropped
         Rows a window aggregation dropped as too late for every window they belong to
         (Flink's ``numLateRecordsDropped``); 0 for other operators.
+    vertex_id
+        The REST API's id of the operator's job vertex (the chain it runs in):
+        ``/jobs/<job_id>/vertices/<vertex_id>``.
+    subtasks
+        Per subtask, the figures the REST API gives at the end of the job, by the same
+        names (see ``docs/semantics.md#rest-api-and-metrics``): the chain's task metrics
+        (``numRecordsIn``, ``numBytesOut``, ``accumulatedBusyTime``, ...; the
+        ``...PerSecond`` rates are 0 once the job ended) and, for an operator with
+        Python workers, its UDF metrics (``udfNumBatches``, ``udfNumRecords``,
+        ``udfAccumulatedWorkerTime``, ``udfWorkerTimeMsPerBatch``,
+        ``udfBatchesInFlight``, ``udfWorkerRssBytes``, ``udfNumWorkerRestarts``).
     """
 
     name: str
@@ -78,6 +89,8 @@ class OperatorMetrics:
     rows_in: int
     rows_out: int
     num_late_records_dropped: int = 0
+    vertex_id: str = ""
+    subtasks: tuple[Mapping[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -41,11 +41,17 @@ class PlanInput:
         ``"HASH"``.
     keys
         The key columns of a ``"HASH"`` edge.
+    output
+        ``"MAIN"`` (the node's rows), ``"LATE_ROWS"`` (the late rows of a window, or
+        of an interval join's left input, with ``late_rows="keep"``) or
+        ``"LATE_ROWS_RIGHT"`` (of an interval join's right input); see
+        :meth:`~flinkgo.DataFrame.late_rows`.
     """
 
     node: int
     partitioning: str
     keys: tuple[str, ...] = ()
+    output: str = "MAIN"
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,7 @@ class JobPlan:
     >>> [(n.id, n.kind) for n in plan.nodes]
     [(1, 'source'), (2, 'keyed_aggregate'), (3, 'sink')]
     >>> plan.nodes[1].inputs
-    (PlanInput(node=1, partitioning='HASH', keys=('k',)),)
+    (PlanInput(node=1, partitioning='HASH', keys=('k',), output='MAIN'),)
     >>> fg.JobPlan(plan.to_bytes()) == plan
     True
     """
@@ -185,6 +191,7 @@ def _node(node: plan_pb2.Node) -> PlanNode:
                 node=i.node,
                 partitioning=kinds.Name(i.partitioning.kind),
                 keys=tuple(i.partitioning.keys),
+                output=plan_pb2.Input.Output.Name(i.output),
             )
             for i in node.inputs
         ),

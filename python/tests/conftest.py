@@ -258,3 +258,57 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+
+
+class S3Server:
+    """A real S3 API server on loopback: moto's (``moto[server]``, in the test extras).
+
+    One runs per test session, started by the first test that asks for the
+    ``s3_server`` fixture; each test creates the buckets it uses. ``client`` is a
+    boto3 S3 client of it, with the credentials the server takes (any).
+    """
+
+    region = "us-east-1"
+    access_key = "testing"
+    secret_key = "testing"
+
+    def __init__(self, endpoint: str) -> None:
+        import boto3
+
+        self.endpoint = endpoint
+        self.client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name=self.region,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+        )
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """The session's S3 server."""
+    import urllib.request
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_set_pdeathsig,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(endpoint + "/moto-api/", timeout=5).close()
+                break
+            except OSError:
+                assert proc.poll() is None, "moto server exited"
+                assert time.monotonic() < deadline, "moto server did not answer"
+                time.sleep(0.05)  # polling the server until it listens
+        yield S3Server(endpoint)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -8,13 +8,8 @@ again from it at another parallelism: the results equal an uninterrupted run's.
 from __future__ import annotations
 
 import glob
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 
-import boto3
 import pandas as pd
 import pytest
 
@@ -34,38 +29,9 @@ def runtime():
 
 
 @pytest.fixture(scope="module")
-def s3_endpoint():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(endpoint + "/moto-api/", timeout=5).close()
-                break
-            except OSError:
-                assert proc.poll() is None, "moto server exited"
-                assert time.monotonic() < deadline, "moto server did not answer"
-                time.sleep(0.05)
-        client = boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
-        client.create_bucket(Bucket="flinkgo-test")
-        yield endpoint, client
-    finally:
-        proc.kill()
-        proc.wait()
+def s3_endpoint(s3_server):
+    s3_server.client.create_bucket(Bucket="flinkgo-test")
+    return s3_server.endpoint, s3_server.client
 
 
 def pipeline(tmp_path, endpoint, parallelism, rate=None, **config):

@@ -21,7 +21,11 @@ from flinkgo import _runtime
 
 
 def frame() -> fg.DataFrame:
-    return fg.Environment().from_pandas(
+    return _frame_in(fg.Environment())
+
+
+def _frame_in(env: fg.Environment) -> fg.DataFrame:
+    return env.from_pandas(
         pd.DataFrame(
             {
                 "k": ["a", "b"],
@@ -99,10 +103,10 @@ def test_window_refuses_what_it_cannot_do():
         df.window(fg.tumble("x", "1 s"))
     with pytest.raises(fg.ColumnNotFoundError):
         df.window(fg.tumble("nope", "1 s"))
-    with pytest.raises(fg.InvalidArgumentError, match='late_rows="keep".*not built yet'):
-        df.key_by("k").window(fg.tumble("ts", "1 s"), late_rows="keep")
     with pytest.raises(fg.InvalidArgumentError, match="late_rows must be"):
         df.key_by("k").window(fg.tumble("ts", "1 s"), late_rows="later")  # type: ignore[arg-type]
+    with pytest.raises(fg.InvalidArgumentError, match="late_rows must be"):
+        df.window(fg.tumble("ts", "1 s"), late_rows=None)  # type: ignore[arg-type]
     with pytest.raises(fg.ExpressionTypeError, match="sum\\(s\\) of type string"):
         df.window(fg.tumble("ts", "1 s")).agg(fg.sum("s"))
     with pytest.raises(fg.SchemaError, match="name of a window column"):
@@ -111,6 +115,85 @@ def test_window_refuses_what_it_cannot_do():
         df.key_by("k").agg(fg.first("x"))
     with pytest.raises(fg.ArgumentTypeError, match="expected a window"):
         df.window("ts")  # type: ignore[arg-type]
+
+
+def test_late_rows_api_and_plan():
+    env = fg.Environment()
+    df = _frame_in(env)
+    agg = (
+        df.key_by("k")
+        .window(fg.tumble("ts", "1 s"), allowed_lateness="2 s", late_rows="keep")
+        .agg(fg.count())
+        .uid("w")
+        .set_parallelism(2)
+    )
+    late = agg.late_rows()
+    assert late.schema == df.schema  # the window's input rows, unchanged
+    late.filter(fg.col("x") > 0).print()
+    agg.print()
+    plan = env.plan()
+    kinds = [n.kind for n in plan.nodes]
+    assert kinds == ["source", "window_aggregate", "filter", "sink", "sink"]
+    window = plan.nodes[1]
+    assert (window.uid, window.parallelism) == ("w", 2)
+    assert plan.nodes[2].inputs == (
+        fg.PlanInput(node=window.id, partitioning="FORWARD_IMPLICIT", output="LATE_ROWS"),
+    )
+    assert plan.nodes[4].inputs[0].output == "MAIN"
+    from flinkgo._proto import plan_pb2
+
+    msg = plan_pb2.JobPlan.FromString(plan.to_bytes())
+    assert msg.nodes[1].window_aggregate.late_rows == plan_pb2.WindowAggregate.KEEP
+
+
+def test_late_rows_refusals():
+    df = frame()
+    dropping = df.key_by("k").window(fg.tumble("ts", "1 s")).agg(fg.count())
+    with pytest.raises(fg.InvalidArgumentError, match='drops its late rows; give it .*"keep"'):
+        dropping.late_rows()
+    with pytest.raises(fg.InvalidArgumentError, match="neither a window aggregation nor an"):
+        df.late_rows()
+    keeping = df.window(fg.tumble("ts", "1 s"), late_rows="keep").agg(fg.count())
+    with pytest.raises(fg.InvalidArgumentError, match="uid: the late rows are a side output"):
+        keeping.late_rows().uid("late")
+    with pytest.raises(fg.InvalidArgumentError, match="set_parallelism: the late rows are a side"):
+        keeping.late_rows().set_parallelism(2)
+    with pytest.raises(fg.InvalidArgumentError, match="neither a window aggregation nor an"):
+        keeping.late_rows().late_rows()
+    with pytest.raises(fg.InvalidArgumentError, match="a window has one input, so no side"):
+        keeping.late_rows(side="left")
+
+
+def test_interval_join_late_rows_api_and_plan():
+    env = fg.Environment()
+    left = _frame_in(env)
+    right = left.select("k", "ts")
+
+    def join(late_rows):
+        return left.interval_join(
+            right,
+            on="k",
+            left_time="ts",
+            right_time="ts",
+            lower="0 s",
+            upper="1 s",
+            late_rows=late_rows,
+        )
+
+    with pytest.raises(fg.InvalidArgumentError, match="late_rows must be"):
+        join("later")
+    with pytest.raises(fg.InvalidArgumentError, match='drops its late rows; give it .*"keep"'):
+        join("drop").late_rows(side="left")
+    joined = join("keep")
+    with pytest.raises(fg.InvalidArgumentError, match="give side='left' or side='right'"):
+        joined.late_rows()
+    late_left, late_right = joined.late_rows(side="left"), joined.late_rows(side="right")
+    assert (late_left.schema, late_right.schema) == (left.schema, right.schema)
+    late_left.print()
+    late_right.print()
+    nodes = env.plan().nodes
+    assert [n.kind for n in nodes] == ["source", "select", "interval_join", "sink", "sink"]
+    assert [n.inputs[0].output for n in nodes[3:]] == ["LATE_ROWS", "LATE_ROWS_RIGHT"]
 
 
 def test_non_keyed_window_runs_at_parallelism_one(runtime):

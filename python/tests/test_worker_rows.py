@@ -123,3 +123,39 @@ def test_string_into_int64_is_an_error():
 
     with pytest.raises(UdfResultError, match=r"'text' returned values that do not convert"):
         chain_of(text, ["x"], XY, pa.int64()).apply(xy_batch())
+
+
+def test_a_batch_larger_than_a_chunk_keeps_values_nulls_and_row_numbers():
+    # The row path converts and calls at most _ROW_CHUNK rows at a time (CPU caches);
+    # the result is one array in row order, and errors name the row in the whole batch.
+    from flinkgo.worker.chain import _ROW_CHUNK
+
+    n = 2 * _ROW_CHUNK + 5
+    xs = pa.array([None if i % 7 == 0 else i for i in range(n)], pa.int64())
+    batch = pa.record_batch([xs, pa.array(["s"] * n)], schema=XY)
+
+    @udf("int64")
+    def double(x):
+        return None if x is None else 2 * x
+
+    out = chain_of(double, ["x"], XY, pa.int64()).apply(batch)
+    assert out.column(0).to_pylist() == [None if i % 7 == 0 else 2 * i for i in range(n)]
+
+    fail_at = _ROW_CHUNK + 3
+
+    @udf("int64")
+    def fails(x):
+        if x == fail_at:
+            raise ValueError("boom")
+        return 0
+
+    with pytest.raises(UdfCallError) as info:
+        chain_of(fails, ["x"], XY, pa.int64()).apply(batch)
+    assert info.value.row == f"row {fail_at} of the batch, called with ({fail_at},)"
+
+    @udf("int64")
+    def half(x):
+        return 2.5 if x == fail_at else 1
+
+    with pytest.raises(UdfResultError, match=rf"'half' returned 2.5 at row {fail_at} of the batch"):
+        chain_of(half, ["x"], XY, pa.int64()).apply(batch)

@@ -91,14 +91,14 @@ func checkRestore(g *plan.Graph, m *Metadata, cfg config.RestoreConfig) error {
 // when set. Nothing runs until start.
 func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*attempt, error) {
 	j.mu.Lock()
-	g, taskMetrics, opts := j.mu.graph, j.mu.taskMetrics, j.opts
+	g, taskMetrics, udfMetrics, opts := j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics, j.opts
 	j.mu.Unlock()
 	if err := operators.RecoverSinks(g, from, j.Attempts() > 0); err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
 	a := &attempt{job: j, coordDone: make(chan struct{})}
 	cfg := task.Config{
-		Graph: g, Registry: j.registry, Counters: j.count, TaskMetrics: taskMetrics, ChannelCapacity: opts.ChannelCapacity,
+		Graph: g, Registry: j.registry, Counters: j.count, TaskMetrics: taskMetrics, UDFMetrics: udfMetrics, ChannelCapacity: opts.ChannelCapacity,
 		Allocator: opts.Allocator, StateDir: opts.StateDir, From: from, Logger: opts.Logger,
 	}
 	if j.config.Checkpoint.Interval > 0 || from != nil || j.config.Restart.Strategy != "none" || operators.KeepsOutputUntilEnd(g) {

@@ -81,11 +81,15 @@ func bucketCounts(t *testing.T, rows int64, rowsPerSecond float64, p int, out st
 	return g
 }
 
-// upserts applies the upsert rows of the published parts of dir not in
-// seen, in part order (a bucket's rows all come from one subtask, in its
-// part counter's order), to table (bucket → row), marks them seen and
-// counts the row kinds.
-func upserts(t *testing.T, dir string, seen map[string]bool, table map[string]string, kinds map[string]int) {
+// bucketHeader is the header of bucketCounts' files.
+var bucketHeader = []string{"bucket", "keys", "lo", "hi", "total", "row_kind"}
+
+// upserts applies the upsert rows of the published CSV parts of dir not in
+// seen, in part order (a key's rows all come from one subtask, in its part
+// counter's order), to table (the first column, the key → the row's
+// values), marks them seen and counts the row kinds. Every part starts
+// with header, whose last column is the row kind.
+func upserts(t *testing.T, dir string, header []string, seen map[string]bool, table map[string]string, kinds map[string]int) {
 	t.Helper()
 	parts, err := filepath.Glob(filepath.Join(dir, "part-*"))
 	if err != nil {
@@ -108,18 +112,19 @@ func upserts(t *testing.T, dir string, seen map[string]bool, table map[string]st
 		}
 		records, err := csv.NewReader(f).ReadAll()
 		f.Close()
-		if err != nil || len(records) == 0 || !slices.Equal(records[0], []string{"bucket", "keys", "lo", "hi", "total", "row_kind"}) {
+		if err != nil || len(records) == 0 || !slices.Equal(records[0], header) {
 			t.Fatalf("%s: %v, records %v", path, err, records)
 		}
+		last := len(header) - 1
 		for _, r := range records[1:] {
-			kinds[r[5]]++
-			switch r[5] {
+			kinds[r[last]]++
+			switch r[last] {
 			case "+I", "+U":
-				table[r[0]] = strings.Join(r[:5], " ")
+				table[r[0]] = strings.Join(r[:last], " ")
 			case "-D":
 				delete(table, r[0])
 			default:
-				t.Errorf("%s: row kind %s in an upsert stream", path, r[5])
+				t.Errorf("%s: row kind %s in an upsert stream", path, r[last])
 			}
 		}
 	}
@@ -172,7 +177,7 @@ func TestAggregationOverAnUpdatingAggregationRestoresAtAnotherParallelism(t *tes
 			t.Fatal(err)
 		}
 		table, kinds := map[string]string{}, map[string]int{}
-		upserts(t, out, map[string]bool{}, table, kinds)
+		upserts(t, out, bucketHeader, map[string]bool{}, table, kinds)
 		if got, want := final(table), wantBuckets(rows); !slices.Equal(got, want) {
 			t.Errorf("applied changelog\n  %v\nwant\n  %v", got, want)
 		}
@@ -201,7 +206,7 @@ func TestAggregationOverAnUpdatingAggregationRestoresAtAnotherParallelism(t *tes
 				t.Fatal(err)
 			}
 			table, kinds, seen := map[string]string{}, map[string]int{}, map[string]bool{}
-			upserts(t, out, seen, table, kinds)
+			upserts(t, out, bucketHeader, seen, table, kinds)
 			if len(table) == 0 || slices.Equal(final(table), wantBuckets(rows)) {
 				t.Fatalf("the first run published %v: want some buckets, not the result yet", final(table))
 			}
@@ -213,7 +218,7 @@ func TestAggregationOverAnUpdatingAggregationRestoresAtAnotherParallelism(t *tes
 			if _, err := j2.Wait(); err != nil {
 				t.Fatal(err)
 			}
-			upserts(t, out, seen, table, kinds)
+			upserts(t, out, bucketHeader, seen, table, kinds)
 			if got, want := final(table), wantBuckets(rows); !slices.Equal(got, want) {
 				t.Errorf("applied changelog\n  %v\nwant\n  %v", got, want)
 			}

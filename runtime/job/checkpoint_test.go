@@ -121,6 +121,17 @@ func waitForCheckpoints(t *testing.T, j *Job, n int) {
 	t.Fatalf("no %d checkpoints completed: %+v", n, j.Checkpoints())
 }
 
+// completedCheckpoints counts j's completed checkpoints (not savepoints).
+func completedCheckpoints(j *Job) int {
+	n := 0
+	for _, c := range j.Checkpoints() {
+		if c.Status == "completed" && !c.Savepoint {
+			n++
+		}
+	}
+	return n
+}
+
 // restoreFromSavepoint waits for two checkpoints of j, stops it with a
 // savepoint, and runs the graph restored builds (cfg then names the
 // savepoint as the restore path) to its end.

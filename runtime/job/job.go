@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -49,7 +51,9 @@ type Options struct {
 	Allocator memory.Allocator
 	// Stdout receives print sinks' rows. Default os.Stdout.
 	Stdout io.Writer
-	// Collect receives collect sinks' batches (retained: it releases them).
+	// Collect receives collect sinks' batches (retained: it releases them),
+	// from every sink subtask's goroutine at once: it must be safe for
+	// concurrent use.
 	Collect func(op *plan.Operator, subtask int, b arrow.RecordBatch) error
 	// StateDir holds the working directories of keyed state backends
 	// (Pebble databases, a cache of what checkpoints hold). Default: the
@@ -168,6 +172,8 @@ type Job struct {
 		// metrics (nil for chained operators); they outlive attempts and
 		// are replaced with the graph.
 		taskMetrics [][]*metrics.Task
+		// udfMetrics: the UDF operators' subtasks' metrics; as taskMetrics.
+		udfMetrics *metrics.UDFs
 		// requirements: the parallelism by uid that rescales asked for.
 		requirements map[string]int
 		// pending: the rescale waiting for its checkpoint; rescales: the
@@ -215,7 +221,7 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 		j.id = NewJobID()
 	}
 	j.mu.graph = g
-	j.mu.taskMetrics = newTaskMetrics(g)
+	j.mu.taskMetrics, j.mu.udfMetrics = newTaskMetrics(g), metrics.NewUDFs()
 	j.opts.Logger = logging.OrDiscard(opts.Logger).With("job", j.id)
 	if j.opts.Runner.Logger == nil {
 		j.opts.Runner.Logger = j.opts.Logger
@@ -513,13 +519,31 @@ type Vertex struct {
 	Operators []*plan.Operator
 	// Tasks are the subtasks' metrics, by subtask index.
 	Tasks []*metrics.Task
+	// UDFs are the metrics of the chain's operators that run Python
+	// workers, in chain order.
+	UDFs []UDFOperator
+}
+
+// VertexID is the id of the vertex whose chain starts with the operator
+// of uid, as the REST API and the job's final metrics name it: 32 hex
+// digits (Flink's JobVertexID), stable across runs of the same plan.
+func VertexID(uid string) string {
+	sum := md5.Sum([]byte(uid))
+	return hex.EncodeToString(sum[:])
+}
+
+// UDFOperator is the UDF metrics of one operator with Python workers.
+type UDFOperator struct {
+	Op *plan.Operator
+	// Subtasks are its subtasks' metrics, by subtask index.
+	Subtasks []*metrics.UDF
 }
 
 // Vertices returns the job's vertices in topological order of their
 // heads. Their metrics are live: safe to read at any time.
 func (j *Job) Vertices() []Vertex {
 	j.mu.Lock()
-	g, taskMetrics := j.mu.graph, j.mu.taskMetrics
+	g, taskMetrics, udfs := j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics
 	j.mu.Unlock()
 	var vs []Vertex
 	for _, head := range task.ChainHeads(g) {
@@ -527,6 +551,9 @@ func (j *Job) Vertices() []Vertex {
 		for _, op := range g.Operators {
 			if op.ChainID == head.ChainID {
 				v.Operators = append(v.Operators, op)
+				if subs := udfs.Of(op.ID); subs != nil {
+					v.UDFs = append(v.UDFs, UDFOperator{Op: op, Subtasks: subs})
+				}
 			}
 		}
 		vs = append(vs, v)

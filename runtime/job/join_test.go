@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -34,6 +36,20 @@ func eqKey(id, mod int64, nullFrom int64) (int64, bool) {
 // keys (left: NULL when id % 10 is 0..2, right: 5..7) → join (how) on the
 // key → a collect sink; sources at parallelism 1, the join at p.
 func equiJoinStreams(t *testing.T, rows int64, p int, how planpb.Join_How, cfg map[string]string) *plan.Graph {
+	t.Helper()
+	nodes, joined := equiJoinNodes(t, rows, 0, how)
+	nodes = append(nodes, &planpb.Node{Id: 6, Uid: "out", Name: "collect", OutputSchema: joined, Inputs: []*planpb.Input{{Node: 5}},
+		Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}})
+	g, err := plan.Plan(&planpb.JobPlan{Name: "join", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// equiJoinNodes are equiJoinStreams' sources (rowsPerSecond each, 0: as
+// fast as they go) and join (node 5), and the join's output schema.
+func equiJoinNodes(t *testing.T, rows int64, rowsPerSecond float64, how planpb.Join_How) ([]*planpb.Node, []byte) {
 	t.Helper()
 	fields := []arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
@@ -68,7 +84,7 @@ func equiJoinStreams(t *testing.T, rows int64, p int, how planpb.Join_How, cfg m
 		key := call("case_when", isNull, nullLit, call("modulo", columnExpr("id"), intLit(mod)))
 		return []*planpb.Node{
 			{Id: id, Uid: uid, Name: "datagen", OutputSchema: idSchema, Parallelism: 1,
-				Kind: &planpb.Node_Source{Source: &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: rows}}}}},
+				Kind: &planpb.Node_Source{Source: &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: rows, RowsPerSecond: rowsPerSecond}}}}},
 			{Id: id + 1, Uid: uid + "-keyed", Name: "with_column(k)", OutputSchema: schema, Parallelism: 1, Inputs: []*planpb.Input{{Node: id}},
 				Kind: &planpb.Node_Select{Select: &planpb.Select{Columns: []*planpb.NamedExpr{
 					{Name: "id", Expr: columnExpr("id")}, {Name: "k", Expr: key},
@@ -79,14 +95,8 @@ func equiJoinStreams(t *testing.T, rows int64, p int, how planpb.Join_How, cfg m
 	nodes = append(nodes,
 		&planpb.Node{Id: 5, Uid: "join", Name: "join", OutputSchema: joined, Inputs: []*planpb.Input{{Node: 2}, {Node: 4}},
 			Kind: &planpb.Node_Join{Join: &planpb.Join{LeftKeys: []string{"k"}, RightKeys: []string{"k"}, How: how}}},
-		&planpb.Node{Id: 6, Uid: "out", Name: "collect", OutputSchema: joined, Inputs: []*planpb.Input{{Node: 5}},
-			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
 	)
-	g, err := plan.Plan(&planpb.JobPlan{Name: "join", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return nodes, joined
 }
 
 // appliedChangelog applies the collected changelog of a join: the
@@ -188,7 +198,8 @@ func TestEquiJoinEqualsSQLAtEveryParallelism(t *testing.T) {
 }
 
 // The join's state is in Pebble: a job stopped with a savepoint at
-// parallelism 2 after half of each stream, restored at 1 and at 3, ends
+// parallelism 2 after half of each stream (the applied changelog then is
+// the join of the two halves), restored at 1 and at 3, ends
 // with the applied changelog of the uninterrupted run (SQL's result),
 // including the left rows padded before the savepoint whose matches came
 // after it.
@@ -208,7 +219,14 @@ func TestEquiJoinRestoresAtAnotherParallelism(t *testing.T) {
 					t.Fatal(err)
 				}
 				waitHeld(t, j, held, 2) // both streams' sources
+				// A checkpoint that began once both held comes after every
+				// row of the halves read: the changelog so far, applied, is
+				// the batch result of those halves.
+				waitForCheckpoints(t, j, completedCheckpoints(j)+1)
 				waitForCheckpoints(t, j, 2)
+				got.mu.Lock()
+				checkEquiJoin(t, got, rows/2, how)
+				got.mu.Unlock()
 				sp, err := j.StopWithSavepoint(context.Background(), "")
 				if err != nil {
 					t.Fatal(err)
@@ -223,5 +241,116 @@ func TestEquiJoinRestoresAtAnotherParallelism(t *testing.T) {
 				checkEquiJoin(t, got, rows, how)
 			})
 		}
+	}
+}
+
+// matchesPerOrder plans equiJoinNodes' left join (orders ⋈ customers, the
+// sources at rowsPerSecond) → key_by(id).agg(count(id_right) AS matches)
+// emitting updates → CSV files with changelog in out, at parallelism p:
+// an aggregation over the join's retract stream. An order padded before
+// its key's first customer arrived counts 0; when that customer comes the
+// join retracts the padded row (-D) and adds the joined one (+I), and the
+// count goes to 1 (-U/+U: both rows reach the aggregation in one batch).
+func matchesPerOrder(t *testing.T, rows int64, rowsPerSecond float64, p int, out string, cfg map[string]string) *plan.Graph {
+	t.Helper()
+	nodes, _ := equiJoinNodes(t, rows, rowsPerSecond, planpb.Join_LEFT)
+	counts, err := arrowipc.EncodeSchema(arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "matches", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes,
+		&planpb.Node{Id: 6, Uid: "matches", Name: "matches", OutputSchema: counts,
+			Inputs: []*planpb.Input{{Node: 5, Partitioning: &planpb.Partitioning{Kind: planpb.Partitioning_HASH, Keys: []string{"id"}}}},
+			Kind: &planpb.Node_KeyedAggregate{KeyedAggregate: &planpb.KeyedAggregate{Keys: []string{"id"}, Emit: planpb.KeyedAggregate_EMIT_UPDATES,
+				Aggregates: []*planpb.Aggregate{{Function: "count", Column: "id_right", Name: "matches"}}}}},
+		&planpb.Node{Id: 7, Uid: "out", Name: "write_csv", OutputSchema: counts, Inputs: []*planpb.Input{{Node: 6}},
+			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{Format: planpb.FileSource_CSV, Path: out, Changelog: true}}}}},
+	)
+	g, err := plan.Plan(&planpb.JobPlan{Name: "matches", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// wantMatches is matchesPerOrder's result: each order id → how many
+// customers share its key (0 for a NULL key or none), as "id matches".
+func wantMatches(rows int64) []string {
+	var want []string
+	for l := range rows {
+		lk, lok := eqKey(l, eqLeftMod, 0)
+		n := 0
+		for r := range rows {
+			if rk, rok := eqKey(r, eqRightMod, 5); lok && rok && lk == rk {
+				n++
+			}
+		}
+		want = append(want, fmt.Sprintf("%d %d", l, n))
+	}
+	slices.Sort(want)
+	return want
+}
+
+// Counts over a left join whose matches arrive late, killed mid-stream
+// (cancelled, no savepoint) and restored from its latest retained
+// checkpoint at another parallelism: the changelog both runs published
+// (exactly-once file parts), applied, is the batch result. The restored
+// join holds the orders padded before the kill and retracts their padding
+// when their customers come after it.
+func TestCountsOverALeftJoinSurviveAKillAndARestoreAtAnotherParallelism(t *testing.T) {
+	const rows = 3000
+	header := []string{"id", "matches", "row_kind"}
+	final := func(table map[string]string) []string { return slices.Sorted(maps.Values(table)) }
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, q := range []int{1, 3} {
+		t.Run(fmt.Sprintf("2 to %d", q), func(t *testing.T) {
+			dir, out := t.TempDir(), t.TempDir()
+			cfg := checkpointConfig(dir, config.ConfigCheckpointRetention, config.RetainOnCancellation, config.ConfigUpdateInterval, "30 ms")
+			ctx, kill := context.WithCancel(context.Background())
+			defer kill()
+			// 1500 rows/s per source: the kill comes while rows still flow.
+			j, err := Start(ctx, matchesPerOrder(t, rows, 1500, 2, out, cfg), Options{Allocator: mem, SourceBatchRows: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitForCheckpoints(t, j, 2)
+			kill()
+			if _, err := j.Wait(); err == nil {
+				t.Fatal("the job ended before its kill: it must still be reading")
+			}
+			var latest int64
+			for _, c := range j.Checkpoints() {
+				if c.Status == "completed" && !c.Savepoint {
+					latest = max(latest, c.ID)
+				}
+			}
+			table, kinds, seen := map[string]string{}, map[string]int{}, map[string]bool{}
+			upserts(t, out, header, seen, table, kinds)
+			if slices.Equal(final(table), wantMatches(rows)) {
+				t.Fatal("the first run published the whole result: the kill came too late to test anything")
+			}
+			cfg[config.ConfigRestorePath] = filepath.Join(dir, j.ID(), fmt.Sprintf("chk-%d", latest))
+			if _, err := Run(context.Background(), matchesPerOrder(t, rows, 0, q, out, cfg), Options{Allocator: mem, SourceBatchRows: 50}); err != nil {
+				t.Fatal(err)
+			}
+			upserts(t, out, header, seen, table, kinds)
+			got, want := final(table), wantMatches(rows)
+			if !slices.Equal(got, want) {
+				diff := 0
+				for i := range min(len(got), len(want)) {
+					if got[i] != want[i] {
+						diff++
+					}
+				}
+				t.Fatalf("applied changelog: %d orders, want %d; %d differ", len(got), len(want), diff)
+			}
+			if kinds["+U"] == 0 {
+				t.Errorf("row kinds %v: want counts updated (+U) as customers came", kinds)
+			}
+		})
 	}
 }

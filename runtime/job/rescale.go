@@ -10,6 +10,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
@@ -27,6 +28,17 @@ const (
 	RescaleCompleted = "COMPLETED" // the job runs at the new parallelism
 	RescaleFailed    = "FAILED"    // the job could not start at the new parallelism; it went on at the old one
 	RescaleIgnored   = "IGNORED"   // a later request replaced it, or the job ended first
+)
+
+// Why a rescale ended (RescaleInfo.TerminatedReason), with the names of
+// Flink's rescale history (FLIP-495's TerminatedReason).
+const (
+	ReasonSucceeded           = "SUCCEEDED"                     // COMPLETED
+	ReasonExceptionOccurred   = "EXCEPTION_OCCURRED"            // FAILED
+	ReasonRequirementsUpdated = "RESOURCE_REQUIREMENTS_UPDATED" // IGNORED: a later request replaced it
+	ReasonNoParallelismChange = "NO_RESOURCES_OR_PARALLELISMS_CHANGE"
+	ReasonJobFinished         = "JOB_FINISHED"  // IGNORED: the job ended before the rescale started
+	ReasonJobCanceling        = "JOB_CANCELING" // IGNORED: the job was canceled while it restarted for it
 )
 
 // What started a pending rescale (RescaleInfo.Trigger), as FLIP-461.
@@ -49,8 +61,10 @@ type RescaleInfo struct {
 	// TriggerCheckpointFailures), "" while pending.
 	Trigger string
 	Status  string
-	// Reason says why it failed or was ignored.
-	Reason string
+	// TerminatedReason is Flink's code for why it ended (ReasonSucceeded,
+	// ...), "" while pending; Reason says it in words.
+	TerminatedReason string
+	Reason           string
 	// CheckpointID is the checkpoint the job restarted from at the new
 	// parallelism (0: none, it started over).
 	CheckpointID int64
@@ -150,12 +164,13 @@ func (j *Job) Rescale(parallelism map[string]int) (RescaleInfo, error) {
 		changed = changed || after != op.Parallelism
 	}
 	if prev := j.mu.pending; prev != nil {
-		j.endRescaleLocked(prev.info, RescaleIgnored, "replaced by rescale "+info.ID)
+		j.endRescaleLocked(prev.info, RescaleIgnored, ReasonRequirementsUpdated, "replaced by rescale "+info.ID)
 		j.mu.pending = nil
 	}
 	j.mu.requirements = want
 	if !changed {
-		return RescaleInfo{ID: info.ID, TriggerCause: info.TriggerCause, Status: RescaleIgnored, Reason: "the job runs at this parallelism already",
+		return RescaleInfo{ID: info.ID, TriggerCause: info.TriggerCause, Status: RescaleIgnored,
+			TerminatedReason: ReasonNoParallelismChange, Reason: "the job runs at this parallelism already",
 			Vertices: info.Vertices, RequestedAt: info.RequestedAt, EndedAt: info.RequestedAt}, nil
 	}
 	j.mu.pending = &pendingRescale{info: info, graph: g}
@@ -199,8 +214,8 @@ func (j *Job) graph() *plan.Graph {
 }
 
 // endRescaleLocked records a rescale that ended. j.mu is held.
-func (j *Job) endRescaleLocked(info RescaleInfo, status, reason string) {
-	info.Status, info.Reason = status, reason
+func (j *Job) endRescaleLocked(info RescaleInfo, status, code, reason string) {
+	info.Status, info.TerminatedReason, info.Reason = status, code, reason
 	info.EndedAt = time.Now()
 	j.mu.rescales = append(j.mu.rescales, info)
 	log := j.opts.Logger.Info
@@ -284,8 +299,8 @@ func (j *Job) rescaleAttempt(ctx context.Context, p *pendingRescale) (*attempt, 
 	j.store.Sweep() // no task runs: uploads of unfinished checkpoints go
 	from := j.latestRestorePoint()
 	j.mu.Lock()
-	old, oldMetrics := j.mu.graph, j.mu.taskMetrics
-	j.mu.graph, j.mu.taskMetrics = p.graph, newTaskMetrics(p.graph)
+	old, oldMetrics, oldUDFs := j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics
+	j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics = p.graph, newTaskMetrics(p.graph), metrics.NewUDFs()
 	j.mu.Unlock()
 	if from != nil {
 		p.info.CheckpointID = from.Meta.CheckpointID
@@ -293,21 +308,21 @@ func (j *Job) rescaleAttempt(ctx context.Context, p *pendingRescale) (*attempt, 
 	a, err := j.newAttempt(ctx, from)
 	if err != nil {
 		j.mu.Lock()
-		j.mu.graph, j.mu.taskMetrics = old, oldMetrics
-		j.endRescaleLocked(p.info, RescaleFailed, err.Error())
+		j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics = old, oldMetrics, oldUDFs
+		j.endRescaleLocked(p.info, RescaleFailed, ReasonExceptionOccurred, err.Error())
 		j.mu.Unlock()
 		return j.restart(ctx, fmt.Errorf("job: rescale %s failed: %w", p.info.ID, err))
 	}
 	if !j.lifecycle.move(Running, Restarting) { // canceled meanwhile
 		a.release()
 		j.mu.Lock()
-		j.endRescaleLocked(p.info, RescaleIgnored, "the job was canceled")
+		j.endRescaleLocked(p.info, RescaleIgnored, ReasonJobCanceling, "the job was canceled")
 		j.mu.Unlock()
 		return nil, context.Cause(ctx)
 	}
 	a.start()
 	j.mu.Lock()
-	j.endRescaleLocked(p.info, RescaleCompleted, "")
+	j.endRescaleLocked(p.info, RescaleCompleted, ReasonSucceeded, "")
 	j.mu.Unlock()
 	return a, nil
 }
@@ -317,7 +332,7 @@ func (j *Job) endPendingRescale() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if p := j.mu.pending; p != nil {
-		j.endRescaleLocked(p.info, RescaleIgnored, "the job ended first")
+		j.endRescaleLocked(p.info, RescaleIgnored, ReasonJobFinished, "the job ended first")
 		j.mu.pending = nil
 	}
 }

@@ -9,4 +9,12 @@
 // and derives the per-second figures over its window, as Flink's MeterView
 // and TimerGauge do: the REST API (package rest), the Prometheus endpoint
 // and the autoscaler read them.
+//
+// A UDF is one UDF operator subtask's Python workers: the runner
+// (udf/bridge/pluginrunner) counts batches and rows sent, the worker's
+// time per answered batch and the batches in flight with atomics, and
+// names its worker process, whose resident memory is read from
+// /proc/<pid>/status when a worker opens or goes and at most once a second
+// while read, never per batch. UDFs holds a job's, made when an operator
+// asks for them.
 package metrics

@@ -26,6 +26,11 @@ type Task struct {
 	// InputWatermark is the latest watermark of the chain's input, in
 	// milliseconds, NoWatermark before the first.
 	InputWatermark atomic.Int64
+	// InputQueueBytes is the size of the batches queued in the task's
+	// inbox (Flink's inputQueueSize), those of the producers blocked by a
+	// checkpoint's alignment included; InputQueuePeakBytes the largest it
+	// has been.
+	InputQueueBytes, InputQueuePeakBytes atomic.Int64
 }
 
 // NewTask returns counters at zero with no watermark.
@@ -84,6 +89,7 @@ type Totals struct {
 	RecordsIn, RecordsOut, BytesIn, BytesOut int64
 	Busy, Idle, BackPressured                time.Duration
 	InputWatermark                           int64
+	InputQueueBytes, InputQueuePeakBytes     int64
 }
 
 // Read reads t's counters.
@@ -92,7 +98,35 @@ func (t *Task) Read() Totals {
 		RecordsIn: t.RecordsIn.Load(), RecordsOut: t.RecordsOut.Load(),
 		BytesIn: t.BytesIn.Load(), BytesOut: t.BytesOut.Load(),
 		Busy: time.Duration(t.Busy.Load()), Idle: time.Duration(t.Idle.Load()),
-		BackPressured:  time.Duration(t.BackPressured.Load()),
-		InputWatermark: t.InputWatermark.Load(),
+		BackPressured:   time.Duration(t.BackPressured.Load()),
+		InputWatermark:  t.InputWatermark.Load(),
+		InputQueueBytes: t.InputQueueBytes.Load(), InputQueuePeakBytes: t.InputQueuePeakBytes.Load(),
+	}
+}
+
+// TaskMetricNames are the task metrics by Flink's names, in the order the
+// REST API lists them.
+var TaskMetricNames = []string{
+	"numRecordsIn", "numRecordsOut", "numBytesIn", "numBytesOut",
+	"numRecordsInPerSecond", "numRecordsOutPerSecond", "numBytesInPerSecond", "numBytesOutPerSecond",
+	"busyTimeMsPerSecond", "idleTimeMsPerSecond", "backPressuredTimeMsPerSecond",
+	"accumulatedBusyTime", "accumulatedIdleTime", "accumulatedBackpressuredTime",
+	"currentInputWatermark", "inputQueueSize",
+}
+
+// Values returns a task's metrics by TaskMetricNames: its totals t and
+// its rates r (zero ones for a task that ended).
+func (t Totals) Values(r Rates) map[string]float64 {
+	return map[string]float64{
+		"numRecordsIn": float64(t.RecordsIn), "numRecordsOut": float64(t.RecordsOut),
+		"numBytesIn": float64(t.BytesIn), "numBytesOut": float64(t.BytesOut),
+		"numRecordsInPerSecond": r.RecordsInPerSecond, "numRecordsOutPerSecond": r.RecordsOutPerSecond,
+		"numBytesInPerSecond": r.BytesInPerSecond, "numBytesOutPerSecond": r.BytesOutPerSecond,
+		"busyTimeMsPerSecond": r.BusyTimeMsPerSecond, "idleTimeMsPerSecond": r.IdleTimeMsPerSecond,
+		"backPressuredTimeMsPerSecond": r.BackPressuredTimeMsPerSecond,
+		"accumulatedBusyTime":          float64(t.Busy.Milliseconds()), "accumulatedIdleTime": float64(t.Idle.Milliseconds()),
+		"accumulatedBackpressuredTime": float64(t.BackPressured.Milliseconds()),
+		"currentInputWatermark":        float64(t.InputWatermark),
+		"inputQueueSize":               float64(t.InputQueueBytes),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/sink"
 	"github.com/flinkgo/flinkgo/runtime/source"
@@ -58,12 +59,32 @@ type Context struct {
 	// only: during Process its LastSplit is the split the batch came from.
 	// Nil otherwise.
 	SourceSplits source.SplitReporter
+	// LateRows[i] emits on the late-rows output of input i
+	// (plan.LateRowsOutput + i): a node with late_rows=KEEP sends there,
+	// unchanged, the rows of input i it found late (a window's rows too
+	// late for every window, as Flink's sideOutputLateData; an interval
+	// join's rows behind the watermark, as sideOutputLeft/RightLateData).
+	// Each takes ownership of the batch; an entry is nil, or missing,
+	// when no edge reads that output.
+	LateRows []Emit
 	// EndInput tells the runtime the operator needs no more input (a
 	// limit whose rows have passed): the sources in Op.Ends stop reading
 	// once every limit that ends them has called it, and end their
 	// streams as at the end of their data, so the job ends FINISHED.
 	// Safe from any goroutine, more than once; nil when Op.Ends is empty.
 	EndInput func()
+	// UDFs holds the job's UDF metrics (operators with a Python worker
+	// take theirs with UDFMetrics); nil: the operator counts for itself.
+	UDFs *metrics.UDFs
+}
+
+// UDFMetrics returns the metrics of this operator subtask's Python
+// workers, which outlive the attempt; give them to its runners.
+func (c *Context) UDFMetrics() *metrics.UDF {
+	if c.UDFs == nil {
+		return metrics.NewUDF()
+	}
+	return c.UDFs.For(c.Op.ID, c.Subtask, c.Parallelism)
 }
 
 // KeyedContext is where a keyed operator subtask keeps its keyed state.

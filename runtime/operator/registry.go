@@ -86,7 +86,7 @@ func (r *Registry) Schemas(g *plan.Graph) ([]*arrow.Schema, error) {
 	for _, op := range g.Operators {
 		var in []*arrow.Schema
 		for _, e := range g.Inputs(op.ID) {
-			in = append(in, out[e.From])
+			in = append(in, g.EdgeSchema(e, out))
 		}
 		var err error
 		if out[op.ID], err = r.Schema(op, in); err != nil {

@@ -104,6 +104,9 @@ type aggProc struct {
 	// sets: the min/max value multisets when the input is a changelog.
 	sets     multisets
 	valueBuf []byte
+	// extremeBuf holds a group's current min/max encoded as the multiset
+	// orders values (aggretract.go: mayBeExtreme).
+	extremeBuf []byte
 	// udafs runs the pandas UDAFs (bounded input, final mode: aggudaf.go),
 	// nil when there are none.
 	udafs *pandasUDAFs

@@ -1,6 +1,7 @@
 package operators
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -107,8 +108,8 @@ func retractColumn(a aggSpec, b arrow.RecordBatch, targets []*accumulator) {
 // updateMultiset adds the values of the add rows to each group's multiset
 // and removes those of the retract rows, netted per group and value first
 // (a -U/+U pair of the same value touches no state); then every group that
-// had a value retracted takes its minimum (maximum) from its multiset,
-// which holds the batch's added values too.
+// had its minimum (maximum) retracted takes the new one from its
+// multiset, which holds the batch's added values too.
 func (p *aggProc) updateMultiset(i int, set *state.Map[[]byte, int64], a aggSpec, b arrow.RecordBatch, gids []int, add, retract []*accumulator) error {
 	col := b.Column(a.column)
 	type entry struct {
@@ -134,7 +135,7 @@ func (p *aggProc) updateMultiset(i int, set *state.Map[[]byte, int64], a aggSpec
 		}
 		deltas[e]--
 		retract[row].count--
-		if !seen[g] {
+		if !seen[g] && p.mayBeExtreme(a, retract[row], p.valueBuf) {
 			seen[g] = true
 			lost = append(lost, g)
 		}
@@ -168,6 +169,45 @@ func (p *aggProc) updateMultiset(i int, set *state.Map[[]byte, int64], a aggSpec
 		}
 	}
 	return nil
+}
+
+// mayBeExtreme says whether retracting the orderedValue-encoded v can
+// change acc's minimum (maximum): only when v is not above (below) it. The
+// multiset then gives the new one; any other retraction leaves it, which
+// spares a scan of the key's multiset in Pebble.
+func (p *aggProc) mayBeExtreme(a aggSpec, acc *accumulator, v []byte) bool {
+	var current []byte
+	switch {
+	case a.isStr:
+		extreme := acc.min
+		if a.fn == "max" {
+			extreme = acc.max
+		}
+		s, ok := extreme.(string)
+		if !ok {
+			return true
+		}
+		current = append(p.extremeBuf[:0], s...)
+	case !acc.seen:
+		return true
+	case a.isInt:
+		x := acc.imin
+		if a.fn == "max" {
+			x = acc.imax
+		}
+		current = binary.BigEndian.AppendUint64(p.extremeBuf[:0], uint64(x)^(1<<63))
+	default:
+		x := acc.fmin
+		if a.fn == "max" {
+			x = acc.fmax
+		}
+		current = orderedFloatBits(p.extremeBuf[:0], x)
+	}
+	p.extremeBuf = current
+	if a.fn == "min" {
+		return bytes.Compare(v, current) <= 0
+	}
+	return bytes.Compare(v, current) >= 0
 }
 
 // describeOrdered shows a value orderedValue encoded, for errors.
@@ -239,7 +279,12 @@ func orderedValue(buf []byte, a aggSpec, col arrow.Array, row int) []byte {
 	case a.isInt:
 		return binary.BigEndian.AppendUint64(buf, uint64(intValue(col, row))^(1<<63))
 	}
-	bits := math.Float64bits(floatValue(col, row))
+	return orderedFloatBits(buf, floatValue(col, row))
+}
+
+// orderedFloatBits appends v's IEEE bits made monotone.
+func orderedFloatBits(buf []byte, v float64) []byte {
+	bits := math.Float64bits(v)
 	if bits&(1<<63) != 0 {
 		bits = ^bits
 	} else {

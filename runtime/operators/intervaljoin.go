@@ -31,7 +31,9 @@ import (
 // time a row of the other side could still match it (Flink's cleanup
 // timers: t+max(0, upper) for the left, t+max(0, -lower) for the right),
 // and an outer side emits it then, padded with nulls, if it never matched.
-// Rows later than the watermark are dropped, as Flink does, and counted.
+// Rows later than the watermark are dropped, as Flink does, and counted,
+// or with late_rows=KEEP sent to their side's late-rows output (Flink's
+// sideOutputLeftLateData / sideOutputRightLateData).
 //
 // The buffers are held in memory (the input batches themselves) and are
 // keyed state: each checkpoint writes the buffers of the keys that changed
@@ -126,7 +128,11 @@ type intervalJoin struct {
 	wm           int64
 	hasWM        bool
 	late         int64
-	keyBuf       []byte
+	// lateRows emits each side's rows behind the watermark on its
+	// late-rows output (late_rows=KEEP and an edge reads them); nil: they
+	// are dropped and counted in late.
+	lateRows [2]operator.Emit
+	keyBuf   []byte
 	// keyed is the Pebble backend; dirty the keys (and their key
 	// groups) whose buffers changed since the last checkpoint.
 	keyed keyedState
@@ -161,6 +167,9 @@ func configureIntervalJoin(c *operator.Context) (*intervalJoin, error) {
 	}
 	j := &intervalJoin{c: c, lower: spec.GetLowerNs(), upper: spec.GetUpperNs(), out: c.Out,
 		buffers: map[string]*keyBuffer{}, dirty: map[string]int{}}
+	if spec.GetLateRows() == planpb.WindowAggregate_KEEP {
+		copy(j.lateRows[:], c.LateRows)
+	}
 	how := spec.GetHow()
 	j.side[0] = joinSide{name: "left", outer: how == planpb.IntervalJoin_LEFT || how == planpb.IntervalJoin_FULL, cleanupAfter: max(0, j.upper)}
 	j.side[1] = joinSide{name: "right", outer: how == planpb.IntervalJoin_RIGHT || how == planpb.IntervalJoin_FULL, cleanupAfter: max(0, -j.lower)}
@@ -219,6 +228,7 @@ func (j *intervalJoin) Process(ctx context.Context, input int, b arrow.RecordBat
 	n := int(b.NumRows())
 	times := b.Column(side.time).(*array.Timestamp)
 	var unjoinable []int64 // null key or time: never match
+	var late []int64       // behind the watermark, kept
 	matches := map[*heldBatch]*pairs{}
 	var held *heldBatch
 	var groups []int32 // the rows' key groups, computed at the first buffered row
@@ -231,7 +241,13 @@ func (j *intervalJoin) Process(ctx context.Context, input int, b arrow.RecordBat
 		}
 		ts := int64(times.Value(row)) * side.timeMul
 		if j.hasWM && floorMs(ts) < j.wm {
-			j.late++ // as Flink: a row behind the watermark is dropped
+			// As Flink: a row behind the watermark is dropped, or sent
+			// to its side's late-rows output.
+			if j.lateRows[input] != nil {
+				late = append(late, int64(row))
+			} else {
+				j.late++
+			}
 			continue
 		}
 		j.keyBuf = j.keyBuf[:0]
@@ -278,6 +294,15 @@ func (j *intervalJoin) Process(ctx context.Context, input int, b arrow.RecordBat
 		r := &bufRow{batch: held, row: row, ts: ts, cleanupMs: floorMs(ts + side.cleanupAfter), matched: matched}
 		buf.rows[input] = append(buf.rows[input], r)
 		j.cleanup.add(r.cleanupMs, string(j.keyBuf))
+	}
+	if len(late) > 0 {
+		rows, err := takeRows(ctx, b, late)
+		if err != nil {
+			return fmt.Errorf("interval_join: %s late rows: %w", side.name, err)
+		}
+		if err := j.lateRows[input](ctx, rows); err != nil {
+			return err
+		}
 	}
 	for o, p := range matches {
 		if err := j.emitPairs(ctx, input, b, p.this, o.rec, p.other, emit); err != nil {
@@ -357,7 +382,7 @@ func takeRows(ctx context.Context, b arrow.RecordBatch, rows []int64) (arrow.Rec
 	defer indices.Release()
 	d, err := compute.Take(ctx, *compute.DefaultTakeOptions(), values, indices)
 	if err != nil {
-		return nil, fmt.Errorf("interval_join: taking rows: %w", err)
+		return nil, fmt.Errorf("taking rows: %w", err)
 	}
 	return d.(*compute.RecordDatum).Value, nil
 }

@@ -89,13 +89,18 @@ func referenceJoin(left, right []joinRow, lower, upper int64, how planpb.Interva
 	return out
 }
 
-func newTestJoin(t testing.TB, mem memory.Allocator, lower, upper int64, how planpb.IntervalJoin_How, units [2]arrow.TimeUnit) operator.Operator {
+// newTestJoin builds an interval join; with late emits (left, right) it has
+// late_rows=KEEP and sends its late rows there.
+func newTestJoin(t testing.TB, mem memory.Allocator, lower, upper int64, how planpb.IntervalJoin_How, units [2]arrow.TimeUnit, late ...operator.Emit) operator.Operator {
 	t.Helper()
 	in := []*arrow.Schema{joinSchema("l", units[0]), joinSchema("r", units[1])}
 	node := &planpb.Node{Kind: &planpb.Node_IntervalJoin{IntervalJoin: &planpb.IntervalJoin{
 		LeftKeys: []string{"k"}, RightKeys: []string{"k"}, LeftTime: "t", RightTime: "t",
 		LowerNs: lower * 1e6, UpperNs: upper * 1e6, How: how,
 	}}}
+	if len(late) > 0 {
+		node.GetIntervalJoin().LateRows = planpb.WindowAggregate_KEEP
+	}
 	op := &plan.Operator{Name: "join", UID: "join", Kind: plan.KindIntervalJoin, Node: node}
 	out, err := intervalJoinSchema(op, in)
 	if err != nil {
@@ -105,7 +110,7 @@ func newTestJoin(t testing.TB, mem memory.Allocator, lower, upper int64, how pla
 		t.Fatalf("right columns named %s", got)
 	}
 	j, err := intervalJoinKind(Options{}).New(&operator.Context{Op: op, Parallelism: 1, MaxParallelism: 128, In: in, Out: out,
-		Allocator: mem, Logger: slog.New(slog.DiscardHandler),
+		Allocator: mem, Logger: slog.New(slog.DiscardHandler), LateRows: late,
 		Keyed: &operator.KeyedContext{KeyGroups: state.KeyGroupRange{Start: 0, End: 127}, StateDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
@@ -275,6 +280,77 @@ func TestIntervalJoinExpiresOnWatermarks(t *testing.T) {
 	}
 	if len(got) != 3 || j.(*intervalJoin).late != 1 {
 		t.Fatalf("late row: output %v, late %d", got, j.(*intervalJoin).late)
+	}
+}
+
+// late_rows=KEEP, as Flink's sideOutputLeftLateData and
+// sideOutputRightLateData: a row whose time is behind the watermark goes,
+// unchanged, to its side's late-rows output, and matches nothing; a row at
+// the watermark is not late. A side whose late rows nobody reads drops
+// and counts them.
+func TestIntervalJoinKeepsLateRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := compute.WithAllocator(context.Background(), mem)
+	var late [2][]string
+	keep := func(side int, want *arrow.Schema) operator.Emit {
+		return func(_ context.Context, b arrow.RecordBatch) error {
+			defer b.Release()
+			if !b.Schema().Equal(want) {
+				t.Errorf("late rows of side %d have schema %s, want the input's %s", side, b.Schema(), want)
+			}
+			for i := range int(b.NumRows()) {
+				late[side] = append(late[side], fmt.Sprintf("%d@%d", b.Column(0).(*array.Int64).Value(i), b.Column(2).(*array.Timestamp).Value(i)))
+			}
+			return nil
+		}
+	}
+	units := [2]arrow.TimeUnit{arrow.Millisecond, arrow.Second}
+	j := newTestJoin(t, mem, -10, 20, planpb.IntervalJoin_INNER, units, keep(0, joinSchema("l", arrow.Millisecond)), keep(1, joinSchema("r", arrow.Second)))
+	defer j.Release()
+	var got []string
+	emit := collectJoined(&got)
+	feed := func(side int, rows ...joinRow) {
+		b := joinBatch(mem, joinSchema([]string{"l", "r"}[side], units[side]), rows)
+		defer b.Release()
+		if err := j.Process(ctx, side, b, emit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := int64(1)
+	at := func(ms int64) *int64 { return &ms }
+	feed(0, joinRow{id: 1, key: &k, ts: at(100)}) // no watermark yet: nothing is late
+	if _, err := j.OnWatermark(ctx, 5000, emit); err != nil {
+		t.Fatal(err)
+	}
+	feed(0, joinRow{id: 2, key: &k, ts: at(4999)}, joinRow{id: 3, key: &k, ts: at(5000)}, joinRow{id: 4, key: &k, ts: at(10)})
+	feed(1, joinRow{id: 11, key: &k, ts: at(4000)}, joinRow{id: 12, key: &k, ts: at(5000)}) // right times in s
+	if !slices.Equal(late[0], []string{"2@4999", "4@10"}) || !slices.Equal(late[1], []string{"11@4"}) {
+		t.Fatalf("late rows: left %v, right %v", late[0], late[1])
+	}
+	if !slices.Equal(got, []string{"3|12"}) {
+		t.Fatalf("joined %v, want only the rows at the watermark", got)
+	}
+	if n := j.(*intervalJoin).late; n != 0 {
+		t.Fatalf("%d rows counted as dropped, want 0: they were kept", n)
+	}
+
+	// Only the left side's late rows are read.
+	late = [2][]string{}
+	j2 := newTestJoin(t, mem, 0, 0, planpb.IntervalJoin_INNER, [2]arrow.TimeUnit{arrow.Millisecond, arrow.Millisecond}, keep(0, joinSchema("l", arrow.Millisecond)))
+	defer j2.Release()
+	if _, err := j2.OnWatermark(ctx, 100, emit); err != nil {
+		t.Fatal(err)
+	}
+	for side := range 2 {
+		b := joinBatch(mem, joinSchema([]string{"l", "r"}[side], arrow.Millisecond), []joinRow{{id: int64(side), key: &k, ts: at(1)}})
+		if err := j2.Process(ctx, side, b, emit); err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+	if !slices.Equal(late[0], []string{"0@1"}) || len(late[1]) != 0 || j2.(*intervalJoin).late != 1 {
+		t.Fatalf("left kept %v, right kept %v, dropped %d; want the left row kept, the right one dropped", late[0], late[1], j2.(*intervalJoin).late)
 	}
 }
 

@@ -150,6 +150,7 @@ func newPandasUDAFs(c *operator.Context, opts Options, aggs []*planpb.Aggregate,
 	ropts.Allocator = c.Allocator
 	ropts.OperatorName = c.Op.Name
 	ropts.Subtask = c.Subtask
+	ropts.Metrics = c.UDFMetrics()
 	u.maxBytes = ropts.MaxBatchBytes()
 	for range concurrency {
 		r, err := opts.NewRunner(ropts)

@@ -28,6 +28,11 @@ func sourceKind(opts Options) operator.Kind {
 					return nil, err
 				}
 			}
+			if n := op.Node.GetSource().GetNexmark(); n != nil {
+				if err := source.ValidateNexmark(n, s); err != nil {
+					return nil, err
+				}
+			}
 			return s, nil
 		},
 		State: operator.StateDescriptor{What: "split positions (union list state)"},

@@ -134,6 +134,7 @@ func newUDFProc(c *operator.Context, opts Options) (*udfProc, error) {
 	ropts.Allocator = c.Allocator
 	ropts.OperatorName = op.Name
 	ropts.Subtask = subtask
+	ropts.Metrics = c.UDFMetrics()
 	if !p.batchMap {
 		results, err := resultFields(calls)
 		if err != nil {

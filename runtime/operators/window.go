@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/operator"
@@ -74,7 +75,9 @@ func windowTimeColumn(in *arrow.Schema, name string) (int, error) {
 //     timer per key and window in the state backend) and is cleaned up at
 //     end - 1 + allowed lateness; a row for a window that fired and is not
 //     cleaned up updates it and fires it again; a row too late for every
-//     window is dropped and counted (numLateRecordsDropped).
+//     window is dropped and counted (numLateRecordsDropped), or, with
+//     late_rows=KEEP, sent unchanged to the late-rows output (Flink's
+//     sideOutputLateData).
 //
 // Keys live in memory as a cache of the keyed state (windowstate.go): a
 // checkpoint writes the changed ones into the Pebble backend, which also
@@ -95,6 +98,10 @@ type windowProc struct {
 	mem      memory.Allocator
 	maxP     int
 	dropped  *atomic.Int64
+	// lateRows emits the rows too late for every window on the late-rows
+	// output (late_rows=KEEP and an edge reads them), nil: they are
+	// dropped and counted.
+	lateRows operator.Emit
 	// udafs runs the pandas UDAFs, nil when there are none.
 	udafs *pandasUDAFs
 
@@ -115,6 +122,10 @@ type windowProc struct {
 	merges  []slotMerge
 	refire  []refire
 	idle    []*winKey // keys that took no row in the batch, maybe empty
+	// late is set by assignSlice and assignSession for a row too late for
+	// every window; lateIdx are the batch's such rows.
+	late    bool
+	lateIdx []int64
 	// out are the window rows to emit.
 	out []winRow
 }
@@ -165,16 +176,15 @@ const (
 func newWindowProc(c *operator.Context, opts Options) (*windowProc, error) {
 	spec := c.Op.Node.GetWindowAggregate()
 	in, out := c.Input(), c.Out
-	if spec.GetLateRows() == planpb.WindowAggregate_KEEP {
-		return nil, fmt.Errorf("window: late_rows=\"keep\" (a side output of late rows) is not built yet; use late_rows=\"drop\", " +
-			"which drops them and counts them in numLateRecordsDropped")
-	}
 	assigner, err := plan.WindowAssigner(spec)
 	if err != nil {
 		return nil, err
 	}
 	p := &windowProc{schema: out, mem: c.Allocator, maxP: c.MaxParallelism, dropped: &c.Counters.LateRecordsDropped,
 		index: map[string]*winKey{}, deleted: map[string]state.Key{}, wm: math.MinInt64, lateness: spec.GetAllowedLatenessMs()}
+	if spec.GetLateRows() == planpb.WindowAggregate_KEEP && len(c.LateRows) > 0 {
+		p.lateRows = c.LateRows[0] // nil when nothing reads them: dropped and counted
+	}
 	if s, ok := assigner.(window.Session); ok {
 		p.session, p.sessions = s, true
 	} else {
@@ -264,7 +274,7 @@ func (p *windowProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, em
 		keyCols[i] = b.Column(k)
 	}
 	p.kgs = nil
-	p.merges, p.refire = p.merges[:0], p.refire[:0]
+	p.merges, p.refire, p.lateIdx = p.merges[:0], p.refire[:0], p.lateIdx[:0]
 	var k *winKey
 	for row := range n {
 		if k, err = p.keyOf(b, keyCols, row, k); err != nil {
@@ -280,6 +290,10 @@ func (p *windowProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, em
 			return err
 		}
 		slots[row] = slot
+		if p.late {
+			p.late = false
+			p.lateIdx = append(p.lateIdx, int64(row))
+		}
 		if slot != nil {
 			slot.rows++
 			k.dirty = true
@@ -328,7 +342,34 @@ func (p *windowProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, em
 	}
 	clear(p.idle)
 	p.idle = p.idle[:0]
+	if err := p.emitLate(ctx, b); err != nil {
+		return err
+	}
 	return p.emitRows(ctx, emit)
+}
+
+// emitLate sends the batch's rows too late for every window to the
+// late-rows output, unchanged, or drops and counts them
+// (numLateRecordsDropped), as Flink's WindowOperator: a row sent to the
+// side output is not counted as dropped.
+func (p *windowProc) emitLate(ctx context.Context, b arrow.RecordBatch) error {
+	if len(p.lateIdx) == 0 {
+		return nil
+	}
+	if p.lateRows == nil {
+		p.dropped.Add(int64(len(p.lateIdx)))
+		return nil
+	}
+	late := b
+	if len(p.lateIdx) < int(b.NumRows()) {
+		var err error
+		if late, err = takeRows(compute.WithAllocator(ctx, p.mem), b, p.lateIdx); err != nil {
+			return fmt.Errorf("window: late rows: %w", err)
+		}
+	} else {
+		b.Retain()
+	}
+	return p.lateRows(ctx, late)
 }
 
 // keyOf returns the windows of row's key: prev when the row has prev's key
@@ -429,9 +470,7 @@ func (p *windowProc) assignSlice(k *winKey, ts int64) (*winSlot, error) {
 		return p.newSlice(k, w, last)
 	}
 	if window.WindowLate(last, p.lateness, p.wm) {
-		if window.RowLate(ts, p.lateness, p.wm) {
-			p.dropped.Add(1)
-		}
+		p.late = window.RowLate(ts, p.lateness, p.wm)
 		return nil, nil
 	}
 	// Late, but some window of the slice is not cleaned up: the row
@@ -488,9 +527,7 @@ func (p *windowProc) assignSession(k *winKey, ts int64) (*winSlot, error) {
 		if err := k.sessions.Retire(result); err != nil {
 			return nil, err
 		}
-		if window.RowLate(ts, p.lateness, p.wm) {
-			p.dropped.Add(1)
-		}
+		p.late = window.RowLate(ts, p.lateness, p.wm)
 		return nil, nil
 	}
 	stateWindow, _ := k.sessions.StateWindow(result)

@@ -56,6 +56,9 @@ type windowHarness struct {
 	counters *operator.Counters
 	out      []windowResult
 	keyed    bool
+	// late are the rows sent to the late-rows output (late_rows=KEEP),
+	// rendered as "k t v s".
+	late []string
 }
 
 func windowSpec(kind planpb.WindowAggregate_Kind, size, slide, gap, lateness int64, keyed bool) *planpb.WindowAggregate {
@@ -115,6 +118,9 @@ func newWindowHarnessWith(t *testing.T, spec *planpb.WindowAggregate, out *arrow
 		Keyed:    &operator.KeyedContext{KeyGroups: kgs, StateDir: t.TempDir()},
 		Restored: restored, RestoreBase: base,
 	}
+	if spec.GetLateRows() == planpb.WindowAggregate_KEEP {
+		c.LateRows = []operator.Emit{h.keepLate}
+	}
 	op, err := windowAggregateKind(opts).New(c)
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +155,19 @@ func (h *windowHarness) emit(_ context.Context, b arrow.RecordBatch) error {
 		}
 		r.aggs = strings.Join(aggs, " ")
 		h.out = append(h.out, r)
+	}
+	return nil
+}
+
+// keepLate receives the late rows: unchanged input rows.
+func (h *windowHarness) keepLate(_ context.Context, b arrow.RecordBatch) error {
+	defer b.Release()
+	if !b.Schema().Equal(windowTestInput) {
+		h.t.Errorf("late rows have schema %s, want the input's %s", b.Schema(), windowTestInput)
+	}
+	for row := range int(b.NumRows()) {
+		h.late = append(h.late, fmt.Sprintf("%s %d %s %s", b.Column(0).ValueStr(row),
+			b.Column(1).(*array.Timestamp).Value(row), b.Column(2).ValueStr(row), b.Column(3).ValueStr(row)))
 	}
 	return nil
 }
@@ -522,8 +541,7 @@ func kgOf(t *testing.T, key string) int {
 	return int(kgs[0])
 }
 
-// The plan's errors: a time column that is not a timestamp, and late_rows
-// keep, which is not built.
+// The plan's errors: a time column that is not a timestamp.
 func TestWindowRefusesBadPlans(t *testing.T) {
 	spec := windowSpec(planpb.WindowAggregate_TUMBLE, 100, 0, 0, 0, true)
 	spec.TimeColumn = "v"
@@ -532,12 +550,73 @@ func TestWindowRefusesBadPlans(t *testing.T) {
 	if _, err := kind.Schema(op, []*arrow.Schema{windowTestInput}); err == nil || !strings.Contains(err.Error(), `the time column "v" is int64, not a timestamp`) {
 		t.Fatalf("non-timestamp time column: %v", err)
 	}
-	spec = windowSpec(planpb.WindowAggregate_TUMBLE, 100, 0, 0, 0, true)
+}
+
+// late_rows=KEEP, by hand from Flink's WindowOperator: a row whose every
+// window is past its cleanup (end - 1 + lateness <= watermark) goes to the
+// late-rows output unchanged and is not counted as dropped; a row late
+// within the lateness re-fires its window and is not a late row; a hop
+// row with a window not fired yet is not late.
+func TestWindowKeepsLateRows(t *testing.T) {
+	tumble := windowSpec(planpb.WindowAggregate_TUMBLE, 1000, 0, 0, 500, true)
+	tumble.LateRows = planpb.WindowAggregate_KEEP
+	h := newWindowHarness(t, tumble, state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h.process(windowRow{k: "a", t: 100, v: 1, s: "x"})
+	h.watermark(999)
+	expectRows(t, "fired", h.take(), "a [0,1000) 1 1 1 1 x x 1 1")
+	h.process(windowRow{k: "a", t: 200, v: 2, s: "y"}) // within lateness: re-fires
+	expectRows(t, "re-fired", h.take(), "a [0,1000) 2 3 1 2 x y 2 1.5")
+	h.watermark(1499) // cleanup of [0, 1000)
+	h.process(windowRow{k: "a", t: 400, v: 5, s: "u"}, windowRow{k: "b", t: 1700, v: 6, s: "v"},
+		windowRow{k: "b", t: 10, v: 7, s: "w"}, windowRow{k: "c", t: 999, v: 8, s: "z"})
+	expectRows(t, "late rows", h.late, "a 400 5 u", "b 10 7 w", "c 999 8 z")
+	h.late = nil
+	h.process(windowRow{k: "a", t: 300, v: 9, s: "q"}) // a whole batch of late rows
+	expectRows(t, "whole batch", h.late, "a 300 9 q")
+	if got := h.counters.LateRecordsDropped.Load(); got != 0 {
+		t.Fatalf("numLateRecordsDropped = %d, want 0: kept rows are not dropped", got)
+	}
+	h.watermark(math.MaxInt64)
+	expectRows(t, "at the end", h.take(), "b [1000,2000) 1 6 6 6 v v 1 6")
+
+	hop := windowSpec(planpb.WindowAggregate_HOP, 2000, 1000, 0, 0, false)
+	hop.LateRows = planpb.WindowAggregate_KEEP
+	h = newWindowHarness(t, hop, state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h.process(windowRow{t: 500, v: 1, s: "a"})
+	h.watermark(999)
+	h.process(windowRow{t: 600, v: 2, s: "b"}) // [0,2000) has not fired: not late
+	h.watermark(1999)
+	h.process(windowRow{t: 700, v: 4, s: "c"}, windowRow{t: 1999, v: 5, s: "d"}) // 700: both windows fired
+	expectRows(t, "hop late rows", h.late, " 700 4 c")
+	h.watermark(math.MaxInt64)
+	expectRows(t, "hop windows", h.take(), " [-1000,1000) 1 1 1 1 a a 1 1", " [0,2000) 2 3 1 2 a b 2 1.5",
+		" [1000,3000) 1 5 5 5 d d 1 5")
+
+	session := windowSpec(planpb.WindowAggregate_SESSION, 0, 0, 100, 0, true)
+	session.LateRows = planpb.WindowAggregate_KEEP
+	h = newWindowHarness(t, session, state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h.process(windowRow{k: "a", t: 0, v: 1, s: "p"})
+	h.watermark(150)
+	// [40,140) ends at or before the watermark + 1: late; [60,160) fires
+	// at 159, after 150: in time, though its row is older than the
+	// watermark; [140,240) merges with it.
+	h.process(windowRow{k: "a", t: 40, v: 2, s: "q"}, windowRow{k: "a", t: 60, v: 3, s: "r"})
+	h.process(windowRow{k: "a", t: 140, v: 4, s: "s"})
+	expectRows(t, "session late rows", h.late, "a 40 2 q")
+	h.watermark(math.MaxInt64)
+	expectRows(t, "sessions", h.take(), "a [0,100) 1 1 1 1 p p 1 1", "a [60,240) 2 7 3 4 r s 2 3.5")
+}
+
+// late_rows=KEEP with no edge reading the late rows drops and counts them.
+func TestWindowLateRowsUnreadAreCounted(t *testing.T) {
+	spec := windowSpec(planpb.WindowAggregate_TUMBLE, 1000, 0, 0, 0, true)
 	spec.LateRows = planpb.WindowAggregate_KEEP
-	c := &operator.Context{Op: &plan.Operator{Node: &planpb.Node{Kind: &planpb.Node_WindowAggregate{WindowAggregate: spec}}},
-		In: []*arrow.Schema{windowTestInput}, Out: windowOutputSchema(true), Counters: &operator.Counters{}}
-	if _, err := newWindowProc(c, Options{}); err == nil || !strings.Contains(err.Error(), "not built yet") {
-		t.Fatalf("late_rows keep: %v", err)
+	h := newWindowHarnessWith(t, spec, windowOutputSchema(true), Options{KeyedCacheGroups: 2}, 0, state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h.watermark(999)
+	h.op.(*windowProc).lateRows = nil // as the task builds it when no edge reads them
+	h.process(windowRow{k: "a", t: 100, v: 1, s: "x"})
+	if got := h.counters.LateRecordsDropped.Load(); got != 1 || len(h.late) != 0 {
+		t.Fatalf("numLateRecordsDropped = %d, late rows %q; want 1 and none", got, h.late)
 	}
 }
 

@@ -27,7 +27,14 @@ func (g *Graph) Explain() string {
 		fmt.Fprintf(&sb, "#%d %s %q uid=%s p=%d (%s) chain=%d\n",
 			op.ID, op.Kind, op.Name, op.UID, op.Parallelism, op.ParallelismFrom, op.ChainID)
 		for _, e := range g.Inputs(op.ID) {
-			fmt.Fprintf(&sb, "    input #%d: %s", e.From, partitioningName(e))
+			late := ""
+			switch e.FromOutput {
+			case LateRowsOutput:
+				late = " late rows"
+			case LateRowsRightOutput:
+				late = " late rows of its right input"
+			}
+			fmt.Fprintf(&sb, "    input #%d%s: %s", e.From, late, partitioningName(e))
 			if e.ChangedBy != "" {
 				fmt.Fprintf(&sb, " (was forward; %s)", e.ChangedBy)
 			}
@@ -99,9 +106,13 @@ func explainWork(sb *strings.Builder, op *Operator) {
 		fmt.Fprintf(sb, "    keeps the first row of each (%s)\n", strings.Join(op.Node.GetDropDuplicates().GetSubset(), ", "))
 	case op.Kind == KindIntervalJoin:
 		j := op.Node.GetIntervalJoin()
-		fmt.Fprintf(sb, "    %s join of (%s) with (%s) where left.%s + %s <= right.%s <= left.%s + %s\n",
+		late := "rows behind the watermark dropped"
+		if j.GetLateRows() == planpb.WindowAggregate_KEEP {
+			late = "rows behind the watermark to the late-rows outputs of their side"
+		}
+		fmt.Fprintf(sb, "    %s join of (%s) with (%s) where left.%s + %s <= right.%s <= left.%s + %s; %s\n",
 			strings.ToLower(j.GetHow().String()), strings.Join(j.GetLeftKeys(), ", "), strings.Join(j.GetRightKeys(), ", "),
-			j.GetLeftTime(), time.Duration(j.GetLowerNs()), j.GetRightTime(), j.GetLeftTime(), time.Duration(j.GetUpperNs()))
+			j.GetLeftTime(), time.Duration(j.GetLowerNs()), j.GetRightTime(), j.GetLeftTime(), time.Duration(j.GetUpperNs()), late)
 	case op.Kind == KindJoin:
 		fmt.Fprintf(sb, "    %s\n", explainJoin(op.Node.GetJoin()))
 	case op.Kind == KindWindowAggregate:

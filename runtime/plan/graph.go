@@ -224,6 +224,42 @@ type Edge struct {
 	// ChangedBy is empty, or the setting that changed the edge's
 	// partitioning, e.g. "pipeline.forward-mismatch=rebalance".
 	ChangedBy string
+	// FromOutput is which output of From the edge carries: MainOutput, or
+	// the late rows of one of From's inputs (LateRowsOutput + the input's
+	// index, with that input's schema: see EdgeSchema).
+	FromOutput int
+}
+
+// The outputs of an operator an edge can read (Edge.FromOutput).
+const (
+	MainOutput = iota
+	// LateRowsOutput carries, unchanged, the rows of the operator's first
+	// input that a node with late_rows=KEEP found late: a window's rows too
+	// late for every window (Flink's sideOutputLateData), an interval
+	// join's left rows behind the watermark (sideOutputLeftLateData).
+	LateRowsOutput
+	// LateRowsRightOutput carries an interval join's right rows behind the
+	// watermark (sideOutputRightLateData).
+	LateRowsRightOutput
+)
+
+// LateRowsInput is the input whose late rows output `output` carries, -1
+// for the main output.
+func LateRowsInput(output int) int { return output - LateRowsOutput }
+
+// EdgeSchema is the schema of the rows on edge e, given every operator's
+// output schema: its From's, or for late rows the schema of the rows of
+// the input of From they came from.
+func (g *Graph) EdgeSchema(e *Edge, out []*arrow.Schema) *arrow.Schema {
+	for e.FromOutput != MainOutput {
+		in := g.Inputs(e.From)
+		i := LateRowsInput(e.FromOutput)
+		if i < 0 || i >= len(in) {
+			return nil // the planner refuses such an edge
+		}
+		e = in[i]
+	}
+	return out[e.From]
 }
 
 // Change records one edge the forward-mismatch policy changed.

@@ -169,6 +169,7 @@ func (b *builder) add(n *planpb.Node) {
 			Partitioning: in.GetPartitioning().GetKind(),
 			Keys:         in.GetPartitioning().GetKeys(),
 			Explicit:     in.GetPartitioning().GetKind() != planpb.Partitioning_FORWARD_IMPLICIT,
+			FromOutput:   int(in.GetOutput()),
 		}
 		if !e.Explicit {
 			e.Partitioning = planpb.Partitioning_FORWARD
@@ -523,10 +524,11 @@ func (b *builder) resolveLimitEnds() {
 
 // deriveSchemas fills every operator's output schema, in topological order.
 func (b *builder) deriveSchemas(d SchemaDeriver) {
+	schemas := make([]*arrow.Schema, len(b.g.Operators))
 	for _, op := range b.g.Operators {
 		var in []*arrow.Schema
 		for _, e := range b.g.Inputs(op.ID) {
-			in = append(in, b.g.Operators[e.From].Schema)
+			in = append(in, b.g.EdgeSchema(e, schemas))
 		}
 		if slices.Contains(in, nil) {
 			continue // an input failed: reported already
@@ -536,6 +538,6 @@ func (b *builder) deriveSchemas(d SchemaDeriver) {
 			b.problem("%s: output schema: %v", describe(op), err)
 			continue
 		}
-		op.Schema = s
+		op.Schema, schemas[op.ID] = s, s
 	}
 }

@@ -126,8 +126,12 @@ func validateInputs(job *planpb.JobPlan, n *planpb.Node, kind Kind, pos int, ind
 		case at > pos:
 			bad("input node %d %q is listed after it: the plan must list nodes in topological order (out-of-order inputs or a cycle)", id, job.GetNodes()[at].GetName())
 		default:
-			if up := job.GetNodes()[at]; nodeKind(up) == KindSink {
+			up := job.GetNodes()[at]
+			if nodeKind(up) == KindSink {
 				bad("reads the output of sink %s: a sink has no outputs", nodeLabel(up))
+			}
+			if p := checkOutput(in, up); p != "" {
+				bad("%s", p)
 			}
 		}
 		part := in.GetPartitioning()
@@ -149,6 +153,32 @@ func validateInputs(job *planpb.JobPlan, n *planpb.Node, kind Kind, pos int, ind
 		}
 	}
 	return problems
+}
+
+// checkOutput reports an input that reads an output its node does not
+// have, "" when it is fine: late rows exist with late_rows=KEEP only, of a
+// window or of an interval join's left side (LATE_ROWS), or of an interval
+// join's right side (LATE_ROWS_RIGHT).
+func checkOutput(in *planpb.Input, up *planpb.Node) string {
+	var keep planpb.WindowAggregate_LateRows
+	switch out := in.GetOutput(); {
+	case out == planpb.Input_MAIN:
+		return ""
+	case out == planpb.Input_LATE_ROWS && up.GetWindowAggregate() != nil:
+		keep = up.GetWindowAggregate().GetLateRows()
+	case (out == planpb.Input_LATE_ROWS || out == planpb.Input_LATE_ROWS_RIGHT) && up.GetIntervalJoin() != nil:
+		keep = up.GetIntervalJoin().GetLateRows()
+	case out == planpb.Input_LATE_ROWS:
+		return fmt.Sprintf("reads the late rows of %s, which is neither a window aggregation nor an interval join: only they have late rows", nodeLabel(up))
+	case out == planpb.Input_LATE_ROWS_RIGHT:
+		return fmt.Sprintf("reads the right input's late rows of %s, which is not an interval join: only an interval join has two", nodeLabel(up))
+	default:
+		return fmt.Sprintf("input from node %d reads its output %d, which is unknown (MAIN, LATE_ROWS or LATE_ROWS_RIGHT)", up.GetId(), int32(out))
+	}
+	if keep != planpb.WindowAggregate_KEEP {
+		return fmt.Sprintf("reads the late rows of %s, which drops them: give it late_rows=\"keep\"", nodeLabel(up))
+	}
+	return ""
 }
 
 // checkColumn reports an empty or reserved column name, "" when it is fine.
@@ -177,7 +207,7 @@ func validateKind(n *planpb.Node, kind Kind) []string {
 	switch kind {
 	case KindSource:
 		if n.GetSource().GetKind() == nil {
-			bad("the source has no kind (arrow, file, datagen or kafka)")
+			bad("the source has no kind (arrow, file, datagen, kafka or nexmark)")
 		}
 	case KindSink:
 		if n.GetSink().GetKind() == nil {

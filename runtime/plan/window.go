@@ -49,6 +49,10 @@ func explainWindow(w *planpb.WindowAggregate) string {
 	if len(w.GetKeys()) > 0 {
 		by = "per (" + strings.Join(w.GetKeys(), ", ") + ")"
 	}
-	return fmt.Sprintf("windows %s %s; fires at window_end - 1 ms, allowed lateness %dms, later rows dropped and counted",
-		what, by, w.GetAllowedLatenessMs())
+	later := "later rows dropped and counted"
+	if w.GetLateRows() == planpb.WindowAggregate_KEEP {
+		later = "later rows to its late-rows output"
+	}
+	return fmt.Sprintf("windows %s %s; fires at window_end - 1 ms, allowed lateness %dms, %s",
+		what, by, w.GetAllowedLatenessMs(), later)
 }

@@ -2,12 +2,14 @@ package rest
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flinkgo/flinkgo/runtime/job"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/server"
 )
 
@@ -24,7 +26,10 @@ const (
 var (
 	taskLabels     = []string{"job_id", "job_name", "task_id", "task_name", "subtask_index"}
 	operatorLabels = []string{"job_id", "job_name", "task_id", "task_name", "operator_id", "operator_name"}
-	jobLabels      = []string{"job_id", "job_name"}
+	// udfLabels: UDF metrics are per operator subtask, as Flink's
+	// operator scope.
+	udfLabels = append(slices.Clone(operatorLabels), "subtask_index")
+	jobLabels = []string{"job_id", "job_name"}
 )
 
 // collector reads the running jobs' metrics at each scrape.
@@ -35,7 +40,7 @@ type collector struct {
 
 func newCollector(srv *server.Server) *collector {
 	c := &collector{srv: srv, descs: map[string]*prometheus.Desc{}}
-	for _, n := range taskMetricNames {
+	for _, n := range metrics.TaskMetricNames {
 		c.descs[taskScope+n] = prometheus.NewDesc(taskScope+n, "Flink task metric "+n+" of one subtask.", taskLabels, nil)
 	}
 	for n, help := range map[string]string{
@@ -43,6 +48,9 @@ func newCollector(srv *server.Server) *collector {
 		"numLateRecordsDropped": "Rows a window aggregation dropped as too late.",
 	} {
 		c.descs[operatorScope+n] = prometheus.NewDesc(operatorScope+n, help, operatorLabels, nil)
+	}
+	for n, help := range udfHelp {
+		c.descs[operatorScope+n] = prometheus.NewDesc(operatorScope+n, help, udfLabels, nil)
 	}
 	for n, help := range map[string]string{
 		"uptime":                       "Milliseconds since the job started.",
@@ -95,7 +103,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			vid, vname := VertexID(v.Head.UID), vertexName(v)
 			for i := range v.Tasks {
 				m := taskMetrics(info, v, i)
-				for _, n := range taskMetricNames {
+				for _, n := range metrics.TaskMetricNames {
 					gauge(taskScope+n, m[n], info.ID, info.Name, vid, vname, strconv.Itoa(i))
 				}
 			}
@@ -106,8 +114,27 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 				gauge(operatorScope+"numRecordsOut", float64(om.RowsOut), labels...)
 				gauge(operatorScope+"numLateRecordsDropped", float64(om.LateRecordsDropped), labels...)
 			}
+			for _, u := range v.UDFs {
+				for i, sub := range u.Subtasks {
+					labels := []string{info.ID, info.Name, vid, vname, VertexID(u.Op.UID), u.Op.Name, strconv.Itoa(i)}
+					for n, x := range sub.Values() {
+						gauge(operatorScope+n, x, labels...)
+					}
+				}
+			}
 		}
 	}
+}
+
+// udfHelp describes the UDF metrics (metrics.UDFMetricNames).
+var udfHelp = map[string]string{
+	metrics.UDFNumBatches:            "Batches the UDF operator subtask sent to its Python workers.",
+	metrics.UDFNumRecords:            "Rows the UDF operator subtask sent to its Python workers.",
+	metrics.UDFAccumulatedWorkerTime: "Milliseconds the Python workers spent on the batches they answered.",
+	metrics.UDFWorkerTimeMsPerBatch:  "Mean milliseconds a Python worker spent on one batch.",
+	metrics.UDFBatchesInFlight:       "Batches sent to the Python workers and not answered yet.",
+	metrics.UDFWorkerRssBytes:        "Resident memory of the subtask's Python workers, in bytes (sampled from /proc at most once a second).",
+	metrics.UDFNumWorkerRestarts:     "Python workers a restart of the job replaced.",
 }
 
 // NewPrometheusHandler serves the running jobs' metrics in Prometheus's

@@ -2,9 +2,7 @@ package rest
 
 import (
 	"context"
-	"crypto/md5"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -79,6 +77,8 @@ func New(opts Options) *Handler {
 		"POST /jobs/{jid}/stop":                           h.stop,
 		"GET /jobs/{jid}/resource-requirements":           h.resourceRequirements,
 		"PUT /jobs/{jid}/resource-requirements":           h.setResourceRequirements,
+		"GET /jobs/{jid}/rescales/overview":               h.rescalesOverview,
+		"GET /jobs/{jid}/rescales/history":                h.rescalesHistory,
 		"GET /metrics":                                    NewPrometheusHandler(opts.Server).ServeHTTP,
 	}
 	for pattern, f := range routes {
@@ -156,11 +156,8 @@ func (h *Handler) running(w http.ResponseWriter, r *http.Request) (server.JobInf
 }
 
 // VertexID is the REST id of the vertex whose chain starts with the
-// operator of uid: 32 hex digits, stable across runs of the same plan.
-func VertexID(uid string) string {
-	sum := md5.Sum([]byte(uid))
-	return hex.EncodeToString(sum[:])
-}
+// operator of uid (job.VertexID).
+func VertexID(uid string) string { return job.VertexID(uid) }
 
 // vertex serves the path's vertex of a job.
 func (h *Handler) vertex(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,7 @@ import (
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/dashboard"
 	"github.com/flinkgo/flinkgo/runtime/job"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
@@ -298,7 +299,7 @@ func TestEndpointsOnARunningJob(t *testing.T) {
 
 	var names []object
 	f.get("/jobs/"+jid+"/vertices/"+srcID+"/metrics", &names)
-	if len(names) != len(taskMetricNames) {
+	if len(names) != len(metrics.TaskMetricNames) {
 		t.Errorf("vertex metric list %v", names)
 	}
 	var vals []object
@@ -590,6 +591,7 @@ func TestResourceRequirementsRescaleTheJob(t *testing.T) {
 	if n := len(subtasks["subtasks"].([]any)); n != 3 {
 		t.Errorf("the rescaled sink has %d subtasks, want 3", n)
 	}
+	checkRescaleHistory(t, f, jid, sink)
 	if code := f.call("PATCH", "/jobs/"+jid+"?mode=cancel", token, "", nil); code != http.StatusAccepted {
 		t.Fatalf("cancel: %d", code)
 	}
@@ -612,5 +614,65 @@ func TestServesTheDashboard(t *testing.T) {
 		if want == http.StatusOK && resp.Header.Get("Content-Security-Policy") != dashboard.ContentSecurityPolicy {
 			t.Errorf("GET %s: Content-Security-Policy %q", path, resp.Header.Get("Content-Security-Policy"))
 		}
+	}
+}
+
+// checkRescaleHistory checks Flink 2.3's rescale history of a job whose
+// sink was rescaled 2 -> 3 through the PUT: the overview counts one
+// completed rescale and shows it with Flink's fields, the history lists it.
+func checkRescaleHistory(t *testing.T, f *fixture, jid, sink string) {
+	t.Helper()
+	var ov object
+	await(t, "the completed rescale in the overview", func() bool {
+		f.get("/jobs/"+jid+"/rescales/overview", &ov)
+		return ov["rescalesCounts"].(object)["completed"].(float64) == 1
+	})
+	has(t, "rescales overview", ov, "rescalesCounts", "latest")
+	counts := ov["rescalesCounts"].(object)
+	has(t, "rescalesCounts", counts, "ignored", "inProgress", "completed", "failed")
+	if counts["inProgress"].(float64) != 0 || counts["failed"].(float64) != 0 {
+		t.Errorf("rescalesCounts %v, want one completed only", counts)
+	}
+	latest := ov["latest"].(object)
+	has(t, "latest rescales", latest, "completed", "failed", "ignored")
+	if latest["failed"] != nil || latest["ignored"] != nil {
+		t.Errorf("latest %v: want no failed or ignored rescale", latest)
+	}
+	done := latest["completed"].(object)
+	has(t, "latest completed rescale", done, "rescaleUuid", "resourceRequirementsUuid", "rescaleAttemptId", "vertices", "slots",
+		"startTimestampInMillis", "endTimestampInMillis", "terminalState", "triggerCause", "terminatedReason",
+		"durationInMillis", "restartDurationInMillis", "checkpointId")
+	if done["terminalState"] != "COMPLETED" || done["triggerCause"] != "UPDATE_REQUIREMENT" || done["terminatedReason"] != "SUCCEEDED" ||
+		done["trigger"] != "COMPLETED_CHECKPOINT" {
+		t.Errorf("completed rescale %v", done)
+	}
+	start, end := done["startTimestampInMillis"].(float64), done["endTimestampInMillis"].(float64)
+	if end < start || done["durationInMillis"].(float64) != end-start || done["checkpointId"].(float64) <= 0 {
+		t.Errorf("rescale times: start %v end %v duration %v checkpoint %v", start, end, done["durationInMillis"], done["checkpointId"])
+	}
+	vertices := done["vertices"].(object)
+	if len(vertices) != 2 {
+		t.Fatalf("rescale vertices %v, want the source and the sink", vertices)
+	}
+	sv := vertices[sink].(object)
+	has(t, "rescale vertex", sv, "jobVertexId", "jobVertexName", "slotSharingGroupId", "slotSharingGroupName",
+		"desiredParallelism", "sufficientParallelism", "preRescaleParallelism", "postRescaleParallelism")
+	if sv["jobVertexId"] != sink || sv["preRescaleParallelism"].(float64) != 2 || sv["postRescaleParallelism"].(float64) != 3 ||
+		sv["desiredParallelism"].(float64) != 3 {
+		t.Errorf("the sink's rescale %v, want 2 -> 3", sv)
+	}
+	for vid, v := range vertices {
+		if o := v.(object); vid != sink && (o["preRescaleParallelism"].(float64) != 1 || o["postRescaleParallelism"].(float64) != 1) {
+			t.Errorf("the source's rescale %v, want 1 -> 1", o)
+		}
+	}
+	var history []object
+	f.get("/jobs/"+jid+"/rescales/history", &history)
+	if len(history) != 1 || history[0]["rescaleUuid"] != done["rescaleUuid"] {
+		t.Errorf("rescale history %v, want the one completed rescale", history)
+	}
+	var e object
+	if code := f.call("GET", "/jobs/nope/rescales/overview", "", "", &e); code != http.StatusNotFound || e["errors"] == nil {
+		t.Errorf("the rescales of an unknown job: %d %v", code, e)
 	}
 }

@@ -4,42 +4,54 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/metrics"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/server"
 )
 
-// Task metric names, Flink's.
-var taskMetricNames = []string{
-	"numRecordsIn", "numRecordsOut", "numBytesIn", "numBytesOut",
-	"numRecordsInPerSecond", "numRecordsOutPerSecond", "numBytesInPerSecond", "numBytesOutPerSecond",
-	"busyTimeMsPerSecond", "idleTimeMsPerSecond", "backPressuredTimeMsPerSecond",
-	"accumulatedBusyTime", "accumulatedIdleTime", "accumulatedBackpressuredTime",
-	"currentInputWatermark",
-}
-
-// taskMetrics are subtask i's metrics, by Flink's names.
+// taskMetrics are subtask i's task metrics, by Flink's names.
 func taskMetrics(info server.JobInfo, v job.Vertex, i int) map[string]float64 {
-	t := v.Tasks[i].Read()
 	var rates metrics.Rates
 	if info.Rates != nil && !info.State.Terminal() {
 		rates = info.Rates.Rates(v.Tasks[i])
 	}
-	return map[string]float64{
-		"numRecordsIn": float64(t.RecordsIn), "numRecordsOut": float64(t.RecordsOut),
-		"numBytesIn": float64(t.BytesIn), "numBytesOut": float64(t.BytesOut),
-		"numRecordsInPerSecond": rates.RecordsInPerSecond, "numRecordsOutPerSecond": rates.RecordsOutPerSecond,
-		"numBytesInPerSecond": rates.BytesInPerSecond, "numBytesOutPerSecond": rates.BytesOutPerSecond,
-		"busyTimeMsPerSecond": rates.BusyTimeMsPerSecond, "idleTimeMsPerSecond": rates.IdleTimeMsPerSecond,
-		"backPressuredTimeMsPerSecond": rates.BackPressuredTimeMsPerSecond,
-		"accumulatedBusyTime":          float64(t.Busy.Milliseconds()), "accumulatedIdleTime": float64(t.Idle.Milliseconds()),
-		"accumulatedBackpressuredTime": float64(t.BackPressured.Milliseconds()),
-		"currentInputWatermark":        float64(t.InputWatermark),
+	return v.Tasks[i].Read().Values(rates)
+}
+
+// udfMetricID is the id of a UDF operator's metric within its vertex,
+// as Flink names operator metrics: "<operator name>.<metric>".
+func udfMetricID(op *plan.Operator, name string) string { return op.Name + "." + name }
+
+// metricIDs lists a vertex's metrics of one subtask: the task's, then
+// each UDF operator's.
+func metricIDs(v job.Vertex) []string {
+	ids := slices.Clone(metrics.TaskMetricNames)
+	for _, u := range v.UDFs {
+		for _, n := range metrics.UDFMetricNames {
+			ids = append(ids, udfMetricID(u.Op, n))
+		}
 	}
+	return ids
+}
+
+// subtaskMetrics are subtask i's metrics by metricIDs.
+func subtaskValues(info server.JobInfo, v job.Vertex, i int) map[string]float64 {
+	m := taskMetrics(info, v, i)
+	for _, u := range v.UDFs {
+		if i >= len(u.Subtasks) {
+			continue
+		}
+		for n, x := range u.Subtasks[i].Values() {
+			m[udfMetricID(u.Op, n)] = x
+		}
+	}
+	return m
 }
 
 // formatValue is how Flink's metric values read: integers without a point.
@@ -122,8 +134,9 @@ func (h *Handler) watermarks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// requested splits a ?get= list; it answers 400 for an unknown metric.
-func requested(w http.ResponseWriter, r *http.Request, known func(string) bool) ([]string, bool) {
+// requested splits a ?get= list; it answers 400 for an unknown metric,
+// naming the known ones.
+func requested(w http.ResponseWriter, r *http.Request, ids []string, known func(string) bool) ([]string, bool) {
 	get := r.URL.Query().Get("get")
 	if get == "" {
 		return nil, true
@@ -131,20 +144,11 @@ func requested(w http.ResponseWriter, r *http.Request, known func(string) bool) 
 	names := strings.Split(get, ",")
 	for _, n := range names {
 		if !known(n) {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown metric %q; known: %s", n, strings.Join(taskMetricNames, ", ")))
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown metric %q; known: %s", n, strings.Join(ids, ", ")))
 			return nil, false
 		}
 	}
 	return names, true
-}
-
-func isTaskMetric(n string) bool {
-	for _, k := range taskMetricNames {
-		if k == n {
-			return true
-		}
-	}
-	return false
 }
 
 // vertexMetrics is Flink's vertex metrics: "<subtask>.<metric>" ids, with
@@ -154,10 +158,11 @@ func (h *Handler) vertexMetrics(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	names, ok := requested(w, r, func(n string) bool {
+	ids := metricIDs(v)
+	names, ok := requested(w, r, ids, func(n string) bool {
 		sub, name, found := strings.Cut(n, ".")
 		i, err := strconv.Atoi(sub)
-		return found && err == nil && i >= 0 && i < len(v.Tasks) && isTaskMetric(name)
+		return found && err == nil && i >= 0 && i < len(v.Tasks) && slices.Contains(ids, name)
 	})
 	if !ok {
 		return
@@ -165,17 +170,21 @@ func (h *Handler) vertexMetrics(w http.ResponseWriter, r *http.Request) {
 	out := []map[string]string{}
 	if names == nil {
 		for i := range v.Tasks {
-			for _, n := range taskMetricNames {
+			for _, n := range ids {
 				out = append(out, map[string]string{"id": fmt.Sprintf("%d.%s", i, n)})
 			}
 		}
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
+	values := map[int]map[string]float64{}
 	for _, n := range names {
 		sub, name, _ := strings.Cut(n, ".")
 		i, _ := strconv.Atoi(sub)
-		out = append(out, map[string]string{"id": n, "value": formatValue(taskMetrics(info, v, i)[name])})
+		if values[i] == nil {
+			values[i] = subtaskValues(info, v, i)
+		}
+		out = append(out, map[string]string{"id": n, "value": formatValue(values[i][name])})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -187,13 +196,14 @@ func (h *Handler) subtaskMetrics(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	names, ok := requested(w, r, isTaskMetric)
+	ids := metricIDs(v)
+	names, ok := requested(w, r, ids, func(n string) bool { return slices.Contains(ids, n) })
 	if !ok {
 		return
 	}
 	if names == nil {
 		out := []map[string]string{}
-		for _, n := range taskMetricNames {
+		for _, n := range ids {
 			out = append(out, map[string]string{"id": n})
 		}
 		writeJSON(w, http.StatusOK, out)
@@ -213,7 +223,7 @@ func (h *Handler) subtaskMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	values := make([]map[string]float64, len(v.Tasks))
 	for i := range v.Tasks {
-		values[i] = taskMetrics(info, v, i)
+		values[i] = subtaskValues(info, v, i)
 	}
 	out := []map[string]any{}
 	for _, n := range names {

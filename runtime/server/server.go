@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -352,6 +353,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	close(states)   // every change happens before Wait returns
 	reporter.Wait() // no send may follow Execute's return
 	metrics := progress(m, start)
+	addFinalMetrics(metrics, j)
 	log = log.With("duration", time.Since(start).Round(time.Millisecond))
 	switch {
 	case err == nil:
@@ -425,6 +427,36 @@ func stateChanged(s job.JobState, elapsed time.Duration) *jobpb.JobEvent {
 	return &jobpb.JobEvent{Kind: &jobpb.JobEvent_StateChanged{StateChanged: &jobpb.StateChanged{
 		State: jobStates[s], ElapsedSeconds: elapsed.Seconds(),
 	}}}
+}
+
+// addFinalMetrics adds to p's operators what the REST API shows of them
+// at the end of the job: their vertex and, per subtask, the chain's task
+// metrics (rates zero, as for an ended job) and their UDF metrics.
+func addFinalMetrics(p *jobpb.Progress, j *job.Job) {
+	byUID := map[string]*jobpb.OperatorProgress{}
+	for _, op := range p.GetOperators() {
+		byUID[op.GetUid()] = op
+	}
+	for _, v := range j.Vertices() {
+		udfs := map[string][]*metrics.UDF{}
+		for _, u := range v.UDFs {
+			udfs[u.Op.UID] = u.Subtasks
+		}
+		for _, op := range v.Operators {
+			out := byUID[op.UID]
+			if out == nil {
+				continue
+			}
+			out.VertexId = job.VertexID(v.Head.UID)
+			for i, t := range v.Tasks {
+				values := t.Read().Values(metrics.Rates{})
+				if subs := udfs[op.UID]; i < len(subs) {
+					maps.Copy(values, subs[i].Values())
+				}
+				out.Subtasks = append(out.Subtasks, &jobpb.SubtaskMetrics{Metrics: values})
+			}
+		}
+	}
 }
 
 func finished(state jobpb.JobFinished_State, e *jobpb.JobError, m *jobpb.Progress) *jobpb.JobEvent {

@@ -156,6 +156,8 @@ func restoreFixtures(t *testing.T, dir string) []restoreFixture {
 		{name: "parquet", src: fileSource(planpb.FileSource_PARQUET, pqPaths...), schema: readings, batchRows: 7},
 		{name: "memory", src: arrowSource(t, 61, 0, 40, 3), schema: readings, batchRows: 6},
 		{name: "datagen", src: &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 1000, Seed: 3}}}, schema: gen, batchRows: 37},
+		{name: "nexmark-bids", src: nexmarkSource(planpb.NexmarkSource_BID, 2000, 5), schema: NexmarkSchema(planpb.NexmarkSource_BID), batchRows: 41},
+		{name: "nexmark-persons", src: nexmarkSource(planpb.NexmarkSource_PERSON, 2000, 5), schema: NexmarkSchema(planpb.NexmarkSource_PERSON), batchRows: 3},
 		{name: "datagen-unbounded", src: &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Seed: 3}}}, schema: gen, batchRows: 50, unbounded: true},
 	}
 }

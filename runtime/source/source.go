@@ -1,6 +1,7 @@
 // Package source reads a plan's sources as Arrow record batches, one reader
 // per source subtask: in-memory tables shipped in the plan, CSV, JSON lines
-// and Parquet files, the data generator, and Kafka topics. Errors name the
+// and Parquet files, the data generator, Nexmark-shaped auction events
+// (nexmark.go), and Kafka topics. Errors name the
 // file and, for a CSV value or JSON record that does not parse, its line.
 //
 // # Splits
@@ -12,8 +13,9 @@
 //   - files: one split per path, id the path (the k-th repeat of a path,
 //     k ≥ 2, is "<path>#<k>"); the file at index i of the plan's paths goes to
 //     subtask i mod p. A subtask reads its files one after another, in order.
-//   - in-memory tables and bounded generated rows: the n rows are cut into
-//     128 ranges, range k = [k*n/128, (k+1)*n/128) with id
+//   - in-memory tables, bounded generated rows and Nexmark events: the n
+//     rows (events) are cut into 128 ranges, range k = [k*n/128,
+//     (k+1)*n/128) with id
 //     "range-<start>-<end>" (empty ranges are dropped); range k goes to
 //     subtask k*p/128, as key groups do (so each subtask reads one contiguous
 //     run of rows, in order, and parallelism 1 reads the rows in order).
@@ -53,7 +55,8 @@
 //   - Parquet: {"row_group": g, "row": r}, the next row to read. Resuming
 //     skips to row group g and seeks to row r within it.
 //   - ranges and lanes: {"next": j}, the rows of the range (or lane) already
-//     returned.
+//     returned (for Nexmark, the events of the range already generated, of
+//     every kind).
 //   - Kafka partitions: {"next": n, "stop": s}, the offset of the next record
 //     and, bounded, the offset to stop at.
 //
@@ -225,13 +228,16 @@ func Open(src *planpb.Source, cfg Config) (Reader, error) {
 		return newDatagen(k.Datagen, cfg, restore)
 	case *planpb.Source_Kafka:
 		return openKafka(k.Kafka, cfg, restore)
+	case *planpb.Source_Nexmark:
+		return newNexmark(k.Nexmark, cfg, restore)
 	}
 	return nil, errors.New("source: the source node has no kind")
 }
 
-// Bounded reports whether a source ends: in-memory tables and files do, a
-// generator does when it has a row count (rows = 0 generates forever), a
-// Kafka source when it stops at the latest offsets of its start.
+// Bounded reports whether a source ends: in-memory tables, files and
+// Nexmark events do, a generator does when it has a row count (rows = 0
+// generates forever), a Kafka source when it stops at the latest offsets
+// of its start.
 // The planner reads it (a keyed aggregation over an unbounded input emits
 // updates); each kind of source declares it here, beside Open.
 func Bounded(src *planpb.Source) bool {

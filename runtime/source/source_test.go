@@ -37,16 +37,7 @@ func readAll(t *testing.T, mem memory.Allocator, src *planpb.Source, schema *arr
 	t.Helper()
 	out := make([][]string, p)
 	for i := range p {
-		r, err := Open(src, Config{Schema: schema, Subtask: i, Parallelism: p, BatchRows: batchRows, Allocator: mem})
-		if err != nil {
-			t.Fatal(err)
-		}
-		batches, err := ReadAll(context.Background(), r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = r.Close()
-		for _, b := range batches {
+		for _, b := range readSubtask(t, src, Config{Schema: schema, Subtask: i, Parallelism: p, BatchRows: batchRows, Allocator: mem}) {
 			if b.NumRows() > int64(batchRows) {
 				t.Errorf("batch of %d rows, limit %d", b.NumRows(), batchRows)
 			}
@@ -61,6 +52,22 @@ func readAll(t *testing.T, mem memory.Allocator, src *planpb.Source, schema *arr
 		}
 	}
 	return out
+}
+
+// readSubtask reads the share of src cfg says; the caller releases the
+// batches.
+func readSubtask(t testing.TB, src *planpb.Source, cfg Config) []arrow.RecordBatch {
+	t.Helper()
+	r, err := Open(src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	batches, err := ReadAll(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batches
 }
 
 func checked(t *testing.T) *memory.CheckedAllocator {

@@ -29,7 +29,10 @@ func (failingOperator) Process(context.Context, int, arrow.RecordBatch, operator
 func twoProducerTask(op operator.Operator) *Task {
 	head := &link{op: &plan.Operator{Name: "agg", UID: "agg"}, proc: op, count: &operator.Counters{},
 		wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
-	return &Task{in: &inbox{ch: make(chan message, 16), producers: 2}, head: head, links: []*link{head},
+	in := newInbox(16)
+	in.connect()
+	in.connect()
+	return &Task{in: in, head: head, links: []*link{head},
 		valve: watermark.NewValve(2), signal: make(chan struct{}, 1), ended: make([]bool, 2)}
 }
 
@@ -118,13 +121,15 @@ func TestFailedTaskFreesTheBatchesItHoldsBack(t *testing.T) {
 			small[1].Release()
 			parts := append(keyedParts(t, mem, 400), small[0])
 			for _, m := range tc.msgs(parts) {
-				tk.in.ch <- m
+				if err := tk.in.put(context.Background(), m); err != nil {
+					t.Fatal(err)
+				}
 			}
 			err := tk.Run(context.Background())
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("Run = %v, want the injected failure", err)
 			}
-			drain(tk.in) // as the attempt does once no task runs
+			tk.in.drain() // as the attempt does once no task runs
 		})
 	}
 }

@@ -11,17 +11,22 @@ import (
 // Flink's aligned checkpoints: a source task sends the barrier of
 // checkpoint n when the coordinator asks (between two batches, after
 // recording its position); a task with several producers waits for the
-// barrier of n from every producer still running, holding back what a
-// producer sends after its barrier (alignment), then snapshots its
+// barrier of n from every producer still running, reading nothing more
+// from a producer that delivered it (alignment: that producer's queue in
+// the inbox fills and the producer blocks, so what the task holds is
+// bounded by the inbox's capacity, as Flink's blocked input channels),
+// then snapshots its
 // operators in chain order (a UDF finishes its bundle first, emitting its
 // results before the barrier, as docs/semantics.md#bundles says), forwards the barrier on
 // every edge leaving its chain, and acknowledges to the coordinator.
 
 // alignment is a task's progress towards a barrier from every producer.
 type alignment struct {
-	id      int64 // 0: not aligning
+	id int64 // 0: not aligning
+	// arrived marks the producers whose barrier came: the task reads
+	// nothing more from them until the alignment ends. Nil when not
+	// aligning.
 	arrived []bool
-	blocked []message // sent after their producer's barrier, held back
 }
 
 // RequestBarrier asks a source task to send checkpoint id's barrier.
@@ -104,13 +109,8 @@ func (t *Task) onSignal(ctx context.Context) error {
 	return nil
 }
 
-// handle takes one message from the inbox (or the replay of held-back
-// ones).
+// handle takes one message from the inbox.
 func (t *Task) handle(ctx context.Context, m message) error {
-	if t.align.id > 0 && t.align.arrived[m.producer] {
-		t.align.blocked = append(t.align.blocked, m)
-		return nil
-	}
 	switch {
 	case m.isEnd():
 		t.ended[m.producer] = true
@@ -134,7 +134,6 @@ func (t *Task) onBarrier(ctx context.Context, m message) error {
 	if t.align.id > 0 && m.barrier > t.align.id {
 		// A newer checkpoint started: the older one cannot complete
 		// any more (the coordinator aborted it); stop aligning for it.
-		t.replay = append(t.align.blocked, t.replay...)
 		t.align = alignment{}
 	}
 	if t.align.id == 0 {
@@ -156,8 +155,6 @@ func (t *Task) checkAligned(ctx context.Context) error {
 		}
 	}
 	id := t.align.id
-	// Held-back messages come before anything still in the inbox.
-	t.replay = append(t.align.blocked, t.replay...)
 	t.align = alignment{}
 	t.lastBarrier = id
 	return t.checkpoint(ctx, id)

@@ -24,13 +24,17 @@ type Config struct {
 	// subtasks, indexed by operator ID then subtask (see ChainHeads); they
 	// outlive attempts. Nil: each task counts for itself only.
 	TaskMetrics [][]*metrics.Task
-	// ChannelCapacity is how many batches an inbox holds before its
-	// producers block.
+	// ChannelCapacity is how many batches an inbox holds, shared out
+	// among its producers (at least two each): a producer whose share is
+	// queued blocks.
 	ChannelCapacity int
 	Allocator       memory.Allocator
 	// StateDir is where keyed operators make their scratch directories.
 	StateDir string
-	Logger   *slog.Logger
+	// UDFMetrics, when set, holds the UDF metrics of the operators with
+	// a Python worker; they outlive attempts. Nil: each counts for itself.
+	UDFMetrics *metrics.UDFs
+	Logger     *slog.Logger
 	// From is the snapshot to restore, nil for a fresh start.
 	From *checkpoint.RestorePoint
 	// AttemptID names the attempt for sinks' part files; "" when no
@@ -121,7 +125,7 @@ func (s *Set) Release() {
 func (s *Set) Drain() {
 	for _, subtasks := range s.inboxes {
 		for _, in := range subtasks {
-			drain(in)
+			in.drain()
 		}
 	}
 }

@@ -8,7 +8,11 @@
 // order, the asynchronous part of keyed snapshots on a goroutine of the
 // task's own, and the acknowledgement to the coordinator. Watermarks and
 // idle statuses travel in-band too, through a watermark.Valve per task
-// (watermark.go).
+// (watermark.go). An operator may have more than its main output (a
+// window's late rows, operator.Context.LateRows): each chained operator and
+// out edge reads one output of its upstream (plan.Edge.FromOutput) and gets
+// only that output's batches, while watermarks, barriers and the end of
+// stream go to all of them.
 //
 // A task builds its operators from an operator.Registry and drives them
 // through the operator.Operator contract only; it knows no operator kind.

@@ -40,13 +40,6 @@ const (
 
 func (m message) isEnd() bool { return m.batch == nil && m.barrier == 0 && m.event == noEvent }
 
-// inbox is one subtask's input channel, shared by all its producers.
-type inbox struct {
-	ch chan message
-	// producers counts the producers, each of which ends its stream once.
-	producers int
-}
-
 // output sends one subtask's batches along one edge: its partitioner picks
 // channels among the consumer subtasks this producer is connected to.
 type output struct {
@@ -55,17 +48,22 @@ type output struct {
 	// producer is this subtask's index among each target's producers.
 	producer []int
 	input    int // the edge's index among the consumer's inputs
+	// from is the producer's output the edge carries (plan.Edge.FromOutput).
+	from int
 }
 
 // outputs is a subtask's fan-out over all its out edges.
 type outputs []*output
 
-// emit sends b along every out edge; it takes ownership of b. tm counts
-// what leaves, and the time a full inbox blocks the send as
-// back-pressured.
-func (outs outputs) emit(ctx context.Context, b arrow.RecordBatch, tm *metrics.Task) error {
+// emit sends b along every out edge of the producer's output `from`; it
+// takes ownership of b. tm counts what leaves, and the time a full inbox
+// blocks the send as back-pressured. Control messages go along every edge.
+func (outs outputs) emit(ctx context.Context, from int, b arrow.RecordBatch, tm *metrics.Task) error {
 	defer b.Release()
 	for _, o := range outs {
+		if o.from != from {
+			continue
+		}
 		parts, err := o.part.Split(b)
 		if err != nil {
 			return err
@@ -73,19 +71,16 @@ func (outs outputs) emit(ctx context.Context, b arrow.RecordBatch, tm *metrics.T
 		for i, p := range parts {
 			tm.AddOut(p.Batch)
 			m := message{input: o.input, producer: o.producer[p.Channel], batch: p.Batch}
-			select {
-			case o.targets[p.Channel].ch <- m:
+			target := o.targets[p.Channel]
+			if target.tryPut(m) {
 				continue
-			default:
 			}
 			blocked := time.Now()
-			select {
-			case o.targets[p.Channel].ch <- m:
-				metrics.Since(&tm.BackPressured, blocked)
-			case <-ctx.Done():
-				partition.ReleaseParts(parts[i:])
-				return context.Cause(ctx)
+			if err := target.put(ctx, m); err != nil {
+				partition.ReleaseParts(parts[i+1:])
+				return err
 			}
+			metrics.Since(&tm.BackPressured, blocked)
 		}
 	}
 	return nil
@@ -118,10 +113,8 @@ func (outs outputs) send(ctx context.Context, m message) error {
 	for _, o := range outs {
 		for i, t := range o.targets {
 			m.input, m.producer = o.input, o.producer[i]
-			select {
-			case t.ch <- m:
-			case <-ctx.Done():
-				return context.Cause(ctx)
+			if err := t.put(ctx, m); err != nil {
+				return err
 			}
 		}
 	}
@@ -157,7 +150,7 @@ func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Alloc
 	for _, op := range g.Operators {
 		inboxes[op.ID] = make([]*inbox, op.Parallelism)
 		for i := range inboxes[op.ID] {
-			inboxes[op.ID][i] = &inbox{ch: make(chan message, capacity)}
+			inboxes[op.ID][i] = newInbox(capacity)
 		}
 		outs[op.ID] = make([]outputs, op.Parallelism)
 	}
@@ -174,9 +167,10 @@ func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Alloc
 			p, q := from.Parallelism, to.Parallelism
 			var keys []int
 			for _, k := range e.Keys {
-				idx := schemas[from.ID].FieldIndices(k)
+				schema := g.EdgeSchema(e, schemas)
+				idx := schema.FieldIndices(k)
 				if len(idx) == 0 {
-					return nil, nil, fmt.Errorf("key %q of the edge into %q is not a column of %q (%s)", k, to.Name, from.Name, schemas[from.ID])
+					return nil, nil, fmt.Errorf("key %q of the edge into %q is not a column of %q (%s)", k, to.Name, from.Name, schema)
 				}
 				keys = append(keys, idx[0])
 			}
@@ -192,12 +186,11 @@ func wire(g *plan.Graph, schemas []*arrow.Schema, capacity int, mem memory.Alloc
 				if err != nil {
 					return nil, nil, fmt.Errorf("edge %q → %q: %w", from.Name, to.Name, err)
 				}
-				o := &output{part: part, input: input}
+				o := &output{part: part, input: input, from: e.FromOutput}
 				for _, c := range channels {
 					target := inboxes[to.ID][c]
 					o.targets = append(o.targets, target)
-					o.producer = append(o.producer, target.producers)
-					target.producers++
+					o.producer = append(o.producer, target.connect())
 				}
 				outs[from.ID][j] = append(outs[from.ID][j], o)
 			}

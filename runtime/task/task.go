@@ -72,7 +72,6 @@ type Task struct {
 	align       alignment
 	ended       []bool // producers whose stream ended
 	endedCount  int
-	replay      []message // held back during an alignment, to handle next
 }
 
 // link is one operator of a task's chain.
@@ -84,6 +83,9 @@ type link struct {
 	task     *metrics.Task // the task's metrics, shared by its chain
 	children []*link       // operators chained to this one
 	outs     outputs       // edges leaving the chain
+	// fromOutput is the output of its parent in the chain that l reads
+	// (plan.Edge.FromOutput).
+	fromOutput int
 	// wmIn is the last watermark given to the operator, wmOut the last it
 	// forwarded, status the last status forwarded (watermark.go).
 	wmIn, wmOut watermark.Watermark
@@ -104,20 +106,21 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	if bc.TaskMetrics != nil {
 		t.metrics = bc.TaskMetrics[head.ID][i]
 	}
+	in.bytes, in.peak = &t.metrics.InputQueueBytes, &t.metrics.InputQueuePeakBytes
 	if in.producers > 0 {
 		t.valve = watermark.NewValve(in.producers)
 	}
-	var add func(op *plan.Operator) (*link, error)
-	add = func(op *plan.Operator) (*link, error) {
+	var add func(op *plan.Operator, fromOutput int) (*link, error)
+	add = func(op *plan.Operator, fromOutput int) (*link, error) {
 		l := &link{op: op, subtask: i, count: &bc.Counters[op.ID], task: t.metrics, outs: bc.outs[op.ID][i],
-			wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
+			fromOutput: fromOutput, wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
 		t.links = append(t.links, l)
 		if err := t.build(bc, l); err != nil {
 			return nil, fmt.Errorf("operator %q (uid %s, subtask %d): %w", op.Name, op.UID, i, err)
 		}
 		for _, e := range g.Outputs(op.ID) {
 			if isChained(g, e.To) {
-				child, err := add(g.Operators[e.To])
+				child, err := add(g.Operators[e.To], e.FromOutput)
 				if err != nil {
 					return nil, err
 				}
@@ -127,7 +130,7 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 		return l, nil
 	}
 	var err error
-	t.head, err = add(head)
+	t.head, err = add(head, plan.MainOutput)
 	if err != nil {
 		t.Release()
 		return nil, err
@@ -170,13 +173,13 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 	}
 	var in []*arrow.Schema
 	for _, e := range bc.Graph.Inputs(op.ID) {
-		in = append(in, bc.schemas[e.From])
+		in = append(in, bc.Graph.EdgeSchema(e, bc.schemas))
 	}
 	c := &operator.Context{
 		Op: op, Subtask: t.subtask, Parallelism: op.Parallelism, MaxParallelism: bc.Graph.MaxParallelism,
 		In: in, Out: bc.schemas[op.ID], Allocator: bc.Allocator, Counters: l.count,
 		Logger:    bc.Logger.With("operator", op.Name, "uid", op.UID, "subtask", t.subtask),
-		AttemptID: bc.AttemptID, Watermarks: linkOutput{l},
+		AttemptID: bc.AttemptID, Watermarks: linkOutput{l}, UDFs: bc.UDFMetrics,
 	}
 	if st := bc.From.Operator(op.UID); st != nil {
 		c.Restored, c.RestoreBase = st, bc.From.Base
@@ -189,6 +192,15 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 	}
 	if r, ok := t.reader.(source.SplitReporter); ok && readsSourceBatches(bc.Graph, op.ID) {
 		c.SourceSplits = r
+	}
+	for _, e := range bc.Graph.Outputs(op.ID) {
+		if i := plan.LateRowsInput(e.FromOutput); i >= 0 {
+			for len(c.LateRows) <= i {
+				c.LateRows = append(c.LateRows, nil)
+			}
+			from := e.FromOutput
+			c.LateRows[i] = func(ctx context.Context, b arrow.RecordBatch) error { return l.emitOn(ctx, from, b) }
+		}
 	}
 	if len(op.Ends) > 0 {
 		c.EndInput = sync.OnceFunc(func() { bc.endInput(op) })
@@ -221,10 +233,6 @@ func (t *Task) release() (err error) {
 		}()
 		free()
 	}
-	// Batches held back during an alignment, or not yet replayed after
-	// one, are in no inbox that the attempt drains: a task that fails or is
-	// canceled meanwhile frees them here.
-	t.releaseHeldBack()
 	if t.reader != nil {
 		guard(t.links[0], func() { _ = t.reader.Close() })
 	}
@@ -236,19 +244,6 @@ func (t *Task) release() (err error) {
 	return err
 }
 
-// releaseHeldBack frees the batches of the messages the task holds back
-// (alignment) or has yet to replay.
-func (t *Task) releaseHeldBack() {
-	for _, held := range [][]message{t.align.blocked, t.replay} {
-		for _, m := range held {
-			if m.batch != nil {
-				m.batch.Release()
-			}
-		}
-	}
-	t.align.blocked, t.replay = nil, nil
-}
-
 // cancel takes every chained processor's cancel path.
 func (t *Task) cancel(cause error) {
 	for _, l := range t.links {
@@ -258,12 +253,21 @@ func (t *Task) cancel(cause error) {
 	}
 }
 
-// emit hands b, which l produced, to the operators chained to l (by
-// function call; they do not take b) and to the edges leaving the chain
-// (which do). It takes ownership of b.
+// emit hands b, which l produced on its main output, to the operators
+// chained to l (by function call; they do not take b) and to the edges
+// leaving the chain (which do). It takes ownership of b.
 func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
 	l.count.Out.Add(b.NumRows())
+	return l.emitOn(ctx, plan.MainOutput, b)
+}
+
+// emitOn is emit on l's output `from` (a window's late rows are another
+// one), without counting the rows out.
+func (l *link) emitOn(ctx context.Context, from int, b arrow.RecordBatch) error {
 	for _, c := range l.children {
+		if c.fromOutput != from {
+			continue
+		}
 		if err := c.process(ctx, 0, b); err != nil {
 			b.Release()
 			return err
@@ -273,7 +277,7 @@ func (l *link) emit(ctx context.Context, b arrow.RecordBatch) error {
 		b.Release()
 		return nil
 	}
-	return l.outs.emit(ctx, b, l.task)
+	return l.outs.emit(ctx, from, b, l.task)
 }
 
 // process runs l's processor on b, of its input `input`; the caller keeps b.
@@ -348,10 +352,10 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for t.endedCount < t.in.producers || len(t.replay) > 0 {
-		if len(t.replay) > 0 {
-			m := t.replay[0]
-			t.replay = t.replay[1:]
+	for t.endedCount < t.in.producers {
+		// During an alignment the producers that delivered the barrier
+		// are not read: their queues fill and they wait (barrier.go).
+		if m, ok := t.in.take(t.align.arrived); ok {
 			if err := t.busy(func() error { return t.handle(ctx, m) }); err != nil {
 				return err
 			}
@@ -364,11 +368,8 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		}
 		waiting := time.Now()
 		select {
-		case m := <-t.in.ch:
+		case <-t.in.ready:
 			metrics.Since(&t.metrics.Idle, waiting)
-			if err := t.busy(func() error { return t.handle(ctx, m) }); err != nil {
-				return err
-			}
 		case <-deadline:
 			metrics.Since(&t.metrics.Idle, waiting)
 			if err := t.busy(func() error { return t.onTimer(ctx) }); err != nil {
@@ -495,20 +496,6 @@ func (t *Task) runSource(ctx context.Context) error {
 			if err := t.busy(func() error { return t.onTimer(ctx) }); err != nil {
 				return err
 			}
-		}
-	}
-}
-
-// drain frees the batches left in an inbox once no task runs.
-func drain(in *inbox) {
-	for {
-		select {
-		case m := <-in.ch:
-			if m.batch != nil {
-				m.batch.Release()
-			}
-		default:
-			return
 		}
 	}
 }

@@ -182,20 +182,37 @@ class JobStarted(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., explain: _Optional[str] = ...) -> None: ...
 
 class OperatorProgress(_message.Message):
-    __slots__ = ("name", "uid", "parallelism", "rows_in", "rows_out", "late_records_dropped")
+    __slots__ = ("name", "uid", "parallelism", "rows_in", "rows_out", "late_records_dropped", "vertex_id", "subtasks")
     NAME_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
     ROWS_IN_FIELD_NUMBER: _ClassVar[int]
     ROWS_OUT_FIELD_NUMBER: _ClassVar[int]
     LATE_RECORDS_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    VERTEX_ID_FIELD_NUMBER: _ClassVar[int]
+    SUBTASKS_FIELD_NUMBER: _ClassVar[int]
     name: str
     uid: str
     parallelism: int
     rows_in: int
     rows_out: int
     late_records_dropped: int
-    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., parallelism: _Optional[int] = ..., rows_in: _Optional[int] = ..., rows_out: _Optional[int] = ..., late_records_dropped: _Optional[int] = ...) -> None: ...
+    vertex_id: str
+    subtasks: _containers.RepeatedCompositeFieldContainer[SubtaskMetrics]
+    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., parallelism: _Optional[int] = ..., rows_in: _Optional[int] = ..., rows_out: _Optional[int] = ..., late_records_dropped: _Optional[int] = ..., vertex_id: _Optional[str] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskMetrics, _Mapping]]] = ...) -> None: ...
+
+class SubtaskMetrics(_message.Message):
+    __slots__ = ("metrics",)
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    metrics: _containers.ScalarMap[str, float]
+    def __init__(self, metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("operators", "elapsed_seconds")

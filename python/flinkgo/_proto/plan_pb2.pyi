@@ -70,12 +70,22 @@ class Node(_message.Message):
     def __init__(self, id: _Optional[int] = ..., uid: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., inputs: _Optional[_Iterable[_Union[Input, _Mapping]]] = ..., output_schema: _Optional[bytes] = ..., source: _Optional[_Union[Source, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., filter: _Optional[_Union[Filter, _Mapping]] = ..., map_batches: _Optional[_Union[MapBatches, _Mapping]] = ..., keyed_aggregate: _Optional[_Union[KeyedAggregate, _Mapping]] = ..., union: _Optional[_Union[Union, _Mapping]] = ..., sink: _Optional[_Union[Sink, _Mapping]] = ..., drop_duplicates: _Optional[_Union[DropDuplicates, _Mapping]] = ..., limit: _Optional[_Union[Limit, _Mapping]] = ..., watermark_assigner: _Optional[_Union[WatermarkAssigner, _Mapping]] = ..., window_aggregate: _Optional[_Union[WindowAggregate, _Mapping]] = ..., interval_join: _Optional[_Union[IntervalJoin, _Mapping]] = ..., join: _Optional[_Union[Join, _Mapping]] = ...) -> None: ...
 
 class Input(_message.Message):
-    __slots__ = ("node", "partitioning")
+    __slots__ = ("node", "partitioning", "output")
+    class Output(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        MAIN: _ClassVar[Input.Output]
+        LATE_ROWS: _ClassVar[Input.Output]
+        LATE_ROWS_RIGHT: _ClassVar[Input.Output]
+    MAIN: Input.Output
+    LATE_ROWS: Input.Output
+    LATE_ROWS_RIGHT: Input.Output
     NODE_FIELD_NUMBER: _ClassVar[int]
     PARTITIONING_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
     node: int
     partitioning: Partitioning
-    def __init__(self, node: _Optional[int] = ..., partitioning: _Optional[_Union[Partitioning, _Mapping]] = ...) -> None: ...
+    output: Input.Output
+    def __init__(self, node: _Optional[int] = ..., partitioning: _Optional[_Union[Partitioning, _Mapping]] = ..., output: _Optional[_Union[Input.Output, str]] = ...) -> None: ...
 
 class Partitioning(_message.Message):
     __slots__ = ("kind", "keys")
@@ -158,16 +168,18 @@ class NamedExpr(_message.Message):
     def __init__(self, name: _Optional[str] = ..., expr: _Optional[_Union[Expr, _Mapping]] = ...) -> None: ...
 
 class Source(_message.Message):
-    __slots__ = ("arrow", "file", "datagen", "kafka")
+    __slots__ = ("arrow", "file", "datagen", "kafka", "nexmark")
     ARROW_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
     DATAGEN_FIELD_NUMBER: _ClassVar[int]
     KAFKA_FIELD_NUMBER: _ClassVar[int]
+    NEXMARK_FIELD_NUMBER: _ClassVar[int]
     arrow: ArrowSource
     file: FileSource
     datagen: DatagenSource
     kafka: KafkaSource
-    def __init__(self, arrow: _Optional[_Union[ArrowSource, _Mapping]] = ..., file: _Optional[_Union[FileSource, _Mapping]] = ..., datagen: _Optional[_Union[DatagenSource, _Mapping]] = ..., kafka: _Optional[_Union[KafkaSource, _Mapping]] = ...) -> None: ...
+    nexmark: NexmarkSource
+    def __init__(self, arrow: _Optional[_Union[ArrowSource, _Mapping]] = ..., file: _Optional[_Union[FileSource, _Mapping]] = ..., datagen: _Optional[_Union[DatagenSource, _Mapping]] = ..., kafka: _Optional[_Union[KafkaSource, _Mapping]] = ..., nexmark: _Optional[_Union[NexmarkSource, _Mapping]] = ...) -> None: ...
 
 class ArrowSource(_message.Message):
     __slots__ = ("ipc",)
@@ -206,6 +218,28 @@ class DatagenSource(_message.Message):
     rows_per_second: float
     seed: int
     def __init__(self, rows: _Optional[int] = ..., rows_per_second: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
+
+class NexmarkSource(_message.Message):
+    __slots__ = ("kind", "events", "events_per_second", "seed")
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        KIND_UNSPECIFIED: _ClassVar[NexmarkSource.Kind]
+        PERSON: _ClassVar[NexmarkSource.Kind]
+        AUCTION: _ClassVar[NexmarkSource.Kind]
+        BID: _ClassVar[NexmarkSource.Kind]
+    KIND_UNSPECIFIED: NexmarkSource.Kind
+    PERSON: NexmarkSource.Kind
+    AUCTION: NexmarkSource.Kind
+    BID: NexmarkSource.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    kind: NexmarkSource.Kind
+    events: int
+    events_per_second: float
+    seed: int
+    def __init__(self, kind: _Optional[_Union[NexmarkSource.Kind, str]] = ..., events: _Optional[int] = ..., events_per_second: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class KafkaSource(_message.Message):
     __slots__ = ("topics", "topic_pattern", "bootstrap_servers", "group_id", "start", "start_timestamp_ms", "start_offsets", "bounded_latest", "value_format", "key_column", "timestamp_column", "partition_column", "offset_column", "topic_column", "properties")
@@ -320,7 +354,7 @@ class KeyedAggregate(_message.Message):
     def __init__(self, keys: _Optional[_Iterable[str]] = ..., aggregates: _Optional[_Iterable[_Union[Aggregate, _Mapping]]] = ..., emit: _Optional[_Union[KeyedAggregate.Emit, str]] = ..., state_ttl_ms: _Optional[int] = ...) -> None: ...
 
 class IntervalJoin(_message.Message):
-    __slots__ = ("left_keys", "right_keys", "left_time", "right_time", "lower_ns", "upper_ns", "how")
+    __slots__ = ("left_keys", "right_keys", "left_time", "right_time", "lower_ns", "upper_ns", "how", "late_rows")
     class How(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         INNER: _ClassVar[IntervalJoin.How]
@@ -338,6 +372,7 @@ class IntervalJoin(_message.Message):
     LOWER_NS_FIELD_NUMBER: _ClassVar[int]
     UPPER_NS_FIELD_NUMBER: _ClassVar[int]
     HOW_FIELD_NUMBER: _ClassVar[int]
+    LATE_ROWS_FIELD_NUMBER: _ClassVar[int]
     left_keys: _containers.RepeatedScalarFieldContainer[str]
     right_keys: _containers.RepeatedScalarFieldContainer[str]
     left_time: str
@@ -345,7 +380,8 @@ class IntervalJoin(_message.Message):
     lower_ns: int
     upper_ns: int
     how: IntervalJoin.How
-    def __init__(self, left_keys: _Optional[_Iterable[str]] = ..., right_keys: _Optional[_Iterable[str]] = ..., left_time: _Optional[str] = ..., right_time: _Optional[str] = ..., lower_ns: _Optional[int] = ..., upper_ns: _Optional[int] = ..., how: _Optional[_Union[IntervalJoin.How, str]] = ...) -> None: ...
+    late_rows: WindowAggregate.LateRows
+    def __init__(self, left_keys: _Optional[_Iterable[str]] = ..., right_keys: _Optional[_Iterable[str]] = ..., left_time: _Optional[str] = ..., right_time: _Optional[str] = ..., lower_ns: _Optional[int] = ..., upper_ns: _Optional[int] = ..., how: _Optional[_Union[IntervalJoin.How, str]] = ..., late_rows: _Optional[_Union[WindowAggregate.LateRows, str]] = ...) -> None: ...
 
 class Join(_message.Message):
     __slots__ = ("left_keys", "right_keys", "how", "suffix", "nulls_equal", "state_ttl_ms", "left_unique_key", "right_unique_key")

@@ -65,11 +65,12 @@ class UdfCallError(FlinkgoError):
 _ROW_REPR_LIMIT = 200
 
 
-def _describe_row(row: int, columns: Sequence[list[Any]]) -> str:
+def _describe_row(row: int, columns: Sequence[list[Any]], offset: int = 0) -> str:
+    """Name row `row` of `columns`, which start at row `offset` of the batch."""
     arguments = repr(tuple(c[row] for c in columns))
     if len(arguments) > _ROW_REPR_LIMIT:
         arguments = arguments[: _ROW_REPR_LIMIT - 5] + " ...)"
-    return f"row {row} of the batch, called with {arguments}"
+    return f"row {offset + row} of the batch, called with {arguments}"
 
 
 def read_schema(ipc_bytes: bytes) -> pa.Schema:
@@ -302,24 +303,14 @@ class Chain:
                     f"got {type(result).__name__}"
                 )
             return _check_array(call, result, num_rows)
-        # Column-wise: one to_pylist per argument, then map() calls the user's
-        # function straight from C, with no tuple per row and no frame of ours.
-        # Nulls arrive as None, as PyFlink passes them, so no per-row branch.
-        columns = [a.to_pylist() for a in args]
-        if columns:
-            first = iter(columns[0])
-            calls = map(call.func, first, *columns[1:])
-        else:
-            first = iter(range(num_rows))
-            calls = map(lambda _: call.func(), first)
-        try:
-            values = list(calls)
-        except Exception as e:
-            # map() takes the failing row from `first` before the call: count what is
-            # left, rather than tracking an index on every row's path.
-            row = num_rows - sum(1 for _ in first) - 1
-            raise UdfCallError(call.name, e, row=_describe_row(row, columns)) from e
-        return _to_array(call, values, num_rows)
+        if num_rows <= _ROW_CHUNK:
+            return _invoke_rows(call, args, num_rows, 0)
+        parts = []
+        for offset in range(0, num_rows, _ROW_CHUNK):
+            rows = min(_ROW_CHUNK, num_rows - offset)
+            chunk = [a.slice(offset, rows) for a in args]
+            parts.append(_invoke_rows(call, chunk, rows, offset))
+        return pa.concat_arrays(parts)
 
     async def _run_async(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> list[Any]:
         limit = asyncio.Semaphore(call.concurrency)
@@ -404,7 +395,40 @@ def _call_user(call: _Call, *args: Any) -> Any:
         raise UdfCallError(call.name, e) from e
 
 
-def _to_array(call: _Call, values: Any, num_rows: int, from_pandas: bool = False) -> pa.Array:
+# A row UDF converts and calls at most this many rows at a time (slices of the
+# batch, zero-copy). Past it the lists of Python objects per chunk outgrow the CPU
+# caches: the plain loop of to_pylist, the calls and one pa.array measured 2.9-4.4 M
+# rows/s on whole 65 536- and 262 144-row string batches against 6.7-6.9 M in 8 192-row
+# chunks (and 7.5 M on whole 10 000-row ones), so a larger batch_size would be slower.
+_ROW_CHUNK = 8192
+
+
+def _invoke_rows(call: _Call, args: Sequence[pa.Array], num_rows: int, offset: int) -> pa.Array:
+    """Call a row UDF on each of `num_rows` rows; `offset` is their first row in the batch."""
+    # Column-wise: one to_pylist per argument, then map() calls the user's
+    # function straight from C, with no tuple per row and no frame of ours.
+    # Nulls arrive as None, as PyFlink passes them, so no per-row branch.
+    columns = [a.to_pylist() for a in args]
+    if columns:
+        first = iter(columns[0])
+        calls = map(call.func, first, *columns[1:])
+    else:
+        first = iter(range(num_rows))
+        calls = map(lambda _: call.func(), first)
+    try:
+        values = list(calls)
+    except Exception as e:
+        # map() takes the failing row from `first` before the call: count what is
+        # left, rather than tracking an index on every row's path.
+        row = num_rows - sum(1 for _ in first) - 1
+        raise UdfCallError(call.name, e, row=_describe_row(row, columns, offset)) from e
+    return _to_array(call, values, num_rows, offset=offset)
+
+
+def _to_array(
+    call: _Call, values: Any, num_rows: int, from_pandas: bool = False, offset: int = 0
+) -> pa.Array:
+    """Build the declared type's array from a UDF's values (rows from `offset` of the batch)."""
     try:
         length = len(values)
     except TypeError:
@@ -434,13 +458,15 @@ def _to_array(call: _Call, values: Any, num_rows: int, from_pandas: bool = False
             f"udf {call.name!r} returned values that do not convert to its declared "
             f"return type {call.return_type}: {e}"
         ) from e
-    lossy = _lossy_conversion(call, values, array, from_pandas)
+    lossy = _lossy_conversion(call, values, array, from_pandas, offset)
     if lossy is not None:
         raise UdfResultError(lossy)
     return _check_array(call, array, num_rows)
 
 
-def _lossy_conversion(call: _Call, values: Any, array: pa.Array, from_pandas: bool) -> str | None:
+def _lossy_conversion(
+    call: _Call, values: Any, array: pa.Array, from_pandas: bool, offset: int = 0
+) -> str | None:
     """Say why converting `values` to the declared number type lost or invented data.
 
     pyarrow's typed conversion truncates Python floats into integers (2.5 becomes 2) and
@@ -467,9 +493,10 @@ def _lossy_conversion(call: _Call, values: Any, array: pa.Array, from_pandas: bo
 
         row = pc.index(pc.is_valid(own), True).as_py()
         return (
-            f"udf {call.name!r} returned the string {own[row].as_py()!r} at row {row} of the "
-            f"batch, where its declared return type is {declared}; return numbers (convert "
-            "strings yourself, e.g. with pandas.to_numeric), or declare a string return type"
+            f"udf {call.name!r} returned the string {own[row].as_py()!r} at row "
+            f"{offset + row} of the batch, where its declared return type is {declared}; "
+            "return numbers (convert strings yourself, e.g. with pandas.to_numeric), or "
+            "declare a string return type"
         )
     if pa.types.is_floating(own.type) and pa.types.is_integer(declared):
         import pyarrow.compute as pc
@@ -479,9 +506,9 @@ def _lossy_conversion(call: _Call, values: Any, array: pa.Array, from_pandas: bo
         if pc.any(differs).as_py():
             row = pc.index(differs, True).as_py()
             return (
-                f"udf {call.name!r} returned {own[row].as_py()!r} at row {row} of the batch, "
-                f"which is not exactly a {declared} (its declared return type); return whole "
-                "numbers (round them yourself), or declare a float return type"
+                f"udf {call.name!r} returned {own[row].as_py()!r} at row {offset + row} of "
+                f"the batch, which is not exactly a {declared} (its declared return type); "
+                "return whole numbers (round them yourself), or declare a float return type"
             )
     return None
 

@@ -146,7 +146,7 @@ func (x JobFinished_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobFinished_State.Descriptor instead.
 func (JobFinished_State) EnumDescriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{17, 0}
+	return file_job_proto_rawDescGZIP(), []int{18, 0}
 }
 
 type RescaleRequest struct {
@@ -1070,8 +1070,15 @@ type OperatorProgress struct {
 	// Rows a window aggregation dropped as too late for every window they
 	// belong to (Flink's numLateRecordsDropped); 0 for other operators.
 	LateRecordsDropped int64 `protobuf:"varint,6,opt,name=late_records_dropped,json=lateRecordsDropped,proto3" json:"late_records_dropped,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Set in JobFinished only: the REST API's id of the operator's job vertex
+	// (its chain), and per subtask the figures the REST API gives at the end
+	// of the job: the chain's task metrics and, for an operator with Python
+	// workers, its UDF metrics, by their names (numRecordsIn, udfNumBatches,
+	// ...; runtime/metrics).
+	VertexId      string            `protobuf:"bytes,7,opt,name=vertex_id,json=vertexId,proto3" json:"vertex_id,omitempty"`
+	Subtasks      []*SubtaskMetrics `protobuf:"bytes,8,rep,name=subtasks,proto3" json:"subtasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OperatorProgress) Reset() {
@@ -1146,6 +1153,65 @@ func (x *OperatorProgress) GetLateRecordsDropped() int64 {
 	return 0
 }
 
+func (x *OperatorProgress) GetVertexId() string {
+	if x != nil {
+		return x.VertexId
+	}
+	return ""
+}
+
+func (x *OperatorProgress) GetSubtasks() []*SubtaskMetrics {
+	if x != nil {
+		return x.Subtasks
+	}
+	return nil
+}
+
+// SubtaskMetrics are one subtask's metrics by name.
+type SubtaskMetrics struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Metrics       map[string]float64     `protobuf:"bytes,1,rep,name=metrics,proto3" json:"metrics,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubtaskMetrics) Reset() {
+	*x = SubtaskMetrics{}
+	mi := &file_job_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubtaskMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubtaskMetrics) ProtoMessage() {}
+
+func (x *SubtaskMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_job_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubtaskMetrics.ProtoReflect.Descriptor instead.
+func (*SubtaskMetrics) Descriptor() ([]byte, []int) {
+	return file_job_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SubtaskMetrics) GetMetrics() map[string]float64 {
+	if x != nil {
+		return x.Metrics
+	}
+	return nil
+}
+
 type Progress struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Operators []*OperatorProgress    `protobuf:"bytes,1,rep,name=operators,proto3" json:"operators,omitempty"`
@@ -1157,7 +1223,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_job_proto_msgTypes[15]
+	mi := &file_job_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1235,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[15]
+	mi := &file_job_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1248,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{15}
+	return file_job_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Progress) GetOperators() []*OperatorProgress {
@@ -1213,7 +1279,7 @@ type CollectedBatch struct {
 
 func (x *CollectedBatch) Reset() {
 	*x = CollectedBatch{}
-	mi := &file_job_proto_msgTypes[16]
+	mi := &file_job_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1291,7 @@ func (x *CollectedBatch) String() string {
 func (*CollectedBatch) ProtoMessage() {}
 
 func (x *CollectedBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[16]
+	mi := &file_job_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1304,7 @@ func (x *CollectedBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectedBatch.ProtoReflect.Descriptor instead.
 func (*CollectedBatch) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{16}
+	return file_job_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CollectedBatch) GetNode() int32 {
@@ -1274,7 +1340,7 @@ type JobFinished struct {
 
 func (x *JobFinished) Reset() {
 	*x = JobFinished{}
-	mi := &file_job_proto_msgTypes[17]
+	mi := &file_job_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1352,7 @@ func (x *JobFinished) String() string {
 func (*JobFinished) ProtoMessage() {}
 
 func (x *JobFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[17]
+	mi := &file_job_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1365,7 @@ func (x *JobFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobFinished.ProtoReflect.Descriptor instead.
 func (*JobFinished) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{17}
+	return file_job_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *JobFinished) GetState() JobFinished_State {
@@ -1341,7 +1407,7 @@ type JobError struct {
 
 func (x *JobError) Reset() {
 	*x = JobError{}
-	mi := &file_job_proto_msgTypes[18]
+	mi := &file_job_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1419,7 @@ func (x *JobError) String() string {
 func (*JobError) ProtoMessage() {}
 
 func (x *JobError) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[18]
+	mi := &file_job_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1432,7 @@ func (x *JobError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobError.ProtoReflect.Descriptor instead.
 func (*JobError) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{18}
+	return file_job_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *JobError) GetMessage() string {
@@ -1413,7 +1479,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_job_proto_msgTypes[19]
+	mi := &file_job_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1491,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[19]
+	mi := &file_job_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1504,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{19}
+	return file_job_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExplainRequest) GetPlan() *planpb.JobPlan {
@@ -1459,7 +1525,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_job_proto_msgTypes[20]
+	mi := &file_job_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1537,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[20]
+	mi := &file_job_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1550,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{20}
+	return file_job_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExplainResponse) GetExplain() string {
@@ -1510,7 +1576,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_job_proto_msgTypes[21]
+	mi := &file_job_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1588,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[21]
+	mi := &file_job_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1601,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{21}
+	return file_job_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CancelRequest) GetJobId() string {
@@ -1555,7 +1621,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_job_proto_msgTypes[22]
+	mi := &file_job_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1633,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_job_proto_msgTypes[22]
+	mi := &file_job_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1646,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_job_proto_rawDescGZIP(), []int{22}
+	return file_job_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CancelResponse) GetFound() bool {
@@ -1660,14 +1726,21 @@ const file_job_proto_rawDesc = "" +
 	"\n" +
 	"JobStarted\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\aexplain\x18\x02 \x01(\tR\aexplain\"\xc0\x01\n" +
+	"\aexplain\x18\x02 \x01(\tR\aexplain\"\x99\x02\n" +
 	"\x10OperatorProgress\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12 \n" +
 	"\vparallelism\x18\x03 \x01(\x05R\vparallelism\x12\x17\n" +
 	"\arows_in\x18\x04 \x01(\x03R\x06rowsIn\x12\x19\n" +
 	"\brows_out\x18\x05 \x01(\x03R\arowsOut\x120\n" +
-	"\x14late_records_dropped\x18\x06 \x01(\x03R\x12lateRecordsDropped\"s\n" +
+	"\x14late_records_dropped\x18\x06 \x01(\x03R\x12lateRecordsDropped\x12\x1b\n" +
+	"\tvertex_id\x18\a \x01(\tR\bvertexId\x12:\n" +
+	"\bsubtasks\x18\b \x03(\v2\x1e.flinkgo.job.v1.SubtaskMetricsR\bsubtasks\"\x93\x01\n" +
+	"\x0eSubtaskMetrics\x12E\n" +
+	"\ametrics\x18\x01 \x03(\v2+.flinkgo.job.v1.SubtaskMetrics.MetricsEntryR\ametrics\x1a:\n" +
+	"\fMetricsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"s\n" +
 	"\bProgress\x12>\n" +
 	"\toperators\x18\x01 \x03(\v2 .flinkgo.job.v1.OperatorProgressR\toperators\x12'\n" +
 	"\x0felapsed_seconds\x18\x02 \x01(\x01R\x0eelapsedSeconds\"[\n" +
@@ -1733,7 +1806,7 @@ func file_job_proto_rawDescGZIP() []byte {
 }
 
 var file_job_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_job_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_job_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_job_proto_goTypes = []any{
 	(JobState)(0),                 // 0: flinkgo.job.v1.JobState
 	(JobFinished_State)(0),        // 1: flinkgo.job.v1.JobFinished.State
@@ -1752,57 +1825,61 @@ var file_job_proto_goTypes = []any{
 	(*StateChanged)(nil),          // 14: flinkgo.job.v1.StateChanged
 	(*JobStarted)(nil),            // 15: flinkgo.job.v1.JobStarted
 	(*OperatorProgress)(nil),      // 16: flinkgo.job.v1.OperatorProgress
-	(*Progress)(nil),              // 17: flinkgo.job.v1.Progress
-	(*CollectedBatch)(nil),        // 18: flinkgo.job.v1.CollectedBatch
-	(*JobFinished)(nil),           // 19: flinkgo.job.v1.JobFinished
-	(*JobError)(nil),              // 20: flinkgo.job.v1.JobError
-	(*ExplainRequest)(nil),        // 21: flinkgo.job.v1.ExplainRequest
-	(*ExplainResponse)(nil),       // 22: flinkgo.job.v1.ExplainResponse
-	(*CancelRequest)(nil),         // 23: flinkgo.job.v1.CancelRequest
-	(*CancelResponse)(nil),        // 24: flinkgo.job.v1.CancelResponse
-	nil,                           // 25: flinkgo.job.v1.RescaleRequest.ParallelismEntry
-	nil,                           // 26: flinkgo.job.v1.RescaleResponse.ParallelismEntry
-	(*planpb.JobPlan)(nil),        // 27: flinkgo.plan.v1.JobPlan
+	(*SubtaskMetrics)(nil),        // 17: flinkgo.job.v1.SubtaskMetrics
+	(*Progress)(nil),              // 18: flinkgo.job.v1.Progress
+	(*CollectedBatch)(nil),        // 19: flinkgo.job.v1.CollectedBatch
+	(*JobFinished)(nil),           // 20: flinkgo.job.v1.JobFinished
+	(*JobError)(nil),              // 21: flinkgo.job.v1.JobError
+	(*ExplainRequest)(nil),        // 22: flinkgo.job.v1.ExplainRequest
+	(*ExplainResponse)(nil),       // 23: flinkgo.job.v1.ExplainResponse
+	(*CancelRequest)(nil),         // 24: flinkgo.job.v1.CancelRequest
+	(*CancelResponse)(nil),        // 25: flinkgo.job.v1.CancelResponse
+	nil,                           // 26: flinkgo.job.v1.RescaleRequest.ParallelismEntry
+	nil,                           // 27: flinkgo.job.v1.RescaleResponse.ParallelismEntry
+	nil,                           // 28: flinkgo.job.v1.SubtaskMetrics.MetricsEntry
+	(*planpb.JobPlan)(nil),        // 29: flinkgo.plan.v1.JobPlan
 }
 var file_job_proto_depIdxs = []int32{
-	25, // 0: flinkgo.job.v1.RescaleRequest.parallelism:type_name -> flinkgo.job.v1.RescaleRequest.ParallelismEntry
+	26, // 0: flinkgo.job.v1.RescaleRequest.parallelism:type_name -> flinkgo.job.v1.RescaleRequest.ParallelismEntry
 	5,  // 1: flinkgo.job.v1.RescaleResponse.rescale:type_name -> flinkgo.job.v1.RescaleInfo
 	5,  // 2: flinkgo.job.v1.RescaleResponse.history:type_name -> flinkgo.job.v1.RescaleInfo
-	26, // 3: flinkgo.job.v1.RescaleResponse.parallelism:type_name -> flinkgo.job.v1.RescaleResponse.ParallelismEntry
+	27, // 3: flinkgo.job.v1.RescaleResponse.parallelism:type_name -> flinkgo.job.v1.RescaleResponse.ParallelismEntry
 	6,  // 4: flinkgo.job.v1.RescaleInfo.vertices:type_name -> flinkgo.job.v1.RescaleVertex
 	11, // 5: flinkgo.job.v1.ListJobsResponse.jobs:type_name -> flinkgo.job.v1.JobSummary
 	0,  // 6: flinkgo.job.v1.JobSummary.state:type_name -> flinkgo.job.v1.JobState
-	27, // 7: flinkgo.job.v1.ExecuteRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
+	29, // 7: flinkgo.job.v1.ExecuteRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
 	15, // 8: flinkgo.job.v1.JobEvent.started:type_name -> flinkgo.job.v1.JobStarted
-	17, // 9: flinkgo.job.v1.JobEvent.progress:type_name -> flinkgo.job.v1.Progress
-	18, // 10: flinkgo.job.v1.JobEvent.collected:type_name -> flinkgo.job.v1.CollectedBatch
-	19, // 11: flinkgo.job.v1.JobEvent.finished:type_name -> flinkgo.job.v1.JobFinished
+	18, // 9: flinkgo.job.v1.JobEvent.progress:type_name -> flinkgo.job.v1.Progress
+	19, // 10: flinkgo.job.v1.JobEvent.collected:type_name -> flinkgo.job.v1.CollectedBatch
+	20, // 11: flinkgo.job.v1.JobEvent.finished:type_name -> flinkgo.job.v1.JobFinished
 	14, // 12: flinkgo.job.v1.JobEvent.state_changed:type_name -> flinkgo.job.v1.StateChanged
 	0,  // 13: flinkgo.job.v1.StateChanged.state:type_name -> flinkgo.job.v1.JobState
-	16, // 14: flinkgo.job.v1.Progress.operators:type_name -> flinkgo.job.v1.OperatorProgress
-	1,  // 15: flinkgo.job.v1.JobFinished.state:type_name -> flinkgo.job.v1.JobFinished.State
-	20, // 16: flinkgo.job.v1.JobFinished.error:type_name -> flinkgo.job.v1.JobError
-	17, // 17: flinkgo.job.v1.JobFinished.metrics:type_name -> flinkgo.job.v1.Progress
-	27, // 18: flinkgo.job.v1.ExplainRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
-	12, // 19: flinkgo.job.v1.JobService.Execute:input_type -> flinkgo.job.v1.ExecuteRequest
-	21, // 20: flinkgo.job.v1.JobService.Explain:input_type -> flinkgo.job.v1.ExplainRequest
-	23, // 21: flinkgo.job.v1.JobService.Cancel:input_type -> flinkgo.job.v1.CancelRequest
-	7,  // 22: flinkgo.job.v1.JobService.TriggerSavepoint:input_type -> flinkgo.job.v1.SavepointRequest
-	9,  // 23: flinkgo.job.v1.JobService.ListJobs:input_type -> flinkgo.job.v1.ListJobsRequest
-	2,  // 24: flinkgo.job.v1.JobService.Rescale:input_type -> flinkgo.job.v1.RescaleRequest
-	3,  // 25: flinkgo.job.v1.JobService.RescaleHistory:input_type -> flinkgo.job.v1.RescaleHistoryRequest
-	13, // 26: flinkgo.job.v1.JobService.Execute:output_type -> flinkgo.job.v1.JobEvent
-	22, // 27: flinkgo.job.v1.JobService.Explain:output_type -> flinkgo.job.v1.ExplainResponse
-	24, // 28: flinkgo.job.v1.JobService.Cancel:output_type -> flinkgo.job.v1.CancelResponse
-	8,  // 29: flinkgo.job.v1.JobService.TriggerSavepoint:output_type -> flinkgo.job.v1.SavepointResponse
-	10, // 30: flinkgo.job.v1.JobService.ListJobs:output_type -> flinkgo.job.v1.ListJobsResponse
-	4,  // 31: flinkgo.job.v1.JobService.Rescale:output_type -> flinkgo.job.v1.RescaleResponse
-	4,  // 32: flinkgo.job.v1.JobService.RescaleHistory:output_type -> flinkgo.job.v1.RescaleResponse
-	26, // [26:33] is the sub-list for method output_type
-	19, // [19:26] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	17, // 14: flinkgo.job.v1.OperatorProgress.subtasks:type_name -> flinkgo.job.v1.SubtaskMetrics
+	28, // 15: flinkgo.job.v1.SubtaskMetrics.metrics:type_name -> flinkgo.job.v1.SubtaskMetrics.MetricsEntry
+	16, // 16: flinkgo.job.v1.Progress.operators:type_name -> flinkgo.job.v1.OperatorProgress
+	1,  // 17: flinkgo.job.v1.JobFinished.state:type_name -> flinkgo.job.v1.JobFinished.State
+	21, // 18: flinkgo.job.v1.JobFinished.error:type_name -> flinkgo.job.v1.JobError
+	18, // 19: flinkgo.job.v1.JobFinished.metrics:type_name -> flinkgo.job.v1.Progress
+	29, // 20: flinkgo.job.v1.ExplainRequest.plan:type_name -> flinkgo.plan.v1.JobPlan
+	12, // 21: flinkgo.job.v1.JobService.Execute:input_type -> flinkgo.job.v1.ExecuteRequest
+	22, // 22: flinkgo.job.v1.JobService.Explain:input_type -> flinkgo.job.v1.ExplainRequest
+	24, // 23: flinkgo.job.v1.JobService.Cancel:input_type -> flinkgo.job.v1.CancelRequest
+	7,  // 24: flinkgo.job.v1.JobService.TriggerSavepoint:input_type -> flinkgo.job.v1.SavepointRequest
+	9,  // 25: flinkgo.job.v1.JobService.ListJobs:input_type -> flinkgo.job.v1.ListJobsRequest
+	2,  // 26: flinkgo.job.v1.JobService.Rescale:input_type -> flinkgo.job.v1.RescaleRequest
+	3,  // 27: flinkgo.job.v1.JobService.RescaleHistory:input_type -> flinkgo.job.v1.RescaleHistoryRequest
+	13, // 28: flinkgo.job.v1.JobService.Execute:output_type -> flinkgo.job.v1.JobEvent
+	23, // 29: flinkgo.job.v1.JobService.Explain:output_type -> flinkgo.job.v1.ExplainResponse
+	25, // 30: flinkgo.job.v1.JobService.Cancel:output_type -> flinkgo.job.v1.CancelResponse
+	8,  // 31: flinkgo.job.v1.JobService.TriggerSavepoint:output_type -> flinkgo.job.v1.SavepointResponse
+	10, // 32: flinkgo.job.v1.JobService.ListJobs:output_type -> flinkgo.job.v1.ListJobsResponse
+	4,  // 33: flinkgo.job.v1.JobService.Rescale:output_type -> flinkgo.job.v1.RescaleResponse
+	4,  // 34: flinkgo.job.v1.JobService.RescaleHistory:output_type -> flinkgo.job.v1.RescaleResponse
+	28, // [28:35] is the sub-list for method output_type
+	21, // [21:28] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_job_proto_init() }
@@ -1823,7 +1900,7 @@ func file_job_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_job_proto_rawDesc), len(file_job_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   25,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

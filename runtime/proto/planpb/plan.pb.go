@@ -29,6 +29,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Which output of the node the edge reads: its rows, or the late rows a
+// node with late_rows=KEEP sends to a side output, unchanged (the schema
+// of the input they came from): LATE_ROWS are a window's (Flink's
+// sideOutputLateData) or an interval join's left input's
+// (sideOutputLeftLateData), LATE_ROWS_RIGHT an interval join's right
+// input's (sideOutputRightLateData).
+type Input_Output int32
+
+const (
+	Input_MAIN            Input_Output = 0
+	Input_LATE_ROWS       Input_Output = 1
+	Input_LATE_ROWS_RIGHT Input_Output = 2
+)
+
+// Enum value maps for Input_Output.
+var (
+	Input_Output_name = map[int32]string{
+		0: "MAIN",
+		1: "LATE_ROWS",
+		2: "LATE_ROWS_RIGHT",
+	}
+	Input_Output_value = map[string]int32{
+		"MAIN":            0,
+		"LATE_ROWS":       1,
+		"LATE_ROWS_RIGHT": 2,
+	}
+)
+
+func (x Input_Output) Enum() *Input_Output {
+	p := new(Input_Output)
+	*p = x
+	return p
+}
+
+func (x Input_Output) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Input_Output) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[0].Descriptor()
+}
+
+func (Input_Output) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[0]
+}
+
+func (x Input_Output) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Input_Output.Descriptor instead.
+func (Input_Output) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{2, 0}
+}
+
 type Partitioning_Kind int32
 
 const (
@@ -81,11 +136,11 @@ func (x Partitioning_Kind) String() string {
 }
 
 func (Partitioning_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[0].Descriptor()
+	return file_plan_proto_enumTypes[1].Descriptor()
 }
 
 func (Partitioning_Kind) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[0]
+	return &file_plan_proto_enumTypes[1]
 }
 
 func (x Partitioning_Kind) Number() protoreflect.EnumNumber {
@@ -133,11 +188,11 @@ func (x FileSource_Format) String() string {
 }
 
 func (FileSource_Format) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[1].Descriptor()
+	return file_plan_proto_enumTypes[2].Descriptor()
 }
 
 func (FileSource_Format) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[1]
+	return &file_plan_proto_enumTypes[2]
 }
 
 func (x FileSource_Format) Number() protoreflect.EnumNumber {
@@ -147,6 +202,58 @@ func (x FileSource_Format) Number() protoreflect.EnumNumber {
 // Deprecated: Use FileSource_Format.Descriptor instead.
 func (FileSource_Format) EnumDescriptor() ([]byte, []int) {
 	return file_plan_proto_rawDescGZIP(), []int{11, 0}
+}
+
+type NexmarkSource_Kind int32
+
+const (
+	NexmarkSource_KIND_UNSPECIFIED NexmarkSource_Kind = 0
+	NexmarkSource_PERSON           NexmarkSource_Kind = 1
+	NexmarkSource_AUCTION          NexmarkSource_Kind = 2
+	NexmarkSource_BID              NexmarkSource_Kind = 3
+)
+
+// Enum value maps for NexmarkSource_Kind.
+var (
+	NexmarkSource_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "PERSON",
+		2: "AUCTION",
+		3: "BID",
+	}
+	NexmarkSource_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"PERSON":           1,
+		"AUCTION":          2,
+		"BID":              3,
+	}
+)
+
+func (x NexmarkSource_Kind) Enum() *NexmarkSource_Kind {
+	p := new(NexmarkSource_Kind)
+	*p = x
+	return p
+}
+
+func (x NexmarkSource_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NexmarkSource_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_plan_proto_enumTypes[3].Descriptor()
+}
+
+func (NexmarkSource_Kind) Type() protoreflect.EnumType {
+	return &file_plan_proto_enumTypes[3]
+}
+
+func (x NexmarkSource_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NexmarkSource_Kind.Descriptor instead.
+func (NexmarkSource_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type KafkaSource_Start int32
@@ -190,11 +297,11 @@ func (x KafkaSource_Start) String() string {
 }
 
 func (KafkaSource_Start) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[2].Descriptor()
+	return file_plan_proto_enumTypes[4].Descriptor()
 }
 
 func (KafkaSource_Start) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[2]
+	return &file_plan_proto_enumTypes[4]
 }
 
 func (x KafkaSource_Start) Number() protoreflect.EnumNumber {
@@ -203,7 +310,7 @@ func (x KafkaSource_Start) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KafkaSource_Start.Descriptor instead.
 func (KafkaSource_Start) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{13, 0}
+	return file_plan_proto_rawDescGZIP(), []int{14, 0}
 }
 
 type KafkaSource_Format int32
@@ -242,11 +349,11 @@ func (x KafkaSource_Format) String() string {
 }
 
 func (KafkaSource_Format) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[3].Descriptor()
+	return file_plan_proto_enumTypes[5].Descriptor()
 }
 
 func (KafkaSource_Format) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[3]
+	return &file_plan_proto_enumTypes[5]
 }
 
 func (x KafkaSource_Format) Number() protoreflect.EnumNumber {
@@ -255,7 +362,7 @@ func (x KafkaSource_Format) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KafkaSource_Format.Descriptor instead.
 func (KafkaSource_Format) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{13, 1}
+	return file_plan_proto_rawDescGZIP(), []int{14, 1}
 }
 
 // When results are emitted. FINAL: one row per key when the input ends.
@@ -298,11 +405,11 @@ func (x KeyedAggregate_Emit) String() string {
 }
 
 func (KeyedAggregate_Emit) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[4].Descriptor()
+	return file_plan_proto_enumTypes[6].Descriptor()
 }
 
 func (KeyedAggregate_Emit) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[4]
+	return &file_plan_proto_enumTypes[6]
 }
 
 func (x KeyedAggregate_Emit) Number() protoreflect.EnumNumber {
@@ -311,7 +418,7 @@ func (x KeyedAggregate_Emit) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KeyedAggregate_Emit.Descriptor instead.
 func (KeyedAggregate_Emit) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{17, 0}
+	return file_plan_proto_rawDescGZIP(), []int{18, 0}
 }
 
 type IntervalJoin_How int32
@@ -350,11 +457,11 @@ func (x IntervalJoin_How) String() string {
 }
 
 func (IntervalJoin_How) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[5].Descriptor()
+	return file_plan_proto_enumTypes[7].Descriptor()
 }
 
 func (IntervalJoin_How) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[5]
+	return &file_plan_proto_enumTypes[7]
 }
 
 func (x IntervalJoin_How) Number() protoreflect.EnumNumber {
@@ -363,7 +470,7 @@ func (x IntervalJoin_How) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use IntervalJoin_How.Descriptor instead.
 func (IntervalJoin_How) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18, 0}
+	return file_plan_proto_rawDescGZIP(), []int{19, 0}
 }
 
 type Join_How int32
@@ -402,11 +509,11 @@ func (x Join_How) String() string {
 }
 
 func (Join_How) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[6].Descriptor()
+	return file_plan_proto_enumTypes[8].Descriptor()
 }
 
 func (Join_How) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[6]
+	return &file_plan_proto_enumTypes[8]
 }
 
 func (x Join_How) Number() protoreflect.EnumNumber {
@@ -415,7 +522,7 @@ func (x Join_How) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Join_How.Descriptor instead.
 func (Join_How) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19, 0}
+	return file_plan_proto_rawDescGZIP(), []int{20, 0}
 }
 
 type WindowAggregate_Kind int32
@@ -457,11 +564,11 @@ func (x WindowAggregate_Kind) String() string {
 }
 
 func (WindowAggregate_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[7].Descriptor()
+	return file_plan_proto_enumTypes[9].Descriptor()
 }
 
 func (WindowAggregate_Kind) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[7]
+	return &file_plan_proto_enumTypes[9]
 }
 
 func (x WindowAggregate_Kind) Number() protoreflect.EnumNumber {
@@ -470,12 +577,13 @@ func (x WindowAggregate_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WindowAggregate_Kind.Descriptor instead.
 func (WindowAggregate_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23, 0}
+	return file_plan_proto_rawDescGZIP(), []int{24, 0}
 }
 
 // What happens to a row too late for every window it belongs to: DROP
-// counts it in numLateRecordsDropped. KEEP (a side output) is not built
-// yet; the runtime refuses it.
+// counts it in numLateRecordsDropped; KEEP sends it, unchanged, to the
+// node's late-rows output (Input.Output LATE_ROWS), as Flink's
+// sideOutputLateData (counted as dropped when no node reads it).
 type WindowAggregate_LateRows int32
 
 const (
@@ -506,11 +614,11 @@ func (x WindowAggregate_LateRows) String() string {
 }
 
 func (WindowAggregate_LateRows) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[8].Descriptor()
+	return file_plan_proto_enumTypes[10].Descriptor()
 }
 
 func (WindowAggregate_LateRows) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[8]
+	return &file_plan_proto_enumTypes[10]
 }
 
 func (x WindowAggregate_LateRows) Number() protoreflect.EnumNumber {
@@ -519,7 +627,7 @@ func (x WindowAggregate_LateRows) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WindowAggregate_LateRows.Descriptor instead.
 func (WindowAggregate_LateRows) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23, 1}
+	return file_plan_proto_rawDescGZIP(), []int{24, 1}
 }
 
 // What to do with a directory that already holds files, as Spark's
@@ -562,11 +670,11 @@ func (x FileSink_Mode) String() string {
 }
 
 func (FileSink_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[9].Descriptor()
+	return file_plan_proto_enumTypes[11].Descriptor()
 }
 
 func (FileSink_Mode) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[9]
+	return &file_plan_proto_enumTypes[11]
 }
 
 func (x FileSink_Mode) Number() protoreflect.EnumNumber {
@@ -575,7 +683,7 @@ func (x FileSink_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileSink_Mode.Descriptor instead.
 func (FileSink_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{28, 0}
+	return file_plan_proto_rawDescGZIP(), []int{29, 0}
 }
 
 type KafkaSink_Delivery int32
@@ -614,11 +722,11 @@ func (x KafkaSink_Delivery) String() string {
 }
 
 func (KafkaSink_Delivery) Descriptor() protoreflect.EnumDescriptor {
-	return file_plan_proto_enumTypes[10].Descriptor()
+	return file_plan_proto_enumTypes[12].Descriptor()
 }
 
 func (KafkaSink_Delivery) Type() protoreflect.EnumType {
-	return &file_plan_proto_enumTypes[10]
+	return &file_plan_proto_enumTypes[12]
 }
 
 func (x KafkaSink_Delivery) Number() protoreflect.EnumNumber {
@@ -627,7 +735,7 @@ func (x KafkaSink_Delivery) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KafkaSink_Delivery.Descriptor instead.
 func (KafkaSink_Delivery) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{30, 0}
+	return file_plan_proto_rawDescGZIP(), []int{31, 0}
 }
 
 type JobPlan struct {
@@ -1018,6 +1126,7 @@ type Input struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          int32                  `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
 	Partitioning  *Partitioning          `protobuf:"bytes,2,opt,name=partitioning,proto3" json:"partitioning,omitempty"`
+	Output        Input_Output           `protobuf:"varint,3,opt,name=output,proto3,enum=flinkgo.plan.v1.Input_Output" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1064,6 +1173,13 @@ func (x *Input) GetPartitioning() *Partitioning {
 		return x.Partitioning
 	}
 	return nil
+}
+
+func (x *Input) GetOutput() Input_Output {
+	if x != nil {
+		return x.Output
+	}
+	return Input_MAIN
 }
 
 type Partitioning struct {
@@ -1558,6 +1674,7 @@ type Source struct {
 	//	*Source_File
 	//	*Source_Datagen
 	//	*Source_Kafka
+	//	*Source_Nexmark
 	Kind          isSource_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1636,6 +1753,15 @@ func (x *Source) GetKafka() *KafkaSource {
 	return nil
 }
 
+func (x *Source) GetNexmark() *NexmarkSource {
+	if x != nil {
+		if x, ok := x.Kind.(*Source_Nexmark); ok {
+			return x.Nexmark
+		}
+	}
+	return nil
+}
+
 type isSource_Kind interface {
 	isSource_Kind()
 }
@@ -1656,6 +1782,10 @@ type Source_Kafka struct {
 	Kafka *KafkaSource `protobuf:"bytes,4,opt,name=kafka,proto3,oneof"`
 }
 
+type Source_Nexmark struct {
+	Nexmark *NexmarkSource `protobuf:"bytes,5,opt,name=nexmark,proto3,oneof"`
+}
+
 func (*Source_Arrow) isSource_Kind() {}
 
 func (*Source_File) isSource_Kind() {}
@@ -1663,6 +1793,8 @@ func (*Source_File) isSource_Kind() {}
 func (*Source_Datagen) isSource_Kind() {}
 
 func (*Source_Kafka) isSource_Kind() {}
+
+func (*Source_Nexmark) isSource_Kind() {}
 
 // In-memory data shipped in the plan (from_pandas, from_arrow).
 type ArrowSource struct {
@@ -1842,6 +1974,83 @@ func (x *DatagenSource) GetSeed() int64 {
 	return 0
 }
 
+// Nexmark-shaped auction events (env.nexmark): a stream of `events` events,
+// persons, auctions and bids in the proportions 1:3:46 as Nexmark's
+// generator makes them, of which the source returns those of one kind
+// (runtime/source/nexmark.go). The values are a pure function of the seed
+// and the event's number, so the three kinds read with the same events and
+// seed are views of one stream (a bid's auction and bidder are ids of
+// auctions and persons of it).
+type NexmarkSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  NexmarkSource_Kind     `protobuf:"varint,1,opt,name=kind,proto3,enum=flinkgo.plan.v1.NexmarkSource_Kind" json:"kind,omitempty"`
+	// Events of the stream (of every kind), positive.
+	Events int64 `protobuf:"varint,2,opt,name=events,proto3" json:"events,omitempty"`
+	// Events (of every kind) per second; 0 means as fast as possible.
+	EventsPerSecond float64 `protobuf:"fixed64,3,opt,name=events_per_second,json=eventsPerSecond,proto3" json:"events_per_second,omitempty"`
+	Seed            int64   `protobuf:"varint,4,opt,name=seed,proto3" json:"seed,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *NexmarkSource) Reset() {
+	*x = NexmarkSource{}
+	mi := &file_plan_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NexmarkSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NexmarkSource) ProtoMessage() {}
+
+func (x *NexmarkSource) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NexmarkSource.ProtoReflect.Descriptor instead.
+func (*NexmarkSource) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *NexmarkSource) GetKind() NexmarkSource_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return NexmarkSource_KIND_UNSPECIFIED
+}
+
+func (x *NexmarkSource) GetEvents() int64 {
+	if x != nil {
+		return x.Events
+	}
+	return 0
+}
+
+func (x *NexmarkSource) GetEventsPerSecond() float64 {
+	if x != nil {
+		return x.EventsPerSecond
+	}
+	return 0
+}
+
+func (x *NexmarkSource) GetSeed() int64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
+}
+
 // Records of Kafka topics (read_kafka). Each partition is a split; its
 // position is the offset of the next record (runtime/source/kafka.go).
 type KafkaSource struct {
@@ -1882,7 +2091,7 @@ type KafkaSource struct {
 
 func (x *KafkaSource) Reset() {
 	*x = KafkaSource{}
-	mi := &file_plan_proto_msgTypes[13]
+	mi := &file_plan_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +2103,7 @@ func (x *KafkaSource) String() string {
 func (*KafkaSource) ProtoMessage() {}
 
 func (x *KafkaSource) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[13]
+	mi := &file_plan_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +2116,7 @@ func (x *KafkaSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KafkaSource.ProtoReflect.Descriptor instead.
 func (*KafkaSource) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{13}
+	return file_plan_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KafkaSource) GetTopics() []string {
@@ -2025,7 +2234,7 @@ type Select struct {
 
 func (x *Select) Reset() {
 	*x = Select{}
-	mi := &file_plan_proto_msgTypes[14]
+	mi := &file_plan_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2246,7 @@ func (x *Select) String() string {
 func (*Select) ProtoMessage() {}
 
 func (x *Select) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[14]
+	mi := &file_plan_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2259,7 @@ func (x *Select) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Select.ProtoReflect.Descriptor instead.
 func (*Select) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{14}
+	return file_plan_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Select) GetColumns() []*NamedExpr {
@@ -2069,7 +2278,7 @@ type Filter struct {
 
 func (x *Filter) Reset() {
 	*x = Filter{}
-	mi := &file_plan_proto_msgTypes[15]
+	mi := &file_plan_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2290,7 @@ func (x *Filter) String() string {
 func (*Filter) ProtoMessage() {}
 
 func (x *Filter) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[15]
+	mi := &file_plan_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2303,7 @@ func (x *Filter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filter.ProtoReflect.Descriptor instead.
 func (*Filter) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{15}
+	return file_plan_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Filter) GetPredicate() *Expr {
@@ -2122,7 +2331,7 @@ type MapBatches struct {
 
 func (x *MapBatches) Reset() {
 	*x = MapBatches{}
-	mi := &file_plan_proto_msgTypes[16]
+	mi := &file_plan_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2343,7 @@ func (x *MapBatches) String() string {
 func (*MapBatches) ProtoMessage() {}
 
 func (x *MapBatches) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[16]
+	mi := &file_plan_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2356,7 @@ func (x *MapBatches) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapBatches.ProtoReflect.Descriptor instead.
 func (*MapBatches) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{16}
+	return file_plan_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MapBatches) GetFunction() *workerpb.UdfSpec {
@@ -2180,7 +2389,7 @@ type KeyedAggregate struct {
 
 func (x *KeyedAggregate) Reset() {
 	*x = KeyedAggregate{}
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2192,7 +2401,7 @@ func (x *KeyedAggregate) String() string {
 func (*KeyedAggregate) ProtoMessage() {}
 
 func (x *KeyedAggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2205,7 +2414,7 @@ func (x *KeyedAggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyedAggregate.ProtoReflect.Descriptor instead.
 func (*KeyedAggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{17}
+	return file_plan_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *KeyedAggregate) GetKeys() []string {
@@ -2257,16 +2466,21 @@ type IntervalJoin struct {
 	LeftTime  string `protobuf:"bytes,3,opt,name=left_time,json=leftTime,proto3" json:"left_time,omitempty"`
 	RightTime string `protobuf:"bytes,4,opt,name=right_time,json=rightTime,proto3" json:"right_time,omitempty"`
 	// Bounds in nanoseconds, lower <= upper.
-	LowerNs       int64            `protobuf:"varint,5,opt,name=lower_ns,json=lowerNs,proto3" json:"lower_ns,omitempty"`
-	UpperNs       int64            `protobuf:"varint,6,opt,name=upper_ns,json=upperNs,proto3" json:"upper_ns,omitempty"`
-	How           IntervalJoin_How `protobuf:"varint,7,opt,name=how,proto3,enum=flinkgo.plan.v1.IntervalJoin_How" json:"how,omitempty"`
+	LowerNs int64            `protobuf:"varint,5,opt,name=lower_ns,json=lowerNs,proto3" json:"lower_ns,omitempty"`
+	UpperNs int64            `protobuf:"varint,6,opt,name=upper_ns,json=upperNs,proto3" json:"upper_ns,omitempty"`
+	How     IntervalJoin_How `protobuf:"varint,7,opt,name=how,proto3,enum=flinkgo.plan.v1.IntervalJoin_How" json:"how,omitempty"`
+	// What happens to a row behind the watermark: DROP drops it (logged);
+	// KEEP sends it, unchanged, to the late-rows output of its side
+	// (Input.Output LATE_ROWS for the left, LATE_ROWS_RIGHT for the right),
+	// as Flink's sideOutputLeftLateData / sideOutputRightLateData.
+	LateRows      WindowAggregate_LateRows `protobuf:"varint,8,opt,name=late_rows,json=lateRows,proto3,enum=flinkgo.plan.v1.WindowAggregate_LateRows" json:"late_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *IntervalJoin) Reset() {
 	*x = IntervalJoin{}
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2492,7 @@ func (x *IntervalJoin) String() string {
 func (*IntervalJoin) ProtoMessage() {}
 
 func (x *IntervalJoin) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2505,7 @@ func (x *IntervalJoin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntervalJoin.ProtoReflect.Descriptor instead.
 func (*IntervalJoin) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18}
+	return file_plan_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *IntervalJoin) GetLeftKeys() []string {
@@ -2343,6 +2557,13 @@ func (x *IntervalJoin) GetHow() IntervalJoin_How {
 	return IntervalJoin_INNER
 }
 
+func (x *IntervalJoin) GetLateRows() WindowAggregate_LateRows {
+	if x != nil {
+		return x.LateRows
+	}
+	return WindowAggregate_DROP
+}
+
 // Join is a regular equi-join of two inputs (Flink's StreamingJoinOperator):
 // both sides are kept in keyed state by join key, and every row joins the
 // stored rows of the other side. Inner joins of append-only inputs emit
@@ -2371,7 +2592,7 @@ type Join struct {
 
 func (x *Join) Reset() {
 	*x = Join{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2383,7 +2604,7 @@ func (x *Join) String() string {
 func (*Join) ProtoMessage() {}
 
 func (x *Join) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2396,7 +2617,7 @@ func (x *Join) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Join.ProtoReflect.Descriptor instead.
 func (*Join) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Join) GetLeftKeys() []string {
@@ -2466,7 +2687,7 @@ type DropDuplicates struct {
 
 func (x *DropDuplicates) Reset() {
 	*x = DropDuplicates{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2478,7 +2699,7 @@ func (x *DropDuplicates) String() string {
 func (*DropDuplicates) ProtoMessage() {}
 
 func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2491,7 +2712,7 @@ func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDuplicates.ProtoReflect.Descriptor instead.
 func (*DropDuplicates) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DropDuplicates) GetSubset() []string {
@@ -2523,7 +2744,7 @@ type WatermarkAssigner struct {
 
 func (x *WatermarkAssigner) Reset() {
 	*x = WatermarkAssigner{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2535,7 +2756,7 @@ func (x *WatermarkAssigner) String() string {
 func (*WatermarkAssigner) ProtoMessage() {}
 
 func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2548,7 +2769,7 @@ func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatermarkAssigner.ProtoReflect.Descriptor instead.
 func (*WatermarkAssigner) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WatermarkAssigner) GetTimeColumn() string {
@@ -2595,7 +2816,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2828,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2841,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Limit) GetN() int64 {
@@ -2660,7 +2881,7 @@ type WindowAggregate struct {
 
 func (x *WindowAggregate) Reset() {
 	*x = WindowAggregate{}
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2672,7 +2893,7 @@ func (x *WindowAggregate) String() string {
 func (*WindowAggregate) ProtoMessage() {}
 
 func (x *WindowAggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2685,7 +2906,7 @@ func (x *WindowAggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowAggregate.ProtoReflect.Descriptor instead.
 func (*WindowAggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23}
+	return file_plan_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WindowAggregate) GetTimeColumn() string {
@@ -2788,7 +3009,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2800,7 +3021,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2813,7 +3034,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24}
+	return file_plan_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -2860,7 +3081,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[25]
+	mi := &file_plan_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2872,7 +3093,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[25]
+	mi := &file_plan_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2885,7 +3106,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{25}
+	return file_plan_proto_rawDescGZIP(), []int{26}
 }
 
 type Sink struct {
@@ -2903,7 +3124,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[26]
+	mi := &file_plan_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3136,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[26]
+	mi := &file_plan_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3149,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{26}
+	return file_plan_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -3010,7 +3231,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[27]
+	mi := &file_plan_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3243,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[27]
+	mi := &file_plan_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3256,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{27}
+	return file_plan_proto_rawDescGZIP(), []int{28}
 }
 
 type FileSink struct {
@@ -3054,7 +3275,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[28]
+	mi := &file_plan_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3066,7 +3287,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[28]
+	mi := &file_plan_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3079,7 +3300,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{28}
+	return file_plan_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -3119,7 +3340,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[29]
+	mi := &file_plan_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3131,7 +3352,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[29]
+	mi := &file_plan_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3144,7 +3365,7 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{29}
+	return file_plan_proto_rawDescGZIP(), []int{30}
 }
 
 // KafkaSink writes one record per row to a topic (write_kafka), as Flink's
@@ -3173,7 +3394,7 @@ type KafkaSink struct {
 
 func (x *KafkaSink) Reset() {
 	*x = KafkaSink{}
-	mi := &file_plan_proto_msgTypes[30]
+	mi := &file_plan_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3185,7 +3406,7 @@ func (x *KafkaSink) String() string {
 func (*KafkaSink) ProtoMessage() {}
 
 func (x *KafkaSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[30]
+	mi := &file_plan_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3198,7 +3419,7 @@ func (x *KafkaSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KafkaSink.ProtoReflect.Descriptor instead.
 func (*KafkaSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{30}
+	return file_plan_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *KafkaSink) GetTopic() string {
@@ -3261,7 +3482,7 @@ type KafkaSource_PartitionOffset struct {
 
 func (x *KafkaSource_PartitionOffset) Reset() {
 	*x = KafkaSource_PartitionOffset{}
-	mi := &file_plan_proto_msgTypes[32]
+	mi := &file_plan_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3273,7 +3494,7 @@ func (x *KafkaSource_PartitionOffset) String() string {
 func (*KafkaSource_PartitionOffset) ProtoMessage() {}
 
 func (x *KafkaSource_PartitionOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[32]
+	mi := &file_plan_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3286,7 +3507,7 @@ func (x *KafkaSource_PartitionOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KafkaSource_PartitionOffset.ProtoReflect.Descriptor instead.
 func (*KafkaSource_PartitionOffset) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{13, 0}
+	return file_plan_proto_rawDescGZIP(), []int{14, 0}
 }
 
 func (x *KafkaSource_PartitionOffset) GetTopic() string {
@@ -3346,10 +3567,15 @@ const file_plan_proto_rawDesc = "" +
 	"\x10window_aggregate\x18\x14 \x01(\v2 .flinkgo.plan.v1.WindowAggregateH\x00R\x0fwindowAggregate\x12D\n" +
 	"\rinterval_join\x18\x15 \x01(\v2\x1d.flinkgo.plan.v1.IntervalJoinH\x00R\fintervalJoin\x12+\n" +
 	"\x04join\x18\x16 \x01(\v2\x15.flinkgo.plan.v1.JoinH\x00R\x04joinB\x06\n" +
-	"\x04kind\"^\n" +
+	"\x04kind\"\xcd\x01\n" +
 	"\x05Input\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12A\n" +
-	"\fpartitioning\x18\x02 \x01(\v2\x1d.flinkgo.plan.v1.PartitioningR\fpartitioning\"\xd3\x01\n" +
+	"\fpartitioning\x18\x02 \x01(\v2\x1d.flinkgo.plan.v1.PartitioningR\fpartitioning\x125\n" +
+	"\x06output\x18\x03 \x01(\x0e2\x1d.flinkgo.plan.v1.Input.OutputR\x06output\"6\n" +
+	"\x06Output\x12\b\n" +
+	"\x04MAIN\x10\x00\x12\r\n" +
+	"\tLATE_ROWS\x10\x01\x12\x13\n" +
+	"\x0fLATE_ROWS_RIGHT\x10\x02\"\xd3\x01\n" +
 	"\fPartitioning\x126\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\".flinkgo.plan.v1.Partitioning.KindR\x04kind\x12\x12\n" +
 	"\x04keys\x18\x02 \x03(\tR\x04keys\"w\n" +
@@ -3388,12 +3614,13 @@ const file_plan_proto_rawDesc = "" +
 	"\x04args\x18\x02 \x03(\v2\x15.flinkgo.plan.v1.ExprR\x04args\"J\n" +
 	"\tNamedExpr\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
-	"\x04expr\x18\x02 \x01(\v2\x15.flinkgo.plan.v1.ExprR\x04expr\"\xeb\x01\n" +
+	"\x04expr\x18\x02 \x01(\v2\x15.flinkgo.plan.v1.ExprR\x04expr\"\xa7\x02\n" +
 	"\x06Source\x124\n" +
 	"\x05arrow\x18\x01 \x01(\v2\x1c.flinkgo.plan.v1.ArrowSourceH\x00R\x05arrow\x121\n" +
 	"\x04file\x18\x02 \x01(\v2\x1b.flinkgo.plan.v1.FileSourceH\x00R\x04file\x12:\n" +
 	"\adatagen\x18\x03 \x01(\v2\x1e.flinkgo.plan.v1.DatagenSourceH\x00R\adatagen\x124\n" +
-	"\x05kafka\x18\x04 \x01(\v2\x1c.flinkgo.plan.v1.KafkaSourceH\x00R\x05kafkaB\x06\n" +
+	"\x05kafka\x18\x04 \x01(\v2\x1c.flinkgo.plan.v1.KafkaSourceH\x00R\x05kafka\x12:\n" +
+	"\anexmark\x18\x05 \x01(\v2\x1e.flinkgo.plan.v1.NexmarkSourceH\x00R\anexmarkB\x06\n" +
 	"\x04kind\"\x1f\n" +
 	"\vArrowSource\x12\x10\n" +
 	"\x03ipc\x18\x01 \x01(\fR\x03ipc\"\xec\x01\n" +
@@ -3411,7 +3638,18 @@ const file_plan_proto_rawDesc = "" +
 	"\rDatagenSource\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\x03R\x04rows\x12&\n" +
 	"\x0frows_per_second\x18\x02 \x01(\x01R\rrowsPerSecond\x12\x12\n" +
-	"\x04seed\x18\x03 \x01(\x03R\x04seed\"\xf9\a\n" +
+	"\x04seed\x18\x03 \x01(\x03R\x04seed\"\xe0\x01\n" +
+	"\rNexmarkSource\x127\n" +
+	"\x04kind\x18\x01 \x01(\x0e2#.flinkgo.plan.v1.NexmarkSource.KindR\x04kind\x12\x16\n" +
+	"\x06events\x18\x02 \x01(\x03R\x06events\x12*\n" +
+	"\x11events_per_second\x18\x03 \x01(\x01R\x0feventsPerSecond\x12\x12\n" +
+	"\x04seed\x18\x04 \x01(\x03R\x04seed\">\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\n" +
+	"\n" +
+	"\x06PERSON\x10\x01\x12\v\n" +
+	"\aAUCTION\x10\x02\x12\a\n" +
+	"\x03BID\x10\x03\"\xf9\a\n" +
 	"\vKafkaSource\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x12#\n" +
 	"\rtopic_pattern\x18\x02 \x01(\tR\ftopicPattern\x12+\n" +
@@ -3471,7 +3709,7 @@ const file_plan_proto_rawDesc = "" +
 	"\tEMIT_AUTO\x10\x00\x12\x0e\n" +
 	"\n" +
 	"EMIT_FINAL\x10\x01\x12\x10\n" +
-	"\fEMIT_UPDATES\x10\x02\"\xa2\x02\n" +
+	"\fEMIT_UPDATES\x10\x02\"\xea\x02\n" +
 	"\fIntervalJoin\x12\x1b\n" +
 	"\tleft_keys\x18\x01 \x03(\tR\bleftKeys\x12\x1d\n" +
 	"\n" +
@@ -3481,7 +3719,8 @@ const file_plan_proto_rawDesc = "" +
 	"right_time\x18\x04 \x01(\tR\trightTime\x12\x19\n" +
 	"\blower_ns\x18\x05 \x01(\x03R\alowerNs\x12\x19\n" +
 	"\bupper_ns\x18\x06 \x01(\x03R\aupperNs\x123\n" +
-	"\x03how\x18\a \x01(\x0e2!.flinkgo.plan.v1.IntervalJoin.HowR\x03how\"/\n" +
+	"\x03how\x18\a \x01(\x0e2!.flinkgo.plan.v1.IntervalJoin.HowR\x03how\x12F\n" +
+	"\tlate_rows\x18\b \x01(\x0e2).flinkgo.plan.v1.WindowAggregate.LateRowsR\blateRows\"/\n" +
 	"\x03How\x12\t\n" +
 	"\x05INNER\x10\x00\x12\b\n" +
 	"\x04LEFT\x10\x01\x12\t\n" +
@@ -3597,118 +3836,125 @@ func file_plan_proto_rawDescGZIP() []byte {
 	return file_plan_proto_rawDescData
 }
 
-var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_plan_proto_goTypes = []any{
-	(Partitioning_Kind)(0),              // 0: flinkgo.plan.v1.Partitioning.Kind
-	(FileSource_Format)(0),              // 1: flinkgo.plan.v1.FileSource.Format
-	(KafkaSource_Start)(0),              // 2: flinkgo.plan.v1.KafkaSource.Start
-	(KafkaSource_Format)(0),             // 3: flinkgo.plan.v1.KafkaSource.Format
-	(KeyedAggregate_Emit)(0),            // 4: flinkgo.plan.v1.KeyedAggregate.Emit
-	(IntervalJoin_How)(0),               // 5: flinkgo.plan.v1.IntervalJoin.How
-	(Join_How)(0),                       // 6: flinkgo.plan.v1.Join.How
-	(WindowAggregate_Kind)(0),           // 7: flinkgo.plan.v1.WindowAggregate.Kind
-	(WindowAggregate_LateRows)(0),       // 8: flinkgo.plan.v1.WindowAggregate.LateRows
-	(FileSink_Mode)(0),                  // 9: flinkgo.plan.v1.FileSink.Mode
-	(KafkaSink_Delivery)(0),             // 10: flinkgo.plan.v1.KafkaSink.Delivery
-	(*JobPlan)(nil),                     // 11: flinkgo.plan.v1.JobPlan
-	(*Node)(nil),                        // 12: flinkgo.plan.v1.Node
-	(*Input)(nil),                       // 13: flinkgo.plan.v1.Input
-	(*Partitioning)(nil),                // 14: flinkgo.plan.v1.Partitioning
-	(*Expr)(nil),                        // 15: flinkgo.plan.v1.Expr
-	(*Literal)(nil),                     // 16: flinkgo.plan.v1.Literal
-	(*Call)(nil),                        // 17: flinkgo.plan.v1.Call
-	(*UdfExpr)(nil),                     // 18: flinkgo.plan.v1.UdfExpr
-	(*NamedExpr)(nil),                   // 19: flinkgo.plan.v1.NamedExpr
-	(*Source)(nil),                      // 20: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),                 // 21: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),                  // 22: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),               // 23: flinkgo.plan.v1.DatagenSource
-	(*KafkaSource)(nil),                 // 24: flinkgo.plan.v1.KafkaSource
-	(*Select)(nil),                      // 25: flinkgo.plan.v1.Select
-	(*Filter)(nil),                      // 26: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),                  // 27: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),              // 28: flinkgo.plan.v1.KeyedAggregate
-	(*IntervalJoin)(nil),                // 29: flinkgo.plan.v1.IntervalJoin
-	(*Join)(nil),                        // 30: flinkgo.plan.v1.Join
-	(*DropDuplicates)(nil),              // 31: flinkgo.plan.v1.DropDuplicates
-	(*WatermarkAssigner)(nil),           // 32: flinkgo.plan.v1.WatermarkAssigner
-	(*Limit)(nil),                       // 33: flinkgo.plan.v1.Limit
-	(*WindowAggregate)(nil),             // 34: flinkgo.plan.v1.WindowAggregate
-	(*Aggregate)(nil),                   // 35: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),                       // 36: flinkgo.plan.v1.Union
-	(*Sink)(nil),                        // 37: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),                   // 38: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),                    // 39: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),                 // 40: flinkgo.plan.v1.CollectSink
-	(*KafkaSink)(nil),                   // 41: flinkgo.plan.v1.KafkaSink
-	nil,                                 // 42: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*KafkaSource_PartitionOffset)(nil), // 43: flinkgo.plan.v1.KafkaSource.PartitionOffset
-	nil,                                 // 44: flinkgo.plan.v1.KafkaSource.PropertiesEntry
-	nil,                                 // 45: flinkgo.plan.v1.KafkaSink.PropertiesEntry
-	(*workerpb.UdfSpec)(nil),            // 46: flinkgo.worker.v1.UdfSpec
+	(Input_Output)(0),                   // 0: flinkgo.plan.v1.Input.Output
+	(Partitioning_Kind)(0),              // 1: flinkgo.plan.v1.Partitioning.Kind
+	(FileSource_Format)(0),              // 2: flinkgo.plan.v1.FileSource.Format
+	(NexmarkSource_Kind)(0),             // 3: flinkgo.plan.v1.NexmarkSource.Kind
+	(KafkaSource_Start)(0),              // 4: flinkgo.plan.v1.KafkaSource.Start
+	(KafkaSource_Format)(0),             // 5: flinkgo.plan.v1.KafkaSource.Format
+	(KeyedAggregate_Emit)(0),            // 6: flinkgo.plan.v1.KeyedAggregate.Emit
+	(IntervalJoin_How)(0),               // 7: flinkgo.plan.v1.IntervalJoin.How
+	(Join_How)(0),                       // 8: flinkgo.plan.v1.Join.How
+	(WindowAggregate_Kind)(0),           // 9: flinkgo.plan.v1.WindowAggregate.Kind
+	(WindowAggregate_LateRows)(0),       // 10: flinkgo.plan.v1.WindowAggregate.LateRows
+	(FileSink_Mode)(0),                  // 11: flinkgo.plan.v1.FileSink.Mode
+	(KafkaSink_Delivery)(0),             // 12: flinkgo.plan.v1.KafkaSink.Delivery
+	(*JobPlan)(nil),                     // 13: flinkgo.plan.v1.JobPlan
+	(*Node)(nil),                        // 14: flinkgo.plan.v1.Node
+	(*Input)(nil),                       // 15: flinkgo.plan.v1.Input
+	(*Partitioning)(nil),                // 16: flinkgo.plan.v1.Partitioning
+	(*Expr)(nil),                        // 17: flinkgo.plan.v1.Expr
+	(*Literal)(nil),                     // 18: flinkgo.plan.v1.Literal
+	(*Call)(nil),                        // 19: flinkgo.plan.v1.Call
+	(*UdfExpr)(nil),                     // 20: flinkgo.plan.v1.UdfExpr
+	(*NamedExpr)(nil),                   // 21: flinkgo.plan.v1.NamedExpr
+	(*Source)(nil),                      // 22: flinkgo.plan.v1.Source
+	(*ArrowSource)(nil),                 // 23: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),                  // 24: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),               // 25: flinkgo.plan.v1.DatagenSource
+	(*NexmarkSource)(nil),               // 26: flinkgo.plan.v1.NexmarkSource
+	(*KafkaSource)(nil),                 // 27: flinkgo.plan.v1.KafkaSource
+	(*Select)(nil),                      // 28: flinkgo.plan.v1.Select
+	(*Filter)(nil),                      // 29: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),                  // 30: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),              // 31: flinkgo.plan.v1.KeyedAggregate
+	(*IntervalJoin)(nil),                // 32: flinkgo.plan.v1.IntervalJoin
+	(*Join)(nil),                        // 33: flinkgo.plan.v1.Join
+	(*DropDuplicates)(nil),              // 34: flinkgo.plan.v1.DropDuplicates
+	(*WatermarkAssigner)(nil),           // 35: flinkgo.plan.v1.WatermarkAssigner
+	(*Limit)(nil),                       // 36: flinkgo.plan.v1.Limit
+	(*WindowAggregate)(nil),             // 37: flinkgo.plan.v1.WindowAggregate
+	(*Aggregate)(nil),                   // 38: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),                       // 39: flinkgo.plan.v1.Union
+	(*Sink)(nil),                        // 40: flinkgo.plan.v1.Sink
+	(*PrintSink)(nil),                   // 41: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),                    // 42: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),                 // 43: flinkgo.plan.v1.CollectSink
+	(*KafkaSink)(nil),                   // 44: flinkgo.plan.v1.KafkaSink
+	nil,                                 // 45: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*KafkaSource_PartitionOffset)(nil), // 46: flinkgo.plan.v1.KafkaSource.PartitionOffset
+	nil,                                 // 47: flinkgo.plan.v1.KafkaSource.PropertiesEntry
+	nil,                                 // 48: flinkgo.plan.v1.KafkaSink.PropertiesEntry
+	(*workerpb.UdfSpec)(nil),            // 49: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	42, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
-	12, // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
-	13, // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
-	20, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
-	25, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
-	26, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
-	27, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
-	28, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	36, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	37, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	31, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	33, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
-	32, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
-	34, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
-	29, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
-	30, // 15: flinkgo.plan.v1.Node.join:type_name -> flinkgo.plan.v1.Join
-	14, // 16: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
-	0,  // 17: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
-	16, // 18: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
-	17, // 19: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
-	18, // 20: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
-	15, // 21: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	46, // 22: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	15, // 23: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
-	15, // 24: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	21, // 25: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	22, // 26: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	23, // 27: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	24, // 28: flinkgo.plan.v1.Source.kafka:type_name -> flinkgo.plan.v1.KafkaSource
-	1,  // 29: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	2,  // 30: flinkgo.plan.v1.KafkaSource.start:type_name -> flinkgo.plan.v1.KafkaSource.Start
-	43, // 31: flinkgo.plan.v1.KafkaSource.start_offsets:type_name -> flinkgo.plan.v1.KafkaSource.PartitionOffset
-	3,  // 32: flinkgo.plan.v1.KafkaSource.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
-	44, // 33: flinkgo.plan.v1.KafkaSource.properties:type_name -> flinkgo.plan.v1.KafkaSource.PropertiesEntry
-	19, // 34: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	15, // 35: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	46, // 36: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	35, // 37: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	4,  // 38: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	5,  // 39: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
-	6,  // 40: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
-	25, // 41: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
-	7,  // 42: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
-	35, // 43: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	8,  // 44: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
-	46, // 45: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	38, // 46: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	39, // 47: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	40, // 48: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	41, // 49: flinkgo.plan.v1.Sink.kafka:type_name -> flinkgo.plan.v1.KafkaSink
-	1,  // 50: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	9,  // 51: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	3,  // 52: flinkgo.plan.v1.KafkaSink.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
-	10, // 53: flinkgo.plan.v1.KafkaSink.delivery:type_name -> flinkgo.plan.v1.KafkaSink.Delivery
-	45, // 54: flinkgo.plan.v1.KafkaSink.properties:type_name -> flinkgo.plan.v1.KafkaSink.PropertiesEntry
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	45, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	14, // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
+	15, // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
+	22, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
+	28, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
+	29, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
+	30, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
+	31, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
+	39, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	40, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	34, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
+	36, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	35, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
+	37, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
+	32, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
+	33, // 15: flinkgo.plan.v1.Node.join:type_name -> flinkgo.plan.v1.Join
+	16, // 16: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
+	0,  // 17: flinkgo.plan.v1.Input.output:type_name -> flinkgo.plan.v1.Input.Output
+	1,  // 18: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
+	18, // 19: flinkgo.plan.v1.Expr.literal:type_name -> flinkgo.plan.v1.Literal
+	19, // 20: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
+	20, // 21: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
+	17, // 22: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
+	49, // 23: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	17, // 24: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
+	17, // 25: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
+	23, // 26: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	24, // 27: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	25, // 28: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	27, // 29: flinkgo.plan.v1.Source.kafka:type_name -> flinkgo.plan.v1.KafkaSource
+	26, // 30: flinkgo.plan.v1.Source.nexmark:type_name -> flinkgo.plan.v1.NexmarkSource
+	2,  // 31: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	3,  // 32: flinkgo.plan.v1.NexmarkSource.kind:type_name -> flinkgo.plan.v1.NexmarkSource.Kind
+	4,  // 33: flinkgo.plan.v1.KafkaSource.start:type_name -> flinkgo.plan.v1.KafkaSource.Start
+	46, // 34: flinkgo.plan.v1.KafkaSource.start_offsets:type_name -> flinkgo.plan.v1.KafkaSource.PartitionOffset
+	5,  // 35: flinkgo.plan.v1.KafkaSource.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
+	47, // 36: flinkgo.plan.v1.KafkaSource.properties:type_name -> flinkgo.plan.v1.KafkaSource.PropertiesEntry
+	21, // 37: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	17, // 38: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	49, // 39: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	38, // 40: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	6,  // 41: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	7,  // 42: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
+	10, // 43: flinkgo.plan.v1.IntervalJoin.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	8,  // 44: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
+	28, // 45: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
+	9,  // 46: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
+	38, // 47: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	10, // 48: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	49, // 49: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	41, // 50: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	42, // 51: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	43, // 52: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	44, // 53: flinkgo.plan.v1.Sink.kafka:type_name -> flinkgo.plan.v1.KafkaSink
+	2,  // 54: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	11, // 55: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	5,  // 56: flinkgo.plan.v1.KafkaSink.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
+	12, // 57: flinkgo.plan.v1.KafkaSink.delivery:type_name -> flinkgo.plan.v1.KafkaSink.Delivery
+	48, // 58: flinkgo.plan.v1.KafkaSink.properties:type_name -> flinkgo.plan.v1.KafkaSink.PropertiesEntry
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -3749,8 +3995,9 @@ func file_plan_proto_init() {
 		(*Source_File)(nil),
 		(*Source_Datagen)(nil),
 		(*Source_Kafka)(nil),
+		(*Source_Nexmark)(nil),
 	}
-	file_plan_proto_msgTypes[26].OneofWrappers = []any{
+	file_plan_proto_msgTypes[27].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
@@ -3761,8 +4008,8 @@ func file_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
-			NumEnums:      11,
-			NumMessages:   35,
+			NumEnums:      13,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

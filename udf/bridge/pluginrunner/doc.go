@@ -29,6 +29,11 @@
 // records and output are debug. Lines are cut at a bound (output.go), so no
 // output grows the runtime's memory. Nothing is logged per batch.
 //
+// Metrics: Options.Metrics (runtime/metrics.UDF) counts the batches and
+// rows sent, each answered batch's time at the worker (from its send, or
+// from the previous answer when the worker was busy, to its result), the
+// batches in flight and the worker's pid; atomics only per batch.
+//
 // Reuse: with Options.Pool, Open takes an idle worker of the same
 // environment instead of starting one, and a Close that ended in order
 // gives the worker back (see Pool and docs/semantics.md#worker-reuse).

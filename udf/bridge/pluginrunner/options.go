@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/logging"
+	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
@@ -74,6 +75,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Allocator holds the result batches. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Metrics receives the runner's counts (batches and rows sent, the
+	// worker's time per batch, batches in flight, the worker's pid for
+	// its memory, workers opened); they outlive the runner, for the
+	// operator subtask's next attempt. Default: counts nobody reads.
+	Metrics *metrics.UDF
 
 	// Pool, when set, lends Open an idle worker of the same environment
 	// (Python, Env, MaxMessageBytes) instead of starting one, and takes the
@@ -146,6 +152,9 @@ func (o Options) withDefaults() Options {
 	o.Logger = logging.OrDiscard(o.Logger)
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.NewUDF()
 	}
 	o.Calls = append([]*workerpb.UdfCall(nil), o.Calls...)
 	o.Env = append([]string(nil), o.Env...)

@@ -108,13 +108,7 @@ func TestPrintedOutputIsPrefixedAndBounded(t *testing.T) {
 			if err := r.Process(context.Background(), 0, b); err != nil {
 				t.Fatal(err)
 			}
-			results, err := flushAndTake(t, r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, res := range results {
-				res.Batch.Release()
-			}
+			flushAndRelease(t, r)
 			want := 2 // stdout and stderr
 			if w.name == "go" {
 				want = 1 // its stderr is the worker's own (fd 2)

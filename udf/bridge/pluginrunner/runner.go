@@ -73,6 +73,10 @@ type Runner struct {
 	// sharedIn and sharedOut count the batches and results that went
 	// through the shared region (tests check the transport is used).
 	sharedIn, sharedOut atomic.Int64
+	// lastAnswer is when the previous result came (receiver goroutine
+	// only): the worker answers in order, so a batch's time at the worker
+	// starts at its send or at the previous answer, whichever is later.
+	lastAnswer time.Time
 
 	mu struct {
 		sync.Mutex
@@ -109,6 +113,7 @@ type queued struct {
 type pendingBatch struct {
 	seq  int64
 	rows int64
+	sent time.Time
 	// slot is the batch's shared-memory slot (TransportSharedMemory).
 	slot int
 }
@@ -268,6 +273,7 @@ func (r *Runner) Open(ctx context.Context) error {
 	r.stream, r.streamCancel = stream, streamCancel
 	r.receiverDone = make(chan struct{})
 	go r.receive()
+	r.opts.Metrics.WorkerOpened(proc.Pid())
 	return nil
 }
 
@@ -437,7 +443,10 @@ func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch
 	slot := r.nextSlot
 	r.nextSlot = (r.nextSlot + 1) % r.opts.MaxInFlight
 	r.mu.Lock()
-	r.mu.pending = append(r.mu.pending, pendingBatch{seq: seq, rows: rows, slot: slot})
+	r.mu.pending = append(r.mu.pending, pendingBatch{seq: seq, rows: rows, slot: slot, sent: time.Now()})
+	if r.mu.err == nil { // after a failure failLocked counted the pending out
+		r.opts.Metrics.InFlight.Add(1)
+	}
 	shared := r.mu.shared
 	r.mu.Unlock()
 
@@ -480,6 +489,7 @@ func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch
 	if err != nil {
 		return r.sendFailed(err)
 	}
+	r.opts.Metrics.AddBatch(batch.NumRows())
 	return nil
 }
 
@@ -580,7 +590,11 @@ func (r *Runner) close() error {
 	canceled := r.lifeCtx.Err() != nil
 	broken := r.mu.err
 	r.mu.closing = true
+	proc := r.proc
 	r.mu.Unlock()
+	if proc != nil {
+		r.opts.Metrics.WorkerGone(proc.Pid())
+	}
 	if canceled {
 		return nil
 	}
@@ -651,6 +665,7 @@ func (r *Runner) Cancel() {
 		r.mu.Unlock()
 		r.lifeCancel()
 		if proc != nil {
+			r.opts.Metrics.WorkerGone(proc.Pid())
 			r.procMu.Lock()
 			proc.Stop(r.opts.CancelGrace)
 			r.procMu.Unlock()
@@ -707,8 +722,17 @@ func (r *Runner) accept(res *workerpb.BatchResult) error {
 	}
 	want := r.mu.pending[0]
 	r.mu.pending = r.mu.pending[1:]
+	if r.mu.err == nil {
+		r.opts.Metrics.InFlight.Add(-1)
+	}
 	shared := r.mu.shared
 	r.mu.Unlock()
+	now := time.Now()
+	if want.sent.After(r.lastAnswer) {
+		r.lastAnswer = want.sent
+	}
+	r.opts.Metrics.AddAnswered(now.Sub(r.lastAnswer))
+	r.lastAnswer = now
 	data := res.GetArrowIpc()
 	if shared != nil {
 		if res.GetInputRetained() {
@@ -850,6 +874,9 @@ func (r *Runner) failLocked(err error) {
 	}
 	r.mu.err = err
 	close(r.failed)
+	// No pending batch will be answered (several runners of a subtask
+	// share the count).
+	r.opts.Metrics.InFlight.Add(-int64(len(r.mu.pending)))
 	for id, done := range r.mu.bundles {
 		close(done)
 		delete(r.mu.bundles, id)

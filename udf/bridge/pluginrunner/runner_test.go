@@ -210,6 +210,19 @@ func flushAndTake(t *testing.T, r bridge.Runner) ([]bridge.Result, error) {
 	}
 }
 
+// flushAndRelease flushes, failing the test on an error, and releases
+// every result.
+func flushAndRelease(t *testing.T, r bridge.Runner) {
+	t.Helper()
+	results, err := flushAndTake(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range results {
+		res.Batch.Release()
+	}
+}
+
 func TestPandasArrowAndGeneralUDFs(t *testing.T) {
 	eachWorker(t, func(t *testing.T, w worker) {
 		eachTransport(t, func(t *testing.T, tr pluginrunner.Transport) { testPandasArrowAndGeneralUDFs(t, w, tr) })
@@ -635,13 +648,7 @@ def chatty(x):
 	if err := r.Process(context.Background(), 0, b); err != nil {
 		t.Fatal(err)
 	}
-	results, err := flushAndTake(t, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, res := range results {
-		res.Batch.Release()
-	}
+	flushAndRelease(t, r)
 	// stdout travels through go-plugin's stdio stream, asynchronously.
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(logs.String(), "printed by the udf 42") && time.Now().Before(deadline) {

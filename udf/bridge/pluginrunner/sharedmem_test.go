@@ -222,13 +222,7 @@ func TestSharedMemoryFootprintFollowsTheBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	results, err := flushAndTake(t, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, res := range results {
-		res.Batch.Release()
-	}
+	flushAndRelease(t, r)
 	if in, out := pluginrunner.SharedCounts(r); in != batches || out != batches {
 		t.Fatalf("%d batches and %d results went through shared memory, want %d", in, out, batches)
 	}
