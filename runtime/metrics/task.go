@@ -26,12 +26,21 @@ type Task struct {
 	// InputWatermark is the latest watermark of the chain's input, in
 	// milliseconds, NoWatermark before the first.
 	InputWatermark atomic.Int64
+	// PendingRecords is a source's backlog (Flink's pendingRecords): the
+	// records it is behind, NoPendingRecords when its reader does not know
+	// (package source's Backlog). The autoscaler adds its growth to the
+	// source's rate: a source held back by a slow consumer falls behind.
+	PendingRecords atomic.Int64
 }
+
+// NoPendingRecords is the PendingRecords of a task that knows no backlog.
+const NoPendingRecords = -1
 
 // NewTask returns counters at zero with no watermark.
 func NewTask() *Task {
 	t := &Task{}
 	t.InputWatermark.Store(NoWatermark)
+	t.PendingRecords.Store(NoPendingRecords)
 	return t
 }
 
@@ -84,6 +93,7 @@ type Totals struct {
 	RecordsIn, RecordsOut, BytesIn, BytesOut int64
 	Busy, Idle, BackPressured                time.Duration
 	InputWatermark                           int64
+	PendingRecords                           int64
 }
 
 // Read reads t's counters.
@@ -94,5 +104,6 @@ func (t *Task) Read() Totals {
 		Busy: time.Duration(t.Busy.Load()), Idle: time.Duration(t.Idle.Load()),
 		BackPressured:  time.Duration(t.BackPressured.Load()),
 		InputWatermark: t.InputWatermark.Load(),
+		PendingRecords: t.PendingRecords.Load(),
 	}
 }

@@ -239,6 +239,16 @@ func (g *datagen) wait(ctx context.Context, n int64) error {
 	return nil
 }
 
+// PendingRecords are the rows due by the rate that Next has not returned
+// yet: a consumer slower than the rate holds the reader back (Backlog).
+// Zero without a rate, and before the first Next.
+func (g *datagen) PendingRecords() int64 {
+	if g.rate <= 0 || g.start.IsZero() {
+		return 0
+	}
+	return max(0, int64(time.Since(g.start).Seconds()*g.rate)-g.sent)
+}
+
 // DatagenNameLimit bounds a datagen column's name, which its generated
 // strings repeat on every row.
 const DatagenNameLimit = 1 << 10
