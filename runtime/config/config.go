@@ -288,6 +288,9 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	if as.Stabilization < 0 || as.ScaleDownInterval < 0 {
 		p.problems = append(p.problems, fmt.Sprintf("%s and %s must not be negative", ConfigAutoscalerStabilization, ConfigAutoscalerScaleDownInterval))
 	}
+	if as.Enabled && cp.Interval <= 0 {
+		p.problems = append(p.problems, fmt.Sprintf("%s needs %s: the autoscaler rescales the job in place, from its next completed checkpoint", ConfigAutoscalerEnabled, ConfigCheckpointInterval))
+	}
 	if as.MetricsWindow < time.Second {
 		p.problem(ConfigAutoscalerMetricsWindow, "must be at least 1 s (the autoscaler samples once a second)")
 	}

@@ -78,6 +78,7 @@ func New(opts Options) *Handler {
 		"POST /jobs/{jid}/stop":                           h.stop,
 		"GET /jobs/{jid}/resource-requirements":           h.resourceRequirements,
 		"PUT /jobs/{jid}/resource-requirements":           h.setResourceRequirements,
+		"GET /jobs/{jid}/autoscaler":                      h.autoscaler,
 		"GET /metrics":                                    NewPrometheusHandler(opts.Server).ServeHTTP,
 	}
 	for pattern, f := range routes {
