@@ -570,6 +570,13 @@ func TestResourceRequirementsRescaleTheJob(t *testing.T) {
 		var now map[string]map[string]map[string]int
 		return f.call("GET", path, "", "", &now) == http.StatusOK && now[sink]["parallelism"]["upperBound"] == 3
 	})
+	// The rates follow the new subtasks (the sampler reads the job's
+	// current tasks): all three take records.
+	await(t, "the rates of the rescaled sink's three subtasks", func() bool {
+		var vals []object
+		f.get("/jobs/"+jid+"/vertices/"+sink+"/subtasks/metrics?get=numRecordsInPerSecond&agg=min", &vals)
+		return len(vals) == 1 && vals[0]["min"].(float64) > 0
+	})
 	if code := f.call("PATCH", "/jobs/"+jid+"?mode=cancel", token, "", nil); code != http.StatusAccepted {
 		t.Fatalf("cancel: %d", code)
 	}
