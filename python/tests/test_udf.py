@@ -648,3 +648,17 @@ def test_concurrency_bounds_refused_for_async_and_udaf():
         udf(fetch, "int64", concurrency=(1, 4))
     with pytest.raises(ValueError, match="concurrency bounds .* are for UDFs"):
         flinkgo.udaf(lambda s: s.sum(), "int64", concurrency=(1, 4))  # type: ignore[arg-type]
+
+
+def test_concurrency_bounds_reach_the_planner():
+    # The runtime's planner starts the UDF's operator at min and shows the bounds.
+    @udf("int64", concurrency=(1, 3))
+    def bounded(x):
+        return x
+
+    env = flinkgo.Environment(parallelism=2)
+    df = env.datagen(rows=10, schema={"id": "int64"})
+    df.with_column("y", bounded(flinkgo.col("id"))).uid("s").print()
+    text = env.explain()
+    assert 'udf "bounded" uid=s/udf-0 p=1 (udf concurrency)' in text
+    assert "bounded(id) [concurrency=(1, 3)] -> y" in text

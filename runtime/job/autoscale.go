@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/flinkgo/flinkgo/runtime/autoscaler"
 	"github.com/flinkgo/flinkgo/runtime/config"
@@ -21,7 +22,20 @@ func (j *Job) startAutoscaler(ctx context.Context) {
 	if !j.config.Autoscaler.Enabled {
 		return
 	}
-	loop := autoscaler.NewLoop(autoscaleTarget{j}, j.config.Autoscaler, j.opts.Logger.With("component", "autoscaler"))
+	log := j.opts.Logger.With("component", "autoscaler")
+	var scaled []string
+	for _, v := range autoscaler.Vertices(j.graph(), nil) {
+		if !v.Bounds.Zero() {
+			scaled = append(scaled, fmt.Sprintf("%s [%d, %d]", v.UIDs[0], v.Bounds.Min, v.Bounds.Max))
+		}
+	}
+	if len(scaled) == 0 {
+		log.Warn("job.autoscaler.enabled is set but no UDF declares concurrency=(min, max): nothing to scale; " +
+			"declare bounds on the UDFs the autoscaler may rescale")
+		return
+	}
+	log.Info("autoscaler started", "vertices", scaled)
+	loop := autoscaler.NewLoop(autoscaleTarget{j}, j.config.Autoscaler, log)
 	j.autoscalerDone.Go(func() { loop.Run(ctx, j.autoscalerStop) })
 }
 
