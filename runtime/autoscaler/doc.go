@@ -17,8 +17,8 @@
 // its inputs' target rates times their ratio of records out to records
 // in. Loop is the running part: it samples the job (through the small Job
 // interface package job implements), waits for every scaled subtask to
-// have worked and for the stabilization interval after a start or
-// rescale, collects a full metrics window, then evaluates every tenth of
+// have worked and for the stabilization interval after a start,
+// restart or rescale, collects a full metrics window, then evaluates every tenth of
 // the window and asks for one rescale (Job.Rescale, in place at the next
 // checkpoint) with every change. Decisions are logged and kept by the job
 // for the REST API (GET /jobs/:jid/autoscaler).

@@ -14,8 +14,9 @@ import (
 // Job is the running job a Loop scales (package job's Job, adapted).
 type Job interface {
 	// Current is the graph the job runs and its subtasks' metrics by
-	// chain head operator ID; a rescale replaces both.
-	Current() (*plan.Graph, [][]*metrics.Task)
+	// chain head operator ID (a rescale replaces both), and its number of
+	// attempts (a restart after a failure adds one).
+	Current() (*plan.Graph, [][]*metrics.Task, int)
 	// RescalePending reports a rescale asked for and not yet done.
 	RescalePending() bool
 	// Rescale asks for new parallelism by operator uid and returns the
@@ -38,7 +39,8 @@ type Loop struct {
 	log *slog.Logger
 	now func() time.Time
 
-	graph *plan.Graph // the graph the readings are of
+	graph   *plan.Graph // the graph the readings are of
+	attempt int         // and the attempt
 	// since is when every subtask of the scaled vertices of graph began
 	// to work (or, at the latest, stabilization + window after the graph
 	// changed); active reports it happened.
@@ -79,10 +81,11 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}) {
 // decisions made (none while stabilizing or collecting).
 func (l *Loop) Step() []Decision {
 	now := l.now()
-	g, tasks := l.job.Current()
-	if g != l.graph {
-		// Started, or rescaled: the old readings are of other tasks.
-		l.graph, l.since, l.active, l.readings = g, now, false, nil
+	g, tasks, attempt := l.job.Current()
+	if g != l.graph || attempt != l.attempt {
+		// Started, rescaled or restarted: the old readings are of other
+		// tasks, or span the restart.
+		l.graph, l.attempt, l.since, l.active, l.readings = g, attempt, now, false, nil
 		l.vertices = Vertices(g, tasks)
 	}
 	if !l.active {

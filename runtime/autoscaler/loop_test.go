@@ -24,6 +24,7 @@ type fakeJob struct {
 	due        float64 // source rows per second
 	perSubtask float64
 	pending    bool
+	attempts   int
 	refuse     error
 	asked      []map[string]int
 	decisions  []Decision
@@ -48,9 +49,9 @@ func newFakeJob(t *testing.T, udfP int) *fakeJob {
 	return &fakeJob{t: t, g: g, tasks: tasks, perSubtask: 10}
 }
 
-func (f *fakeJob) Current() (*plan.Graph, [][]*metrics.Task) { return f.g, f.tasks }
-func (f *fakeJob) RescalePending() bool                      { return f.pending }
-func (f *fakeJob) Record(d Decision)                         { f.decisions = append(f.decisions, d) }
+func (f *fakeJob) Current() (*plan.Graph, [][]*metrics.Task, int) { return f.g, f.tasks, f.attempts }
+func (f *fakeJob) RescalePending() bool                           { return f.pending }
+func (f *fakeJob) Record(d Decision)                              { f.decisions = append(f.decisions, d) }
 func (f *fakeJob) Rescale(p map[string]int) (string, error) {
 	if f.refuse != nil {
 		return "", f.refuse
@@ -154,7 +155,14 @@ func TestLoopWaitsForAPendingRescaleAndReportsARefusal(t *testing.T) {
 	if len(f.decisions) != 0 {
 		t.Fatalf("decided while a rescale was pending: %+v", f.decisions)
 	}
-	f.pending, f.refuse = false, errors.New("no checkpoints")
+	// A restart after a failure starts the wait over: the window would
+	// span it.
+	f.pending, f.attempts = false, 1
+	run(l, f, &clock, 6)
+	if len(f.decisions) != 0 {
+		t.Fatalf("decided within 2 s of stabilization and 4 s of window after a restart: %+v", f.decisions)
+	}
+	f.refuse = errors.New("no checkpoints")
 	run(l, f, &clock, 1)
 	if len(f.decisions) != 1 || f.decisions[0].Err != "rescale refused: no checkpoints" || f.decisions[0].Rescale != "" {
 		t.Fatalf("decisions %+v", f.decisions)
