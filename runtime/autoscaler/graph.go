@@ -62,18 +62,21 @@ func Vertices(g *plan.Graph, tasks [][]*metrics.Task) []Vertex {
 	return vs
 }
 
-// Reading is every vertex's subtask counters at one time.
+// Reading is every vertex's subtask counters at one time, and their
+// pending records (metrics.Task.PendingRecords).
 type Reading struct {
-	At     time.Time
-	Totals [][]metrics.Totals
+	At      time.Time
+	Totals  [][]metrics.Totals
+	Pending [][]int64
 }
 
 // Read reads the counters of vs.
 func Read(vs []Vertex, at time.Time) Reading {
-	r := Reading{At: at, Totals: make([][]metrics.Totals, len(vs))}
+	r := Reading{At: at, Totals: make([][]metrics.Totals, len(vs)), Pending: make([][]int64, len(vs))}
 	for i, v := range vs {
 		for _, t := range v.Tasks {
 			r.Totals[i] = append(r.Totals[i], t.Read())
+			r.Pending[i] = append(r.Pending[i], t.PendingRecords.Load())
 		}
 	}
 	return r
@@ -106,8 +109,8 @@ func WindowRates(old, now Reading) []Rates {
 			in += b.RecordsIn - a.RecordsIn
 			o += b.RecordsOut - a.RecordsOut
 			busy += b.Busy - a.Busy
-			if a.PendingRecords != metrics.NoPendingRecords && b.PendingRecords != metrics.NoPendingRecords {
-				backlog += b.PendingRecords - a.PendingRecords
+			if pa, pb := old.Pending[i][s], now.Pending[i][s]; pa != metrics.NoPendingRecords && pb != metrics.NoPendingRecords {
+				backlog += pb - pa
 			}
 		}
 		r := Rates{In: float64(in) / dt, Out: float64(o) / dt, BacklogGrowth: float64(backlog) / dt}

@@ -12,9 +12,18 @@ import (
 // (Flink shows Long.MIN_VALUE).
 const NoWatermark = math.MinInt64
 
+// NoPendingRecords is the PendingRecords of a task that knows no backlog.
+const NoPendingRecords = -1
+
 // Task counts one subtask of a chain. Its fields are written by the task
 // goroutine and read from any goroutine.
 type Task struct {
+	// PendingRecords is a source's backlog (Flink's pendingRecords): the
+	// records it is behind, NoPendingRecords when its reader does not know
+	// (package source's Backlog). The autoscaler adds its growth to the
+	// source's rate: a source held back by a slow consumer falls behind.
+	PendingRecords atomic.Int64
+
 	// RecordsIn and BytesIn count what reached the chain's head (from its
 	// inbox, or read by its source); RecordsOut and BytesOut what left the
 	// chain on its edges, or reached its sinks.
@@ -26,15 +35,7 @@ type Task struct {
 	// InputWatermark is the latest watermark of the chain's input, in
 	// milliseconds, NoWatermark before the first.
 	InputWatermark atomic.Int64
-	// PendingRecords is a source's backlog (Flink's pendingRecords): the
-	// records it is behind, NoPendingRecords when its reader does not know
-	// (package source's Backlog). The autoscaler adds its growth to the
-	// source's rate: a source held back by a slow consumer falls behind.
-	PendingRecords atomic.Int64
 }
-
-// NoPendingRecords is the PendingRecords of a task that knows no backlog.
-const NoPendingRecords = -1
 
 // NewTask returns counters at zero with no watermark.
 func NewTask() *Task {
@@ -93,7 +94,6 @@ type Totals struct {
 	RecordsIn, RecordsOut, BytesIn, BytesOut int64
 	Busy, Idle, BackPressured                time.Duration
 	InputWatermark                           int64
-	PendingRecords                           int64
 }
 
 // Read reads t's counters.
@@ -104,6 +104,5 @@ func (t *Task) Read() Totals {
 		Busy: time.Duration(t.Busy.Load()), Idle: time.Duration(t.Idle.Load()),
 		BackPressured:  time.Duration(t.BackPressured.Load()),
 		InputWatermark: t.InputWatermark.Load(),
-		PendingRecords: t.PendingRecords.Load(),
 	}
 }

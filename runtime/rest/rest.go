@@ -63,6 +63,7 @@ func New(opts Options) *Handler {
 		"GET /jobs/{jid}/status":                          h.jobStatus,
 		"GET /jobs/{jid}/config":                          h.jobConfig,
 		"GET /jobs/{jid}/exceptions":                      h.exceptions,
+		"GET /jobs/{jid}/autoscaler":                      h.autoscaler,
 		"GET /jobs/{jid}/plan":                            h.plan,
 		"GET /jobs/{jid}/vertices/{vid}":                  h.vertex,
 		"GET /jobs/{jid}/vertices/{vid}/backpressure":     h.backpressure,
@@ -78,7 +79,6 @@ func New(opts Options) *Handler {
 		"POST /jobs/{jid}/stop":                           h.stop,
 		"GET /jobs/{jid}/resource-requirements":           h.resourceRequirements,
 		"PUT /jobs/{jid}/resource-requirements":           h.setResourceRequirements,
-		"GET /jobs/{jid}/autoscaler":                      h.autoscaler,
 		"GET /metrics":                                    NewPrometheusHandler(opts.Server).ServeHTTP,
 	}
 	for pattern, f := range routes {

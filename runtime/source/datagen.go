@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -45,10 +44,7 @@ type datagen struct {
 	ranges *rowRanges // bounded
 	lanes  []lane     // unbounded: a min-heap on the next row
 	rows   []int64    // the rows of the batch being built
-	// rate limiting: rows per second of this subtask, and when it started
-	rate  float64
-	start time.Time
-	sent  int64
+	pace   pacer      // rows per second of this subtask
 }
 
 // lane k generates the rows k, k+splitCount, k+2*splitCount, …; seq rows of
@@ -110,7 +106,7 @@ func newDatagen(src *planpb.DatagenSource, cfg Config, restore map[string]SplitS
 		}
 		share = float64(len(g.lanes)) / splitCount
 	}
-	g.rate = src.GetRowsPerSecond() * share
+	g.pace.rate = src.GetRowsPerSecond() * share
 	return g, nil
 }
 
@@ -130,17 +126,14 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, context.Cause(ctx)
 	}
 	n := int64(g.cfg.BatchRows)
-	if g.rate > 0 {
-		// Keep to the rate: batches of about a tenth of a second.
-		n = max(1, min(n, int64(math.Ceil(g.rate/10))))
-	}
+	n = g.pace.limit(n)
 	g.rows = g.rows[:0]
 	if g.ranges != nil {
 		a, b, last, ok := g.ranges.peek(func(int64) int64 { return n })
 		if !ok {
 			return nil, io.EOF
 		}
-		if err := g.wait(ctx, b-a); err != nil {
+		if err := g.pace.wait(ctx, b-a); err != nil {
 			return nil, err
 		}
 		g.ranges.commit(b, last)
@@ -151,7 +144,7 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if len(g.lanes) == 0 {
 			return nil, io.EOF // more subtasks than lanes
 		}
-		if err := g.wait(ctx, n); err != nil {
+		if err := g.pace.wait(ctx, n); err != nil {
 			return nil, err
 		}
 		// Merge the lanes: rows in increasing order.
@@ -181,7 +174,6 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			}
 		}
 	}
-	g.sent += int64(len(g.rows))
 	return b.NewRecordBatch(), nil
 }
 
@@ -219,34 +211,6 @@ func (g *datagen) Snapshot() ([]SplitState, error) {
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-// wait sleeps until sending n more rows keeps to the rate.
-func (g *datagen) wait(ctx context.Context, n int64) error {
-	if g.start.IsZero() {
-		g.start = time.Now()
-	}
-	due := g.start.Add(time.Duration(float64(g.sent+n) / g.rate * float64(time.Second)))
-	if d := time.Until(due); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-	return nil
-}
-
-// PendingRecords are the rows due by the rate that Next has not returned
-// yet: a consumer slower than the rate holds the reader back (Backlog).
-// Zero without a rate, and before the first Next.
-func (g *datagen) PendingRecords() int64 {
-	if g.rate <= 0 || g.start.IsZero() {
-		return 0
-	}
-	return max(0, int64(time.Since(g.start).Seconds()*g.rate)-g.sent)
 }
 
 // DatagenNameLimit bounds a datagen column's name, which its generated

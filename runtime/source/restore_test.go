@@ -742,7 +742,7 @@ func TestDatagenPendingRecordsAreRowsBehindTheRate(t *testing.T) {
 	b.Release()
 	// The consumer took 100 rows, then stalled for ten seconds.
 	g := r.(*datagen)
-	g.start = g.start.Add(-10 * time.Second)
+	g.pace.start = g.pace.start.Add(-10 * time.Second)
 	if p := bl.PendingRecords(); p < 9900 || p > 10100 {
 		t.Fatalf("pending %d after a 10 s stall at 1000 rows/s with 100 rows taken, want about 9900", p)
 	}

@@ -138,14 +138,6 @@ type Reader interface {
 	Close() error
 }
 
-// Backlog is a Reader that knows how many records it is behind (Flink's
-// pendingRecords metric): a datagen with rows_per_second, the rows its
-// schedule has due that it has not returned yet. Call it from the
-// goroutine that calls Next.
-type Backlog interface {
-	PendingRecords() int64
-}
-
 // SplitState is the position of one split of a source: which split (a stable
 // id: the file path, "range-<start>-<end>", "lane-<k>-of-128") and how far it
 // was read. It is JSON-serializable; the package doc describes the splits and
