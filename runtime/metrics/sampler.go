@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -13,14 +14,16 @@ type Rates struct {
 	BusyTimeMsPerSecond, IdleTimeMsPerSecond, BackPressuredTimeMsPerSecond float64
 }
 
-// Sampler reads a set of tasks once per tick and keeps the readings of its
+// Sampler reads a job's tasks once per tick and keeps the readings of its
 // window, to give each task's rates between the oldest reading in the
-// window and now (Flink's MeterView).
+// window and now (Flink's MeterView). The tasks are the job's current
+// ones: when a rescale replaces them, the readings start over.
 type Sampler struct {
-	tasks  []*Task
+	tasks  func() []*Task
 	window time.Duration
 
 	mu      sync.Mutex
+	current []*Task  // the tasks of samples
 	samples []sample // oldest first, spanning at most window
 }
 
@@ -29,8 +32,9 @@ type sample struct {
 	totals []Totals
 }
 
-// NewSampler samples tasks now, once; Sample adds later readings.
-func NewSampler(tasks []*Task, window time.Duration) *Sampler {
+// NewSampler samples the tasks that tasks returns now, once; Sample adds
+// later readings.
+func NewSampler(tasks func() []*Task, window time.Duration) *Sampler {
 	s := &Sampler{tasks: tasks, window: window}
 	s.Sample(time.Now())
 	return s
@@ -39,12 +43,16 @@ func NewSampler(tasks []*Task, window time.Duration) *Sampler {
 // Sample reads every task, and forgets readings older than the window
 // (keeping one older reading while it is the only one that far back).
 func (s *Sampler) Sample(now time.Time) {
-	sm := sample{at: now, totals: make([]Totals, len(s.tasks))}
-	for i, t := range s.tasks {
+	tasks := s.tasks()
+	sm := sample{at: now, totals: make([]Totals, len(tasks))}
+	for i, t := range tasks {
 		sm.totals[i] = t.Read()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !slices.Equal(tasks, s.current) {
+		s.current, s.samples = tasks, nil
+	}
 	s.samples = append(s.samples, sm)
 	for len(s.samples) > 2 && now.Sub(s.samples[1].at) >= s.window {
 		s.samples = s.samples[1:]
@@ -52,12 +60,17 @@ func (s *Sampler) Sample(now time.Time) {
 }
 
 // Rates returns task i's rates from the oldest kept reading to now; zero
-// when less than a millisecond passed.
+// when less than a millisecond passed, or when the job's tasks changed
+// since the last reading (a rescale: none of the new ones is read yet).
 func (s *Sampler) Rates(i int) Rates {
+	tasks := s.tasks()
 	s.mu.Lock()
-	old := s.samples[0]
+	old, same := s.samples[0], slices.Equal(tasks, s.current)
 	s.mu.Unlock()
-	now := s.tasks[i].Read()
+	if !same || i < 0 || i >= len(tasks) {
+		return Rates{}
+	}
+	now := tasks[i].Read()
 	dt := time.Since(old.at).Seconds()
 	if dt < 0.001 {
 		return Rates{}

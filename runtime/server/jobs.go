@@ -83,11 +83,15 @@ func (s *Server) JobInfo(id string) (JobInfo, bool) {
 	return JobInfo{}, false
 }
 
-// startSampling starts sampling j's task metrics until it ends.
+// startSampling starts sampling j's task metrics (those of the graph it
+// runs now: a rescale replaces them) until it ends.
 func startSampling(j *job.Job) *metrics.Sampler {
-	var tasks []*metrics.Task
-	for _, v := range j.Vertices() {
-		tasks = append(tasks, v.Tasks...)
+	tasks := func() []*metrics.Task {
+		var ts []*metrics.Task
+		for _, v := range j.Vertices() {
+			ts = append(ts, v.Tasks...)
+		}
+		return ts
 	}
 	sm := metrics.NewSampler(tasks, rateWindow)
 	go sm.Run(j.Done(), samplePeriod)
