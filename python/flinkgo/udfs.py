@@ -81,7 +81,9 @@ class UserDefinedFunction:
     concurrency
         A positive integer or None. For a synchronous UDF, the parallelism of the operator
         that runs it (that many worker processes); for an ``async def`` UDF, the number
-        of calls in flight at once inside each worker.
+        of calls in flight at once inside each worker. A synchronous UDF may give bounds
+        ``(min, max)`` instead: its operator starts at ``min`` and, with
+        ``job.autoscaler.enabled``, the autoscaler sets its parallelism within them.
     batch_size
         A positive integer or None: the most rows per Arrow batch sent to the worker.
     name
@@ -113,7 +115,7 @@ class UserDefinedFunction:
         return_type: pa.DataType | str | None,
         *,
         func_type: FuncType = "general",
-        concurrency: int | None = None,
+        concurrency: int | tuple[int, int] | None = None,
         batch_size: int | None = None,
         name: str | None = None,
     ) -> None:
@@ -153,7 +155,7 @@ class UserDefinedFunction:
             self._return_type = to_arrow_type(return_type)
         except (TypeError, ValueError) as e:
             raise type(e)(f"{label}: bad return_type: {e}") from e
-        self._concurrency = _check_positive_int(label, "concurrency", concurrency)
+        self._concurrency, self._bounds = _check_concurrency(label, concurrency, self._is_async)
         self._batch_size = _check_positive_int(label, "batch_size", batch_size)
 
     @property
@@ -183,8 +185,13 @@ class UserDefinedFunction:
 
     @property
     def concurrency(self) -> int | None:
-        """The explicit concurrency, or None when not given."""
+        """The explicit concurrency (with bounds, the min it starts at), or None when not given."""
         return self._concurrency
+
+    @property
+    def concurrency_bounds(self) -> tuple[int, int] | None:
+        """The ``(min, max)`` bounds the autoscaler keeps the operator within, or None."""
+        return self._bounds
 
     @property
     def batch_size(self) -> int | None:
@@ -233,7 +240,9 @@ class UserDefinedFunction:
             f"func_type={self._func_type!r}",
             f"is_async={self._is_async}",
         ]
-        if self._concurrency is not None:
+        if self._bounds is not None:
+            parts.append(f"concurrency={self._bounds}")
+        elif self._concurrency is not None:
             parts.append(f"concurrency={self._concurrency}")
         if self._batch_size is not None:
             parts.append(f"batch_size={self._batch_size}")
@@ -296,6 +305,8 @@ class UserDefinedFunction:
             func_type=func_types[self._func_type],
             is_async=self._is_async,
             concurrency=self._concurrency or 0,
+            concurrency_min=self._bounds[0] if self._bounds else 0,
+            concurrency_max=self._bounds[1] if self._bounds else 0,
             batch_size=self._batch_size or 0,
             return_schema=schema_ipc_bytes(pa.schema([pa.field(self._name, self._return_type)])),
             **_source_location(self._func),
@@ -334,7 +345,7 @@ def udf(
     return_type: pa.DataType | str | None = None,
     *,
     func_type: FuncType = "general",
-    concurrency: int | None = None,
+    concurrency: int | tuple[int, int] | None = None,
     batch_size: int | None = None,
     name: str | None = None,
 ) -> UserDefinedFunction: ...
@@ -347,7 +358,7 @@ def udf(
     return_type: pa.DataType | str | None = None,
     *,
     func_type: FuncType = "general",
-    concurrency: int | None = None,
+    concurrency: int | tuple[int, int] | None = None,
     batch_size: int | None = None,
     name: str | None = None,
 ) -> Callable[[Callable[..., Any]], UserDefinedFunction]: ...
@@ -359,7 +370,7 @@ def udf(
     return_type: pa.DataType | str | None = None,
     *,
     func_type: FuncType = "general",
-    concurrency: int | None = None,
+    concurrency: int | tuple[int, int] | None = None,
     batch_size: int | None = None,
     name: str | None = None,
 ) -> UserDefinedFunction | Callable[[Callable[..., Any]], UserDefinedFunction]:
@@ -387,7 +398,10 @@ def udf(
         A positive integer. For a synchronous UDF, the number of worker processes that run
         it at once (the parallelism of its operator); for an ``async def`` UDF, the number
         of calls in flight at once inside each worker. Default: the job's parallelism, and
-        one call at a time.
+        one call at a time. A synchronous UDF may give bounds ``(min, max)`` instead: its
+        operator starts at ``min`` and, with the config ``job.autoscaler.enabled``, the
+        autoscaler sets its parallelism within them from its busy time and the source
+        rate (docs/semantics.md#autoscaler).
     batch_size
         A positive integer: the most rows per Arrow batch sent to the worker. Default: the
         job's batch size.
@@ -497,6 +511,31 @@ def _check_name(func: Callable[..., Any], name: object) -> str:
     return name
 
 
+def _check_concurrency(
+    label: str, value: object, is_async: bool
+) -> tuple[int | None, tuple[int, int] | None]:
+    # An int, or (min, max) bounds for the autoscaler; with bounds the operator starts at min.
+    if not isinstance(value, tuple):
+        return _check_positive_int(label, "concurrency", value), None
+    if len(value) != 2:
+        raise InvalidArgumentError(
+            f"{label}: concurrency bounds must be a pair (min, max), got {value!r}"
+        )
+    lo = _check_positive_int(label, "concurrency min", value[0])
+    hi = _check_positive_int(label, "concurrency max", value[1])
+    if lo is None or hi is None or lo > hi:
+        raise InvalidArgumentError(
+            f"{label}: concurrency=(min, max) needs integers with 1 <= min <= max, got {value!r}"
+        )
+    if is_async:
+        raise InvalidArgumentError(
+            f"{label}: an async def UDF cannot take concurrency bounds {value!r}: its "
+            "concurrency is the calls in flight inside each worker, which the autoscaler "
+            "does not scale; give an int"
+        )
+    return lo, (lo, hi)
+
+
 def _check_positive_int(label: str, option: str, value: object) -> int | None:
     if value is None:
         return None
@@ -575,6 +614,12 @@ class UserDefinedAggregateFunction:
         if _is_async(func):
             raise InvalidArgumentError(
                 "udaf(): an aggregate function cannot be async def; make it synchronous"
+            )
+        if isinstance(concurrency, tuple):
+            raise InvalidArgumentError(
+                f"udaf(): concurrency bounds {concurrency!r} are for UDFs (the autoscaler "
+                "scales UDF operators); an aggregate function takes an int, its workers "
+                "per subtask"
             )
         self._udf = UserDefinedFunction(
             func,

@@ -607,3 +607,58 @@ def test_import_is_light():
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60
     )
     assert out.stdout.strip() == ""
+
+
+# --- concurrency=(min, max): bounds for the autoscaler --------------------------------
+
+
+def test_concurrency_bounds_in_spec():
+    @udf("int64", concurrency=(1, 4))
+    def slow(x):
+        return x
+
+    assert slow.concurrency == 1  # the operator starts at min
+    assert slow.concurrency_bounds == (1, 4)
+    assert "concurrency=(1, 4)" in repr(slow)
+    spec = spec_of(slow)
+    assert (spec.concurrency, spec.concurrency_min, spec.concurrency_max) == (1, 1, 4)
+    plain = spec_of(udf(lambda x: x, "int64", concurrency=3))
+    assert (plain.concurrency, plain.concurrency_min, plain.concurrency_max) == (3, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("bounds", "error", "match"),
+    [
+        ((3, 2), ValueError, r"1 <= min <= max, got \(3, 2\)"),
+        ((0, 2), ValueError, "concurrency min must be a positive integer"),
+        ((1, 2, 3), ValueError, r"a pair \(min, max\)"),
+        ((1, "4"), TypeError, "concurrency max must be a positive integer or None"),
+    ],
+)
+def test_concurrency_bounds_checked(bounds, error, match):
+    with pytest.raises(error, match=match):
+        udf(lambda x: x, "int64", concurrency=bounds, name="f")
+
+
+def test_concurrency_bounds_refused_for_async_and_udaf():
+    async def fetch(x):
+        return x
+
+    with pytest.raises(ValueError, match="async def UDF cannot take concurrency bounds"):
+        udf(fetch, "int64", concurrency=(1, 4))
+    with pytest.raises(ValueError, match="concurrency bounds .* are for UDFs"):
+        flinkgo.udaf(lambda s: s.sum(), "int64", concurrency=(1, 4))  # type: ignore[arg-type]
+
+
+def test_concurrency_bounds_reach_the_planner():
+    # The runtime's planner starts the UDF's operator at min and shows the bounds.
+    @udf("int64", concurrency=(1, 3))
+    def bounded(x):
+        return x
+
+    env = flinkgo.Environment(parallelism=2)
+    df = env.datagen(rows=10, schema={"id": "int64"})
+    df.with_column("y", bounded(flinkgo.col("id"))).uid("s").print()
+    text = env.explain()
+    assert 'udf "bounded" uid=s/udf-0 p=1 (udf concurrency)' in text
+    assert "bounded(id) [concurrency=(1, 3)] -> y" in text

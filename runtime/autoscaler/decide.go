@@ -29,22 +29,34 @@ type Window struct {
 	SinceLastRescale time.Duration
 }
 
-// Decision is what Decide chose and why; it is logged and shown in REST.
+// Decision is what Decide chose and why, with its inputs; the loop logs
+// it, the job keeps it and the REST API shows it.
 type Decision struct {
-	UID         string  `json:"uid"`
-	From        int     `json:"from"`
-	To          int     `json:"to"`
-	TrueRate    float64 `json:"trueProcessingRate"`
-	TargetRate  float64 `json:"targetRate"`
-	BusyRatio   float64 `json:"busyRatio"`
-	Utilization float64 `json:"expectedUtilization"`
-	Reason      string  `json:"reason"`
+	// At is when it was made (set by the loop).
+	At  time.Time
+	UID string
+	// Min and Max are the bounds it kept to.
+	Min, Max        int
+	From, To        int
+	RecordsInPerSec float64
+	BusyRatio       float64
+	// TrueRate is RecordsInPerSec / BusyRatio: what the vertex takes at
+	// full utilization; 0 when unknown.
+	TrueRate   float64
+	TargetRate float64
+	// Utilization is TargetRate / TrueRate, the vertex's expected
+	// utilization at its current parallelism.
+	Utilization float64
+	Reason      string
+	// Rescale is the id of the rescale the loop asked for (Job.Rescale),
+	// Err why it could not ask.
+	Rescale, Err string
 }
 
 // Decide returns the parallelism for one vertex. It never leaves [Min, Max].
 func Decide(w Window, p Params) (Decision, error) {
-	d := Decision{UID: w.UID, From: w.Parallelism, To: w.Parallelism,
-		TargetRate: w.TargetRate, BusyRatio: w.BusyRatio}
+	d := Decision{UID: w.UID, Min: w.Min, Max: w.Max, From: w.Parallelism, To: w.Parallelism,
+		RecordsInPerSec: w.RecordsInPerSec, TargetRate: w.TargetRate, BusyRatio: w.BusyRatio}
 	if w.Min < 1 || w.Max < w.Min || w.Parallelism < 1 {
 		return d, fmt.Errorf("autoscaler: vertex %q: invalid bounds min=%d max=%d parallelism=%d; "+
 			"declare concurrency=(min, max) with 1 <= min <= max", w.UID, w.Min, w.Max, w.Parallelism)
@@ -63,15 +75,18 @@ func Decide(w Window, p Params) (Decision, error) {
 	d.TrueRate = w.RecordsInPerSec / math.Min(w.BusyRatio, 1)
 	d.Utilization = w.TargetRate / d.TrueRate
 	ideal := clamp(int(math.Ceil(float64(w.Parallelism)*w.TargetRate/(d.TrueRate*p.TargetUtilization))), w.Min, w.Max)
+	up, down := d.Utilization > p.TargetUtilization+p.Boundary, d.Utilization < p.TargetUtilization-p.Boundary
 	switch {
-	case d.Utilization > p.TargetUtilization+p.Boundary && ideal > w.Parallelism:
+	case up && ideal > w.Parallelism:
 		d.To, d.Reason = ideal, "scale up: utilization above target+boundary"
-	case d.Utilization < p.TargetUtilization-p.Boundary && ideal < w.Parallelism:
-		if w.SinceLastRescale < p.ScaleDownInterval {
-			d.To, d.Reason = clamped, "scale down deferred: within scale-down interval"
-		} else {
-			d.To, d.Reason = ideal, "scale down: utilization below target-boundary"
-		}
+	case up:
+		d.To, d.Reason = clamped, "at the max bound: utilization above target+boundary"
+	case down && ideal < w.Parallelism && w.SinceLastRescale < p.ScaleDownInterval:
+		d.To, d.Reason = clamped, "scale down deferred: within scale-down interval"
+	case down && ideal < w.Parallelism:
+		d.To, d.Reason = ideal, "scale down: utilization below target-boundary"
+	case down && w.Parallelism <= w.Min:
+		d.To, d.Reason = clamped, "at the min bound: utilization below target-boundary"
 	default:
 		d.To, d.Reason = clamped, "within utilization band"
 	}

@@ -78,3 +78,14 @@ func TestDecideRefusesBadBounds(t *testing.T) {
 		t.Fatal("want an error for min > max")
 	}
 }
+
+func TestDecideSaysWhenABoundHoldsIt(t *testing.T) {
+	d, _ := Decide(window(4, 200), DefaultParams())
+	if d.To != 4 || d.Reason != "at the max bound: utilization above target+boundary" {
+		t.Fatalf("%+v", d)
+	}
+	d, _ = Decide(window(1, 1), DefaultParams())
+	if d.To != 1 || d.Reason != "at the min bound: utilization below target-boundary" {
+		t.Fatalf("%+v", d)
+	}
+}

@@ -62,6 +62,14 @@ const (
 	// names.
 	ConfigRescaleCooldown              = "jobmanager.adaptive-scheduler.executing.cooldown-after-rescaling"
 	ConfigRescaleMaxCheckpointFailures = "jobmanager.adaptive-scheduler.rescale-trigger.max-checkpoint-failures"
+	// The autoscaler of UDF operators (AutoscalerConfig, package
+	// autoscaler), with the Flink Kubernetes operator's names.
+	ConfigAutoscalerEnabled           = "job.autoscaler.enabled"
+	ConfigAutoscalerTarget            = "job.autoscaler.utilization.target"
+	ConfigAutoscalerBoundary          = "job.autoscaler.utilization.boundary"
+	ConfigAutoscalerStabilization     = "job.autoscaler.stabilization.interval"
+	ConfigAutoscalerMetricsWindow     = "job.autoscaler.metrics.window"
+	ConfigAutoscalerScaleDownInterval = "job.autoscaler.scale-down.interval"
 	// ConfigWorkerTransport is how batches travel to and from the Python
 	// workers (pluginrunner.ParseTransport's names); unset, the runner's
 	// default (shared memory on Linux).
@@ -134,6 +142,26 @@ type RescaleConfig struct {
 	MaxCheckpointFailures int
 }
 
+// AutoscalerConfig sets the autoscaler of the job's UDF operators that
+// declare concurrency=(min, max) (package autoscaler).
+type AutoscalerConfig struct {
+	// Enabled: job.autoscaler.enabled. Default false.
+	Enabled bool
+	// Target and Boundary: the utilization the autoscaler aims at, and the
+	// band around it within which it leaves a vertex alone. Defaults 0.7
+	// and 0.3.
+	Target, Boundary float64
+	// Stabilization: after the job starts or rescales, how long no metric
+	// is collected. Default 5 min.
+	Stabilization time.Duration
+	// MetricsWindow: the span the rates and busy ratios are averaged
+	// over. Default 15 min.
+	MetricsWindow time.Duration
+	// ScaleDownInterval: a scale-down waits this long after the last
+	// rescale. Default 1 h.
+	ScaleDownInterval time.Duration
+}
+
 // RestartConfig is the restart strategy after a failure, as Flink's.
 type RestartConfig struct {
 	// Strategy is "none", "fixed-delay" or "exponential-delay".
@@ -155,6 +183,7 @@ type runtimeConfig struct {
 	restore           RestoreConfig
 	restart           RestartConfig
 	rescale           RescaleConfig
+	autoscaler        AutoscalerConfig
 	updateInterval    time.Duration
 	stateTTL          time.Duration
 	watermarkInterval time.Duration
@@ -246,6 +275,25 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 		p.problem(ConfigRescaleCooldown, "must not be negative")
 	}
 	c.rescale.MaxCheckpointFailures = p.integer(ConfigRescaleMaxCheckpointFailures, 2, 1)
+	as := &c.autoscaler
+	as.Enabled = p.boolean(ConfigAutoscalerEnabled, false)
+	as.Target = p.float(ConfigAutoscalerTarget, 0.7, 0)
+	if as.Target <= 0 || as.Target > 1 {
+		p.problem(ConfigAutoscalerTarget, "must be above 0 and at most 1")
+	}
+	as.Boundary = p.float(ConfigAutoscalerBoundary, 0.3, 0)
+	as.Stabilization = p.duration(ConfigAutoscalerStabilization, 5*time.Minute)
+	as.MetricsWindow = p.duration(ConfigAutoscalerMetricsWindow, 15*time.Minute)
+	as.ScaleDownInterval = p.duration(ConfigAutoscalerScaleDownInterval, time.Hour)
+	if as.Stabilization < 0 || as.ScaleDownInterval < 0 {
+		p.problems = append(p.problems, fmt.Sprintf("%s and %s must not be negative", ConfigAutoscalerStabilization, ConfigAutoscalerScaleDownInterval))
+	}
+	if as.Enabled && cp.Interval <= 0 {
+		p.problems = append(p.problems, fmt.Sprintf("%s needs %s: the autoscaler rescales the job in place, from its next completed checkpoint", ConfigAutoscalerEnabled, ConfigCheckpointInterval))
+	}
+	if as.MetricsWindow < time.Second {
+		p.problem(ConfigAutoscalerMetricsWindow, "must be at least 1 s (the autoscaler samples once a second)")
+	}
 	c.workerTransport = strings.ToLower(p.str(ConfigWorkerTransport, ""))
 	switch c.workerTransport {
 	case "", "shared-memory", "unix-socket", "grpc-stream":

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfigErrorsNameEveryProblem(t *testing.T) {
@@ -19,5 +20,30 @@ func TestConfigErrorsNameEveryProblem(t *testing.T) {
 	_, err = parseConfig(map[string]string{ConfigCheckpointInterval: "1 s"})
 	if err == nil || !strings.Contains(err.Error(), ConfigCheckpointDir) {
 		t.Errorf("an interval without a directory: %v", err)
+	}
+}
+
+func TestAutoscalerConfig(t *testing.T) {
+	c, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := AutoscalerConfig{Target: 0.7, Boundary: 0.3, Stabilization: 5 * time.Minute,
+		MetricsWindow: 15 * time.Minute, ScaleDownInterval: time.Hour}
+	if c.Autoscaler != want {
+		t.Fatalf("defaults %+v, want Flink's %+v", c.Autoscaler, want)
+	}
+	c, err = Parse(map[string]string{ConfigAutoscalerEnabled: "true", ConfigCheckpointInterval: "1 s", ConfigCheckpointDir: "/tmp/x",
+		ConfigAutoscalerTarget: "0.5", ConfigAutoscalerMetricsWindow: "10 s", ConfigAutoscalerStabilization: "0 ms"})
+	if err != nil || !c.Autoscaler.Enabled || c.Autoscaler.Target != 0.5 || c.Autoscaler.MetricsWindow != 10*time.Second || c.Autoscaler.Stabilization != 0 {
+		t.Fatalf("%+v %v", c.Autoscaler, err)
+	}
+	_, err = Parse(map[string]string{ConfigAutoscalerEnabled: "true"})
+	if err == nil || !strings.Contains(err.Error(), "job.autoscaler.enabled needs execution.checkpointing.interval") {
+		t.Fatalf("enabled without checkpoints: %v", err)
+	}
+	_, err = Parse(map[string]string{ConfigAutoscalerTarget: "1.5"})
+	if err == nil || !strings.Contains(err.Error(), ConfigAutoscalerTarget) {
+		t.Fatalf("target 1.5: %v", err)
 	}
 }

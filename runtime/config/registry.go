@@ -121,6 +121,7 @@ const (
 	readByWatermarks = "runtime/operators: watermark assigners (with_watermark)"
 	readByWorkerPool = "udf/bridge/pluginrunner: worker pool"
 	readByRescale    = "runtime/job: in-place rescale"
+	readByAutoscaler = "runtime/autoscaler: autoscaler of UDF operators"
 	readByWorker     = "udf/bridge/pluginrunner: UDF runner"
 	readByREST       = "runtime/rest: REST API and Prometheus endpoint of the embedded runtime"
 )
@@ -260,6 +261,30 @@ func Known() Registry {
 		{
 			Name: "jobmanager.adaptive-scheduler.rescale-trigger.max-checkpoint-failures", Type: TypeInt, Default: "2", Min: "1", ReadBy: readByRescale,
 			Description: "A requested rescale happens at the next completed checkpoint, or after this many failed checkpoints in a row, from the latest completed one (FLIP-461).",
+		},
+		{
+			Name: "job.autoscaler.enabled", Type: TypeBool, Default: "false", ReadBy: readByAutoscaler,
+			Description: "Rescale the UDF operators that declare concurrency=(min, max) from their busy time and the source rate (as the Flink Kubernetes operator's autoscaler); needs execution.checkpointing.interval.",
+		},
+		{
+			Name: "job.autoscaler.utilization.target", Type: TypeFloat, Default: "0.7", Min: "0", Max: "1", ReadBy: readByAutoscaler,
+			Description: "The busy ratio the autoscaler aims at: a vertex gets ceil(p * target rate / (true rate * target)) subtasks.",
+		},
+		{
+			Name: "job.autoscaler.utilization.boundary", Type: TypeFloat, Default: "0.3", Min: "0", ReadBy: readByAutoscaler,
+			Description: "The band around the target utilization within which a vertex keeps its parallelism.",
+		},
+		{
+			Name: "job.autoscaler.stabilization.interval", Type: TypeDuration, Default: "5 min", Min: "0 ms", ReadBy: readByAutoscaler,
+			Description: "After the job starts or rescales, how long the autoscaler collects no metrics.",
+		},
+		{
+			Name: "job.autoscaler.metrics.window", Type: TypeDuration, Default: "15 min", Min: "1 s", ReadBy: readByAutoscaler,
+			Description: "The span over which rates and busy ratios are averaged; the autoscaler decides once a full window is collected.",
+		},
+		{
+			Name: "job.autoscaler.scale-down.interval", Type: TypeDuration, Default: "1 h", Min: "0 ms", ReadBy: readByAutoscaler,
+			Description: "A scale-down waits this long after the last rescale (a scale-up never waits).",
 		},
 		{
 			Name: "restart-strategy.type", Type: TypeEnum, Default: "none", ReadBy: readByRestart,

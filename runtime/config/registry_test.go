@@ -102,7 +102,7 @@ func TestUnknownKeysSayWhatWasMeant(t *testing.T) {
 			"no key is close", `"restart-strategy.fixed-delay.attempts", "restart-strategy.fixed-delay.delay"`,
 		}},
 		{"python.executable", []string{"no key is close", `"python.fn-execution.arrow.batch.size"`, `"python.fn-execution.bundle.time"`}},
-		{"taskmanager.memory.size", []string{"no key is close", "known keys start with execution., jobmanager., metrics., pipeline., python., rest., restart-strategy.", "flinkgo config"}},
+		{"taskmanager.memory.size", []string{"no key is close", "known keys start with execution., job., jobmanager., metrics., pipeline., python., rest., restart-strategy.", "flinkgo config"}},
 		{"state.checkpoints.dir", []string{`older Flink name: flinkgo reads "execution.checkpointing.dir"`}},
 		{"parallelism.default", []string{"Environment(parallelism=...)"}},
 	} {
@@ -178,7 +178,7 @@ func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 		"a.b":                              "c",
 	})
 	want := `invalid config, 3 problems:
-  - unknown key "a.b": no key is close; known keys start with execution., jobmanager., metrics., pipeline., python., rest., restart-strategy., s3., table. (` + "`flinkgo config`" + ` lists them all)
+  - unknown key "a.b": no key is close; known keys start with execution., job., jobmanager., metrics., pipeline., python., rest., restart-strategy., s3., table. (` + "`flinkgo config`" + ` lists them all)
   - execution.checkpointing.interval="often": expected a duration ("500 ms", "10 s", "1 min"; a bare number is milliseconds)
   - unknown key "python.fn-execution.bundle.sise": did you mean "python.fn-execution.bundle.size"?`
 	if err == nil || err.Error() != want {

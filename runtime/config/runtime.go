@@ -10,6 +10,7 @@ type Runtime struct {
 	Restore        RestoreConfig
 	Restart        RestartConfig
 	Rescale        RescaleConfig
+	Autoscaler     AutoscalerConfig
 	UpdateInterval time.Duration
 	// StateTTL is table.exec.state.ttl: the processing-time TTL of join and
 	// aggregation state that sets none itself (0: forever).
@@ -36,7 +37,7 @@ type Runtime struct {
 // problem in one error.
 func Parse(cfg map[string]string) (Runtime, error) {
 	c, err := parseConfig(cfg)
-	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, Rescale: c.rescale, UpdateInterval: c.updateInterval, StateTTL: c.stateTTL,
+	return Runtime{Checkpoint: c.checkpoint, Restore: c.restore, Restart: c.restart, Rescale: c.rescale, Autoscaler: c.autoscaler, UpdateInterval: c.updateInterval, StateTTL: c.stateTTL,
 		WatermarkInterval: c.watermarkInterval,
 		BundleSize:        c.bundleSize, BundleTime: c.bundleTime,
 		WorkerIdleTimeout: c.workerIdleTimeout, WorkerMaxIdle: c.workerMaxIdle,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/logging"
 	"github.com/flinkgo/flinkgo/internal/objstore"
+	"github.com/flinkgo/flinkgo/runtime/autoscaler"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/metrics"
@@ -160,6 +161,10 @@ type Job struct {
 	// previous: what the file sinks in mode "overwrite" found at
 	// submission, deleted once the job's output is committed.
 	previous []*sink.Previous
+	// autoscalerStop ends the autoscaler's loop (autoscale.go);
+	// autoscalerDone waits for it.
+	autoscalerStop chan struct{}
+	autoscalerDone sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -185,6 +190,8 @@ type Job struct {
 		executingSince time.Time
 		// attempt is the latest attempt started.
 		attempt *attempt
+		// decisions: the autoscaler's, oldest first.
+		decisions []autoscaler.Decision
 	}
 }
 
@@ -244,6 +251,7 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 		j.lifecycle.move(Canceling, Running, Restarting)
 	})
 	a.start()
+	j.startAutoscaler(ctx)
 	go j.run(ctx, a)
 	return j, nil
 }
@@ -409,6 +417,7 @@ func (j *Job) end(ctx context.Context, err error, to JobState, from ...JobState)
 		j.store.Sweep()
 	}
 	j.metrics, j.err = j.Snapshot(), err
+	j.stopAutoscaler() // before the pending rescale ends: it asks for none after
 	j.endPendingRescale()
 	j.lifecycle.move(to, from...)
 	close(j.done)

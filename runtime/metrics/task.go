@@ -12,9 +12,18 @@ import (
 // (Flink shows Long.MIN_VALUE).
 const NoWatermark = math.MinInt64
 
+// NoPendingRecords is the PendingRecords of a task that knows no backlog.
+const NoPendingRecords = -1
+
 // Task counts one subtask of a chain. Its fields are written by the task
 // goroutine and read from any goroutine.
 type Task struct {
+	// PendingRecords is a source's backlog (Flink's pendingRecords): the
+	// records it is behind, NoPendingRecords when its reader does not know
+	// (package source's Backlog). The autoscaler adds its growth to the
+	// source's rate: a source held back by a slow consumer falls behind.
+	PendingRecords atomic.Int64
+
 	// RecordsIn and BytesIn count what reached the chain's head (from its
 	// inbox, or read by its source); RecordsOut and BytesOut what left the
 	// chain on its edges, or reached its sinks.
@@ -37,6 +46,7 @@ type Task struct {
 func NewTask() *Task {
 	t := &Task{}
 	t.InputWatermark.Store(NoWatermark)
+	t.PendingRecords.Store(NoPendingRecords)
 	return t
 }
 

@@ -154,7 +154,9 @@ func explainSpec(what string, spec *workerpb.UdfSpec) string {
 	if spec.GetIsAsync() {
 		attrs = append(attrs, "async")
 	}
-	if c := spec.GetConcurrency(); c > 0 {
+	if b := specBounds(spec); !b.Zero() {
+		attrs = append(attrs, fmt.Sprintf("concurrency=(%d, %d)", b.Min, b.Max))
+	} else if c := spec.GetConcurrency(); c > 0 {
 		attrs = append(attrs, fmt.Sprintf("concurrency=%d", c))
 	}
 	if b := spec.GetBatchSize(); b > 0 {

@@ -144,6 +144,10 @@ type Operator struct {
 	// operator's output is exactly UDF.OutputColumns.
 	KeepInput   bool
 	DropColumns []string
+	// Concurrency are the concurrency=(min, max) bounds the UDFs of a UDF
+	// or map_batches operator declare (zero when none): the autoscaler
+	// (package autoscaler) sets the operator's parallelism within them.
+	Concurrency Bounds
 	// BatchSize is the number of rows per Arrow batch sent to Python, for udf
 	// and map_batches operators (0 for the other kinds): the smallest
 	// explicit batch_size of the UDFs, else the plan's
@@ -181,6 +185,18 @@ type Operator struct {
 	// nil on the operators the planner added before it. The planner never
 	// decodes it.
 	OutputSchema []byte
+}
+
+// Bounds are a UDF's concurrency=(min, max): the least and the most
+// parallelism the autoscaler gives its operator.
+type Bounds struct{ Min, Max int }
+
+// Zero reports whether no bounds are declared.
+func (b Bounds) Zero() bool { return b == Bounds{} }
+
+// specBounds are the bounds a UDF declares.
+func specBounds(spec *workerpb.UdfSpec) Bounds {
+	return Bounds{Min: int(spec.GetConcurrencyMin()), Max: int(spec.GetConcurrencyMax())}
 }
 
 // UDFChain is the work of one UDF operator: one worker call per batch that

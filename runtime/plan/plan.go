@@ -140,6 +140,7 @@ func (b *builder) add(n *planpb.Node) {
 			}
 			if c := int(fn.GetConcurrency()); c > 0 && !fn.GetIsAsync() {
 				op.Parallelism, op.ParallelismFrom = c, FromConcurrency
+				op.Concurrency = specBounds(fn)
 			}
 		}
 		if info.kind == KindLimit {

@@ -73,7 +73,9 @@ func columnExpr(name string) *planpb.Expr {
 type udfStage struct {
 	// concurrency is the explicit concurrency of its synchronous calls.
 	concurrency int
-	calls       []*workerpb.UdfCall
+	// bounds are their concurrency=(min, max), zero when none declares any.
+	bounds Bounds
+	calls  []*workerpb.UdfCall
 	// temps are the arguments the select before this stage computes.
 	temps []*planpb.NamedExpr
 }
@@ -171,19 +173,37 @@ func (x *expander) place(u *planpb.UdfExpr, output string) (*planpb.Expr, int) {
 // stageFor returns the first stage at or after first that spec may join,
 // adding one when none fits.
 func (x *expander) stageFor(first int, spec *workerpb.UdfSpec) int {
-	c := 0
+	c, b := 0, Bounds{}
 	if !spec.GetIsAsync() {
-		c = int(spec.GetConcurrency())
+		c, b = int(spec.GetConcurrency()), specBounds(spec)
 	}
 	for k := first; k < len(x.stages); k++ {
 		st := x.stages[k]
-		if c == 0 || st.concurrency == 0 || st.concurrency == c {
+		if st.fits(c, b) {
 			st.concurrency = max(st.concurrency, c)
+			if !b.Zero() {
+				st.bounds = b
+			}
 			return k
 		}
 	}
-	x.stages = append(x.stages, &udfStage{concurrency: c})
+	x.stages = append(x.stages, &udfStage{concurrency: c, bounds: b})
 	return len(x.stages) - 1
+}
+
+// fits reports whether a synchronous call with concurrency c and bounds b
+// may join the stage: a call without either joins any stage; one with a
+// fixed concurrency, a stage without bounds and with no other
+// concurrency; one with bounds, a stage with the same bounds or with no
+// concurrency at all (the autoscaler scales the operator as one).
+func (st *udfStage) fits(c int, b Bounds) bool {
+	switch {
+	case !b.Zero():
+		return st.bounds == b || st.bounds.Zero() && st.concurrency == 0
+	case c > 0:
+		return st.bounds.Zero() && (st.concurrency == 0 || st.concurrency == c)
+	}
+	return true
 }
 
 // expand turns a select or filter node that calls UDFs into its operators,
@@ -379,6 +399,7 @@ func (x *expander) udfOp(k int, output []string, keepInput bool) (*Operator, []s
 	if st.concurrency > 0 {
 		op.Parallelism, op.ParallelismFrom = st.concurrency, FromConcurrency
 	}
+	op.Concurrency = st.bounds
 	return op, chain.InputColumns
 }
 

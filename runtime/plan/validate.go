@@ -397,6 +397,16 @@ func validateSpec(where string, spec *workerpb.UdfSpec) []string {
 	} else if c > ParallelismLimit {
 		problems = append(problems, fmt.Sprintf("%s %q: concurrency is %d, above the runtime's limit of %d (plan.ParallelismLimit)", where, name, c, ParallelismLimit))
 	}
+	if lo, hi := spec.GetConcurrencyMin(), spec.GetConcurrencyMax(); lo != 0 || hi != 0 {
+		switch {
+		case lo < 1 || hi < lo || hi > ParallelismLimit:
+			problems = append(problems, fmt.Sprintf("%s %q: concurrency=(%d, %d): the bounds must satisfy 1 <= min <= max <= %d (plan.ParallelismLimit)", where, name, lo, hi, ParallelismLimit))
+		case spec.GetConcurrency() != lo:
+			problems = append(problems, fmt.Sprintf("%s %q: concurrency is %d with bounds (%d, %d): a UDF with bounds starts at its min, send concurrency=min", where, name, spec.GetConcurrency(), lo, hi))
+		case spec.GetIsAsync():
+			problems = append(problems, fmt.Sprintf("%s %q: an async UDF cannot declare concurrency=(min, max): its concurrency is the calls in flight inside each worker, the autoscaler scales operators; give an int", where, name))
+		}
+	}
 	if b := spec.GetBatchSize(); b < 0 {
 		problems = append(problems, fmt.Sprintf("%s %q: batch_size is %d, must not be negative (0 when not given)", where, name, b))
 	} else if b > BatchSizeLimit {

@@ -62,6 +62,7 @@ func New(opts Options) *Handler {
 		"GET /jobs/{jid}/status":                          h.jobStatus,
 		"GET /jobs/{jid}/config":                          h.jobConfig,
 		"GET /jobs/{jid}/exceptions":                      h.exceptions,
+		"GET /jobs/{jid}/autoscaler":                      h.autoscaler,
 		"GET /jobs/{jid}/plan":                            h.plan,
 		"GET /jobs/{jid}/vertices/{vid}":                  h.vertex,
 		"GET /jobs/{jid}/vertices/{vid}/backpressure":     h.backpressure,

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -718,5 +719,33 @@ func TestSubtasksBeyondTheSplitsReadNothing(t *testing.T) {
 		if busy != splitCount {
 			t.Errorf("rows %d: %d of 200 subtasks have rows, want %d", rows, busy, splitCount)
 		}
+	}
+}
+
+// A datagen held back by its consumer reports the rows its rate has due
+// as pending (Flink's pendingRecords), which the autoscaler reads.
+func TestDatagenPendingRecordsAreRowsBehindTheRate(t *testing.T) {
+	mem := checked(t)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{RowsPerSecond: 1000}}}
+	r, err := Open(src, Config{Schema: schema, Parallelism: 1, Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	bl, ok := r.(Backlog)
+	if !ok || bl.PendingRecords() != 0 {
+		t.Fatalf("a datagen with a rate is a Backlog with nothing pending before it starts")
+	}
+	b, err := r.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	// The consumer took 100 rows, then stalled for ten seconds.
+	g := r.(*datagen)
+	g.pace.start = g.pace.start.Add(-10 * time.Second)
+	if p := bl.PendingRecords(); p < 9900 || p > 10100 {
+		t.Fatalf("pending %d after a 10 s stall at 1000 rows/s with 100 rows taken, want about 9900", p)
 	}
 }

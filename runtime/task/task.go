@@ -486,6 +486,9 @@ func (t *Task) runSource(ctx context.Context) error {
 		}
 		t.head.count.In.Add(b.NumRows())
 		t.metrics.AddIn(b)
+		if bl, ok := t.reader.(source.Backlog); ok {
+			t.metrics.PendingRecords.Store(bl.PendingRecords())
+		}
 		if err := t.busy(func() error { return t.head.emit(ctx, b) }); err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0cworker.proto\x12\x11\x66linkgo.worker.v1\"\xd4\x01\n\x07UdfSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12.\n\tfunc_type\x18\x03 \x01(\x0e\x32\x1b.flinkgo.worker.v1.FuncType\x12\x10\n\x08is_async\x18\x04 \x01(\x08\x12\x13\n\x0b\x63oncurrency\x18\x05 \x01(\x05\x12\x12\n\nbatch_size\x18\x06 \x01(\x05\x12\x15\n\rreturn_schema\x18\x07 \x01(\x0c\x12\x13\n\x0bsource_file\x18\x08 \x01(\t\x12\x13\n\x0bsource_text\x18\t \x01(\t\"P\n\x07UdfCall\x12\'\n\x03udf\x18\x01 \x01(\x0b\x32\x1a.flinkgo.worker.v1.UdfSpec\x12\x0c\n\x04\x61rgs\x18\x02 \x03(\t\x12\x0e\n\x06output\x18\x03 \x01(\t\"\xa9\x02\n\x0bOpenRequest\x12)\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x1a.flinkgo.worker.v1.UdfCall\x12\x14\n\x0cinput_schema\x18\x02 \x01(\x0c\x12\x15\n\routput_schema\x18\x03 \x01(\x0c\x12\x19\n\x11max_message_bytes\x18\x04 \x01(\x03\x12\x1d\n\x15\x61sync_timeout_seconds\x18\x05 \x01(\x01\x12\x15\n\roperator_name\x18\x06 \x01(\t\x12\x0f\n\x07subtask\x18\x07 \x01(\x05\x12/\n\ttransport\x18\x08 \x01(\x0e\x32\x1c.flinkgo.worker.v1.Transport\x12\x19\n\x11shared_slot_bytes\x18\t \x01(\x03\x12\x14\n\x0cshared_slots\x18\n \x01(\x05\"\x8d\x01\n\x0cOpenResponse\x12\x0b\n\x03pid\x18\x01 \x01(\x03\x12\x16\n\x0epython_version\x18\x02 \x01(\t\x12\x17\n\x0fpyarrow_version\x18\x03 \x01(\t\x12*\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x1b.flinkgo.worker.v1.UdfError\x12\x13\n\x0b\x64\x61ta_socket\x18\x05 \x01(\t\"w\n\x0eProcessRequest\x12)\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x18.flinkgo.worker.v1.BatchH\x00\x12\x32\n\nend_bundle\x18\x02 \x01(\x0b\x32\x1c.flinkgo.worker.v1.EndBundleH\x00\x42\x06\n\x04kind\"d\n\x05\x42\x61tch\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\x11\n\tarrow_ipc\x18\x02 \x01(\x0c\x12\x0c\n\x04slot\x18\x03 \x01(\x05\x12\x15\n\rshared_length\x18\x04 \x01(\x03\x12\x16\n\x0eschema_omitted\x18\x05 \x01(\x08\"\x1e\n\tEndBundle\x12\x11\n\tbundle_id\x18\x01 \x01(\x03\"\xaf\x01\n\x0fProcessResponse\x12\x30\n\x06result\x18\x01 \x01(\x0b\x32\x1e.flinkgo.worker.v1.BatchResultH\x00\x12\x34\n\x0b\x62undle_done\x18\x02 \x01(\x0b\x32\x1d.flinkgo.worker.v1.BundleDoneH\x00\x12,\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x1b.flinkgo.worker.v1.UdfErrorH\x00\x42\x06\n\x04kind\"\\\n\x0b\x42\x61tchResult\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\x11\n\tarrow_ipc\x18\x02 \x01(\x0c\x12\x15\n\rshared_length\x18\x03 \x01(\x03\x12\x16\n\x0einput_retained\x18\x04 \x01(\x08\"\x1f\n\nBundleDone\x12\x11\n\tbundle_id\x18\x01 \x01(\x03\"e\n\x08UdfError\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\x10\n\x08udf_name\x18\x02 \x01(\t\x12\x16\n\x0e\x65xception_type\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x11\n\ttraceback\x18\x05 \x01(\t\"\x0e\n\x0c\x43loseRequest\";\n\rCloseResponse\x12*\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x1b.flinkgo.worker.v1.UdfError*\xa3\x01\n\x08\x46uncType\x12\x19\n\x15\x46UNC_TYPE_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46UNC_TYPE_GENERAL\x10\x01\x12\x14\n\x10\x46UNC_TYPE_PANDAS\x10\x02\x12\x13\n\x0f\x46UNC_TYPE_ARROW\x10\x03\x12\x1a\n\x16\x46UNC_TYPE_PANDAS_BATCH\x10\x04\x12\x1e\n\x1a\x46UNC_TYPE_PANDAS_AGGREGATE\x10\x05*^\n\tTransport\x12\x19\n\x15TRANSPORT_GRPC_STREAM\x10\x00\x12\x19\n\x15TRANSPORT_UNIX_SOCKET\x10\x01\x12\x1b\n\x17TRANSPORT_SHARED_MEMORY\x10\x02\x32\xf6\x01\n\tUdfWorker\x12G\n\x04Open\x12\x1e.flinkgo.worker.v1.OpenRequest\x1a\x1f.flinkgo.worker.v1.OpenResponse\x12T\n\x07Process\x12!.flinkgo.worker.v1.ProcessRequest\x1a\".flinkgo.worker.v1.ProcessResponse(\x01\x30\x01\x12J\n\x05\x43lose\x12\x1f.flinkgo.worker.v1.CloseRequest\x1a .flinkgo.worker.v1.CloseResponseB6Z4github.com/flinkgo/flinkgo/udf/bridge/proto/workerpbb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0cworker.proto\x12\x11\x66linkgo.worker.v1\"\x86\x02\n\x07UdfSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12.\n\tfunc_type\x18\x03 \x01(\x0e\x32\x1b.flinkgo.worker.v1.FuncType\x12\x10\n\x08is_async\x18\x04 \x01(\x08\x12\x13\n\x0b\x63oncurrency\x18\x05 \x01(\x05\x12\x12\n\nbatch_size\x18\x06 \x01(\x05\x12\x15\n\rreturn_schema\x18\x07 \x01(\x0c\x12\x13\n\x0bsource_file\x18\x08 \x01(\t\x12\x13\n\x0bsource_text\x18\t \x01(\t\x12\x17\n\x0f\x63oncurrency_min\x18\n \x01(\x05\x12\x17\n\x0f\x63oncurrency_max\x18\x0b \x01(\x05\"P\n\x07UdfCall\x12\'\n\x03udf\x18\x01 \x01(\x0b\x32\x1a.flinkgo.worker.v1.UdfSpec\x12\x0c\n\x04\x61rgs\x18\x02 \x03(\t\x12\x0e\n\x06output\x18\x03 \x01(\t\"\xa9\x02\n\x0bOpenRequest\x12)\n\x05\x63\x61lls\x18\x01 \x03(\x0b\x32\x1a.flinkgo.worker.v1.UdfCall\x12\x14\n\x0cinput_schema\x18\x02 \x01(\x0c\x12\x15\n\routput_schema\x18\x03 \x01(\x0c\x12\x19\n\x11max_message_bytes\x18\x04 \x01(\x03\x12\x1d\n\x15\x61sync_timeout_seconds\x18\x05 \x01(\x01\x12\x15\n\roperator_name\x18\x06 \x01(\t\x12\x0f\n\x07subtask\x18\x07 \x01(\x05\x12/\n\ttransport\x18\x08 \x01(\x0e\x32\x1c.flinkgo.worker.v1.Transport\x12\x19\n\x11shared_slot_bytes\x18\t \x01(\x03\x12\x14\n\x0cshared_slots\x18\n \x01(\x05\"\x8d\x01\n\x0cOpenResponse\x12\x0b\n\x03pid\x18\x01 \x01(\x03\x12\x16\n\x0epython_version\x18\x02 \x01(\t\x12\x17\n\x0fpyarrow_version\x18\x03 \x01(\t\x12*\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x1b.flinkgo.worker.v1.UdfError\x12\x13\n\x0b\x64\x61ta_socket\x18\x05 \x01(\t\"w\n\x0eProcessRequest\x12)\n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x18.flinkgo.worker.v1.BatchH\x00\x12\x32\n\nend_bundle\x18\x02 \x01(\x0b\x32\x1c.flinkgo.worker.v1.EndBundleH\x00\x42\x06\n\x04kind\"d\n\x05\x42\x61tch\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\x11\n\tarrow_ipc\x18\x02 \x01(\x0c\x12\x0c\n\x04slot\x18\x03 \x01(\x05\x12\x15\n\rshared_length\x18\x04 \x01(\x03\x12\x16\n\x0eschema_omitted\x18\x05 \x01(\x08\"\x1e\n\tEndBundle\x12\x11\n\tbundle_id\x18\x01 \x01(\x03\"\xaf\x01\n\x0fProcessResponse\x12\x30\n\x06result\x18\x01 \x01(\x0b\x32\x1e.flinkgo.worker.v1.BatchResultH\x00\x12\x34\n\x0b\x62undle_done\x18\x02 \x01(\x0b\x32\x1d.flinkgo.worker.v1.BundleDoneH\x00\x12,\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x1b.flinkgo.worker.v1.UdfErrorH\x00\x42\x06\n\x04kind\"\\\n\x0b\x42\x61tchResult\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\x11\n\tarrow_ipc\x18\x02 \x01(\x0c\x12\x15\n\rshared_length\x18\x03 \x01(\x03\x12\x16\n\x0einput_retained\x18\x04 \x01(\x08\"\x1f\n\nBundleDone\x12\x11\n\tbundle_id\x18\x01 \x01(\x03\"e\n\x08UdfError\x12\x0b\n\x03seq\x18\x01 \x01(\x03\x12\x10\n\x08udf_name\x18\x02 \x01(\t\x12\x16\n\x0e\x65xception_type\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x11\n\ttraceback\x18\x05 \x01(\t\"\x0e\n\x0c\x43loseRequest\";\n\rCloseResponse\x12*\n\x05\x65rror\x18\x01 \x01(\x0b\x32\x1b.flinkgo.worker.v1.UdfError*\xa3\x01\n\x08\x46uncType\x12\x19\n\x15\x46UNC_TYPE_UNSPECIFIED\x10\x00\x12\x15\n\x11\x46UNC_TYPE_GENERAL\x10\x01\x12\x14\n\x10\x46UNC_TYPE_PANDAS\x10\x02\x12\x13\n\x0f\x46UNC_TYPE_ARROW\x10\x03\x12\x1a\n\x16\x46UNC_TYPE_PANDAS_BATCH\x10\x04\x12\x1e\n\x1a\x46UNC_TYPE_PANDAS_AGGREGATE\x10\x05*^\n\tTransport\x12\x19\n\x15TRANSPORT_GRPC_STREAM\x10\x00\x12\x19\n\x15TRANSPORT_UNIX_SOCKET\x10\x01\x12\x1b\n\x17TRANSPORT_SHARED_MEMORY\x10\x02\x32\xf6\x01\n\tUdfWorker\x12G\n\x04Open\x12\x1e.flinkgo.worker.v1.OpenRequest\x1a\x1f.flinkgo.worker.v1.OpenResponse\x12T\n\x07Process\x12!.flinkgo.worker.v1.ProcessRequest\x1a\".flinkgo.worker.v1.ProcessResponse(\x01\x30\x01\x12J\n\x05\x43lose\x12\x1f.flinkgo.worker.v1.CloseRequest\x1a .flinkgo.worker.v1.CloseResponseB6Z4github.com/flinkgo/flinkgo/udf/bridge/proto/workerpbb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,36 +32,36 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'worker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z4github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb'
-  _globals['_FUNCTYPE']._serialized_start=1517
-  _globals['_FUNCTYPE']._serialized_end=1680
-  _globals['_TRANSPORT']._serialized_start=1682
-  _globals['_TRANSPORT']._serialized_end=1776
+  _globals['_FUNCTYPE']._serialized_start=1567
+  _globals['_FUNCTYPE']._serialized_end=1730
+  _globals['_TRANSPORT']._serialized_start=1732
+  _globals['_TRANSPORT']._serialized_end=1826
   _globals['_UDFSPEC']._serialized_start=36
-  _globals['_UDFSPEC']._serialized_end=248
-  _globals['_UDFCALL']._serialized_start=250
-  _globals['_UDFCALL']._serialized_end=330
-  _globals['_OPENREQUEST']._serialized_start=333
-  _globals['_OPENREQUEST']._serialized_end=630
-  _globals['_OPENRESPONSE']._serialized_start=633
-  _globals['_OPENRESPONSE']._serialized_end=774
-  _globals['_PROCESSREQUEST']._serialized_start=776
-  _globals['_PROCESSREQUEST']._serialized_end=895
-  _globals['_BATCH']._serialized_start=897
-  _globals['_BATCH']._serialized_end=997
-  _globals['_ENDBUNDLE']._serialized_start=999
-  _globals['_ENDBUNDLE']._serialized_end=1029
-  _globals['_PROCESSRESPONSE']._serialized_start=1032
-  _globals['_PROCESSRESPONSE']._serialized_end=1207
-  _globals['_BATCHRESULT']._serialized_start=1209
-  _globals['_BATCHRESULT']._serialized_end=1301
-  _globals['_BUNDLEDONE']._serialized_start=1303
-  _globals['_BUNDLEDONE']._serialized_end=1334
-  _globals['_UDFERROR']._serialized_start=1336
-  _globals['_UDFERROR']._serialized_end=1437
-  _globals['_CLOSEREQUEST']._serialized_start=1439
-  _globals['_CLOSEREQUEST']._serialized_end=1453
-  _globals['_CLOSERESPONSE']._serialized_start=1455
-  _globals['_CLOSERESPONSE']._serialized_end=1514
-  _globals['_UDFWORKER']._serialized_start=1779
-  _globals['_UDFWORKER']._serialized_end=2025
+  _globals['_UDFSPEC']._serialized_end=298
+  _globals['_UDFCALL']._serialized_start=300
+  _globals['_UDFCALL']._serialized_end=380
+  _globals['_OPENREQUEST']._serialized_start=383
+  _globals['_OPENREQUEST']._serialized_end=680
+  _globals['_OPENRESPONSE']._serialized_start=683
+  _globals['_OPENRESPONSE']._serialized_end=824
+  _globals['_PROCESSREQUEST']._serialized_start=826
+  _globals['_PROCESSREQUEST']._serialized_end=945
+  _globals['_BATCH']._serialized_start=947
+  _globals['_BATCH']._serialized_end=1047
+  _globals['_ENDBUNDLE']._serialized_start=1049
+  _globals['_ENDBUNDLE']._serialized_end=1079
+  _globals['_PROCESSRESPONSE']._serialized_start=1082
+  _globals['_PROCESSRESPONSE']._serialized_end=1257
+  _globals['_BATCHRESULT']._serialized_start=1259
+  _globals['_BATCHRESULT']._serialized_end=1351
+  _globals['_BUNDLEDONE']._serialized_start=1353
+  _globals['_BUNDLEDONE']._serialized_end=1384
+  _globals['_UDFERROR']._serialized_start=1386
+  _globals['_UDFERROR']._serialized_end=1487
+  _globals['_CLOSEREQUEST']._serialized_start=1489
+  _globals['_CLOSEREQUEST']._serialized_end=1503
+  _globals['_CLOSERESPONSE']._serialized_start=1505
+  _globals['_CLOSERESPONSE']._serialized_end=1564
+  _globals['_UDFWORKER']._serialized_start=1829
+  _globals['_UDFWORKER']._serialized_end=2075
 # @@protoc_insertion_point(module_scope)

@@ -32,7 +32,7 @@ TRANSPORT_UNIX_SOCKET: Transport
 TRANSPORT_SHARED_MEMORY: Transport
 
 class UdfSpec(_message.Message):
-    __slots__ = ("name", "payload", "func_type", "is_async", "concurrency", "batch_size", "return_schema", "source_file", "source_text")
+    __slots__ = ("name", "payload", "func_type", "is_async", "concurrency", "batch_size", "return_schema", "source_file", "source_text", "concurrency_min", "concurrency_max")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     FUNC_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +42,8 @@ class UdfSpec(_message.Message):
     RETURN_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_TEXT_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_MIN_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_MAX_FIELD_NUMBER: _ClassVar[int]
     name: str
     payload: bytes
     func_type: FuncType
@@ -51,7 +53,9 @@ class UdfSpec(_message.Message):
     return_schema: bytes
     source_file: str
     source_text: str
-    def __init__(self, name: _Optional[str] = ..., payload: _Optional[bytes] = ..., func_type: _Optional[_Union[FuncType, str]] = ..., is_async: _Optional[bool] = ..., concurrency: _Optional[int] = ..., batch_size: _Optional[int] = ..., return_schema: _Optional[bytes] = ..., source_file: _Optional[str] = ..., source_text: _Optional[str] = ...) -> None: ...
+    concurrency_min: int
+    concurrency_max: int
+    def __init__(self, name: _Optional[str] = ..., payload: _Optional[bytes] = ..., func_type: _Optional[_Union[FuncType, str]] = ..., is_async: _Optional[bool] = ..., concurrency: _Optional[int] = ..., batch_size: _Optional[int] = ..., return_schema: _Optional[bytes] = ..., source_file: _Optional[str] = ..., source_text: _Optional[str] = ..., concurrency_min: _Optional[int] = ..., concurrency_max: _Optional[int] = ...) -> None: ...
 
 class UdfCall(_message.Message):
     __slots__ = ("udf", "args", "output")

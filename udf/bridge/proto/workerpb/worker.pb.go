@@ -190,10 +190,16 @@ type UdfSpec struct {
 	ReturnSchema []byte `protobuf:"bytes,7,opt,name=return_schema,json=returnSchema,proto3" json:"return_schema,omitempty"`
 	// Where the function was defined, and that file's text: cloudpickle drops
 	// both, and the worker restores them so tracebacks show the user's lines.
-	SourceFile    string `protobuf:"bytes,8,opt,name=source_file,json=sourceFile,proto3" json:"source_file,omitempty"`
-	SourceText    string `protobuf:"bytes,9,opt,name=source_text,json=sourceText,proto3" json:"source_text,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SourceFile string `protobuf:"bytes,8,opt,name=source_file,json=sourceFile,proto3" json:"source_file,omitempty"`
+	SourceText string `protobuf:"bytes,9,opt,name=source_text,json=sourceText,proto3" json:"source_text,omitempty"`
+	// concurrency=(min, max): the bounds within which the autoscaler
+	// (job.autoscaler.enabled) sets the parallelism of the UDF's operator;
+	// concurrency (field 5) is then min, the parallelism it starts at. 0 when
+	// not given (an int concurrency, or none).
+	ConcurrencyMin int32 `protobuf:"varint,10,opt,name=concurrency_min,json=concurrencyMin,proto3" json:"concurrency_min,omitempty"`
+	ConcurrencyMax int32 `protobuf:"varint,11,opt,name=concurrency_max,json=concurrencyMax,proto3" json:"concurrency_max,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UdfSpec) Reset() {
@@ -287,6 +293,20 @@ func (x *UdfSpec) GetSourceText() string {
 		return x.SourceText
 	}
 	return ""
+}
+
+func (x *UdfSpec) GetConcurrencyMin() int32 {
+	if x != nil {
+		return x.ConcurrencyMin
+	}
+	return 0
+}
+
+func (x *UdfSpec) GetConcurrencyMax() int32 {
+	if x != nil {
+		return x.ConcurrencyMax
+	}
+	return 0
 }
 
 // UdfCall applies one UDF inside a fused chain.
@@ -1155,7 +1175,7 @@ var File_worker_proto protoreflect.FileDescriptor
 
 const file_worker_proto_rawDesc = "" +
 	"\n" +
-	"\fworker.proto\x12\x11flinkgo.worker.v1\"\xb4\x02\n" +
+	"\fworker.proto\x12\x11flinkgo.worker.v1\"\x86\x03\n" +
 	"\aUdfSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\apayload\x18\x02 \x01(\fR\apayload\x128\n" +
@@ -1168,7 +1188,10 @@ const file_worker_proto_rawDesc = "" +
 	"\vsource_file\x18\b \x01(\tR\n" +
 	"sourceFile\x12\x1f\n" +
 	"\vsource_text\x18\t \x01(\tR\n" +
-	"sourceText\"c\n" +
+	"sourceText\x12'\n" +
+	"\x0fconcurrency_min\x18\n" +
+	" \x01(\x05R\x0econcurrencyMin\x12'\n" +
+	"\x0fconcurrency_max\x18\v \x01(\x05R\x0econcurrencyMax\"c\n" +
 	"\aUdfCall\x12,\n" +
 	"\x03udf\x18\x01 \x01(\v2\x1a.flinkgo.worker.v1.UdfSpecR\x03udf\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x12\x16\n" +

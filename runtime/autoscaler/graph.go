@@ -1,0 +1,145 @@
+package autoscaler
+
+import (
+	"math"
+	"time"
+
+	"github.com/flinkgo/flinkgo/runtime/metrics"
+	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/task"
+)
+
+// Vertex is one job vertex (a chain of operators run as one task per
+// subtask) as the autoscaler sees it.
+type Vertex struct {
+	// UIDs are the chain's operators, head first: a rescale sets them all,
+	// so that the chain stays one.
+	UIDs        []string
+	Parallelism int
+	// Bounds are the concurrency=(min, max) of the chain's UDFs (the
+	// intersection when several declare some); zero: not scaled.
+	Bounds plan.Bounds
+	// Inputs are the upstream vertices (indexes); Outputs counts the edges
+	// leaving the chain (its RecordsOut counts each edge's copy).
+	Inputs  []int
+	Outputs int
+	Tasks   []*metrics.Task
+}
+
+// Vertices returns g's vertices in topological order, with the subtask
+// metrics of tasks (by chain head operator ID, as package job keeps them;
+// nil: none).
+func Vertices(g *plan.Graph, tasks [][]*metrics.Task) []Vertex {
+	heads := task.ChainHeads(g)
+	byChain := map[int]int{}
+	vs := make([]Vertex, len(heads))
+	for i, h := range heads {
+		byChain[h.ChainID] = i
+		vs[i] = Vertex{Parallelism: h.Parallelism}
+		if tasks != nil {
+			vs[i].Tasks = tasks[h.ID]
+		}
+	}
+	for _, op := range g.Operators {
+		v := &vs[byChain[op.ChainID]]
+		v.UIDs = append(v.UIDs, op.UID)
+		if b := op.Concurrency; !b.Zero() {
+			if v.Bounds.Zero() {
+				v.Bounds = b
+			} else {
+				v.Bounds = plan.Bounds{Min: max(v.Bounds.Min, b.Min), Max: min(v.Bounds.Max, b.Max)}
+			}
+		}
+	}
+	for _, e := range g.Edges {
+		from, to := byChain[g.Operators[e.From].ChainID], byChain[g.Operators[e.To].ChainID]
+		if from == to {
+			continue
+		}
+		vs[from].Outputs++
+		vs[to].Inputs = append(vs[to].Inputs, from)
+	}
+	return vs
+}
+
+// Reading is every vertex's subtask counters at one time, and their
+// pending records (metrics.Task.PendingRecords).
+type Reading struct {
+	At      time.Time
+	Totals  [][]metrics.Totals
+	Pending [][]int64
+}
+
+// Read reads the counters of vs.
+func Read(vs []Vertex, at time.Time) Reading {
+	r := Reading{At: at, Totals: make([][]metrics.Totals, len(vs)), Pending: make([][]int64, len(vs))}
+	for i, v := range vs {
+		for _, t := range v.Tasks {
+			r.Totals[i] = append(r.Totals[i], t.Read())
+			r.Pending[i] = append(r.Pending[i], t.PendingRecords.Load())
+		}
+	}
+	return r
+}
+
+// Rates are one vertex's figures averaged between two readings.
+type Rates struct {
+	// In and Out are records per second over all subtasks.
+	In, Out float64
+	// Busy is the subtasks' average busy ratio, in [0, 1].
+	Busy float64
+	// BacklogGrowth is how fast a source's pending records grew, per
+	// second (negative while it catches up); 0 when it reports none.
+	BacklogGrowth float64
+}
+
+// WindowRates are each vertex's rates from old to now.
+func WindowRates(old, now Reading) []Rates {
+	dt := now.At.Sub(old.At).Seconds()
+	out := make([]Rates, len(now.Totals))
+	if dt <= 0 {
+		return out
+	}
+	for i := range now.Totals {
+		var in, o, backlog int64
+		var busy time.Duration
+		n := min(len(old.Totals[i]), len(now.Totals[i]))
+		for s := range n {
+			a, b := old.Totals[i][s], now.Totals[i][s]
+			in += b.RecordsIn - a.RecordsIn
+			o += b.RecordsOut - a.RecordsOut
+			busy += b.Busy - a.Busy
+			if pa, pb := old.Pending[i][s], now.Pending[i][s]; pa != metrics.NoPendingRecords && pb != metrics.NoPendingRecords {
+				backlog += pb - pa
+			}
+		}
+		r := Rates{In: float64(in) / dt, Out: float64(o) / dt, BacklogGrowth: float64(backlog) / dt}
+		if n > 0 {
+			r.Busy = math.Min(1, math.Max(0, busy.Seconds()/dt/float64(n)))
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// TargetRates are the records per second each vertex must take, as the
+// Flink autoscaler's target data rate: a source's is what it read plus the
+// growth of its backlog (a source its consumers hold back falls behind:
+// the rate it should read at is the rate it read plus that); any other
+// vertex's is the sum over its inputs of the input's target rate times
+// the input's ratio of records out (per edge) to records in.
+func TargetRates(vs []Vertex, r []Rates) []float64 {
+	target := make([]float64, len(vs))
+	for i, v := range vs {
+		if len(v.Inputs) == 0 {
+			target[i] = max(0, r[i].In+r[i].BacklogGrowth)
+			continue
+		}
+		for _, u := range v.Inputs {
+			if r[u].In > 0 && vs[u].Outputs > 0 {
+				target[i] += target[u] * r[u].Out / float64(vs[u].Outputs) / r[u].In
+			}
+		}
+	}
+	return target
+}
