@@ -14,7 +14,6 @@ import (
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 )
@@ -48,15 +47,7 @@ right = env.datagen(rows=%[1]d, schema={"id": "int64"}).with_column("k", fg.col(
 left.join(right, on="k", how=%[3]q).write_csv(os.path.join(os.environ["FLINKGO_TEST_DIR"], "out"))
 plan = env.plan("join-bench")
 `, joinRows, keys, how), dir)
-				for _, n := range jp.GetNodes() {
-					if n.GetSink() != nil {
-						n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
-					}
-				}
-				g, err := plan.Plan(jp, plan.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
+				g := collectGraph(b, jp)
 				logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 				var elapsed time.Duration
 				for b.Loop() {
@@ -120,15 +111,7 @@ side().interval_join(side(), on="k", left_time="ts", right_time="ts", lower="-1 
 )
 plan = env.plan("interval-join-bench")
 `, joinRows, keys), dir)
-			for _, n := range jp.GetNodes() {
-				if n.GetSink() != nil {
-					n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
-				}
-			}
-			g, err := plan.Plan(jp, plan.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			g := collectGraph(b, jp)
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			var elapsed time.Duration
 			for b.Loop() {

@@ -135,16 +135,7 @@ bids = env.nexmark("bid", events=%d)
 %s.write_csv(os.path.join(os.environ["FLINKGO_TEST_DIR"], "out"))
 plan = env.plan("nexmark-bench")
 `, nexmarkEvents, pipeline), dir)
-	for _, n := range jp.GetNodes() {
-		if n.GetSink() != nil {
-			n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
-		}
-	}
-	g, err := plan.Plan(jp, plan.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return g
+	return collectGraph(b, jp)
 }
 
 // nexmarkFacts are what the queries must return, counted on the

@@ -15,7 +15,6 @@ import (
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -47,15 +46,7 @@ df = df.with_column("y", affine(fg.col("x"))).with_column("k", (fg.col("x") * 10
 df.key_by("k").agg(fg.sum("y").alias("total")).write_csv(os.path.join(os.environ["FLINKGO_TEST_DIR"], "out"))
 plan = env.plan("pipeline-bench")
 `, pipelineRows), dir)
-			for _, n := range jp.GetNodes() {
-				if n.GetSink() != nil {
-					n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
-				}
-			}
-			g, err := plan.Plan(jp, plan.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			g := collectGraph(b, jp)
 			specs := testkit.UDFSpecs(b, udfSource)
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			var pipeline, bridge time.Duration

@@ -19,7 +19,6 @@ import (
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 )
 
@@ -56,15 +55,7 @@ df.key_by("k").window(fg.tumble("ts", "10 s")).agg(top("id")).write_csv(
 )
 plan = env.plan("udaf-bench")
 `, udafRows), dir)
-			for _, n := range jp.GetNodes() {
-				if n.GetSink() != nil {
-					n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
-				}
-			}
-			g, err := plan.Plan(jp, plan.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			g := collectGraph(b, jp)
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			var elapsed, cpu time.Duration
 			for b.Loop() {
