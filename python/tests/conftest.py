@@ -104,7 +104,12 @@ class KafkaBroker:
             if err is not None:
                 errors.append(str(err))
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        # Idempotent: librdkafka's default retries may reorder (and repeat) a partition's
+        # records under load, and tests read offsets in production order (a CI run once
+        # found a partition's last 320 records ahead of its first).
+        producer = Producer(
+            {"bootstrap.servers": self.bootstrap, "linger.ms": 5, "enable.idempotence": True}
+        )
         for i, (partition, key, value) in enumerate(records):
             extra = {} if timestamps_ms is None else {"timestamp": timestamps_ms[i]}
             producer.produce(
