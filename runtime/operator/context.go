@@ -76,6 +76,10 @@ type Context struct {
 	// UDFs holds the job's UDF metrics (operators with a Python worker
 	// take theirs with UDFMetrics); nil: the operator counts for itself.
 	UDFs *metrics.UDFs
+	// Workers holds the worker pools of the job's stateless UDF operators:
+	// how many workers a subtask starts with, and where it registers its
+	// pool so that a rescale resizes it in place. Nil: one worker each.
+	Workers *WorkerPools
 }
 
 // UDFMetrics returns the metrics of this operator subtask's Python

@@ -17,6 +17,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
+	"github.com/flinkgo/flinkgo/udf/workerpool"
 )
 
 // udfKind runs the Python UDF calls the planner fused into one operator;
@@ -89,6 +90,8 @@ type udfProc struct {
 	rowKinds, appendOnly bool
 	mem                  memory.Allocator
 	name                 string
+	// unregister takes the worker pool out of the job's record.
+	unregister func()
 }
 
 func newUDFProc(c *operator.Context, opts Options) (*udfProc, error) {
@@ -146,19 +149,29 @@ func newUDFProc(c *operator.Context, opts Options) (*udfProc, error) {
 		}
 		ropts.OutputSchema = arrow.NewSchema(fields, nil)
 	}
-	runner, err := opts.NewRunner(ropts)
+	name := fmt.Sprintf("%q (uid %s, subtask %d)", op.Name, op.UID, subtask)
+	// The subtask's workers form a pool that a rescale resizes in place
+	// (a UDF operator keeps no state); results leave in input order.
+	pool, err := workerpool.New(workerpool.Options{
+		Name:    name,
+		Workers: c.Workers.Start(op.UID, subtask, c.Parallelism),
+		New:     func(int) (bridge.Runner, error) { return opts.NewRunner(ropts) },
+		Logger:  c.Logger,
+	})
 	if err != nil {
 		return nil, err
 	}
+	p.unregister = c.Workers.Register(op.UID, subtask, pool)
 	p.op, err = bundle.NewOperator(bundle.Options{
-		Name:          fmt.Sprintf("%q (uid %s, subtask %d)", op.Name, op.UID, subtask),
+		Name:          name,
 		BatchSize:     op.BatchSize,
 		BundleSize:    opts.BundleSize,
 		BundleTime:    opts.BundleTime,
 		MaxBatchBytes: ropts.MaxBatchBytes(),
 		Allocator:     c.Allocator,
-	}, runner, p.onResult)
+	}, pool, p.onResult)
 	if err != nil {
+		p.unregister()
 		return nil, err
 	}
 	return p, nil
@@ -255,6 +268,7 @@ func (p *udfProc) OnTimer(ctx context.Context, emit operator.Emit) error {
 func (p *udfProc) Cancel(cause error) { p.op.Cancel(cause) }
 
 func (p *udfProc) Release() {
+	p.unregister()
 	_ = p.op.Close(context.Background()) // after cancel: frees only
 	for _, b := range p.pending {
 		b.Release()

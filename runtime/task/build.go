@@ -34,7 +34,10 @@ type Config struct {
 	// UDFMetrics, when set, holds the UDF metrics of the operators with
 	// a Python worker; they outlive attempts. Nil: each counts for itself.
 	UDFMetrics *metrics.UDFs
-	Logger     *slog.Logger
+	// WorkerPools, when set, sizes and records the worker pools of the
+	// stateless UDF operators (operator.Context.Workers).
+	WorkerPools *operator.WorkerPools
+	Logger      *slog.Logger
 	// From is the snapshot to restore, nil for a fresh start.
 	From *checkpoint.RestorePoint
 	// AttemptID names the attempt for sinks' part files; "" when no

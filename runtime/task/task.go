@@ -180,6 +180,7 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 		In: in, Out: bc.schemas[op.ID], Allocator: bc.Allocator, Counters: l.count,
 		Logger:    bc.Logger.With("operator", op.Name, "uid", op.UID, "subtask", t.subtask),
 		AttemptID: bc.AttemptID, Watermarks: linkOutput{l}, UDFs: bc.UDFMetrics,
+		Workers: bc.WorkerPools,
 	}
 	if st := bc.From.Operator(op.UID); st != nil {
 		c.Restored, c.RestoreBase = st, bc.From.Base
