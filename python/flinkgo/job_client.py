@@ -172,6 +172,13 @@ class JobClient:
         ``jobmanager.adaptive-scheduler.executing.cooldown-after-rescaling`` (30 s)
         after the job started or last rescaled. :meth:`rescales` follows it.
 
+        A stateless UDF operator (a ``@udf`` or ``map_batches``, named alone or with
+        its node) asked for at least its number of subtasks is resized in place
+        instead: its worker pool grows or shrinks to that many Python workers in all
+        while the job runs, with no checkpoint and no restart (``mode="IN_PLACE"``).
+        A request that holds both kinds returns the checkpoint rescale; the in-place
+        one is in :meth:`rescales`.
+
         Parameters
         ----------
         parallelism
@@ -183,8 +190,9 @@ class JobClient:
         ------
         RescaleError
             If the runtime refused it (a :exc:`ValueError`): the job does not
-            checkpoint, a uid is unknown (the message lists the job's), or a
-            parallelism is above the job's max parallelism.
+            checkpoint (needed unless every uid is resized in place), a uid is
+            unknown (the message lists the job's), or a parallelism is above the
+            job's max parallelism.
         JobNotFoundError
             If the job is no longer running (a :exc:`LookupError`).
 

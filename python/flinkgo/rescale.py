@@ -23,12 +23,19 @@ __all__ = ["RescaleInfo", "RescaleVertex"]
 
 @dataclass(frozen=True)
 class RescaleVertex:
-    """One operator's parallelism before and after a rescale."""
+    """One operator's parallelism before and after a rescale.
+
+    ``workers_before`` and ``workers_after`` are a UDF operator's Python workers over
+    all its subtasks (0 for other operators): an in-place rescale changes them and
+    keeps the parallelism.
+    """
 
     uid: str
     name: str
     before: int
     after: int
+    workers_before: int = 0
+    workers_after: int = 0
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,7 @@ class RescaleInfo:
         What started it: ``"COMPLETED_CHECKPOINT"`` (the next completed checkpoint)
         or ``"CHECKPOINT_FAILURES"`` (that many failed in a row, see
         ``jobmanager.adaptive-scheduler.rescale-trigger.max-checkpoint-failures``);
-        ``""`` while pending.
+        ``""`` while pending; ``"IN_PLACE"`` for an in-place rescale.
     status
         ``"PENDING"``, ``"COMPLETED"``, ``"FAILED"`` or ``"IGNORED"`` (a later
         request replaced it, the job ended first, or it changed nothing).
@@ -58,7 +65,15 @@ class RescaleInfo:
     requested_at, started_at, ended_at
         Unix times in seconds; ``None`` when not reached.
     duration
-        Seconds from the start of the restart to running at the new parallelism.
+        Seconds from the start of the restart to running at the new parallelism; for
+        an in-place rescale, from the request until every new worker took a batch
+        and every retired one exited.
+    mode
+        ``"IN_PLACE"``: the worker pools of stateless UDF operators were resized
+        without a restart; ``"CHECKPOINT"``: the job restarted from a checkpoint.
+    mode_note
+        Why a stateless UDF operator went through a checkpoint all the same (fewer
+        workers than its subtasks); ``""`` otherwise.
     """
 
     id: str
@@ -72,6 +87,8 @@ class RescaleInfo:
     started_at: float | None
     ended_at: float | None
     duration: float
+    mode: str = ""
+    mode_note: str = ""
 
     @classmethod
     def _from_proto(cls, r: job_pb2.RescaleInfo) -> RescaleInfo:
@@ -86,11 +103,20 @@ class RescaleInfo:
             reason=r.reason,
             checkpoint_id=r.checkpoint_id,
             vertices=tuple(
-                RescaleVertex(uid=v.uid, name=v.name, before=v.before, after=v.after)
+                RescaleVertex(
+                    uid=v.uid,
+                    name=v.name,
+                    before=v.before,
+                    after=v.after,
+                    workers_before=v.workers_before,
+                    workers_after=v.workers_after,
+                )
                 for v in r.vertices
             ),
             requested_at=seconds(r.requested_at_ms),
             started_at=seconds(r.started_at_ms),
             ended_at=seconds(r.ended_at_ms),
             duration=r.duration_seconds,
+            mode=r.mode,
+            mode_note=r.mode_note,
         )

@@ -2,7 +2,12 @@
 
 A keyed job (datagen → pandas UDF → keyed sum → exactly-once CSV sinks) is rescaled
 2 → 4 → 1 while it runs: it restarts at each new parallelism from its next completed
-checkpoint, and its committed output equals an uninterrupted run's, every row once.
+checkpoint, and its committed output equals an uninterrupted run's, every row once. The
+stateless UDF of that job grows its worker pool to 4 without a restart, and goes back to
+one subtask (fewer workers than subtasks) through the checkpoint.
+
+A stateless UDF grown 1 → 3 workers and shrunk back: no restart, every row once, in
+order, computed by three worker processes.
 """
 
 from __future__ import annotations
@@ -85,13 +90,20 @@ def test_keyed_job_rescaled_2_4_1_while_running_is_exactly_once(tmp_path):
         assert done.checkpoint_id > 0
         assert done.ended_at is not None and done.requested_at is not None
         assert job.parallelism()["sums"] == p
-        assert job.parallelism()["score/udf-0"] == p
+        # The stateless UDF keeps its 2 subtasks and runs 4 workers in place;
+        # 1 worker is fewer than its subtasks: it goes through the checkpoint.
+        assert job.parallelism()["score/udf-0"] == (2 if p == 4 else 1)
         print(
             f"rescale to {p}: {time.monotonic() - requested:.2f} s from the request to running "
             f"(runtime: {done.ended_at - done.requested_at:.2f} s, restart {done.duration:.2f} s, "
             f"from checkpoint {done.checkpoint_id})"
         )
     assert job.status() == "RUNNING", "the job ended before both rescales: raise ROWS"
+    in_place = [r for r in job.rescales() if r.mode == "IN_PLACE"]
+    assert [r.status for r in in_place] == ["COMPLETED"], job.rescales()
+    assert {v.uid: v.workers_after for v in in_place[0].vertices}["score/udf-0"] == 4
+    last = job.rescales()[-1]
+    assert last.mode == "CHECKPOINT" and "fewer than its 2 subtasks" in last.mode_note, last
     result = job.result(timeout=180)
     assert result.state == "FINISHED"
     assert [s for s, _ in result.states].count("RESTARTING") == 2
@@ -128,3 +140,51 @@ def test_rescale_refusals(tmp_path):
             j.result(timeout=60)
     with pytest.raises(fg.JobNotFoundError):
         job.rescale({"sums": 3})
+
+
+@udf("int64", func_type="pandas", batch_size=50)
+def worker_pid(x: pd.Series) -> pd.Series:
+    import os
+
+    return pd.Series([os.getpid()] * len(x), dtype="int64")
+
+
+def test_stateless_udf_grown_1_3_1_in_place_without_restart(tmp_path):
+    rows = 16000
+    env = fg.Environment(parallelism=1)  # no checkpointing: an in-place rescale needs none
+    numbers = env.datagen(rows=rows, rows_per_second=2000.0, schema={"id": "int64"})
+    numbers = numbers.uid("numbers").rebalance()
+    scored = numbers.with_column("pid", worker_pid(fg.col("id"))).uid("score")
+    scored.write_csv(tmp_path / "out").uid("files")
+    job = env.execute_async("in place")
+    wait_for(lambda: job.status() == "RUNNING", "the job to run")
+    for n in (3, 1):
+        time.sleep(1.5)  # let the workers take rows at the current size
+        pending = job.rescale({"score": n})
+        assert (pending.mode, pending.trigger, pending.status) == (
+            "IN_PLACE",
+            "IN_PLACE",
+            "PENDING",
+        )
+        vertex = {v.uid: v for v in pending.vertices}["score/udf-0"]
+        assert (vertex.before, vertex.after, vertex.workers_after) == (1, 1, n)
+
+        def ended(rescale_id=pending.id):
+            return any(r.id == rescale_id and r.status != "PENDING" for r in job.rescales())
+
+        wait_for(ended, f"the in-place rescale to {n} workers")
+        done = next(r for r in job.rescales() if r.id == pending.id)
+        assert done.status == "COMPLETED", done
+        print(f"in-place rescale to {n} workers: {done.duration:.3f} s to full effect")
+    assert job.status() == "RUNNING", "the job ended before both rescales: raise the rows"
+    result = job.result(timeout=120)
+    assert result.state == "FINISHED"
+    assert "RESTARTING" not in [s for s, _ in result.states]
+    # One subtask writes the rows in the order they came: each part is a run of
+    # consecutive ids, and together they are every id once.
+    parts = [pd.read_csv(p) for p in sorted(glob.glob(str(tmp_path / "out" / "part-*")))]
+    for part in parts:
+        assert list(part["id"]) == list(range(part["id"].iloc[0], part["id"].iloc[0] + len(part)))
+    out = pd.concat(parts, ignore_index=True)
+    assert sorted(out["id"]) == list(range(rows))
+    assert out["pid"].nunique() == 3

@@ -73,7 +73,9 @@ func (t autoscaleTarget) RescalePending() bool {
 }
 
 func (t autoscaleTarget) Rescale(p map[string]int) (string, error) {
-	info, err := t.j.Rescale(p)
+	// Through a checkpoint always: the autoscaler's model (rate per
+	// subtask from busy time) counts subtasks, not the workers of a pool.
+	info, err := t.j.rescale(p, false)
 	return info.ID, err
 }
 

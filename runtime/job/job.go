@@ -158,6 +158,9 @@ type Job struct {
 	done      chan struct{}
 	metrics   *Metrics
 	err       error
+	// workers: the worker pools of the stateless UDF operators, which an
+	// in-place rescale resizes (rescale.go).
+	workers *operator.WorkerPools
 	// previous: what the file sinks in mode "overwrite" found at
 	// submission, deleted once the job's output is committed.
 	previous []*sink.Previous
@@ -185,6 +188,8 @@ type Job struct {
 		// rescales that ended, oldest first.
 		pending  *pendingRescale
 		rescales []RescaleInfo
+		// inPlace: the in-place rescales waiting for their new workers.
+		inPlace []*RescaleInfo
 		// executingSince: when the latest attempt started (the rescale
 		// cooldown counts from it).
 		executingSince time.Time
@@ -221,7 +226,7 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	}
 	j := &Job{
 		opts: opts, config: cfg, id: opts.JobID, count: make([]operator.Counters, len(g.Operators)),
-		restarts: newRestarter(cfg.Restart),
+		restarts: newRestarter(cfg.Restart), workers: operator.NewWorkerPools(),
 		requests: make(chan *checkpoint.Request), watchDone: make(chan struct{}), done: make(chan struct{}),
 	}
 	if j.id == "" {

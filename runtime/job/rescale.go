@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
@@ -49,6 +50,20 @@ const (
 	// TriggerCheckpointFailures: max-checkpoint-failures checkpoints
 	// failed in a row; the job restarts from its latest completed one.
 	TriggerCheckpointFailures = "CHECKPOINT_FAILURES"
+	// TriggerInPlace: stateless UDF operators' worker pools were resized
+	// while the job ran (flinkgo's own): no restart, no checkpoint.
+	TriggerInPlace = "IN_PLACE"
+)
+
+// How a rescale changes the job (RescaleInfo.Mode).
+const (
+	// ModeCheckpoint restarts the job at the new parallelism from a
+	// checkpoint (FLIP-461).
+	ModeCheckpoint = "CHECKPOINT"
+	// ModeInPlace resizes the worker pools of stateless UDF operators
+	// without restarting the job: their subtasks stay, their workers
+	// change (RescaleVertex.WorkersBefore/After).
+	ModeInPlace = "IN_PLACE"
 )
 
 // RescaleInfo is one rescale of a job: an entry of its rescale history
@@ -68,6 +83,10 @@ type RescaleInfo struct {
 	// CheckpointID is the checkpoint the job restarted from at the new
 	// parallelism (0: none, it started over).
 	CheckpointID int64
+	// Mode is ModeInPlace or ModeCheckpoint; ModeNote says why an
+	// operator that could have been resized in place went through a
+	// checkpoint ("" otherwise).
+	Mode, ModeNote string
 	// Vertices are every operator's parallelism before and after.
 	Vertices []RescaleVertex
 	// RequestedAt: when it was asked for; StartedAt: when the job began to
@@ -77,7 +96,8 @@ type RescaleInfo struct {
 }
 
 // Duration is the time from the start of the restart to running at the
-// new parallelism (0 until it ended).
+// new parallelism (0 until it ended); for an in-place rescale, from the
+// request until every resized pool runs its new workers.
 func (r RescaleInfo) Duration() time.Duration {
 	if r.StartedAt.IsZero() || r.EndedAt.IsZero() {
 		return 0
@@ -85,10 +105,12 @@ func (r RescaleInfo) Duration() time.Duration {
 	return r.EndedAt.Sub(r.StartedAt)
 }
 
-// RescaleVertex is one operator's parallelism before and after a rescale.
+// RescaleVertex is one operator's parallelism before and after a rescale,
+// and for a UDF operator its workers (0 for other kinds).
 type RescaleVertex struct {
-	UID, Name     string
-	Before, After int
+	UID, Name                   string
+	Before, After               int
+	WorkersBefore, WorkersAfter int
 }
 
 // pendingRescale is a requested rescale waiting for its trigger.
@@ -122,7 +144,50 @@ var errRescaling = errors.New("job: stopping to rescale")
 // Refused (ErrRescaleRefused): a job without periodic checkpoints, a job
 // that has ended, an unknown uid (the error names the known ones), a
 // parallelism above the job's max parallelism or otherwise out of bounds.
+//
+// Stateless UDF operators go further (docs/semantics.md#rescaling): a uid
+// naming only UDF or map_batches operators (with the selects and filters
+// of their node), asked for at least their number of subtasks, has its
+// worker pools resized in place, without a checkpoint or a restart: the
+// vertex keeps its subtasks and runs that many workers in all, spread
+// over them (a ModeInPlace rescale, completed once the new workers run).
+// Fewer workers than subtasks go through a checkpoint (ModeNote says so).
+// When a request holds both kinds, the in-place part is applied and
+// recorded on its own, and the returned rescale is the checkpoint one.
 func (j *Job) Rescale(parallelism map[string]int) (RescaleInfo, error) {
+	return j.rescale(parallelism, true)
+}
+
+// rescale is Rescale; inPlace false sends every operator through a
+// checkpoint (the autoscaler's model counts subtasks, not workers).
+func (j *Job) rescale(parallelism map[string]int, inPlace bool) (RescaleInfo, error) {
+	if j.State().Terminal() {
+		return RescaleInfo{}, fmt.Errorf("%w: job %s has ended (%s)", ErrRescaleRefused, j.id, j.State())
+	}
+	place, rest, notes := parallelism, map[string]int(nil), []string(nil)
+	if inPlace {
+		place, rest, notes = j.splitInPlace(parallelism)
+	} else {
+		place, rest = nil, parallelism
+	}
+	var info RescaleInfo
+	if len(rest) > 0 {
+		var err error
+		if info, err = j.rescaleFromCheckpoint(rest, strings.Join(notes, "; ")); err != nil {
+			return info, err
+		}
+	}
+	if len(place) > 0 {
+		in, err := j.resizeInPlace(place)
+		if err != nil || len(rest) == 0 {
+			return in, err
+		}
+	}
+	return info, nil
+}
+
+// rescaleFromCheckpoint is the checkpoint path of Rescale (FLIP-461).
+func (j *Job) rescaleFromCheckpoint(parallelism map[string]int, note string) (RescaleInfo, error) {
 	if j.opts.Replan == nil {
 		return RescaleInfo{}, fmt.Errorf("%w: job %s was started from a graph without its plan (Options.Replan unset)", ErrRescaleRefused, j.id)
 	}
@@ -130,9 +195,6 @@ func (j *Job) Rescale(parallelism map[string]int) (RescaleInfo, error) {
 		return RescaleInfo{}, fmt.Errorf("%w: job %s does not checkpoint (%s is unset): an in-place rescale restarts the job from its next completed checkpoint; "+
 			"enable checkpointing, or stop the job with a savepoint and start it again from it at the new parallelism",
 			ErrRescaleRefused, j.id, config.ConfigCheckpointInterval)
-	}
-	if j.State().Terminal() {
-		return RescaleInfo{}, fmt.Errorf("%w: job %s has ended (%s)", ErrRescaleRefused, j.id, j.State())
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -156,11 +218,16 @@ func (j *Job) Rescale(parallelism map[string]int) (RescaleInfo, error) {
 		return RescaleInfo{}, fmt.Errorf("%w: job %s: planning at the new parallelism gave %d operators and max parallelism %d, the job has %d and %d "+
 			"(a bug: a rescale changes parallelism only)", ErrRescaleRefused, j.id, len(g.Operators), g.MaxParallelism, len(current.Operators), current.MaxParallelism)
 	}
-	info := RescaleInfo{ID: NewJobID(), TriggerCause: CauseUpdateRequirement, Status: RescalePending, RequestedAt: time.Now()}
+	info := RescaleInfo{ID: NewJobID(), TriggerCause: CauseUpdateRequirement, Status: RescalePending, RequestedAt: time.Now(),
+		Mode: ModeCheckpoint, ModeNote: note}
 	changed := false
 	for i, op := range current.Operators {
 		after := g.Operators[i].Parallelism
-		info.Vertices = append(info.Vertices, RescaleVertex{UID: op.UID, Name: op.Name, Before: op.Parallelism, After: after})
+		v := RescaleVertex{UID: op.UID, Name: op.Name, Before: op.Parallelism, After: after}
+		if hasWorkers(op) {
+			v.WorkersBefore, v.WorkersAfter = j.workers.Workers(op.UID, op.Parallelism), after
+		}
+		info.Vertices = append(info.Vertices, v)
 		changed = changed || after != op.Parallelism
 	}
 	if prev := j.mu.pending; prev != nil {
@@ -185,6 +252,9 @@ func (j *Job) Rescales() []RescaleInfo {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	out := append([]RescaleInfo(nil), j.mu.rescales...)
+	for _, r := range j.mu.inPlace {
+		out = append(out, *r)
+	}
 	if p := j.mu.pending; p != nil {
 		out = append(out, p.info)
 	}
@@ -302,6 +372,11 @@ func (j *Job) rescaleAttempt(ctx context.Context, p *pendingRescale) (*attempt, 
 	old, oldMetrics, oldUDFs := j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics
 	j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics = p.graph, newTaskMetrics(p.graph), metrics.NewUDFs()
 	j.mu.Unlock()
+	for _, v := range p.info.Vertices {
+		if v.Before != v.After {
+			j.workers.Forget(v.UID) // a new parallelism: one worker per subtask again
+		}
+	}
 	if from != nil {
 		p.info.CheckpointID = from.Meta.CheckpointID
 	}
@@ -335,4 +410,167 @@ func (j *Job) endPendingRescale() {
 		j.endRescaleLocked(p.info, RescaleIgnored, ReasonJobFinished, "the job ended first")
 		j.mu.pending = nil
 	}
+}
+
+// hasWorkers reports whether op runs Python workers in a resizable pool
+// and keeps no state: a UDF or map_batches operator.
+func hasWorkers(op *plan.Operator) bool {
+	return op.Kind == plan.KindUDF || op.Kind == plan.KindMapBatches
+}
+
+// statelessKinds are the kinds an in-place rescale may name: the UDF
+// operators and what the planner splits their nodes into.
+var statelessKinds = map[plan.Kind]bool{plan.KindUDF: true, plan.KindMapBatches: true, plan.KindSelect: true, plan.KindFilter: true}
+
+// matchUID returns the operators uid names: the operator with that uid,
+// or every operator of the node with that uid (plan.Operator.Role).
+func matchUID(g *plan.Graph, uid string) []*plan.Operator {
+	var out []*plan.Operator
+	for _, op := range g.Operators {
+		if op.UID == uid || strings.HasPrefix(op.UID, uid+"/") {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// splitInPlace sorts a rescale request: the uids whose operators can be
+// resized in place (stateless, with workers, asked for at least their
+// subtasks), and the rest, with a note for each stateless UDF uid that
+// goes through a checkpoint all the same.
+func (j *Job) splitInPlace(parallelism map[string]int) (place, rest map[string]int, notes []string) {
+	g := j.graph()
+	place, rest = map[string]int{}, map[string]int{}
+	for _, uid := range slices.Sorted(maps.Keys(parallelism)) {
+		n := parallelism[uid]
+		ops := matchUID(g, uid)
+		stateless, workers := len(ops) > 0, false
+		for _, op := range ops {
+			stateless = stateless && statelessKinds[op.Kind]
+			workers = workers || hasWorkers(op)
+		}
+		if !stateless || !workers {
+			rest[uid] = n
+			continue
+		}
+		fits := true
+		for _, op := range ops {
+			if hasWorkers(op) && n < op.Parallelism {
+				fits = false
+				notes = append(notes, fmt.Sprintf("uid %q: %d workers are fewer than its %d subtasks (each runs at least one): "+
+					"its parallelism changes through a checkpoint", uid, n, op.Parallelism))
+			}
+		}
+		if fits {
+			place[uid] = n
+		} else {
+			rest[uid] = n
+		}
+	}
+	return place, rest, notes
+}
+
+// resizeInPlace resizes the worker pools of the stateless UDF operators
+// uids name to n workers each in all, records the rescale (ModeInPlace)
+// and completes it in the background once every resized pool runs its
+// new workers.
+func (j *Job) resizeInPlace(workers map[string]int) (RescaleInfo, error) {
+	g := j.graph()
+	now := time.Now()
+	info := RescaleInfo{ID: NewJobID(), TriggerCause: CauseUpdateRequirement, Trigger: TriggerInPlace, Status: RescalePending,
+		Mode: ModeInPlace, RequestedAt: now, StartedAt: now}
+	target := map[string]int{} // by operator uid
+	for uid, n := range workers {
+		for _, op := range matchUID(g, uid) {
+			if hasWorkers(op) {
+				target[op.UID] = n
+			}
+		}
+	}
+	changed := false
+	for _, op := range g.Operators {
+		v := RescaleVertex{UID: op.UID, Name: op.Name, Before: op.Parallelism, After: op.Parallelism}
+		if hasWorkers(op) {
+			v.WorkersBefore = j.workers.Workers(op.UID, op.Parallelism)
+			v.WorkersAfter = v.WorkersBefore
+			if n, ok := target[op.UID]; ok {
+				v.WorkersAfter = n
+			}
+			changed = changed || v.WorkersAfter != v.WorkersBefore
+		}
+		info.Vertices = append(info.Vertices, v)
+	}
+	if !changed {
+		return RescaleInfo{ID: info.ID, TriggerCause: info.TriggerCause, Trigger: TriggerInPlace, Mode: ModeInPlace, Status: RescaleIgnored,
+			TerminatedReason: ReasonNoParallelismChange, Reason: "the operators run this many workers already",
+			Vertices: info.Vertices, RequestedAt: now, EndedAt: now}, nil
+	}
+	for _, op := range g.Operators {
+		if n, ok := target[op.UID]; ok {
+			if err := j.workers.Resize(op.UID, op.Parallelism, n); err != nil {
+				j.mu.Lock()
+				j.endRescaleLocked(info, RescaleFailed, ReasonExceptionOccurred, err.Error())
+				j.mu.Unlock()
+				return info, fmt.Errorf("job %s: in-place rescale %s: %w", j.id, info.ID, err)
+			}
+		}
+	}
+	pending := info
+	j.mu.Lock()
+	j.mu.inPlace = append(j.mu.inPlace, &pending)
+	j.mu.Unlock()
+	j.opts.Logger.Info("rescaling in place", "rescale", info.ID, "workers", workers)
+	go j.completeInPlace(&pending, target)
+	return info, nil
+}
+
+// completeInPlace ends in-place rescale info once the pools of every
+// operator in target run their new workers in full: each grown worker has
+// taken a batch, each retired one finished its bundle and exited; or as
+// ignored when the job ends first.
+func (j *Job) completeInPlace(info *RescaleInfo, target map[string]int) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		done := true
+		for uid, n := range target {
+			done = done && j.workers.Settled(uid, n)
+		}
+		j.mu.Lock()
+		switch {
+		case done:
+			j.endInPlaceLocked(info, RescaleCompleted, ReasonSucceeded, "")
+		case j.State().Terminal():
+			j.endInPlaceLocked(info, RescaleIgnored, ReasonJobFinished, "the job ended first")
+		}
+		ended := !info.EndedAt.IsZero()
+		j.mu.Unlock()
+		if ended {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-j.done:
+		}
+	}
+}
+
+// endInPlaceLocked moves in-place rescale info from the pending ones to
+// the history. j.mu is held.
+func (j *Job) endInPlaceLocked(info *RescaleInfo, status, code, reason string) {
+	j.mu.inPlace = slices.DeleteFunc(j.mu.inPlace, func(r *RescaleInfo) bool { return r == info })
+	j.endRescaleLocked(*info, status, code, reason)
+	info.EndedAt = time.Now()
+}
+
+// Workers returns how many Python workers operator uid runs in all (over
+// its subtasks' pools), 0 for an operator without workers or an unknown
+// uid. Safe at any time.
+func (j *Job) Workers(uid string) int {
+	for _, op := range j.graph().Operators {
+		if op.UID == uid && hasWorkers(op) {
+			return j.workers.Workers(uid, op.Parallelism)
+		}
+	}
+	return 0
 }

@@ -12,6 +12,9 @@ type WorkerPool interface {
 	Resize(n int) error
 	// Workers is the number of workers serving or ready to.
 	Workers() int
+	// Settled reports whether the latest resize has taken full effect:
+	// the new workers took batches, the retired ones are gone.
+	Settled() bool
 }
 
 // WorkerPools is a job's record of the worker pools of its stateless UDF
@@ -114,6 +117,21 @@ func (w *WorkerPools) Workers(uid string, p int) int {
 		return total
 	}
 	return p
+}
+
+// Settled reports whether operator uid runs total workers with every
+// resize of its running subtasks' pools in full effect (Pool.Settled).
+func (w *WorkerPools) Settled(uid string, total int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, pool := range w.live[uid] {
+		if !pool.Settled() {
+			return false
+		}
+		n += pool.Workers()
+	}
+	return n == total
 }
 
 // Forget drops the record of operator uid: after a rescale that changes its

@@ -69,10 +69,11 @@ func RescaleInfoProto(r job.RescaleInfo) *jobpb.RescaleInfo {
 	out := &jobpb.RescaleInfo{
 		Id: r.ID, TriggerCause: r.TriggerCause, Trigger: r.Trigger, Status: r.Status, Reason: r.Reason,
 		CheckpointId: r.CheckpointID, RequestedAtMs: ms(r.RequestedAt), StartedAtMs: ms(r.StartedAt), EndedAtMs: ms(r.EndedAt),
-		DurationSeconds: r.Duration().Seconds(),
+		DurationSeconds: r.Duration().Seconds(), Mode: r.Mode, ModeNote: r.ModeNote,
 	}
 	for _, v := range r.Vertices {
-		out.Vertices = append(out.Vertices, &jobpb.RescaleVertex{Uid: v.UID, Name: v.Name, Before: int32(v.Before), After: int32(v.After)})
+		out.Vertices = append(out.Vertices, &jobpb.RescaleVertex{Uid: v.UID, Name: v.Name, Before: int32(v.Before), After: int32(v.After),
+			WorkersBefore: int32(v.WorkersBefore), WorkersAfter: int32(v.WorkersAfter)})
 	}
 	return out
 }

@@ -343,6 +343,14 @@ func (p *Pool) Workers() int {
 	return len(p.mu.serving) + len(p.mu.joining)
 }
 
+// Settled reports whether the latest resize has taken full effect: every
+// grown member has taken a batch and every retired one has been closed.
+func (p *Pool) Settled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.starting == 0 && len(p.mu.joining) == 0 && len(p.mu.retiring) == 0 && len(p.mu.closing) == 0
+}
+
 // Close closes every member in order, in parallel, and waits for all of
 // them and for the pool's goroutines; see bridge.Runner. After Cancel it
 // only waits.

@@ -199,6 +199,9 @@ func TestPoolResize(t *testing.T) {
 	}
 	waitFor(t, "the grown members to open", func() bool { return d.pool.Workers() == 3 })
 	d.process(30)
+	if !d.pool.Settled() {
+		t.Fatal("the grown pool is not settled after its members took batches")
+	}
 	d.flush()
 	for id := range 3 {
 		if len(f.get(id).ProcessedRows()) == 0 {
@@ -226,6 +229,7 @@ func TestPoolResize(t *testing.T) {
 		t.Errorf("worker 2 got %d batches after it retired", n-before[1]-1)
 	}
 	waitFor(t, "the retired members to close", func() bool { return f.get(1).CloseReturned() && f.get(2).CloseReturned() })
+	waitFor(t, "the shrunk pool to settle", d.pool.Settled)
 	if f.get(0).CloseReturned() {
 		t.Fatal("the remaining member was closed")
 	}

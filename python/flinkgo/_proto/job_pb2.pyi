@@ -68,7 +68,7 @@ class RescaleResponse(_message.Message):
     def __init__(self, rescale: _Optional[_Union[RescaleInfo, _Mapping]] = ..., history: _Optional[_Iterable[_Union[RescaleInfo, _Mapping]]] = ..., parallelism: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class RescaleInfo(_message.Message):
-    __slots__ = ("id", "trigger_cause", "trigger", "status", "reason", "checkpoint_id", "vertices", "requested_at_ms", "started_at_ms", "ended_at_ms", "duration_seconds")
+    __slots__ = ("id", "trigger_cause", "trigger", "status", "reason", "checkpoint_id", "vertices", "requested_at_ms", "started_at_ms", "ended_at_ms", "duration_seconds", "mode", "mode_note")
     ID_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_CAUSE_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +80,8 @@ class RescaleInfo(_message.Message):
     STARTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     ENDED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    MODE_NOTE_FIELD_NUMBER: _ClassVar[int]
     id: str
     trigger_cause: str
     trigger: str
@@ -91,19 +93,25 @@ class RescaleInfo(_message.Message):
     started_at_ms: int
     ended_at_ms: int
     duration_seconds: float
-    def __init__(self, id: _Optional[str] = ..., trigger_cause: _Optional[str] = ..., trigger: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., vertices: _Optional[_Iterable[_Union[RescaleVertex, _Mapping]]] = ..., requested_at_ms: _Optional[int] = ..., started_at_ms: _Optional[int] = ..., ended_at_ms: _Optional[int] = ..., duration_seconds: _Optional[float] = ...) -> None: ...
+    mode: str
+    mode_note: str
+    def __init__(self, id: _Optional[str] = ..., trigger_cause: _Optional[str] = ..., trigger: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., vertices: _Optional[_Iterable[_Union[RescaleVertex, _Mapping]]] = ..., requested_at_ms: _Optional[int] = ..., started_at_ms: _Optional[int] = ..., ended_at_ms: _Optional[int] = ..., duration_seconds: _Optional[float] = ..., mode: _Optional[str] = ..., mode_note: _Optional[str] = ...) -> None: ...
 
 class RescaleVertex(_message.Message):
-    __slots__ = ("uid", "name", "before", "after")
+    __slots__ = ("uid", "name", "before", "after", "workers_before", "workers_after")
     UID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     BEFORE_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_AFTER_FIELD_NUMBER: _ClassVar[int]
     uid: str
     name: str
     before: int
     after: int
-    def __init__(self, uid: _Optional[str] = ..., name: _Optional[str] = ..., before: _Optional[int] = ..., after: _Optional[int] = ...) -> None: ...
+    workers_before: int
+    workers_after: int
+    def __init__(self, uid: _Optional[str] = ..., name: _Optional[str] = ..., before: _Optional[int] = ..., after: _Optional[int] = ..., workers_before: _Optional[int] = ..., workers_after: _Optional[int] = ...) -> None: ...
 
 class SavepointRequest(_message.Message):
     __slots__ = ("job_id", "directory", "stop")

@@ -318,7 +318,7 @@ type RescaleInfo struct {
 	// Why: UPDATE_REQUIREMENT (a rescale request).
 	TriggerCause string `protobuf:"bytes,2,opt,name=trigger_cause,json=triggerCause,proto3" json:"trigger_cause,omitempty"`
 	// What started it: COMPLETED_CHECKPOINT or CHECKPOINT_FAILURES; empty
-	// while pending.
+	// while pending; IN_PLACE for an in-place resize of worker pools.
 	Trigger string `protobuf:"bytes,3,opt,name=trigger,proto3" json:"trigger,omitempty"`
 	// PENDING, COMPLETED, FAILED or IGNORED.
 	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
@@ -331,10 +331,15 @@ type RescaleInfo struct {
 	RequestedAtMs int64 `protobuf:"varint,8,opt,name=requested_at_ms,json=requestedAtMs,proto3" json:"requested_at_ms,omitempty"`
 	StartedAtMs   int64 `protobuf:"varint,9,opt,name=started_at_ms,json=startedAtMs,proto3" json:"started_at_ms,omitempty"`
 	EndedAtMs     int64 `protobuf:"varint,10,opt,name=ended_at_ms,json=endedAtMs,proto3" json:"ended_at_ms,omitempty"`
-	// From the start of the restart to running at the new parallelism.
+	// From the start of the restart to running at the new parallelism; for an
+	// in-place rescale, from the request to the new workers in full effect.
 	DurationSeconds float64 `protobuf:"fixed64,11,opt,name=duration_seconds,json=durationSeconds,proto3" json:"duration_seconds,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// IN_PLACE (stateless UDF worker pools resized, no restart) or CHECKPOINT.
+	Mode string `protobuf:"bytes,12,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Why a stateless UDF operator went through a checkpoint all the same.
+	ModeNote      string `protobuf:"bytes,13,opt,name=mode_note,json=modeNote,proto3" json:"mode_note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RescaleInfo) Reset() {
@@ -444,12 +449,30 @@ func (x *RescaleInfo) GetDurationSeconds() float64 {
 	return 0
 }
 
+func (x *RescaleInfo) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *RescaleInfo) GetModeNote() string {
+	if x != nil {
+		return x.ModeNote
+	}
+	return ""
+}
+
 type RescaleVertex struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Uid           string                 `protobuf:"bytes,1,opt,name=uid,proto3" json:"uid,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Before        int32                  `protobuf:"varint,3,opt,name=before,proto3" json:"before,omitempty"`
-	After         int32                  `protobuf:"varint,4,opt,name=after,proto3" json:"after,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Uid    string                 `protobuf:"bytes,1,opt,name=uid,proto3" json:"uid,omitempty"`
+	Name   string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Before int32                  `protobuf:"varint,3,opt,name=before,proto3" json:"before,omitempty"`
+	After  int32                  `protobuf:"varint,4,opt,name=after,proto3" json:"after,omitempty"`
+	// A UDF operator's Python workers (over its subtasks) before and after;
+	// 0 for other operators.
+	WorkersBefore int32 `protobuf:"varint,5,opt,name=workers_before,json=workersBefore,proto3" json:"workers_before,omitempty"`
+	WorkersAfter  int32 `protobuf:"varint,6,opt,name=workers_after,json=workersAfter,proto3" json:"workers_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -508,6 +531,20 @@ func (x *RescaleVertex) GetBefore() int32 {
 func (x *RescaleVertex) GetAfter() int32 {
 	if x != nil {
 		return x.After
+	}
+	return 0
+}
+
+func (x *RescaleVertex) GetWorkersBefore() int32 {
+	if x != nil {
+		return x.WorkersBefore
+	}
+	return 0
+}
+
+func (x *RescaleVertex) GetWorkersAfter() int32 {
+	if x != nil {
+		return x.WorkersAfter
 	}
 	return 0
 }
@@ -1676,7 +1713,7 @@ const file_job_proto_rawDesc = "" +
 	"\vparallelism\x18\x03 \x03(\v20.flinkgo.job.v1.RescaleResponse.ParallelismEntryR\vparallelism\x1a>\n" +
 	"\x10ParallelismEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x83\x03\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xb4\x03\n" +
 	"\vRescaleInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rtrigger_cause\x18\x02 \x01(\tR\ftriggerCause\x12\x18\n" +
@@ -1689,12 +1726,16 @@ const file_job_proto_rawDesc = "" +
 	"\rstarted_at_ms\x18\t \x01(\x03R\vstartedAtMs\x12\x1e\n" +
 	"\vended_at_ms\x18\n" +
 	" \x01(\x03R\tendedAtMs\x12)\n" +
-	"\x10duration_seconds\x18\v \x01(\x01R\x0fdurationSeconds\"c\n" +
+	"\x10duration_seconds\x18\v \x01(\x01R\x0fdurationSeconds\x12\x12\n" +
+	"\x04mode\x18\f \x01(\tR\x04mode\x12\x1b\n" +
+	"\tmode_note\x18\r \x01(\tR\bmodeNote\"\xaf\x01\n" +
 	"\rRescaleVertex\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\tR\x03uid\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
 	"\x06before\x18\x03 \x01(\x05R\x06before\x12\x14\n" +
-	"\x05after\x18\x04 \x01(\x05R\x05after\"[\n" +
+	"\x05after\x18\x04 \x01(\x05R\x05after\x12%\n" +
+	"\x0eworkers_before\x18\x05 \x01(\x05R\rworkersBefore\x12#\n" +
+	"\rworkers_after\x18\x06 \x01(\x05R\fworkersAfter\"[\n" +
 	"\x10SavepointRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x1c\n" +
 	"\tdirectory\x18\x02 \x01(\tR\tdirectory\x12\x12\n" +

@@ -1,0 +1,230 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/runtime/job"
+	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
+	"github.com/flinkgo/flinkgo/runtime/server"
+	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
+)
+
+// A stateless pandas UDF (concurrency 1) answering, per row, its input
+// (so a result joined with the wrong row shows), the pid of the worker
+// that computed it and when. No checkpointing: an in-place rescale needs
+// none.
+const inPlaceRows = 24000
+
+const inPlacePipeline = `
+import os
+import time
+import pandas as pd
+import flinkgo as fg
+from flinkgo import udf
+
+DIR = os.environ["FLINKGO_TEST_DIR"]
+
+@udf("int64", func_type="pandas", batch_size=100)
+def echo(x: pd.Series) -> pd.Series:
+    return x
+
+@udf("int64", func_type="pandas", batch_size=100)
+def pid(x: pd.Series) -> pd.Series:
+    return pd.Series([os.getpid()] * len(x), dtype="int64")
+
+@udf("float64", func_type="pandas", batch_size=100)
+def at(x: pd.Series) -> pd.Series:
+    time.sleep(0.002)
+    return pd.Series([time.time()] * len(x), dtype="float64")
+
+env = fg.Environment(parallelism=1)
+rows = env.datagen(rows=24000, rows_per_second=2000, schema={"id": "int64"}).uid("numbers")
+scored = rows.rebalance().with_columns(seen=echo(fg.col("id")), pid=pid(fg.col("id")), at=at(fg.col("id"))).uid("score")
+scored.write_csv(DIR + "/out").uid("files")
+plan = env.plan("in place")
+`
+
+// inPlaceRow is one output row.
+type inPlaceRow struct {
+	id, seen, pid int64
+	at            float64
+}
+
+// A stateless UDF operator grown 1 → 3 workers while the job runs, then
+// shrunk 3 → 1, both through Job.Rescale: the job never restarts, every
+// row comes out once, in order, joined with its own result; three workers
+// computed rows; after the two retired workers exited, only the first one
+// did; no worker outlives the job.
+func TestStatelessUDFResizedInPlace(t *testing.T) {
+	testkit.NoLeakedWorkers(t)
+	dir := t.TempDir()
+	jp := testkit.JobPlan(t, inPlacePipeline, dir)
+	srv := server.New(job.Options{Stdout: io.Discard, SourceBatchRows: 100,
+		Runner: pluginrunner.Options{Python: testkit.Python(t)}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream := &executeStream{ctx: ctx, started: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() { done <- srv.Execute(&jobpb.ExecuteRequest{Plan: jp}, stream) }()
+	defer srv.Wait()
+	var id string
+	select {
+	case id = <-stream.started:
+	case err := <-done:
+		t.Fatalf("the job ended before it started: %v", err)
+	}
+	info, _ := srv.JobInfo(id)
+	for ; info.Job == nil || info.Job.State() != job.Running; info, _ = srv.JobInfo(id) {
+		if info.State.Terminal() {
+			t.Fatalf("the job failed to start: %v", info.Err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	j := info.Job
+	if len(testkit.ChildPids()) != 1 {
+		t.Fatalf("worker processes before the rescale: %v, want 1", testkit.ChildPids())
+	}
+
+	resize := func(n int) (job.RescaleInfo, time.Time) {
+		t.Helper()
+		requested := time.Now()
+		r, err := j.Rescale(map[string]int{"score": n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Mode != job.ModeInPlace || r.Trigger != job.TriggerInPlace || r.Status != job.RescalePending {
+			t.Fatalf("rescale to %d workers: %+v, want a pending in-place rescale", n, r)
+		}
+		for {
+			for _, e := range j.Rescales() {
+				if e.ID == r.ID && e.Status != job.RescalePending {
+					if e.Status != job.RescaleCompleted {
+						t.Fatalf("rescale to %d workers: %+v", n, e)
+					}
+					for _, v := range e.Vertices {
+						if v.UID == "score/udf-0" && (v.WorkersAfter != n || v.Before != 1 || v.After != 1) {
+							t.Fatalf("rescale to %d workers: vertex %+v", n, v)
+						}
+					}
+					return e, requested
+				}
+			}
+			if j.State().Terminal() {
+				t.Fatalf("the job ended (%s) before the rescale to %d workers completed: raise the rows", j.State(), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	time.Sleep(time.Second) // let the first worker take some rows alone
+	grown, grownAt := resize(3)
+	if got := j.Workers("score/udf-0"); got != 3 {
+		t.Fatalf("Workers = %d after growing to 3", got)
+	}
+	time.Sleep(2 * time.Second) // let the three share some rows
+	shrunk, _ := resize(1)
+	// The retired workers finish their bundle, then exit: from then on
+	// (causally, not by a timer) only the remaining one can answer.
+	for len(testkit.ChildPids()) != 1 {
+		if j.State().Terminal() {
+			t.Fatal("the job ended before the retired workers exited: raise the rows")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	retiredGone := float64(time.Now().UnixNano()) / 1e9
+	if _, err := j.Wait(); err != nil || j.State() != job.Finished {
+		t.Fatalf("the job ended %s: %v", j.State(), err)
+	}
+	if <-done != nil {
+		t.Fatal("Execute failed")
+	}
+	if n := j.Attempts(); n != 1 {
+		t.Fatalf("the job ran %d attempts: an in-place rescale must not restart it", n)
+	}
+
+	rows := readInPlaceRows(t, filepath.Join(dir, "out"))
+	if len(rows) != inPlaceRows {
+		t.Fatalf("%d rows written, want %d", len(rows), inPlaceRows)
+	}
+	firstAt := map[int64]float64{}
+	var pids []int64
+	for i, r := range rows {
+		if r.id != int64(i) || r.seen != r.id {
+			t.Fatalf("row %d is id %d with the result of %d: rows lost, duplicated, reordered or misjoined", i, r.id, r.seen)
+		}
+		if _, ok := firstAt[r.pid]; !ok {
+			firstAt[r.pid] = r.at
+			pids = append(pids, r.pid)
+		}
+		if r.at > retiredGone && r.pid != pids[0] {
+			t.Fatalf("row %d was computed by worker %d after the retired workers exited; only worker %d remains", i, r.pid, pids[0])
+		}
+	}
+	if len(pids) != 3 {
+		t.Fatalf("workers seen: %v, want 3", pids)
+	}
+	start := float64(grownAt.UnixNano()) / 1e9
+	fmt.Printf("FIGURES in-place grow 1 -> 3 workers: request to the new workers' first rows %.0f ms and %.0f ms (in-place rescale record, to the new workers' first batches: %s; shrink 3 -> 1, to the retired workers' exit: %s)\n",
+		(firstAt[pids[1]]-start)*1000, (firstAt[pids[2]]-start)*1000,
+		grown.EndedAt.Sub(grown.RequestedAt).Round(time.Millisecond), shrunk.EndedAt.Sub(shrunk.RequestedAt).Round(time.Millisecond))
+}
+
+// readInPlaceRows reads every CSV part file in dir, in the order of their
+// first id (each part holds a run of rows in the order written).
+func readInPlaceRows(t *testing.T, dir string) []inPlaceRow {
+	t.Helper()
+	parts, err := filepath.Glob(filepath.Join(dir, "part-*"))
+	if err != nil || len(parts) == 0 {
+		t.Fatalf("no part files in %s: %v", dir, err)
+	}
+	var runs [][]inPlaceRow
+	for _, p := range parts {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := map[string]int{}
+		for i, name := range recs[0] {
+			col[name] = i
+		}
+		var run []inPlaceRow
+		for _, rec := range recs[1:] {
+			num := func(name string) int64 {
+				v, err := strconv.ParseInt(rec[col[name]], 10, 64)
+				if err != nil {
+					t.Fatalf("%s: column %s: %v", p, name, err)
+				}
+				return v
+			}
+			at, err := strconv.ParseFloat(rec[col["at"]], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run = append(run, inPlaceRow{id: num("id"), seen: num("seen"), pid: num("pid"), at: at})
+		}
+		if len(run) > 0 {
+			runs = append(runs, run)
+		}
+	}
+	slices.SortFunc(runs, func(a, b []inPlaceRow) int { return int(a[0].id - b[0].id) })
+	var rows []inPlaceRow
+	for _, r := range runs {
+		rows = append(rows, r...)
+	}
+	return rows
+}
