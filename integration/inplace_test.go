@@ -3,18 +3,23 @@ package integration_test
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
+	"github.com/flinkgo/flinkgo/runtime/rest"
 	"github.com/flinkgo/flinkgo/runtime/server"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 )
@@ -50,7 +55,7 @@ def at(x: pd.Series) -> pd.Series:
 env = fg.Environment(parallelism=1)
 rows = env.datagen(rows=24000, rows_per_second=2000, schema={"id": "int64"}).uid("numbers")
 scored = rows.rebalance().with_columns(seen=echo(fg.col("id")), pid=pid(fg.col("id")), at=at(fg.col("id"))).uid("score")
-scored.write_csv(DIR + "/out").uid("files")
+scored.rebalance().write_csv(DIR + "/out").uid("files")
 plan = env.plan("in place")
 `
 
@@ -60,17 +65,22 @@ type inPlaceRow struct {
 	at            float64
 }
 
-// A stateless UDF operator grown 1 → 3 workers while the job runs, then
-// shrunk 3 → 1, both through Job.Rescale: the job never restarts, every
-// row comes out once, in order, joined with its own result; three workers
-// computed rows; after the two retired workers exited, only the first one
-// did; no worker outlives the job.
+// A stateless UDF operator grown 1 → 3 workers while the job runs through
+// Job.Rescale, then shrunk 3 → 1 through the REST API's PUT
+// resource-requirements: the job never restarts, every row comes out
+// once, in order, joined with its own result; three workers computed
+// rows; after the two retired workers exited, only the first one did; the
+// REST API shows the vertex's workers; no worker outlives the job.
 func TestStatelessUDFResizedInPlace(t *testing.T) {
 	testkit.NoLeakedWorkers(t)
 	dir := t.TempDir()
 	jp := testkit.JobPlan(t, inPlacePipeline, dir)
 	srv := server.New(job.Options{Stdout: io.Discard, SourceBatchRows: 100,
 		Runner: pluginrunner.Options{Python: testkit.Python(t)}}, nil)
+	handler := rest.New(rest.Options{Server: srv})
+	api := httptest.NewServer(handler)
+	defer handler.Close()
+	defer api.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stream := &executeStream{ctx: ctx, started: make(chan string, 1)}
@@ -95,13 +105,11 @@ func TestStatelessUDFResizedInPlace(t *testing.T) {
 		t.Fatalf("worker processes before the rescale: %v, want 1", testkit.ChildPids())
 	}
 
-	resize := func(n int) (job.RescaleInfo, time.Time) {
+	udfVertex := job.VertexID("score/udf-0")
+	resize := func(n int, request func() job.RescaleInfo) (job.RescaleInfo, time.Time) {
 		t.Helper()
 		requested := time.Now()
-		r, err := j.Rescale(map[string]int{"score": n})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := request()
 		if r.Mode != job.ModeInPlace || r.Trigger != job.TriggerInPlace || r.Status != job.RescalePending {
 			t.Fatalf("rescale to %d workers: %+v, want a pending in-place rescale", n, r)
 		}
@@ -127,12 +135,48 @@ func TestStatelessUDFResizedInPlace(t *testing.T) {
 	}
 
 	time.Sleep(time.Second) // let the first worker take some rows alone
-	grown, grownAt := resize(3)
+	grown, grownAt := resize(3, func() job.RescaleInfo {
+		r, err := j.Rescale(map[string]int{"score": 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	})
 	if got := j.Workers("score/udf-0"); got != 3 {
 		t.Fatalf("Workers = %d after growing to 3", got)
 	}
+	// The REST API shows the workers beside Flink's parallelism.
+	var details struct {
+		Vertices []struct {
+			ID          string `json:"id"`
+			Parallelism int    `json:"parallelism"`
+			Workers     *int   `json:"flinkgo-workers"`
+		} `json:"vertices"`
+	}
+	restCall(t, http.MethodGet, api.URL+"/jobs/"+id, "", &details)
+	found := false
+	for _, v := range details.Vertices {
+		if v.ID == udfVertex {
+			found = true
+			if v.Parallelism != 1 || v.Workers == nil || *v.Workers != 3 {
+				t.Fatalf("GET /jobs/:jid: the UDF vertex has parallelism %d and workers %v, want 1 and 3", v.Parallelism, v.Workers)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("GET /jobs/:jid has no vertex %s: %+v", udfVertex, details)
+	}
 	time.Sleep(2 * time.Second) // let the three share some rows
-	shrunk, _ := resize(1)
+	shrunk, _ := resize(1, func() job.RescaleInfo {
+		before := len(j.Rescales())
+		body := fmt.Sprintf(`{%q: {"parallelism": {"lowerBound": 1, "upperBound": 1}}}`, udfVertex)
+		restCall(t, http.MethodPut, api.URL+"/jobs/"+id+"/resource-requirements", body, nil)
+		rs := j.Rescales()
+		if len(rs) != before+1 {
+			t.Fatalf("PUT resource-requirements made %d rescales: %+v", len(rs)-before, rs)
+		}
+		return rs[len(rs)-1]
+	})
 	// The retired workers finish their bundle, then exit: from then on
 	// (causally, not by a timer) only the remaining one can answer.
 	for len(testkit.ChildPids()) != 1 {
@@ -227,4 +271,28 @@ func readInPlaceRows(t *testing.T, dir string) []inPlaceRow {
 		rows = append(rows, r...)
 	}
 	return rows
+}
+
+// restCall sends a request to the REST API, fails the test unless it
+// answers 200, and decodes the answer into out (when not nil).
+func restCall(t *testing.T, method, url, body string, out any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: %s: %s", method, url, resp.Status, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, url, err, data)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/server/listen"
 )
@@ -132,7 +133,11 @@ func rescale(ctx context.Context, client jobpb.JobServiceClient, id string, args
 		if r.GetReason() != "" {
 			fmt.Printf(" (%s)", r.GetReason())
 		}
-		fmt.Println("; the job rescales at its next completed checkpoint")
+		if r.GetMode() == job.ModeInPlace {
+			fmt.Println("; the UDF operators' worker pools are resized in place, without a restart")
+		} else {
+			fmt.Println("; the job rescales at its next completed checkpoint")
+		}
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "RESCALE\tSTATUS\tTRIGGER\tCHECKPOINT\tSECONDS\tPARALLELISM")
@@ -141,6 +146,9 @@ func rescale(ctx context.Context, client jobpb.JobServiceClient, id string, args
 		for _, v := range r.GetVertices() {
 			if v.GetBefore() != v.GetAfter() {
 				changes = append(changes, fmt.Sprintf("%s %d->%d", v.GetUid(), v.GetBefore(), v.GetAfter()))
+			}
+			if v.GetWorkersBefore() != v.GetWorkersAfter() && v.GetBefore() == v.GetAfter() {
+				changes = append(changes, fmt.Sprintf("%s workers %d->%d", v.GetUid(), v.GetWorkersBefore(), v.GetWorkersAfter()))
 			}
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%.3f\t%s\n", r.GetId(), r.GetStatus(), r.GetTrigger(), r.GetCheckpointId(),

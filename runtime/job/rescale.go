@@ -158,6 +158,17 @@ func (j *Job) Rescale(parallelism map[string]int) (RescaleInfo, error) {
 	return j.rescale(parallelism, true)
 }
 
+// RescaleThroughCheckpoint is Rescale with every operator going through
+// a checkpoint, stateless UDF ones too (a REST vertex that chains them
+// with other operators rescales as a whole). An empty request does
+// nothing.
+func (j *Job) RescaleThroughCheckpoint(parallelism map[string]int) (RescaleInfo, error) {
+	if len(parallelism) == 0 {
+		return RescaleInfo{}, nil
+	}
+	return j.rescale(parallelism, false)
+}
+
 // rescale is Rescale; inPlace false sends every operator through a
 // checkpoint (the autoscaler's model counts subtasks, not workers).
 func (j *Job) rescale(parallelism map[string]int, inPlace bool) (RescaleInfo, error) {
@@ -165,13 +176,13 @@ func (j *Job) rescale(parallelism map[string]int, inPlace bool) (RescaleInfo, er
 		return RescaleInfo{}, fmt.Errorf("%w: job %s has ended (%s)", ErrRescaleRefused, j.id, j.State())
 	}
 	place, rest, notes := parallelism, map[string]int(nil), []string(nil)
-	if inPlace {
+	if inPlace && len(parallelism) > 0 {
 		place, rest, notes = j.splitInPlace(parallelism)
 	} else {
 		place, rest = nil, parallelism
 	}
 	var info RescaleInfo
-	if len(rest) > 0 {
+	if len(rest) > 0 || len(place) == 0 {
 		var err error
 		if info, err = j.rescaleFromCheckpoint(rest, strings.Join(notes, "; ")); err != nil {
 			return info, err
@@ -224,7 +235,7 @@ func (j *Job) rescaleFromCheckpoint(parallelism map[string]int, note string) (Re
 	for i, op := range current.Operators {
 		after := g.Operators[i].Parallelism
 		v := RescaleVertex{UID: op.UID, Name: op.Name, Before: op.Parallelism, After: after}
-		if hasWorkers(op) {
+		if HasWorkers(op) {
 			v.WorkersBefore, v.WorkersAfter = j.workers.Workers(op.UID, op.Parallelism), after
 		}
 		info.Vertices = append(info.Vertices, v)
@@ -412,10 +423,24 @@ func (j *Job) endPendingRescale() {
 	}
 }
 
-// hasWorkers reports whether op runs Python workers in a resizable pool
+// HasWorkers reports whether op runs Python workers in a resizable pool
 // and keeps no state: a UDF or map_batches operator.
-func hasWorkers(op *plan.Operator) bool {
+func HasWorkers(op *plan.Operator) bool {
 	return op.Kind == plan.KindUDF || op.Kind == plan.KindMapBatches
+}
+
+// ResizableInPlace reports whether an in-place rescale can serve ops: all
+// stateless (UDF and map_batches operators, selects, filters), some with
+// Python workers.
+func ResizableInPlace(ops []*plan.Operator) bool {
+	workers := false
+	for _, op := range ops {
+		if !statelessKinds[op.Kind] {
+			return false
+		}
+		workers = workers || HasWorkers(op)
+	}
+	return workers
 }
 
 // statelessKinds are the kinds an in-place rescale may name: the UDF
@@ -444,18 +469,13 @@ func (j *Job) splitInPlace(parallelism map[string]int) (place, rest map[string]i
 	for _, uid := range slices.Sorted(maps.Keys(parallelism)) {
 		n := parallelism[uid]
 		ops := matchUID(g, uid)
-		stateless, workers := len(ops) > 0, false
-		for _, op := range ops {
-			stateless = stateless && statelessKinds[op.Kind]
-			workers = workers || hasWorkers(op)
-		}
-		if !stateless || !workers {
+		if !ResizableInPlace(ops) {
 			rest[uid] = n
 			continue
 		}
 		fits := true
 		for _, op := range ops {
-			if hasWorkers(op) && n < op.Parallelism {
+			if HasWorkers(op) && n < op.Parallelism {
 				fits = false
 				notes = append(notes, fmt.Sprintf("uid %q: %d workers are fewer than its %d subtasks (each runs at least one): "+
 					"its parallelism changes through a checkpoint", uid, n, op.Parallelism))
@@ -482,7 +502,7 @@ func (j *Job) resizeInPlace(workers map[string]int) (RescaleInfo, error) {
 	target := map[string]int{} // by operator uid
 	for uid, n := range workers {
 		for _, op := range matchUID(g, uid) {
-			if hasWorkers(op) {
+			if HasWorkers(op) {
 				target[op.UID] = n
 			}
 		}
@@ -490,7 +510,7 @@ func (j *Job) resizeInPlace(workers map[string]int) (RescaleInfo, error) {
 	changed := false
 	for _, op := range g.Operators {
 		v := RescaleVertex{UID: op.UID, Name: op.Name, Before: op.Parallelism, After: op.Parallelism}
-		if hasWorkers(op) {
+		if HasWorkers(op) {
 			v.WorkersBefore = j.workers.Workers(op.UID, op.Parallelism)
 			v.WorkersAfter = v.WorkersBefore
 			if n, ok := target[op.UID]; ok {
@@ -568,7 +588,7 @@ func (j *Job) endInPlaceLocked(info *RescaleInfo, status, code, reason string) {
 // uid. Safe at any time.
 func (j *Job) Workers(uid string) int {
 	for _, op := range j.graph().Operators {
-		if op.UID == uid && hasWorkers(op) {
+		if op.UID == uid && HasWorkers(op) {
 			return j.workers.Workers(uid, op.Parallelism)
 		}
 	}

@@ -157,12 +157,14 @@ func (h *Handler) jobDetails(w http.ResponseWriter, r *http.Request) {
 		maxParallelism = info.Job.CurrentGraph().MaxParallelism
 		state := taskState(info.State)
 		for _, v := range info.Job.Vertices() {
-			vertices = append(vertices, map[string]any{
+			vertex := map[string]any{
 				"id": VertexID(v.Head.UID), "name": vertexName(v), "maxParallelism": maxParallelism,
 				"parallelism": v.Head.Parallelism, "status": state,
 				"start-time": millis(info.Started), "end-time": millis(info.Ended), "duration": duration(info),
 				"tasks": taskCounts(state, len(v.Tasks)), "metrics": ioMetrics(info, v),
-			})
+			}
+			addWorkers(vertex, info.Job, v)
+			vertices = append(vertices, vertex)
 		}
 		p = planJSON(info)
 	}
@@ -176,6 +178,20 @@ func (h *Handler) jobDetails(w http.ResponseWriter, r *http.Request) {
 }
 
 // vertexName is Flink's: the chain's operator names joined.
+// addWorkers adds flinkgo's "flinkgo-workers" beside Flink's parallelism
+// to a vertex that runs Python workers: how many its UDF operators run in
+// all, which an in-place rescale changes while the parallelism stays.
+func addWorkers(vertex map[string]any, j *job.Job, v job.Vertex) {
+	if len(v.UDFs) == 0 {
+		return
+	}
+	n := 0
+	for _, u := range v.UDFs {
+		n += j.Workers(u.Op.UID)
+	}
+	vertex["flinkgo-workers"] = n
+}
+
 func vertexName(v job.Vertex) string {
 	name := ""
 	for i, op := range v.Operators {

@@ -24,6 +24,10 @@ type rescaleVertex struct {
 	SufficientParallelism int  `json:"sufficientParallelism"`
 	PreRescaleParallelism int  `json:"preRescaleParallelism"`
 	PostRescale           *int `json:"postRescaleParallelism"` // null until the rescale completed
+	// flinkgo: a UDF vertex's Python workers before and after (omitted
+	// for other vertices); an in-place rescale changes only these.
+	PreRescaleWorkers  int `json:"flinkgo-preRescaleWorkers,omitempty"`
+	PostRescaleWorkers int `json:"flinkgo-postRescaleWorkers,omitempty"`
 }
 
 // rescaleDetails is one rescale, as Flink 2.3's JobRescaleDetails (the
@@ -43,14 +47,19 @@ type rescaleDetails struct {
 	TerminatedReason         *string                  `json:"terminatedReason"`
 
 	// flinkgo: from the request to its end (ms), the restart alone (from
-	// stopping the old attempt to running the new one), what started it
-	// (COMPLETED_CHECKPOINT, CHECKPOINT_FAILURES), the checkpoint it
-	// restored, and why it failed or was ignored in words.
+	// stopping the old attempt to running the new one; for an in-place
+	// rescale, from the request to the new workers in full effect), what
+	// started it (COMPLETED_CHECKPOINT, CHECKPOINT_FAILURES, IN_PLACE), the
+	// checkpoint it restored, why it failed or was ignored in words, and
+	// its mode (IN_PLACE or CHECKPOINT, with why a stateless UDF went
+	// through a checkpoint all the same).
 	DurationMs        int64  `json:"durationInMillis"`
 	RestartDurationMs int64  `json:"restartDurationInMillis"`
 	Trigger           string `json:"trigger,omitempty"`
 	CheckpointID      int64  `json:"checkpointId"`
 	Reason            string `json:"reason,omitempty"`
+	Mode              string `json:"mode,omitempty"`
+	ModeNote          string `json:"modeNote,omitempty"`
 }
 
 // newRescaleDetails describes r for the REST API. Its vertices are the
@@ -65,7 +74,7 @@ func newRescaleDetails(j *job.Job, r job.RescaleInfo) rescaleDetails {
 		RescaleUUID: r.ID, ResourceRequirementsUUID: r.ID, RescaleAttemptID: 1,
 		Vertices: map[string]rescaleVertex{}, Slots: map[string]any{}, StartTimestamp: r.RequestedAt.UnixMilli(),
 		TriggerCause: r.TriggerCause, Trigger: r.Trigger, CheckpointID: r.CheckpointID, Reason: r.Reason,
-		RestartDurationMs: r.Duration().Milliseconds(),
+		RestartDurationMs: r.Duration().Milliseconds(), Mode: r.Mode, ModeNote: r.ModeNote,
 	}
 	for _, v := range j.Vertices() {
 		rv, ok := byUID[v.Head.UID]
@@ -76,6 +85,12 @@ func newRescaleDetails(j *job.Job, r job.RescaleInfo) rescaleDetails {
 			JobVertexID: VertexID(v.Head.UID), JobVertexName: vertexName(v),
 			SlotSharingGroupID: VertexID("default"), SlotSharingGroupName: "default",
 			DesiredParallelism: rv.After, SufficientParallelism: rv.After, PreRescaleParallelism: rv.Before,
+		}
+		for _, op := range v.Operators {
+			if w, ok := byUID[op.UID]; ok {
+				e.PreRescaleWorkers += w.WorkersBefore
+				e.PostRescaleWorkers += w.WorkersAfter
+			}
 		}
 		if r.Status == job.RescaleCompleted {
 			e.PostRescale = &rv.After

@@ -38,7 +38,9 @@ func (h *Handler) resourceRequirements(w http.ResponseWriter, r *http.Request) {
 
 // setResourceRequirements is FLIP-291's PUT: the job rescales to each
 // named vertex's upper bound (as Flink's adaptive scheduler does with
-// enough slots) at its next completed checkpoint, through Job.Rescale.
+// enough slots) at its next completed checkpoint, through Job.Rescale; a
+// vertex of stateless UDF operators asked for at least its subtasks runs
+// that many Python workers in all instead, resized in place.
 func (h *Handler) setResourceRequirements(w http.ResponseWriter, r *http.Request) {
 	info, ok := h.running(w, r)
 	if !ok {
@@ -55,7 +57,7 @@ func (h *Handler) setResourceRequirements(w http.ResponseWriter, r *http.Request
 	for _, v := range info.Job.Vertices() {
 		byID[VertexID(v.Head.UID)] = v
 	}
-	want := map[string]int{}
+	want, inPlace := map[string]int{}, map[string]int{}
 	for _, vid := range slices.Sorted(maps.Keys(req)) {
 		b := req[vid].Parallelism
 		v, known := byID[vid]
@@ -67,22 +69,43 @@ func (h *Handler) setResourceRequirements(w http.ResponseWriter, r *http.Request
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("vertex %s (%s): bounds %d..%d: want 1 <= lowerBound <= upperBound", vid, v.Head.Name, b.LowerBound, b.UpperBound))
 			return
 		}
-		// A chain runs at one parallelism: every operator of it moves.
+		// A chain of stateless operators with Python workers keeps its
+		// subtasks and runs upperBound workers in all (in place); any other
+		// chain runs at one parallelism: every operator of it moves.
+		if job.ResizableInPlace(v.Operators) && b.UpperBound >= v.Head.Parallelism {
+			for _, op := range v.Operators {
+				if job.HasWorkers(op) {
+					inPlace[op.UID] = b.UpperBound
+				}
+			}
+			continue
+		}
 		for _, op := range v.Operators {
 			want[op.UID] = b.UpperBound
 		}
 	}
-	if len(want) == 0 {
+	if len(want)+len(inPlace) == 0 {
 		writeError(w, http.StatusBadRequest, "the resource requirements name no vertex")
 		return
 	}
-	if _, err := info.Job.Rescale(want); err != nil {
-		code := http.StatusInternalServerError
-		if errors.Is(err, job.ErrRescaleRefused) {
-			code = http.StatusBadRequest
+	for _, rescale := range []func() error{
+		func() error { _, err := info.Job.RescaleThroughCheckpoint(want); return err },
+		func() error {
+			if len(inPlace) == 0 {
+				return nil
+			}
+			_, err := info.Job.Rescale(inPlace)
+			return err
+		},
+	} {
+		if err := rescale(); err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, job.ErrRescaleRefused) {
+				code = http.StatusBadRequest
+			}
+			writeError(w, code, err.Error())
+			return
 		}
-		writeError(w, code, err.Error())
-		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{})
 }

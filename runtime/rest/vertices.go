@@ -82,10 +82,12 @@ func vertexDetails(info server.JobInfo, v job.Vertex) map[string]any {
 			"status-duration": map[string]int64{state: duration(info)},
 		})
 	}
-	return map[string]any{
+	out := map[string]any{
 		"id": VertexID(v.Head.UID), "name": vertexName(v), "parallelism": v.Head.Parallelism,
 		"maxParallelism": info.Job.CurrentGraph().MaxParallelism, "now": time.Now().UnixMilli(), "subtasks": subtasks,
 	}
+	addWorkers(out, info.Job, v)
+	return out
 }
 
 // backpressureLevel is Flink's: above 10% of the time back-pressured is
