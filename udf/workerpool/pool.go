@@ -71,6 +71,7 @@ type member struct {
 	answered  int64   // results collected from it
 	seqs      []int64 // the pool's sequence numbers it was sent, unanswered
 	unflushed bool    // sent a batch since its last Flush
+	flushing  bool    // in a Flush now: not to be closed under it
 	closing   bool    // being closed or canceled: its errors are its end's
 	stop      context.CancelFunc
 	collected chan struct{} // closed when its collector returned
@@ -198,7 +199,7 @@ func (p *Pool) Flush() error {
 	var flush []*member
 	for _, m := range p.membersLocked() {
 		if m.unflushed {
-			m.unflushed = false
+			m.unflushed, m.flushing = false, true
 			flush = append(flush, m)
 		}
 	}
@@ -214,13 +215,15 @@ func (p *Pool) Flush() error {
 		wg.Go(func() { errs[i] = m.runner.Flush() })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		p.fail(err)
-		return p.failure()
-	}
-
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, m := range flush {
+		m.flushing = false
+	}
+	if err := errors.Join(errs...); err != nil {
+		p.failLocked(err)
+		return p.mu.err
+	}
 	for {
 		if err := p.usableLocked(); err != nil {
 			return err
@@ -235,7 +238,7 @@ func (p *Pool) Flush() error {
 	}
 	kept := p.mu.retiring[:0]
 	for _, m := range p.mu.retiring {
-		if len(m.seqs) == 0 && !m.unflushed {
+		if m.idle() {
 			p.closeLocked(m)
 		} else {
 			kept = append(kept, m)
@@ -325,7 +328,7 @@ func (p *Pool) Resize(n int) error {
 		m := p.mu.serving[len(p.mu.serving)-1]
 		p.mu.serving = p.mu.serving[:len(p.mu.serving)-1]
 		p.opts.Logger.Info("udf worker retiring from the pool", "pool", p.opts.Name, "worker", m.id, "workers", len(p.mu.serving))
-		if len(m.seqs) == 0 && !m.unflushed {
+		if m.idle() {
 			p.closeLocked(m)
 		} else {
 			p.mu.retiring = append(p.mu.retiring, m) // closed after the next flush
@@ -586,3 +589,7 @@ func (p *Pool) changedLocked() {
 	close(p.mu.changed)
 	p.mu.changed = make(chan struct{})
 }
+
+// idle reports whether m has nothing in flight, unflushed or flushing, so
+// it may be closed. Pool.mu is held.
+func (m *member) idle() bool { return len(m.seqs) == 0 && !m.unflushed && !m.flushing }

@@ -269,6 +269,42 @@ func TestPoolResizeWhileStarting(t *testing.T) {
 	}
 }
 
+// A member retired while its flush is still running is closed only after
+// that flush: the flush never meets a closed worker.
+func TestPoolRetiresAMemberOnlyAfterItsFlush(t *testing.T) {
+	f := &fakes{setup: func(id int, r *bridgetest.Runner) { r.BlockFlush = id == 1 }}
+	d, _ := newPool(t, 2, f)
+	d.process(4) // the fakes answer at once: nothing in flight, both unflushed
+	flushed := make(chan error, 1)
+	go func() { flushed <- d.pool.Flush() }()
+	<-f.get(1).FlushStarted()
+	if err := d.pool.Resize(1); err != nil {
+		t.Fatal(err)
+	}
+	if f.get(1).CloseReturned() {
+		t.Fatal("worker 1 was closed during its flush")
+	}
+	f.get(1).ReleaseFlush()
+	if err := <-flushed; err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	waitFor(t, "worker 1 to close after its flush", f.get(1).CloseReturned)
+	for {
+		res, ok, err := d.pool.TryTakeResult()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		d.take(res)
+	}
+	d.checkInOrder()
+	if err := d.pool.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A member's failure fails the pool: the drain gets the member's error.
 func TestPoolMemberFailureFailsPool(t *testing.T) {
 	f := &fakes{setup: func(_ int, r *bridgetest.Runner) { r.HoldUntilFlush = true }}
