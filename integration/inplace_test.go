@@ -195,6 +195,15 @@ func TestStatelessUDFResizedInPlace(t *testing.T) {
 	if n := j.Attempts(); n != 1 {
 		t.Fatalf("the job ran %d attempts: an in-place rescale must not restart it", n)
 	}
+	for _, v := range j.Vertices() {
+		for _, u := range v.UDFs {
+			for i, m := range u.Subtasks {
+				if r := m.Restarts(); r != 0 {
+					t.Errorf("%s subtask %d: %d worker restarts counted; grown and retired workers replace none", u.Op.UID, i, r)
+				}
+			}
+		}
+	}
 
 	rows := readInPlaceRows(t, filepath.Join(dir, "out"))
 	if len(rows) != inPlaceRows {

@@ -100,6 +100,18 @@ func (u *UDF) WorkerGone(pid int) {
 	delete(u.mu.pids, pid)
 }
 
+// WorkerRetired forgets the open of a worker that an in-place rescale
+// retired, and its place among the most that served at once: a worker
+// grown again later takes a new place, it replaces no worker.
+func (u *UDF) WorkerRetired() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.mu.opens > 0 && u.mu.peak > 0 {
+		u.mu.opens--
+		u.mu.peak--
+	}
+}
+
 // Restarts is the number of workers opened beyond the most that served
 // the subtask at once: the workers a restart of the job replaced.
 func (u *UDF) Restarts() int {

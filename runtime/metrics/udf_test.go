@@ -71,3 +71,27 @@ func TestUDFsMadeOnFirstUse(t *testing.T) {
 		t.Errorf("Of(3) = %v", subs)
 	}
 }
+
+// Workers an in-place rescale retired and grew again replace no worker:
+// only the workers a restart opens again count as restarts.
+func TestUDFRetiredWorkersAreNoRestarts(t *testing.T) {
+	u := NewUDF()
+	u.WorkerOpened(-1) // 1 worker, grown to 3
+	u.WorkerOpened(-2)
+	u.WorkerOpened(-3)
+	for _, pid := range []int{-2, -3} { // shrunk to 1
+		u.WorkerGone(pid)
+		u.WorkerRetired()
+	}
+	u.WorkerOpened(-4) // grown to 2 again
+	if r := u.Restarts(); r != 0 {
+		t.Fatalf("restarts after 1 -> 3 -> 1 -> 2 workers = %d, want 0", r)
+	}
+	u.WorkerGone(-1) // a restart replaces both
+	u.WorkerGone(-4)
+	u.WorkerOpened(-5)
+	u.WorkerOpened(-6)
+	if r := u.Restarts(); r != 2 {
+		t.Fatalf("restarts after a restart of 2 workers = %d, want 2", r)
+	}
+}

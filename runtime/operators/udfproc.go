@@ -153,10 +153,11 @@ func newUDFProc(c *operator.Context, opts Options) (*udfProc, error) {
 	// The subtask's workers form a pool that a rescale resizes in place
 	// (a UDF operator keeps no state); results leave in input order.
 	pool, err := workerpool.New(workerpool.Options{
-		Name:    name,
-		Workers: c.Workers.Start(op.UID, subtask, c.Parallelism),
-		New:     func(int) (bridge.Runner, error) { return opts.NewRunner(ropts) },
-		Logger:  c.Logger,
+		Name:     name,
+		Workers:  c.Workers.Start(op.UID, subtask, c.Parallelism),
+		New:      func(int) (bridge.Runner, error) { return opts.NewRunner(ropts) },
+		Logger:   c.Logger,
+		OnRetire: ropts.Metrics.WorkerRetired,
 	})
 	if err != nil {
 		return nil, err

@@ -24,6 +24,9 @@ type Options struct {
 	// Logger receives a record per member that joins or retires; nil
 	// discards them.
 	Logger *slog.Logger
+	// OnRetire, when set, is called once a member a shrink retired has
+	// closed (the operator's metrics: a retired worker was not replaced).
+	OnRetire func()
 }
 
 // Pool is a bridge.Runner and bridge.Canceler over a resizable set of
@@ -542,6 +545,9 @@ func (p *Pool) closeLocked(m *member) {
 		}
 		if err != nil && !p.mu.closed {
 			p.failLocked(fmt.Errorf("workerpool: %s: closing retired worker %d: %w", p.opts.Name, m.id, err))
+		}
+		if p.opts.OnRetire != nil {
+			p.opts.OnRetire()
 		}
 		p.opts.Logger.Info("udf worker left the pool", "pool", p.opts.Name, "worker", m.id)
 	})
