@@ -5,14 +5,19 @@ import (
 	"errors"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest"
+	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 )
 
 // replanner returns the Options.Replan of the plan g came from (nodes
@@ -256,4 +261,104 @@ func TestRescaleAfterCheckpointFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantKeyedResults(t, rows, keyedResults(t, out))
+}
+
+// A stateless UDF operator resized 1 → 3 → 1 workers while the job runs
+// (fake runners, no Python): no checkpointing needed, no restart, every row
+// once in order with its own result; a keyed or source uid in a job
+// without checkpoints is still refused, and asking for the workers it runs
+// changes nothing.
+func TestRescaleStatelessUDFInPlace(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	made := make(chan *bridgetest.Runner, 16)
+	var mu sync.Mutex
+	var got [][2]int64
+	collect := func(_ *plan.Operator, _ int, b arrow.RecordBatch) error {
+		defer b.Release()
+		ids, ys := b.Column(0).(*array.Int64), b.Column(1).(*array.Int64)
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range int(b.NumRows()) {
+			got = append(got, [2]int64{ids.Value(i), ys.Value(i)})
+		}
+		return nil
+	}
+	const rows = 6000
+	g := affineJob(t, goworker.UDF("affine", goworker.Affine, arrow.PrimitiveTypes.Int64), rows, 3000, 1)
+	j, err := Start(context.Background(), g, Options{Allocator: mem, SourceBatchRows: 50, Collect: collect,
+		NewRunner: fakeAffine(made, nil), BundleSize: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Rescale(map[string]int{"numbers": 2}); !errors.Is(err, ErrRescaleRefused) {
+		t.Fatalf("rescaling the source of a job without checkpoints: %v, want refused", err)
+	}
+	udf := ""
+	for _, op := range g.Operators {
+		if op.Kind == plan.KindUDF {
+			udf = op.UID
+		}
+	}
+	for _, n := range []int{3, 1} {
+		r, err := j.Rescale(map[string]int{"scored": n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Mode != ModeInPlace || r.Status != RescalePending {
+			t.Fatalf("rescale to %d workers: %+v", n, r)
+		}
+		done := waitForRescale(t, j, r.ID)
+		if done.Status != RescaleCompleted || done.Trigger != TriggerInPlace {
+			t.Fatalf("rescale to %d workers: %+v", n, done)
+		}
+		for _, v := range done.Vertices {
+			if v.UID == udf && (v.Before != 1 || v.After != 1 || v.WorkersAfter != n) {
+				t.Fatalf("rescale to %d workers: vertex %+v", n, v)
+			}
+		}
+		if w := j.Workers(udf); w != n {
+			t.Fatalf("Workers = %d after the rescale to %d", w, n)
+		}
+		if n == 3 {
+			time.Sleep(300 * time.Millisecond) // let the three take batches
+		}
+	}
+	same, err := j.Rescale(map[string]int{"scored": 1})
+	if err != nil || same.Status != RescaleIgnored || same.Mode != ModeInPlace {
+		t.Fatalf("asking for the workers it runs: %+v, %v", same, err)
+	}
+	if _, err := j.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if j.Attempts() != 1 {
+		t.Fatalf("%d attempts: an in-place rescale must not restart the job", j.Attempts())
+	}
+	if len(got) != rows {
+		t.Fatalf("%d rows, want %d", len(got), rows)
+	}
+	for i, r := range got {
+		if r != [2]int64{int64(i), 2*int64(i) + 1} {
+			t.Fatalf("row %d is %v: rows lost, duplicated, reordered or misjoined", i, r)
+		}
+	}
+	close(made)
+	var runners []*bridgetest.Runner
+	for r := range made {
+		runners = append(runners, r)
+	}
+	if len(runners) != 3 {
+		for i, r := range runners {
+			t.Logf("worker %d: %d batches, calls %v", i, len(r.ProcessedRows()), r.Log().Snapshot()[:min(5, len(r.Log().Snapshot()))])
+		}
+		t.Fatalf("%d workers made, want 3", len(runners))
+	}
+	for i, r := range runners {
+		if len(r.ProcessedRows()) == 0 {
+			t.Errorf("worker %d took no batch", i)
+		}
+		if r.Log().Count("runner.Close") != 1 || r.Log().Count("runner.Cancel") != 0 {
+			t.Errorf("worker %d: calls %v, want one Close and no Cancel", i, r.Log().Snapshot())
+		}
+	}
 }

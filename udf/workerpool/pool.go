@@ -61,6 +61,7 @@ type Pool struct {
 		ready      map[int64]bridge.Result
 		queue      []queued
 		err        error
+		opened     bool          // Open began: resizes start and retire members
 		closed     bool          // Close or Cancel began
 		changed    chan struct{} // closed and replaced on every change
 	}
@@ -117,6 +118,7 @@ func (p *Pool) Open(ctx context.Context) error {
 		p.mu.Unlock()
 		return err
 	}
+	p.mu.opened = true
 	var members []*member
 	for range p.mu.target {
 		id := p.mu.nextID
@@ -317,6 +319,9 @@ func (p *Pool) Resize(n int) error {
 		return err
 	}
 	p.mu.target = n
+	if !p.mu.opened {
+		return nil // Open starts the target
+	}
 	live := len(p.mu.serving) + len(p.mu.joining)
 	for range n - live - p.mu.starting {
 		p.startLocked()
@@ -342,10 +347,14 @@ func (p *Pool) Resize(n int) error {
 }
 
 // Workers is the number of members serving or ready to serve: what the
-// pool runs at once a resize has taken effect.
+// pool runs at once a resize has taken effect (before Open, what Open
+// starts).
 func (p *Pool) Workers() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.mu.opened {
+		return p.mu.target
+	}
 	return len(p.mu.serving) + len(p.mu.joining)
 }
 
@@ -354,7 +363,7 @@ func (p *Pool) Workers() int {
 func (p *Pool) Settled() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.mu.starting == 0 && len(p.mu.joining) == 0 && len(p.mu.retiring) == 0 && len(p.mu.closing) == 0
+	return p.mu.opened && p.mu.starting == 0 && len(p.mu.joining) == 0 && len(p.mu.retiring) == 0 && len(p.mu.closing) == 0
 }
 
 // Close closes every member in order, in parallel, and waits for all of

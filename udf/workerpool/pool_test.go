@@ -241,6 +241,40 @@ func TestPoolResize(t *testing.T) {
 	}
 }
 
+// A resize before Open (a rescale that comes while the subtask is being
+// built) only sets how many members Open starts.
+func TestPoolResizeBeforeOpen(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	f := &fakes{}
+	p, err := workerpool.New(workerpool.Options{Name: "test", New: f.new})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Resize(3); err != nil {
+		t.Fatal(err)
+	}
+	if p.Workers() != 3 || p.Settled() {
+		t.Fatalf("before Open: Workers %d, Settled %v; want 3 and false", p.Workers(), p.Settled())
+	}
+	if err := p.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d := &driver{t: t, mem: mem, pool: p}
+	d.process(9)
+	d.flush()
+	d.checkInOrder()
+	if n := len(f.runners); n != 3 {
+		t.Fatalf("%d members made, want 3", n)
+	}
+	if !p.Settled() {
+		t.Fatal("not settled after Open")
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Shrinking while grown members are still opening closes the surplus ones
 // as they open; no member outlives Close.
 func TestPoolResizeWhileStarting(t *testing.T) {
