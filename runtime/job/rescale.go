@@ -413,10 +413,13 @@ func (j *Job) rescaleAttempt(ctx context.Context, p *pendingRescale) (*attempt, 
 	return a, nil
 }
 
-// endPendingRescale drops the pending rescale of a job that ended.
+// endPendingRescale drops the pending rescales of a job that ended.
 func (j *Job) endPendingRescale() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	for _, info := range slices.Clone(j.mu.inPlace) {
+		j.endInPlaceLocked(info, RescaleIgnored, ReasonJobFinished, "the job ended before its new workers ran")
+	}
 	if p := j.mu.pending; p != nil {
 		j.endRescaleLocked(p.info, RescaleIgnored, ReasonJobFinished, "the job ended first")
 		j.mu.pending = nil
@@ -558,6 +561,7 @@ func (j *Job) completeInPlace(info *RescaleInfo, target map[string]int) {
 		}
 		j.mu.Lock()
 		switch {
+		case !info.EndedAt.IsZero(): // the job ended: endPendingRescale
 		case done:
 			j.endInPlaceLocked(info, RescaleCompleted, ReasonSucceeded, "")
 		case j.State().Terminal():
