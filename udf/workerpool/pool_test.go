@@ -393,6 +393,26 @@ func TestPoolCancelDoesNotWaitForStuckMembers(t *testing.T) {
 	}
 }
 
+// Cancel wakes a Flush stuck on one member: the flush fails, nothing
+// waits on the stuck worker.
+func TestPoolCancelEndsAStuckFlush(t *testing.T) {
+	f := &fakes{setup: func(id int, r *bridgetest.Runner) { r.BlockFlush = id == 1 }}
+	d, _ := newPool(t, 2, f)
+	d.process(4)
+	flushed := make(chan error, 1)
+	go func() { flushed <- d.pool.Flush() }()
+	<-f.get(1).FlushStarted()
+	d.pool.Cancel()
+	if err := <-flushed; err == nil {
+		t.Fatal("a flush cut short by Cancel returned no error")
+	}
+	for id := range 2 {
+		if f.get(id).Log().Count("runner.Cancel") != 1 || f.get(id).Log().Count("runner.Close") != 0 {
+			t.Errorf("worker %d: calls %v, want one Cancel and no Close", id, f.get(id).Log().Snapshot())
+		}
+	}
+}
+
 func TestPoolRefusesBadSizes(t *testing.T) {
 	if _, err := workerpool.New(workerpool.Options{Name: "x", Workers: -1, New: (&fakes{}).new}); err == nil {
 		t.Fatal("New accepted -1 workers")
