@@ -32,8 +32,9 @@ const dashboardJobName = `enrich <b id="injected">sensors</b>`
 // against a running job with a Python UDF: the jobs list, open before the
 // job starts, shows it by its refresh; the job's graph renders every vertex
 // with its parallelism and non-zero rates; its checkpoints are listed; a
-// savepoint is triggered and the UDF's vertex rescaled from the page, after
-// which a click on it lists its three subtasks; the cancel button (after the page asks for the REST token) cancels the job,
+// savepoint is triggered and the UDF's vertex rescaled from the page (its
+// worker pool grows 2 -> 3 in place, its subtasks stay), after which a
+// click on it lists its two subtasks; the cancel button (after the page asks for the REST token) cancels the job,
 // and the list shows it canceled. A failed job's page shows the Python
 // traceback.
 func TestDashboardInChromium(t *testing.T) {
@@ -143,6 +144,7 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 		Vertices []struct {
 			ID          string `json:"id"`
 			Parallelism int    `json:"parallelism"`
+			Workers     int    `json:"flinkgo-workers"`
 		} `json:"vertices"`
 	}
 	// The job's tasks exist once it is deployed, a moment after it started.
@@ -237,8 +239,9 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 		}
 	}
 
-	// Rescale the UDF's vertex 2 -> 3 from the page: the job restarts at the
-	// next checkpoint, and the graph shows the new parallelism.
+	// Rescale the UDF's vertex to 3 from the page: a vertex of stateless UDFs
+	// keeps its 2 subtasks and grows its worker pool to 3 workers without a
+	// restart, and the graph shows them.
 	udf := details.Vertices[1]
 	if udf.Parallelism != 2 {
 		t.Fatalf("the UDF vertex runs at %d, want 2", udf.Parallelism)
@@ -251,19 +254,19 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 			chromedp.WithPollingTimeout(30*time.Second)),
 		chromedp.Poll[chromedp.Void](`(() => {
 			const g = document.querySelector('#graph g.vertex[data-vertex="`+udf.ID+`"]');
-			return g !== null && g.dataset.parallelism === "3" && +g.dataset.inRate > 0;
+			return g !== null && g.dataset.parallelism === "2" && g.dataset.workers === "3" && +g.dataset.inRate > 0;
 		})()`, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(90*time.Second)))
 	getJSON(t, base+"/jobs/"+jid, &details)
-	if details.Vertices[1].Parallelism != 3 {
+	if details.Vertices[1].Parallelism != 2 || details.Vertices[1].Workers != 3 {
 		t.Errorf("after the page's rescale REST has %+v", details.Vertices)
 	}
 
-	// A click on the vertex lists its three subtasks, each with its ratios.
+	// A click on the vertex lists its two subtasks, each with its ratios.
 	step("a click on the UDF's vertex lists its subtasks",
 		chromedp.Click(chromedp.CSS(`#graph g.vertex[data-vertex="`+udf.ID+`"] rect`)),
 		chromedp.Poll[chromedp.Void](`(() => {
 			const rows = [...document.querySelectorAll('#subtask-table[data-vertex="`+udf.ID+`"] tbody tr')];
-			return rows.length === 3 && rows.every((r) => /%/.test(r.lastElementChild.textContent));
+			return rows.length === 2 && rows.every((r) => /%/.test(r.lastElementChild.textContent));
 		})()`, chromedp.WithPollingTimeout(30*time.Second)))
 	var blocked []string
 	eval(`window.flinkgoPolicyViolations`, &blocked)

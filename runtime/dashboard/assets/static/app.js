@@ -418,7 +418,8 @@ function jobControls(jid) {
     body[vertex.value] = { parallelism: { lowerBound: 1, upperBound: n } };
     try {
       await mutate("PUT", jobPath(jid) + "/resource-requirements", body);
-      showMessage(message, "Rescale to parallelism " + n + " requested: it applies at the job's next completed checkpoint.", true);
+      showMessage(message, "Rescale to parallelism " + n + " requested: a vertex of stateless UDFs resizes its worker pool " +
+        "to " + n + " workers at once, without a restart; any other vertex rescales at the job's next completed checkpoint.", true);
       refreshSoon();
     } catch (e) {
       showMessage(message, "Rescale failed: " + e.message, false);
@@ -434,11 +435,12 @@ function jobControls(jid) {
       const running = !TERMINAL.has(job.state);
       for (const b of [cancel, savepointButton, rescaleButton]) b.disabled = !running;
       const vs = job.vertices || [];
-      const ids = vs.map((v) => v.id + ":" + v.parallelism).join(",");
+      const ids = vs.map((v) => v.id + ":" + v.parallelism + ":" + v["flinkgo-workers"]).join(",");
       if (ids !== vertexIds) { // keep the user's choice unless the vertices changed
         const chosen = vertex.value;
         vertex.replaceChildren(...vs.map((v) =>
-          el("option", { value: v.id }, v.name + " (p=" + v.parallelism + ")")));
+          el("option", { value: v.id }, v.name + " (p=" + v.parallelism +
+            (v["flinkgo-workers"] === undefined ? "" : ", " + v["flinkgo-workers"] + " workers") + ")")));
         if (vs.some((v) => v.id === chosen)) vertex.value = chosen;
         vertexIds = ids;
       }
@@ -537,13 +539,14 @@ function renderGraph(target, job, rates, select) {
     root.append(svg("g", {
       onclick: () => select(n.id),
       class: "vertex", transform: `translate(${p.x}, ${p.y})`, "data-vertex": n.id, "data-name": name,
-      "data-parallelism": n.parallelism, "data-in-rate": r.inRate, "data-out-rate": r.outRate,
+      "data-parallelism": n.parallelism, "data-workers": v["flinkgo-workers"], "data-in-rate": r.inRate, "data-out-rate": r.outRate,
       "data-busy": r.busy, "data-backpressure": r.backpressure, "data-backpressure-level": level,
     },
     svg("title", {}, name),
     svg("rect", { width: NODE_W, height: NODE_H, rx: 6, fill: busyFill(r.busy), stroke: BP_STROKE[level] }),
     svg("text", { x: 10, y: 20, class: "title" }, clip(name, 30)),
-    svg("text", { x: 10, y: 40 }, "parallelism " + n.parallelism),
+    svg("text", { x: 10, y: 40 }, "parallelism " + n.parallelism +
+      (v["flinkgo-workers"] === undefined ? "" : " · workers " + v["flinkgo-workers"])),
     svg("text", { x: 10, y: 60 }, "in " + fmtRate(r.inRate) + " · out " + fmtRate(r.outRate)),
     svg("text", { x: 10, y: 80 }, "busy " + fmtPercent(r.busy) + " · backpressured " + fmtPercent(r.backpressure))));
   }
