@@ -61,7 +61,7 @@ type Pool struct {
 		ready      map[int64]bridge.Result
 		queue      []queued
 		err        error
-		opened     bool          // Open began: resizes start and retire members
+		running    bool          // Open succeeded: resizes start and retire members
 		closed     bool          // Close or Cancel began
 		changed    chan struct{} // closed and replaced on every change
 	}
@@ -118,7 +118,6 @@ func (p *Pool) Open(ctx context.Context) error {
 		p.mu.Unlock()
 		return err
 	}
-	p.mu.opened = true
 	var members []*member
 	for range p.mu.target {
 		id := p.mu.nextID
@@ -158,6 +157,8 @@ func (p *Pool) Open(ctx context.Context) error {
 	for _, m := range members {
 		p.collectLocked(m)
 	}
+	p.mu.running = true
+	p.resizeLocked() // to a size asked for while the first members opened
 	return nil
 }
 
@@ -319,9 +320,16 @@ func (p *Pool) Resize(n int) error {
 		return err
 	}
 	p.mu.target = n
-	if !p.mu.opened {
-		return nil // Open starts the target
-	}
+	if p.mu.running {
+		p.resizeLocked()
+	} // else Open starts the target, or resizes to it once its members are open
+	return nil
+}
+
+// resizeLocked starts or retires members towards the target. p.mu is held
+// and the pool running.
+func (p *Pool) resizeLocked() {
+	n := p.mu.target
 	live := len(p.mu.serving) + len(p.mu.joining)
 	for range n - live - p.mu.starting {
 		p.startLocked()
@@ -343,16 +351,15 @@ func (p *Pool) Resize(n int) error {
 		}
 		live--
 	}
-	return nil
 }
 
 // Workers is the number of members serving or ready to serve: what the
-// pool runs at once a resize has taken effect (before Open, what Open
-// starts).
+// pool runs at once a resize has taken effect (until Open succeeded, the
+// size asked for).
 func (p *Pool) Workers() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.mu.opened {
+	if !p.mu.running {
 		return p.mu.target
 	}
 	return len(p.mu.serving) + len(p.mu.joining)
@@ -363,7 +370,7 @@ func (p *Pool) Workers() int {
 func (p *Pool) Settled() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.mu.opened && p.mu.starting == 0 && len(p.mu.joining) == 0 && len(p.mu.retiring) == 0 && len(p.mu.closing) == 0
+	return p.mu.running && p.mu.starting == 0 && len(p.mu.joining) == 0 && len(p.mu.retiring) == 0 && len(p.mu.closing) == 0
 }
 
 // Close closes every member in order, in parallel, and waits for all of

@@ -275,6 +275,71 @@ func TestPoolResizeBeforeOpen(t *testing.T) {
 	}
 }
 
+// slowOpen is a member whose Open waits for release, as a worker that
+// takes its time to start.
+type slowOpen struct {
+	bridgetest.Cancelable
+	started chan<- struct{}
+	release <-chan struct{}
+}
+
+func (s slowOpen) Open(ctx context.Context) error {
+	s.started <- struct{}{}
+	select {
+	case <-s.release:
+		return s.Cancelable.Open(ctx)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A resize while the first members open applies once they are open: the
+// surplus ones are closed then, never under their Open.
+func TestPoolResizeWhileOpening(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	started, release := make(chan struct{}, 3), make(chan struct{})
+	f := &fakes{}
+	p, err := workerpool.New(workerpool.Options{Name: "test", Workers: 3, New: func(id int) (bridge.Runner, error) {
+		r, err := f.new(id)
+		return slowOpen{Cancelable: r.(bridgetest.Cancelable), started: started, release: release}, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan error, 1)
+	go func() { opened <- p.Open(context.Background()) }()
+	for range 3 {
+		<-started
+	}
+	if err := p.Resize(1); err != nil {
+		t.Fatal(err)
+	}
+	for id := range 3 {
+		if f.get(id).Log().Count("runner.Close") != 0 {
+			t.Fatalf("worker %d closed during its Open", id)
+		}
+	}
+	close(release)
+	if err := <-opened; err != nil {
+		t.Fatal(err)
+	}
+	if w := p.Workers(); w != 1 {
+		t.Fatalf("Workers = %d after Open, want the 1 asked for meanwhile", w)
+	}
+	waitFor(t, "the surplus members to close", func() bool { return f.get(1).CloseReturned() && f.get(2).CloseReturned() })
+	d := &driver{t: t, mem: mem, pool: p}
+	d.process(5)
+	d.flush()
+	d.checkInOrder()
+	if n := len(f.get(0).ProcessedRows()); n != 5 {
+		t.Fatalf("the remaining member got %d batches, want 5", n)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Shrinking while grown members are still opening closes the surplus ones
 // as they open; no member outlives Close.
 func TestPoolResizeWhileStarting(t *testing.T) {
