@@ -98,7 +98,7 @@ func bridgeOnly(b *testing.B, specs map[string]*workerpb.UdfSpec, p int, logger 
 	}()
 	calls := []*workerpb.UdfCall{testkit.Call(specs["affine"], "y", "x")}
 	runner := pluginrunner.Options{Python: testkit.Python(b), Logger: logger}
-	if err := bridgeAlone(context.Background(), calls, batch.Schema(), p, 10_000, runner, mem, in, func(int64) {}); err != nil {
+	if err := bridgeAlone(context.Background(), calls, batch.Schema(), p, 10_000, 0, runner, mem, in, func(int64) {}); err != nil {
 		b.Fatal(err)
 	}
 }
