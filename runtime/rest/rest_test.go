@@ -671,8 +671,68 @@ func checkRescaleHistory(t *testing.T, f *fixture, jid, sink string) {
 	if len(history) != 1 || history[0]["rescaleUuid"] != done["rescaleUuid"] {
 		t.Errorf("rescale history %v, want the one completed rescale", history)
 	}
+	checkRescaleSummary(t, f, jid, done)
 	var e object
 	if code := f.call("GET", "/jobs/nope/rescales/overview", "", "", &e); code != http.StatusNotFound || e["errors"] == nil {
 		t.Errorf("the rescales of an unknown job: %d %v", code, e)
+	}
+}
+
+// checkRescaleSummary checks Flink 2.3's /rescales/summary and
+// /rescales/details/:rescaleuuid of a job with the one completed rescale
+// done: the summary counts it and its duration is every statistic of the
+// completed and of all rescales; its details are the history's entry; an
+// unknown id is 404 and a malformed one 400, with Flink's errors.
+func checkRescaleSummary(t *testing.T, f *fixture, jid string, done object) {
+	t.Helper()
+	var sum object
+	f.get("/jobs/"+jid+"/rescales/summary", &sum)
+	has(t, "rescales summary", sum, "rescalesCounts", "rescalesDurationStatsInMillis", "completedRescalesDurationStatsInMillis",
+		"ignoredRescalesDurationStatsInMillis", "failedRescalesDurationStatsInMillis")
+	counts := sum["rescalesCounts"].(object)
+	if counts["completed"].(float64) != 1 || counts["failed"].(float64) != 0 || counts["ignored"].(float64) != 0 || counts["inProgress"].(float64) != 0 {
+		t.Errorf("summary rescalesCounts %v, want one completed only", counts)
+	}
+	stats := []string{"min", "max", "avg", "p50", "p90", "p95", "p99", "p999"}
+	took := done["durationInMillis"].(float64)
+	for _, field := range []string{"rescalesDurationStatsInMillis", "completedRescalesDurationStatsInMillis"} {
+		st := sum[field].(object)
+		has(t, field, st, stats...)
+		for _, k := range stats {
+			if st[k].(float64) != took {
+				t.Errorf("%s.%s = %v, want the one rescale's duration %v", field, k, st[k], took)
+			}
+		}
+	}
+	for _, field := range []string{"ignoredRescalesDurationStatsInMillis", "failedRescalesDurationStatsInMillis"} {
+		st := sum[field].(object)
+		has(t, field, st, stats...)
+		if st["max"].(float64) != 0 {
+			t.Errorf("%s %v, want zeros (no such rescale)", field, st)
+		}
+	}
+	id := done["rescaleUuid"].(string)
+	var d object
+	f.get("/jobs/"+jid+"/rescales/details/"+id, &d)
+	for _, k := range []string{"rescaleUuid", "triggerCause", "terminalState", "terminatedReason", "startTimestampInMillis",
+		"endTimestampInMillis", "durationInMillis", "checkpointId"} {
+		if d[k] != done[k] {
+			t.Errorf("details %s = %v, the overview has %v", k, d[k], done[k])
+		}
+	}
+	if got, want := fmt.Sprint(d["vertices"]), fmt.Sprint(done["vertices"]); got != want {
+		t.Errorf("details vertices %s, the overview has %s", got, want)
+	}
+	for path, want := range map[string]int{
+		"/jobs/" + jid + "/rescales/details/0123456789abcdef0123456789abcdef": http.StatusNotFound,
+		"/jobs/" + jid + "/rescales/details/not-an-id":                        http.StatusBadRequest,
+		"/jobs/0123456789abcdef0123456789abcdef/rescales/details/" + id:       http.StatusNotFound,
+		"/jobs/0123456789abcdef0123456789abcdef/rescales/summary":             http.StatusNotFound,
+	} {
+		var e object
+		code := f.call("GET", path, "", "", &e)
+		if errs, _ := e["errors"].([]any); code != want || len(errs) == 0 {
+			t.Errorf("GET %s: %d %v, want %d with errors", path, code, e, want)
+		}
 	}
 }
