@@ -179,7 +179,8 @@ func (h *Handler) rescalesSummary(w http.ResponseWriter, r *http.Request) {
 		case job.RescaleIgnored:
 			counts.Ignored++
 		}
-		d := ri.EndedAt.Sub(ri.RequestedAt).Milliseconds()
+		// As durationInMillis and Flink: the end's and the start's timestamps apart.
+		d := ri.EndedAt.UnixMilli() - ri.RequestedAt.UnixMilli()
 		all = append(all, d)
 		byState[ri.Status] = append(byState[ri.Status], d)
 	}

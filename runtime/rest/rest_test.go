@@ -278,6 +278,23 @@ func TestEndpointsOnARunningJob(t *testing.T) {
 		return len(vals) == 1 && vals[0]["sum"].(float64) > 0
 	})
 
+	// Every aggregation Flink has, consistent with each other; an unknown
+	// one is 400.
+	var aggs []object
+	f.get("/jobs/"+jid+"/vertices/"+sinkID+"/subtasks/metrics?get=numRecordsIn", &aggs)
+	if len(aggs) != 1 {
+		t.Fatalf("subtask metrics %v", aggs)
+	}
+	has(t, "aggregated metric", aggs[0], "id", "min", "max", "avg", "sum", "skew")
+	a := func(k string) float64 { return aggs[0][k].(float64) }
+	if a("min") > a("avg") || a("avg") > a("max") || a("sum") != 2*a("avg") || a("skew") != 0 && a("skew") != (a("max")-a("avg"))/a("avg")*100 {
+		t.Errorf("aggregations of the sink's 2 subtasks inconsistent: %v", aggs[0])
+	}
+	var badAgg object
+	if code := f.call("GET", "/jobs/"+jid+"/vertices/"+sinkID+"/subtasks/metrics?get=numRecordsIn&agg=median", "", "", &badAgg); code != http.StatusBadRequest || badAgg["errors"] == nil {
+		t.Errorf("an unknown aggregation: %d %v", code, badAgg)
+	}
+
 	var bp object
 	f.get("/jobs/"+jid+"/vertices/"+sinkID+"/backpressure", &bp)
 	has(t, "backpressure", bp, "status", "backpressureLevel", "end-timestamp", "subtasks")
@@ -358,6 +375,15 @@ func TestEndpointsOnARunningJob(t *testing.T) {
 	})
 	if op["operation"].(object)["checkpointId"].(float64) <= 0 {
 		t.Errorf("checkpoint operation %v", op)
+	}
+
+	// An unknown request id, or a checkpoint's asked for as a savepoint's,
+	// is 404.
+	for _, path := range []string{"/savepoints/0123456789abcdef", "/checkpoints/0123456789abcdef", "/savepoints/" + trig["request-id"].(string)} {
+		var e object
+		if code := f.call("GET", "/jobs/"+jid+path, "", "", &e); code != http.StatusNotFound || e["errors"] == nil {
+			t.Errorf("GET %s: %d %v, want 404 with errors", path, code, e)
+		}
 	}
 
 	// A savepoint, then a stop with a savepoint.
