@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/server"
 )
@@ -214,6 +215,36 @@ func (h *Handler) rescaleDetails(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeError(w, http.StatusNotFound, fmt.Sprintf("Could not find rescale %s of job %s (its rescales are listed at /jobs/%s/rescales/history)", id, info.ID, info.ID))
+}
+
+// rescalesConfig answers Flink 2.3's GET /jobs/:jid/rescales/config
+// (JobRescaleConfigInfo): the settings that decide when a requested
+// rescale happens. flinkgo keeps every rescale (rescaleHistoryMax null),
+// has no reactive mode (schedulerExecutionMode null), no slots to wait for
+// (the resource timeouts 0) and no maximum delay (null: a rescale waits
+// for the next completed checkpoint or rescaleOnFailedCheckpointCount
+// failed ones).
+func (h *Handler) rescalesConfig(w http.ResponseWriter, r *http.Request) {
+	info, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	cfg, err := config.Parse(info.Config)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("Job %s's configuration: %v", info.ID, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"rescaleHistoryMax":                              nil,
+		"schedulerExecutionMode":                         nil,
+		"submissionResourceWaitTimeoutInMillis":          0,
+		"submissionResourceStabilizationTimeoutInMillis": 0,
+		"slotIdleTimeoutInMillis":                        0,
+		"executingCooldownTimeoutInMillis":               cfg.Rescale.Cooldown.Milliseconds(),
+		"executingResourceStabilizationTimeoutInMillis":  0,
+		"maximumDelayForTriggeringRescaleInMillis":       nil,
+		"rescaleOnFailedCheckpointCount":                 cfg.Rescale.MaxCheckpointFailures,
+	})
 }
 
 // rescalable returns the path's job when it started (a job that ended

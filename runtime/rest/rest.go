@@ -81,6 +81,7 @@ func New(opts Options) *Handler {
 		"GET /jobs/{jid}/rescales/overview":               h.rescalesOverview,
 		"GET /jobs/{jid}/rescales/history":                h.rescalesHistory,
 		"GET /jobs/{jid}/rescales/summary":                h.rescalesSummary,
+		"GET /jobs/{jid}/rescales/config":                 h.rescalesConfig,
 		"GET /jobs/{jid}/rescales/details/{rid}":          h.rescaleDetails,
 		"GET /metrics":                                    NewPrometheusHandler(opts.Server).ServeHTTP,
 	}

@@ -698,6 +698,14 @@ func checkRescaleHistory(t *testing.T, f *fixture, jid, sink string) {
 		t.Errorf("rescale history %v, want the one completed rescale", history)
 	}
 	checkRescaleSummary(t, f, jid, done)
+	var rc object
+	f.get("/jobs/"+jid+"/rescales/config", &rc)
+	has(t, "rescales config", rc, "rescaleHistoryMax", "schedulerExecutionMode", "submissionResourceWaitTimeoutInMillis",
+		"submissionResourceStabilizationTimeoutInMillis", "slotIdleTimeoutInMillis", "executingCooldownTimeoutInMillis",
+		"executingResourceStabilizationTimeoutInMillis", "maximumDelayForTriggeringRescaleInMillis", "rescaleOnFailedCheckpointCount")
+	if rc["executingCooldownTimeoutInMillis"] != 30000.0 || rc["rescaleOnFailedCheckpointCount"] != 2.0 || rc["rescaleHistoryMax"] != nil {
+		t.Errorf("rescales config %v, want the default cooldown 30 s and 2 failed checkpoints, no history bound", rc)
+	}
 	var e object
 	if code := f.call("GET", "/jobs/nope/rescales/overview", "", "", &e); code != http.StatusNotFound || e["errors"] == nil {
 		t.Errorf("the rescales of an unknown job: %d %v", code, e)
