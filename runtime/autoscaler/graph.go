@@ -62,24 +62,36 @@ func Vertices(g *plan.Graph, tasks [][]*metrics.Task) []Vertex {
 	return vs
 }
 
-// Reading is every vertex's subtask counters at one time, and their
-// pending records (metrics.Task.PendingRecords).
+// Reading is every vertex's subtask counters at one time, their pending
+// records (metrics.Task.PendingRecords) included.
 type Reading struct {
-	At      time.Time
-	Totals  [][]metrics.Totals
-	Pending [][]int64
+	At     time.Time
+	Totals [][]metrics.Totals
 }
 
 // Read reads the counters of vs.
 func Read(vs []Vertex, at time.Time) Reading {
-	r := Reading{At: at, Totals: make([][]metrics.Totals, len(vs)), Pending: make([][]int64, len(vs))}
+	r := Reading{At: at, Totals: make([][]metrics.Totals, len(vs))}
 	for i, v := range vs {
 		for _, t := range v.Tasks {
 			r.Totals[i] = append(r.Totals[i], t.Read())
-			r.Pending[i] = append(r.Pending[i], t.PendingRecords.Load())
 		}
 	}
 	return r
+}
+
+// Pending is each vertex's pendingRecords in r, summed over its subtasks
+// that report one (0 for a vertex none of whose do).
+func (r Reading) Pending() []float64 {
+	out := make([]float64, len(r.Totals))
+	for i, subs := range r.Totals {
+		for _, t := range subs {
+			if t.PendingRecords != metrics.NoPendingRecords {
+				out[i] += float64(t.PendingRecords)
+			}
+		}
+	}
+	return out
 }
 
 // Rates are one vertex's figures averaged between two readings.
@@ -109,7 +121,7 @@ func WindowRates(old, now Reading) []Rates {
 			in += b.RecordsIn - a.RecordsIn
 			o += b.RecordsOut - a.RecordsOut
 			busy += b.Busy - a.Busy
-			if pa, pb := old.Pending[i][s], now.Pending[i][s]; pa != metrics.NoPendingRecords && pb != metrics.NoPendingRecords {
+			if pa, pb := a.PendingRecords, b.PendingRecords; pa != metrics.NoPendingRecords && pb != metrics.NoPendingRecords {
 				backlog += pb - pa
 			}
 		}
@@ -129,17 +141,32 @@ func WindowRates(old, now Reading) []Rates {
 // vertex's is the sum over its inputs of the input's target rate times
 // the input's ratio of records out (per edge) to records in.
 func TargetRates(vs []Vertex, r []Rates) []float64 {
-	target := make([]float64, len(vs))
+	return downstream(vs, r, func(i int) float64 { return max(0, r[i].In+r[i].BacklogGrowth) })
+}
+
+// Backlogs are the records each vertex has still to take for the sources'
+// current backlog (pending, by vertex, from Reading.Pending): a source's
+// own pending records, carried downstream by the same ratios as the target
+// rates. Over the catch-up duration they are Flink's catch-up data rate.
+func Backlogs(vs []Vertex, r []Rates, pending []float64) []float64 {
+	return downstream(vs, r, func(i int) float64 { return pending[i] })
+}
+
+// downstream gives each source vertex its own figure and every other
+// vertex the sum over its inputs of the input's figure times the input's
+// ratio of records out (per edge) to records in.
+func downstream(vs []Vertex, r []Rates, atSource func(int) float64) []float64 {
+	out := make([]float64, len(vs))
 	for i, v := range vs {
 		if len(v.Inputs) == 0 {
-			target[i] = max(0, r[i].In+r[i].BacklogGrowth)
+			out[i] = atSource(i)
 			continue
 		}
 		for _, u := range v.Inputs {
 			if r[u].In > 0 && vs[u].Outputs > 0 {
-				target[i] += target[u] * r[u].Out / float64(vs[u].Outputs) / r[u].In
+				out[i] += out[u] * r[u].Out / float64(vs[u].Outputs) / r[u].In
 			}
 		}
 	}
-	return target
+	return out
 }

@@ -108,9 +108,13 @@ func (l *Loop) Step() []Decision {
 	if now.Sub(l.readings[0].At) < l.cfg.MetricsWindow || l.job.RescalePending() {
 		return nil
 	}
-	rates := WindowRates(l.readings[0], l.readings[len(l.readings)-1])
+	latest := l.readings[len(l.readings)-1]
+	rates := WindowRates(l.readings[0], latest)
 	target := TargetRates(l.vertices, rates)
-	params := Params{TargetUtilization: l.cfg.Target, Boundary: l.cfg.Boundary, ScaleDownInterval: l.cfg.ScaleDownInterval}
+	// The backlog as it is now, as Flink's catch-up rate takes the latest lag.
+	backlog := Backlogs(l.vertices, rates, latest.Pending())
+	params := Params{TargetUtilization: l.cfg.Target, Boundary: l.cfg.Boundary,
+		ScaleDownInterval: l.cfg.ScaleDownInterval, CatchUpDuration: l.cfg.CatchUpDuration}
 	var decisions []Decision
 	want := map[string]int{}
 	for i, v := range l.vertices {
@@ -120,7 +124,7 @@ func (l *Loop) Step() []Decision {
 		d, err := Decide(Window{
 			UID: v.UIDs[0], Parallelism: v.Parallelism,
 			Min: v.Bounds.Min, Max: min(v.Bounds.Max, g.MaxParallelism),
-			RecordsInPerSec: rates[i].In, BusyRatio: rates[i].Busy, TargetRate: target[i],
+			RecordsInPerSec: rates[i].In, BusyRatio: rates[i].Busy, TargetRate: target[i], Backlog: backlog[i],
 			SinceLastRescale: now.Sub(l.since),
 		}, params)
 		d.At = now
@@ -180,7 +184,8 @@ func (l *Loop) logDecision(d Decision) {
 	}
 	l.log.Log(context.Background(), level, "autoscaler decision", "uid", d.UID, "from", d.From, "to", d.To,
 		"records_in_per_second", round(d.RecordsInPerSec), "busy_ratio", round(d.BusyRatio),
-		"true_rate", round(d.TrueRate), "target_rate", round(d.TargetRate), "utilization", round(d.Utilization),
+		"true_rate", round(d.TrueRate), "target_rate", round(d.TargetRate), "backlog", round(d.Backlog),
+		"catch_up_rate", round(d.CatchUpRate), "utilization", round(d.Utilization),
 		"bounds", fmt.Sprintf("[%d, %d]", d.Min, d.Max), "reason", d.Reason, "rescale", d.Rescale, "error", d.Err)
 }
 

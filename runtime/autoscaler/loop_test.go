@@ -178,3 +178,34 @@ func TestVerticesJoinBoundsAndCountEdges(t *testing.T) {
 		t.Fatalf("vertices %+v", vs)
 	}
 }
+
+// The source's pending records reach the UDF's decision as its backlog,
+// scaled by the filter's ratio of records out to in, and over the
+// catch-up duration as its catch-up rate.
+func TestLoopCarriesTheSourcesBacklogDownstream(t *testing.T) {
+	f := newFakeJob(t, 1)
+	f.due = 100
+	clock := time.Unix(0, 0)
+	l := loopFor(f, &clock)
+	l.cfg.CatchUpDuration = 10 * time.Second
+	l.Step()
+	run(l, f, &clock, 7)
+	if len(f.decisions) != 1 {
+		t.Fatalf("decisions %+v", f.decisions)
+	}
+	// 7 s of falling behind by 80 source rows a second: 560 pending, of
+	// which the filter passes half to the udf.
+	if d := f.decisions[0]; d.Backlog != 280 || d.CatchUpRate != 28 || d.To != 4 {
+		t.Fatalf("decision %+v", d)
+	}
+}
+
+func TestBacklogsFollowTheRatios(t *testing.T) {
+	f := newFakeJob(t, 1)
+	vs := Vertices(f.g, f.tasks)
+	rates := []Rates{{In: 100, Out: 50}, {In: 50, Out: 25}, {In: 25}}
+	got := Backlogs(vs, rates, []float64{1000, 0, 0})
+	if got[0] != 1000 || got[1] != 500 || got[2] != 250 {
+		t.Fatalf("backlogs %v, want [1000 500 250]", got)
+	}
+}
