@@ -24,6 +24,11 @@ type Vertex struct {
 	Inputs  []int
 	Outputs int
 	Tasks   []*metrics.Task
+	// OpIDs are the chain's operators' IDs, head first; UDFs the job's
+	// UDF metrics, where those of the chain's UDF operators are (nil:
+	// none), made as their subtasks open, so read at each Read.
+	OpIDs []int
+	UDFs  *metrics.UDFs
 }
 
 // Vertices returns g's vertices in topological order, with the subtask
@@ -43,6 +48,7 @@ func Vertices(g *plan.Graph, tasks [][]*metrics.Task) []Vertex {
 	for _, op := range g.Operators {
 		v := &vs[byChain[op.ChainID]]
 		v.UIDs = append(v.UIDs, op.UID)
+		v.OpIDs = append(v.OpIDs, op.ID)
 		if b := op.Concurrency; !b.Zero() {
 			if v.Bounds.Zero() {
 				v.Bounds = b
@@ -63,18 +69,36 @@ func Vertices(g *plan.Graph, tasks [][]*metrics.Task) []Vertex {
 }
 
 // Reading is every vertex's subtask counters at one time, their pending
-// records (metrics.Task.PendingRecords) included.
+// records (metrics.Task.PendingRecords) included, and the time its UDF
+// operators' Python workers spent on batches.
 type Reading struct {
 	At     time.Time
 	Totals [][]metrics.Totals
+	// WorkerTime is by vertex, then by the vertex's UDF operator, the
+	// workers' time (metrics.UDF.WorkerTime) of each subtask.
+	WorkerTime [][][]time.Duration
 }
 
 // Read reads the counters of vs.
 func Read(vs []Vertex, at time.Time) Reading {
-	r := Reading{At: at, Totals: make([][]metrics.Totals, len(vs))}
+	r := Reading{At: at, Totals: make([][]metrics.Totals, len(vs)), WorkerTime: make([][][]time.Duration, len(vs))}
 	for i, v := range vs {
 		for _, t := range v.Tasks {
 			r.Totals[i] = append(r.Totals[i], t.Read())
+		}
+		if v.UDFs == nil {
+			continue
+		}
+		for _, id := range v.OpIDs {
+			subs := v.UDFs.Of(id)
+			if subs == nil {
+				continue
+			}
+			times := make([]time.Duration, len(subs))
+			for s, u := range subs {
+				times[s] = time.Duration(u.WorkerTime.Load())
+			}
+			r.WorkerTime[i] = append(r.WorkerTime[i], times)
 		}
 	}
 	return r
@@ -98,8 +122,13 @@ func (r Reading) Pending() []float64 {
 type Rates struct {
 	// In and Out are records per second over all subtasks.
 	In, Out float64
-	// Busy is the subtasks' average busy ratio, in [0, 1].
+	// Busy is the subtasks' average busy ratio, in [0, 1]: the larger of
+	// the tasks' (TaskBusy) and their Python workers' (WorkerBusy).
 	Busy float64
+	// TaskBusy is the tasks' busyTimeMsPerSecond / 1000; WorkerBusy the
+	// time the workers of the busiest UDF operator of the chain spent on
+	// batches, per second and subtask (0 without UDFs).
+	TaskBusy, WorkerBusy float64
 	// BacklogGrowth is how fast a source's pending records grew, per
 	// second (negative while it catches up); 0 when it reports none.
 	BacklogGrowth float64
@@ -127,11 +156,37 @@ func WindowRates(old, now Reading) []Rates {
 		}
 		r := Rates{In: float64(in) / dt, Out: float64(o) / dt, BacklogGrowth: float64(backlog) / dt}
 		if n > 0 {
-			r.Busy = math.Min(1, math.Max(0, busy.Seconds()/dt/float64(n)))
+			r.TaskBusy = ratio(busy, dt, n)
 		}
+		r.WorkerBusy = workerBusy(old.WorkerTime[i], now.WorkerTime[i], dt)
+		r.Busy = max(r.TaskBusy, r.WorkerBusy)
 		out[i] = r
 	}
 	return out
+}
+
+// workerBusy is the busy ratio of the busiest UDF operator's workers
+// between two readings of a vertex's worker times: a UDF task counts only
+// its waits for results as busy, so with batches in flight its worker is
+// busier than it (a bottleneck the task's figure hides).
+func workerBusy(old, now [][]time.Duration, dt float64) float64 {
+	busiest := 0.0
+	for k := range min(len(old), len(now)) {
+		var spent time.Duration
+		n := min(len(old[k]), len(now[k]))
+		for s := range n {
+			spent += now[k][s] - old[k][s]
+		}
+		if n > 0 {
+			busiest = max(busiest, ratio(spent, dt, n))
+		}
+	}
+	return busiest
+}
+
+// ratio is d per second of dt and per subtask of n, in [0, 1].
+func ratio(d time.Duration, dt float64, n int) float64 {
+	return math.Min(1, math.Max(0, d.Seconds()/dt/float64(n)))
 }
 
 // TargetRates are the records per second each vertex must take, as the

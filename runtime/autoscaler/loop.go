@@ -13,10 +13,11 @@ import (
 
 // Job is the running job a Loop scales (package job's Job, adapted).
 type Job interface {
-	// Current is the graph the job runs and its subtasks' metrics by
-	// chain head operator ID (a rescale replaces both), and its number of
-	// attempts (a restart after a failure adds one).
-	Current() (*plan.Graph, [][]*metrics.Task, int)
+	// Current is the graph the job runs, its subtasks' metrics by chain
+	// head operator ID and its UDF operators' metrics (nil: none; a
+	// rescale replaces all three), and its number of attempts (a restart
+	// after a failure adds one).
+	Current() (*plan.Graph, [][]*metrics.Task, *metrics.UDFs, int)
 	// RescalePending reports a rescale asked for and not yet done.
 	RescalePending() bool
 	// Rescale asks for new parallelism by operator uid and returns the
@@ -81,12 +82,15 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}) {
 // decisions made (none while stabilizing or collecting).
 func (l *Loop) Step() []Decision {
 	now := l.now()
-	g, tasks, attempt := l.job.Current()
+	g, tasks, udfs, attempt := l.job.Current()
 	if g != l.graph || attempt != l.attempt {
 		// Started, rescaled or restarted: the old readings are of other
 		// tasks, or span the restart.
 		l.graph, l.attempt, l.since, l.active, l.readings = g, attempt, now, false, nil
 		l.vertices = Vertices(g, tasks)
+		for i := range l.vertices {
+			l.vertices[i].UDFs = udfs
+		}
 	}
 	if !l.active {
 		// A UDF subtask counts no busy time before its first batch is
