@@ -95,30 +95,39 @@ func Decide(w Window, p Params) (Decision, error) {
 	}
 	d.TrueRate = w.RecordsInPerSec / math.Min(w.BusyRatio, 1)
 	d.Utilization = w.TargetRate / d.TrueRate
-	capacity := func(u float64) float64 { return d.CatchUpRate + w.TargetRate/u }
-	ideal := clamp(int(math.Ceil(float64(w.Parallelism)*capacity(p.TargetUtilization)/d.TrueRate)), w.Min, w.Max)
-	lower := p.TargetUtilization - p.Boundary
-	up := d.TrueRate < capacity(p.TargetUtilization+p.Boundary)
-	down := lower > 0 && d.TrueRate > capacity(lower)
-	catchUp := ""
+	to, reason := choose(w, p, d.TrueRate, d.CatchUpRate)
 	if d.CatchUpRate > 0 {
-		catchUp = " with the catch-up rate"
+		// Said only where the backlog changed the outcome.
+		if noCatchUp, _ := choose(w, p, d.TrueRate, 0); noCatchUp != to {
+			reason += " with the catch-up rate"
+		}
 	}
+	d.To, d.Reason = to, reason
+	return d, nil
+}
+
+// choose is the parallelism for w at true rate trueRate and catch-up rate
+// catchUp, and why.
+func choose(w Window, p Params, trueRate, catchUp float64) (int, string) {
+	capacity := func(u float64) float64 { return catchUp + w.TargetRate/u }
+	clamped := clamp(w.Parallelism, w.Min, w.Max)
+	ideal := clamp(int(math.Ceil(float64(w.Parallelism)*capacity(p.TargetUtilization)/trueRate)), w.Min, w.Max)
+	lower := p.TargetUtilization - p.Boundary
+	up := trueRate < capacity(p.TargetUtilization+p.Boundary)
+	down := lower > 0 && trueRate > capacity(lower)
 	switch {
 	case up && ideal > w.Parallelism:
-		d.To, d.Reason = ideal, "scale up: utilization above target+boundary"+catchUp
+		return ideal, "scale up: utilization above target+boundary"
 	case up:
-		d.To, d.Reason = clamped, "at the max bound: utilization above target+boundary"+catchUp
+		return clamped, "at the max bound: utilization above target+boundary"
 	case down && ideal < w.Parallelism && w.SinceLastRescale < p.ScaleDownInterval:
-		d.To, d.Reason = clamped, "scale down deferred: within scale-down interval"
+		return clamped, "scale down deferred: within scale-down interval"
 	case down && ideal < w.Parallelism:
-		d.To, d.Reason = ideal, "scale down: utilization below target-boundary"+catchUp
+		return ideal, "scale down: utilization below target-boundary"
 	case down && w.Parallelism <= w.Min:
-		d.To, d.Reason = clamped, "at the min bound: utilization below target-boundary"+catchUp
-	default:
-		d.To, d.Reason = clamped, "within utilization band"+catchUp
+		return clamped, "at the min bound: utilization below target-boundary"
 	}
-	return d, nil
+	return clamped, "within utilization band"
 }
 
 func clamp(v, lo, hi int) int { return max(lo, min(hi, v)) }
