@@ -70,6 +70,7 @@ const (
 	ConfigAutoscalerStabilization     = "job.autoscaler.stabilization.interval"
 	ConfigAutoscalerMetricsWindow     = "job.autoscaler.metrics.window"
 	ConfigAutoscalerScaleDownInterval = "job.autoscaler.scale-down.interval"
+	ConfigAutoscalerCatchUpDuration   = "job.autoscaler.catch-up.duration"
 	// ConfigWorkerTransport is how batches travel to and from the Python
 	// workers (pluginrunner.ParseTransport's names); unset, the runner's
 	// default (shared memory on Linux).
@@ -160,6 +161,10 @@ type AutoscalerConfig struct {
 	// ScaleDownInterval: a scale-down waits this long after the last
 	// rescale. Default 1 h.
 	ScaleDownInterval time.Duration
+	// CatchUpDuration: the time a source's backlog should be read off in;
+	// its target rate gets pendingRecords / CatchUpDuration on top. 0: no
+	// catch-up term. Default 5 min.
+	CatchUpDuration time.Duration
 }
 
 // RestartConfig is the restart strategy after a failure, as Flink's.
@@ -285,8 +290,9 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	as.Stabilization = p.duration(ConfigAutoscalerStabilization, 5*time.Minute)
 	as.MetricsWindow = p.duration(ConfigAutoscalerMetricsWindow, 15*time.Minute)
 	as.ScaleDownInterval = p.duration(ConfigAutoscalerScaleDownInterval, time.Hour)
-	if as.Stabilization < 0 || as.ScaleDownInterval < 0 {
-		p.problems = append(p.problems, fmt.Sprintf("%s and %s must not be negative", ConfigAutoscalerStabilization, ConfigAutoscalerScaleDownInterval))
+	as.CatchUpDuration = p.duration(ConfigAutoscalerCatchUpDuration, 5*time.Minute)
+	if as.Stabilization < 0 || as.ScaleDownInterval < 0 || as.CatchUpDuration < 0 {
+		p.problems = append(p.problems, fmt.Sprintf("%s, %s and %s must not be negative", ConfigAutoscalerStabilization, ConfigAutoscalerScaleDownInterval, ConfigAutoscalerCatchUpDuration))
 	}
 	if as.Enabled && cp.Interval <= 0 {
 		p.problems = append(p.problems, fmt.Sprintf("%s needs %s: the autoscaler rescales the job in place, from its next completed checkpoint", ConfigAutoscalerEnabled, ConfigCheckpointInterval))

@@ -287,6 +287,10 @@ func Known() Registry {
 			Description: "A scale-down waits this long after the last rescale (a scale-up never waits).",
 		},
 		{
+			Name: "job.autoscaler.catch-up.duration", Type: TypeDuration, Default: "5 min", Min: "0 ms", ReadBy: readByAutoscaler,
+			Description: "The time in which a source's backlog (pendingRecords) should be read off: a source's target rate gets pendingRecords / this on top, and so do the vertices downstream; 0 turns the catch-up term off.",
+		},
+		{
 			Name: "restart-strategy.type", Type: TypeEnum, Default: "none", ReadBy: readByRestart,
 			Values:      []string{"none", "fixed-delay", "exponential-delay"},
 			Aliases:     []string{"disable", "off", "fixeddelay", "exponentialdelay"},

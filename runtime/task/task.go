@@ -471,6 +471,11 @@ func (t *Task) runSource(ctx context.Context) error {
 		if errors.Is(err, io.EOF) {
 			return t.finish(ctx)
 		}
+		if bl, ok := t.reader.(source.Backlog); ok {
+			// After every Next, data or none: an idle Kafka source that
+			// skipped control records has moved on too.
+			t.metrics.PendingRecords.Store(bl.PendingRecords())
+		}
 		if errors.Is(err, source.ErrNoData) {
 			// An idle unbounded source: barriers and timers go on meanwhile.
 			if err := t.waitSource(ctx); err != nil {
@@ -486,9 +491,6 @@ func (t *Task) runSource(ctx context.Context) error {
 		}
 		t.head.count.In.Add(b.NumRows())
 		t.metrics.AddIn(b)
-		if bl, ok := t.reader.(source.Backlog); ok {
-			t.metrics.PendingRecords.Store(bl.PendingRecords())
-		}
 		if err := t.busy(func() error { return t.head.emit(ctx, b) }); err != nil {
 			return err
 		}
