@@ -140,6 +140,10 @@ func Known() Registry {
 			Description: "Number of key groups, the upper bound of any rescaling of keyed state. Unset: the restored snapshot's, else Flink's default for the largest parallelism (at least 128).",
 		},
 		{
+			Name: "pipeline.prune-unread-columns", Type: TypeBool, Default: "true", ReadBy: readByPlanner,
+			Description: "Removes the columns no downstream operator reads from the selects and UDF operators that output them, so that they cross no exchange.",
+		},
+		{
 			Name: "pipeline.keyed-aggregate.update-interval", Type: TypeDuration, Default: "1 s", Min: "1 ms", ReadBy: readByAggregate,
 			Description: "How often a keyed aggregation in updates mode emits the keys that changed.",
 		},
