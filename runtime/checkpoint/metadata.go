@@ -55,11 +55,27 @@ type SubtaskState struct {
 	// Operator is the small state of an operator that is neither a
 	// source, a sink nor keyed (a limit's count), encoded by the operator.
 	Operator json.RawMessage `json:"operator,omitempty"`
+	// Inputs is the channel state of an unaligned checkpoint, on the
+	// operator that heads the subtask's chain (the one reading its inbox).
+	Inputs *InputChannels `json:"input_channels,omitempty"`
 }
 
 // Empty reports whether the subtask has no state at all.
 func (s SubtaskState) Empty() bool {
-	return s.Source == nil && s.Sink == nil && s.Keyed == nil && s.Operator == nil
+	return s.Source == nil && s.Sink == nil && s.Keyed == nil && s.Operator == nil && s.Inputs == nil
+}
+
+// ChannelStateOf returns the first operator of m holding channel state
+// (an unaligned checkpoint's), false when m holds none.
+func (m *Metadata) ChannelStateOf() (*OperatorState, bool) {
+	for i := range m.Operators {
+		for _, st := range m.Operators[i].Subtasks {
+			if st.Inputs != nil {
+				return &m.Operators[i], true
+			}
+		}
+	}
+	return nil, false
 }
 
 // unwrapPath drops the path of an *os.PathError, which the message

@@ -46,7 +46,7 @@ func checkpointJSON(s job.CheckpointStats, subtasks int) map[string]any {
 		"savepointFormat": nil, "trigger_timestamp": s.Started.UnixMilli(),
 		"latest_ack_timestamp": s.Started.Add(s.Duration).UnixMilli(), "checkpointed_size": size, "state_size": size,
 		"end_to_end_duration": s.Duration.Milliseconds(), "alignment_buffered": 0, "processed_data": 0,
-		"persisted_data": 0, "num_subtasks": subtasks, "num_acknowledged_subtasks": acked, "tasks": map[string]any{},
+		"persisted_data": s.PersistedData, "num_subtasks": subtasks, "num_acknowledged_subtasks": acked, "tasks": map[string]any{},
 	}
 	if s.Status == "completed" {
 		m["external_path"], m["discarded"] = s.Path, false
@@ -142,7 +142,7 @@ func (h *Handler) checkpointConfig(w http.ResponseWriter, r *http.Request) {
 		"mode": "exactly_once", "interval": cp.Interval.Milliseconds(), "timeout": cp.Timeout.Milliseconds(),
 		"min_pause": 0, "max_concurrent": 1,
 		"externalization": map[string]bool{"enabled": true, "delete_on_cancellation": !cp.RetainOnCancel},
-		"state_backend":   "pebble", "checkpoint_storage": "filesystem", "unaligned_checkpoints": false,
+		"state_backend":   "pebble", "checkpoint_storage": "filesystem", "unaligned_checkpoints": cp.Unaligned,
 		"tolerable_failed_checkpoints": cp.TolerableFailures, "aligned_checkpoint_timeout": 0,
 		"checkpoints_after_tasks_finish": true, "state_changelog_enabled": false,
 		"changelog_periodic_materialization_interval": 0, "changelog_storage": "memory",
