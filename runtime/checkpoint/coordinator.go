@@ -392,12 +392,8 @@ func (c *Coordinator) complete(p *pendingCheckpoint) error {
 	c.failures = 0
 	c.forget(p.target.ID)
 	stats := Stats{ID: p.target.ID, Savepoint: p.target.Savepoint, Status: "completed", Path: dir,
-		Started: p.started, Duration: time.Since(p.started), Size: -1, Unaligned: p.target.Unaligned}
-	for _, op := range m.Operators {
-		for _, st := range op.Subtasks {
-			stats.PersistedData += st.Inputs.Bytes()
-		}
-	}
+		Started: p.started, Duration: time.Since(p.started), Size: -1, Unaligned: p.target.Unaligned,
+		PersistedData: m.ChannelStateBytes()}
 	if n, err := dirSize(dir); err == nil {
 		stats.Size = n
 	}

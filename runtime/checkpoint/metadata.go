@@ -65,6 +65,18 @@ func (s SubtaskState) Empty() bool {
 	return s.Source == nil && s.Sink == nil && s.Keyed == nil && s.Operator == nil && s.Inputs == nil
 }
 
+// ChannelStateBytes is the size of m's channel state files (Flink's
+// persisted_data).
+func (m *Metadata) ChannelStateBytes() int64 {
+	var n int64
+	for _, op := range m.Operators {
+		for _, st := range op.Subtasks {
+			n += st.Inputs.Bytes()
+		}
+	}
+	return n
+}
+
 // ChannelStateOf returns the first operator of m holding channel state
 // (an unaligned checkpoint's), false when m holds none.
 func (m *Metadata) ChannelStateOf() (*OperatorState, bool) {

@@ -110,6 +110,10 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 	if err := operators.RecoverSinks(g, from, j.Attempts() > 0); err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
+	if from != nil {
+		j.opts.Logger.Info("restoring", "checkpoint", from.Meta.CheckpointID, "savepoint", from.Meta.Savepoint,
+			"channel_state_bytes", from.Meta.ChannelStateBytes())
+	}
 	a := &attempt{job: j, coordDone: make(chan struct{})}
 	cfg := task.Config{
 		Graph: g, Registry: j.registry, Counters: j.count, TaskMetrics: taskMetrics, UDFMetrics: udfMetrics, ChannelCapacity: opts.ChannelCapacity,
