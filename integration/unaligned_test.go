@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,16 +17,29 @@ import (
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
-// backpressuredJob plans a fast datagen of `rows` ids rebalanced into a slow pandas UDF (costMs per row, parallelism 2), an
+// backpressuredJob plans a fast datagen of `rows` ids rebalanced into a
+// slow pandas UDF (costMs per row, parallelism 2), an
 // exactly-once CSV sink of (id, y = 2 id), and per-key sums in Pebble
 // into another: a backlog of batches waits in the UDF's inboxes.
 func backpressuredJob(t testing.TB, dir string, rows int, costMs float64, unaligned bool, interval string) *plan.Graph {
 	t.Helper()
-	jp := testkit.JobPlan(t, fmt.Sprintf(`
+	g, err := plan.Plan(backpressuredPlan(t, dir, rows, costMs, unaligned, interval), plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// backpressuredPlan is backpressuredJob's plan, before planning.
+func backpressuredPlan(t testing.TB, dir string, rows int, costMs float64, unaligned bool, interval string) *planpb.JobPlan {
+	t.Helper()
+	return testkit.JobPlan(t, fmt.Sprintf(`
 import os, time
 import flinkgo as fg
 from flinkgo import udf
@@ -54,11 +68,6 @@ keyed = doubled.with_column("k", fg.col("id") %% 10).key_by("k").agg(fg.sum("y")
 keyed.write_csv(os.path.join(DIR, "sums"))
 plan = env.plan("backpressured")
 `, rows, costMs, strconv.FormatBool(unaligned), interval), dir)
-	g, err := plan.Plan(jp, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
 }
 
 // backpressuredOptions runs backpressuredJob in batches and bundles of 200
@@ -142,6 +151,23 @@ func TestUnalignedCheckpointCompletesUnderBackpressure(t *testing.T) {
 	}
 	if batches == 0 || rows == 0 {
 		t.Fatalf("checkpoint %d's channel state of %q reads back empty", c.ID, op.Name)
+	}
+	// Restoring it with the UDF at parallelism 3 is refused, clearly.
+	jp := backpressuredPlan(t, dir, 10_000_000, 1, true, "300 ms")
+	jp.Config[config.ConfigRestorePath] = c.Path
+	jp.DefaultParallelism = 3 // the UDF and everything after it
+	rescaled, err := plan.Plan(jp, plan.Options{RestoredMaxParallelism: m.MaxParallelism})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hang guard: an accepted restore would run the 10 million rows.
+	runCtx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	_, err = job.Run(runCtx, rescaled, backpressuredOptions(t, mem))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("checkpoint %d is unaligned", c.ID)) || !strings.Contains(err.Error(), "savepoint") {
+		t.Errorf("a restore of checkpoint %d at another parallelism returned %v, want the refusal naming it", c.ID, err)
+	} else {
+		t.Logf("refused: %v", err)
 	}
 	t.Logf("checkpoint %d of %q: %d batches (%d rows, %d bytes) in flight stored as channel state, in %s; %d checkpoints, queued input %v",
 		c.ID, op.Name, batches, rows, c.PersistedData, c.Duration.Round(time.Millisecond), len(j.Checkpoints()), backlog)

@@ -33,8 +33,11 @@ func checkpointJSON(s job.CheckpointStats, subtasks int) map[string]any {
 		status, class = "FAILED", ".FailedCheckpointStatistics"
 	}
 	kind := "CHECKPOINT"
-	if s.Savepoint {
+	switch {
+	case s.Savepoint:
 		kind = "SAVEPOINT"
+	case s.Unaligned:
+		kind = "UNALIGNED_CHECKPOINT" // Flink's RestAPICheckpointType
 	}
 	size := max(s.Size, 0) // 0: unknown (unread, or failed)
 	acked := subtasks
@@ -87,7 +90,7 @@ func (h *Handler) checkpoints(w http.ResponseWriter, r *http.Request) {
 		subtasks = tasks(info)
 	}
 	var completed, failed int
-	var sizes, durations []int64
+	var sizes, durations, persisted []int64
 	latest := map[string]any{"completed": nil, "savepoint": nil, "failed": nil, "restored": nil}
 	history := []map[string]any{}
 	for _, s := range stats {
@@ -106,6 +109,7 @@ func (h *Handler) checkpoints(w http.ResponseWriter, r *http.Request) {
 		if s.Status == "completed" {
 			sizes = append(sizes, c["state_size"].(int64))
 			durations = append(durations, s.Duration.Milliseconds())
+			persisted = append(persisted, s.PersistedData)
 		}
 		history = append([]map[string]any{c}, history...) // newest first
 	}
@@ -118,7 +122,7 @@ func (h *Handler) checkpoints(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"counts": map[string]int{"restored": restored, "total": len(stats), "in_progress": 0, "completed": completed, "failed": failed},
 		"summary": map[string]any{"checkpointed_size": statsSummary(sizes), "state_size": statsSummary(sizes),
-			"end_to_end_duration": statsSummary(durations), "alignment_buffered": zero, "processed_data": zero, "persisted_data": zero},
+			"end_to_end_duration": statsSummary(durations), "alignment_buffered": zero, "processed_data": zero, "persisted_data": statsSummary(persisted)},
 		"latest": latest, "history": history,
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/goleak"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
@@ -120,6 +121,7 @@ func (c *unalignedCoordinator) Acknowledge(_ context.Context, a checkpoint.Ack) 
 // the snapshot) and the one the barrier overtook after it. It processes
 // every batch as usual, and what it wrote reads back in order.
 func TestUnalignedCheckpointRecordsChannelState(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	op := &snapshotCounter{}
