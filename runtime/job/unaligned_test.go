@@ -2,9 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -24,27 +21,7 @@ func TestUnalignedCheckpointsRestoreExactlyOnce(t *testing.T) {
 		config.ConfigUnalignedCheckpoints, "true")
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	j, err := Start(ctx, datagenToCSV(t, rows, 10000, 2, 2, out, cfg), Options{Allocator: mem, SourceBatchRows: 500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitForCheckpoints(t, j, 3)
-	cancel(errors.New("test cancels"))
-	if _, err := j.Wait(); err == nil {
-		t.Fatal("canceled job returned no error")
-	}
-	for _, c := range j.Checkpoints() {
-		if c.Status == "completed" && !c.Unaligned {
-			t.Errorf("checkpoint %d is not marked unaligned", c.ID)
-		}
-	}
-	chks, _ := filepath.Glob(filepath.Join(dir, j.ID(), "chk-*", "_metadata"))
-	slices.Sort(chks)
-	if len(chks) == 0 {
-		t.Fatal("no retained checkpoint")
-	}
-	cfg[config.ConfigRestorePath] = filepath.Dir(chks[len(chks)-1])
+	cfg[config.ConfigRestorePath] = cancelAfterCheckpoints(t, rows, out, cfg, mem)
 	j2, err := Start(context.Background(), datagenToCSV(t, rows, 10000, 2, 2, out, cfg), Options{Allocator: mem, SourceBatchRows: 500})
 	if err != nil {
 		t.Fatal(err)
