@@ -339,7 +339,9 @@ func pickWorker(dir string) int {
 func TestChaosUnalignedCheckpointRestore(t *testing.T) {
 	testkit.NoLeakedWorkers(t)
 	rounds := chaosRounds(t)
-	rows := 8000 * (rounds + 1)
+	// About two seconds of UDF work per round: each kill lands after a
+	// checkpoint of the attempt it hits, and the job must outlive them.
+	rows := 16000 * (rounds + 1)
 	dir := t.TempDir()
 	g := backpressuredJob(t, dir, rows, 0.25, true, "400 ms")
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
