@@ -92,8 +92,21 @@ func WriteChannel(ctx context.Context, root string, id int64, uid string, subtas
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return cs, fmt.Errorf("writing channel state: %w", err)
 	}
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+	// Synced before the acknowledgement: _metadata, synced too, may
+	// reference it as soon as the checkpoint completes.
+	f, err := os.Create(file)
+	if err != nil {
 		return cs, fmt.Errorf("writing channel state: %w", err)
+	}
+	_, err = f.Write(buf.Bytes())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return cs, fmt.Errorf("writing channel state %s: %w", file, unwrapPath(err))
 	}
 	return cs, nil
 }
