@@ -28,6 +28,7 @@ const (
 	ConfigCheckpointRetention       = "execution.checkpointing.externalized-checkpoint-retention"
 	ConfigCreateDirsOnCheckpoint    = "execution.checkpointing.create-dirs-on-first-checkpoint"
 	ConfigSavepointDir              = "execution.checkpointing.savepoint-dir"
+	ConfigUnalignedCheckpoints      = "execution.checkpointing.unaligned.enabled"
 	ConfigRestorePath               = "execution.state-recovery.path"
 	ConfigIgnoreUnclaimedState      = "execution.state-recovery.ignore-unclaimed-state"
 	ConfigRestartStrategy           = "restart-strategy.type"
@@ -114,6 +115,10 @@ type CheckpointConfig struct {
 	CreateDirsOnFirstCheckpoint bool
 	// SavepointDir is where savepoints go when their trigger names none.
 	SavepointDir string
+	// Unaligned makes checkpoints unaligned (Flink's FLIP-76): barriers
+	// overtake the batches queued ahead of them, which are stored as
+	// channel state. Savepoints stay aligned.
+	Unaligned bool
 	// S3 are the s3.* options of the S3 client for s3:// paths; S3Set
 	// reports whether the config sets any of them.
 	S3    objstore.Options
@@ -233,6 +238,7 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	}
 	cp.CreateDirsOnFirstCheckpoint = p.boolean(ConfigCreateDirsOnCheckpoint, false)
 	cp.SavepointDir = p.str(ConfigSavepointDir, "")
+	cp.Unaligned = p.boolean(ConfigUnalignedCheckpoints, false)
 	cp.S3 = objstore.Options{
 		Endpoint: p.str(ConfigS3Endpoint, ""), Region: p.str(ConfigS3Region, ""),
 		AccessKey: p.str(ConfigS3AccessKey, ""), SecretKey: p.str(ConfigS3SecretKey, ""),

@@ -230,6 +230,10 @@ func Known() Registry {
 			Description: "Where savepoints go when their trigger names no directory.",
 		},
 		{
+			Name: "execution.checkpointing.unaligned.enabled", Type: TypeBool, Default: "false", ReadBy: readByCheckpoint,
+			Description: "Unaligned checkpoints (FLIP-76): barriers overtake the batches queued ahead of them, which are stored in the checkpoint as channel state and replayed on restore, so that a checkpoint under backpressure takes the barrier's travel time, not the backlog's. Savepoints stay aligned; a job restored from a checkpoint with channel state cannot change its parallelism.",
+		},
+		{
 			Name: "s3.endpoint", Type: TypeString, ReadBy: readByS3,
 			Description: "S3-compatible endpoint URL for s3:// checkpoint and savepoint paths (empty: AWS, or AWS_ENDPOINT_URL_S3). " +
 				"The S3 client is the runtime's: every job of a runtime must give the same s3.* settings.",

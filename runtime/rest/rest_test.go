@@ -358,6 +358,9 @@ func TestEndpointsOnARunningJob(t *testing.T) {
 	if cpc["interval"].(float64) != 200 {
 		t.Errorf("checkpoint interval %v, want 200", cpc["interval"])
 	}
+	if cpc["unaligned_checkpoints"] != false { // execution.checkpointing.unaligned.enabled's default
+		t.Errorf("unaligned_checkpoints %v, want false", cpc["unaligned_checkpoints"])
+	}
 
 	var exc object
 	f.get("/jobs/"+jid+"/exceptions", &exc)

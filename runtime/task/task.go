@@ -131,6 +131,9 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	}
 	var err error
 	t.head, err = add(head, plan.MainOutput)
+	if err == nil {
+		err = t.restoreChannels(bc)
+	}
 	if err != nil {
 		t.Release()
 		return nil, err
@@ -325,6 +328,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 			// task returns it): it is shared, never changed here.
 			t.cancel(err)
 		}
+		t.align.release() // the channel state of an unfinished checkpoint
 		if rerr := t.release(); err == nil {
 			err = rerr
 		}
@@ -353,9 +357,10 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for t.endedCount < t.in.producers {
-		// During an alignment the producers that delivered the barrier
-		// are not read: their queues fill and they wait (barrier.go).
-		if m, ok := t.in.take(t.align.arrived); ok {
+		// During an aligned checkpoint's alignment the producers that
+		// delivered the barrier are not read: their queues fill and they
+		// wait (barrier.go).
+		if m, ok := t.in.take(t.blocked()); ok {
 			if err := t.busy(func() error { return t.handle(ctx, m) }); err != nil {
 				return err
 			}
