@@ -297,8 +297,10 @@ func udfTookMark(t *testing.T, dir string, action chaosAction, done <-chan error
 		return 0, false, nil
 	}
 	for deadline := time.Now().Add(hangGuard); ; time.Sleep(5 * time.Millisecond) {
-		if i := slices.IndexFunc(descendants(os.Getpid()), isSleep); i >= 0 {
-			return descendants(os.Getpid())[i], false, nil
+		// One listing: a second one may already miss a process that exited.
+		procs := descendants(os.Getpid())
+		if i := slices.IndexFunc(procs, isSleep); i >= 0 {
+			return procs[i], false, nil
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the UDF's child never ran")
