@@ -101,8 +101,15 @@ func TestStatelessUDFResizedInPlace(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	j := info.Job
-	if len(testkit.ChildPids()) != 1 {
-		t.Fatalf("worker processes before the rescale: %v, want 1", testkit.ChildPids())
+	// Running comes before the UDF operator has started its worker.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		pids := testkit.ChildPids()
+		if len(pids) == 1 {
+			break
+		}
+		if len(pids) > 1 || time.Now().After(deadline) {
+			t.Fatalf("worker processes before the rescale: %v, want 1", pids)
+		}
 	}
 
 	udfVertex := job.VertexID("score/udf-0")

@@ -628,7 +628,7 @@ function renderRescales(target, summary, history) {
     el("tbody", {}, ...shown.map((r) => {
       const state = r.terminalState || "IN_PROGRESS";
       const cause = r.triggerCause + (r.trigger ? ", at " + r.trigger : "") + (r.checkpointId > 0 ? " #" + r.checkpointId : "");
-      const took = fmtDuration(r.durationInMillis) + (r.restartDurationInMillis > 0 ? " (restart " + fmtDuration(r.restartDurationInMillis) + ")" : "");
+      const took = fmtDuration(r.durationInMillis) + (r.restartDurationInMillis > 0 && r.mode !== "IN_PLACE" ? " (restart " + fmtDuration(r.restartDurationInMillis) + ")" : "");
       return el("tr", { "data-rescale": r.rescaleUuid, "data-state": state },
         el("td", {}, fmtTime(r.startTimestampInMillis)),
         el("td", {}, cause),
