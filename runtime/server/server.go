@@ -116,6 +116,12 @@ type runningJob struct {
 // serving.
 func (s *Server) SetEndpoints(start func(cfg map[string]string) error) { s.endpoints = start }
 
+// CollectBatchBytes is about how large the batches of collected rows are
+// that the server sends (job.Options.CollectBatchBytes): a client reads them
+// when the job ends, and each message and batch costs it time whatever its
+// size, so they are joined into batches of this size.
+const CollectBatchBytes = 8 << 20
+
 // New returns a server running jobs with opts (its Collect is the
 // server's own). Config entries in defaults are added to every plan that
 // does not set them. opts.Logger receives the server's and the jobs' logs.
@@ -307,10 +313,15 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 
 	opts := s.jobOptions
 	opts.JobID, opts.Replan = id, replan
+	if opts.CollectBatchBytes == 0 {
+		opts.CollectBatchBytes = CollectBatchBytes
+	}
 	opts.Collect = func(op *plan.Operator, subtask int, b arrow.RecordBatch) error {
 		defer b.Release()
-		var buf bytes.Buffer
-		if err := arrowipc.EncodeBatch(&buf, b, memory.DefaultAllocator); err != nil {
+		// Sized once: a buffer grown while the batch is written copies it
+		// again at every doubling.
+		buf := bytes.NewBuffer(make([]byte, 0, arrowipc.EncodedSize(b)))
+		if err := arrowipc.EncodeBatch(buf, b, memory.DefaultAllocator); err != nil {
 			return fmt.Errorf("server: encoding collected rows: %w", err)
 		}
 		data := buf.Bytes()
