@@ -5,25 +5,73 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/udf/bridge"
 )
 
-// finishBundle sends the rows still buffered and finishes the bundle.
+// endedBundle is a bundle that ended on size or time: its batches are sent
+// and it finishes when the result of its last one is emitted.
+type endedBundle struct {
+	end      int64     // seq after its last batch
+	deadline time.Time // its first row's time plus BundleTime
+}
+
+// endBundle ends the open bundle on size or time without waiting for its
+// results: it sends the rows still buffered and records the bundle, which
+// finishes once its last result is emitted (finishEnded), while the next
+// bundle's batches already go out, so the in-flight window stays full across
+// the boundary. Flink's Python operator flushes and waits here; nothing needs
+// that wait: a barrier, a watermark, the end of input and close finish every
+// bundle themselves (finishBundle), and the runner queues each result as the
+// worker answers, without a Flush (bridge.Runner's Process).
+func (o *Operator) endBundle(ctx context.Context) error {
+	if err := o.sendBuffered(ctx); err != nil {
+		return err
+	}
+	if o.nextEmit < o.nextSeq && o.bundleRows > 0 {
+		o.ended = append(o.ended, endedBundle{end: o.nextSeq, deadline: o.bundleStart.Add(o.opts.BundleTime)})
+	}
+	o.bundleRows = 0
+	return nil
+}
+
+// finishEnded drops the ended bundles whose results are all emitted.
+func (o *Operator) finishEnded() {
+	n := 0
+	for n < len(o.ended) && o.ended[n].end <= o.nextEmit {
+		n++
+	}
+	if n == len(o.ended) {
+		o.ended = o.ended[:0] // reuse the array: a bundle ends every BundleSize rows
+		return
+	}
+	o.ended = o.ended[n:]
+}
+
+// finishBundle sends the rows still buffered and finishes every bundle: it
+// returns once all results are emitted (a full drain, for barriers,
+// watermarks, the end of input, close and the deadline timer).
 func (o *Operator) finishBundle(ctx context.Context) error {
+	if err := o.sendBuffered(ctx); err != nil {
+		return err
+	}
+	o.bundleRows = 0
+	return o.invokeFinishBundle(ctx)
+}
+
+// sendBuffered sends the rows the rebatcher holds back as one batch.
+func (o *Operator) sendBuffered(ctx context.Context) error {
 	rest, err := o.reb.Flush()
 	if err != nil {
 		return err
 	}
-	if rest != nil {
-		if err := o.sendAll(ctx, []arrow.RecordBatch{rest}); err != nil {
-			return err
-		}
+	if rest == nil {
+		return nil
 	}
-	o.bundleRows = 0
-	return o.invokeFinishBundle(ctx)
+	return o.sendAll(ctx, []arrow.RecordBatch{rest})
 }
 
 // invokeFinishBundle runs the runner's Flush on the executor while this

@@ -37,11 +37,12 @@ type Operator struct {
 	closeErr   error         // written before closeDone is closed
 
 	// Task goroutine only.
-	nextSeq     int64     // seq of the next batch sent
-	nextEmit    int64     // seq of the next result expected
-	unflushed   int       // batches sent since the last flush
-	bundleRows  int       // rows of the open bundle, sent or buffered
-	bundleStart time.Time // when the open bundle's first row came
+	nextSeq     int64         // seq of the next batch sent
+	nextEmit    int64         // seq of the next result expected
+	unflushed   int           // batches sent since the last flush
+	bundleRows  int           // rows of the open bundle, sent or buffered
+	bundleStart time.Time     // when the open bundle's first row came
+	ended       []endedBundle // bundles ended on size or time with results still out, oldest first
 
 	mu struct {
 		sync.Mutex
@@ -114,10 +115,13 @@ func (o *Operator) ProcessBatch(ctx context.Context, b arrow.RecordBatch) error 
 	return nil
 }
 
-// FinishBundle finishes the open bundle now (checkpoint barrier, watermark,
+// FinishBundle finishes every bundle now (checkpoint barrier, watermark,
 // end of input, or the BundleDeadline timer): it sends the buffered rows and
 // blocks until the runner has flushed and every result is emitted, ctx ends,
-// or the operator is canceled. Without pending rows it returns at once.
+// or the operator is canceled, so the in-flight window drains. The exactly-once
+// and watermark rules of docs/semantics.md#bundles rest on this: no result of
+// a row before the barrier or watermark is still out when it returns. Without
+// pending rows or results it returns at once.
 func (o *Operator) FinishBundle(ctx context.Context) error {
 	if _, err := o.activeRunner(); err != nil {
 		o.reb.Release()
@@ -131,10 +135,20 @@ func (o *Operator) FinishBundle(ctx context.Context) error {
 	return nil
 }
 
-// BundleDeadline returns when the open bundle must finish by time; ok is
-// false when no bundle is open. The task arms a timer with it and calls
-// FinishBundle when it fires. It does not block.
+// BundleDeadline returns when the oldest unfinished bundle must finish by
+// time: the open one, or one that ended on size or time and still has results
+// out; ok is false when there is none. The task arms a timer with it and calls
+// FinishBundle when it fires, so the results of a stream that went idle still
+// leave within the bundle time. It does not block.
 func (o *Operator) BundleDeadline() (deadline time.Time, ok bool) {
+	if len(o.ended) > 0 {
+		return o.ended[0].deadline, true // it started before the open one
+	}
+	return o.openDeadline()
+}
+
+// openDeadline is the open bundle's deadline; ok is false when it has no rows.
+func (o *Operator) openDeadline() (deadline time.Time, ok bool) {
 	if o.bundleRows == 0 {
 		return time.Time{}, false
 	}

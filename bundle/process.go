@@ -10,7 +10,8 @@ import (
 )
 
 // processBatch splits b at the bundle boundary, re-batches it, sends the
-// completed batches and finishes the bundle on size or time.
+// completed batches and ends the bundle on size or time, without waiting for
+// its results (endBundle).
 func (o *Operator) processBatch(ctx context.Context, b arrow.RecordBatch) error {
 	n := b.NumRows()
 	for off := int64(0); off < n; {
@@ -35,13 +36,13 @@ func (o *Operator) processBatch(ctx context.Context, b arrow.RecordBatch) error 
 			return err
 		}
 		if o.bundleRows >= o.opts.BundleSize {
-			if err := o.finishBundle(ctx); err != nil {
+			if err := o.endBundle(ctx); err != nil {
 				return err
 			}
 		}
 	}
-	if deadline, ok := o.BundleDeadline(); ok && !o.opts.Now().Before(deadline) {
-		return o.finishBundle(ctx)
+	if deadline, ok := o.openDeadline(); ok && !o.opts.Now().Before(deadline) {
+		return o.endBundle(ctx)
 	}
 	return nil
 }
@@ -101,6 +102,7 @@ func (o *Operator) emitResult(res bridge.Result) error {
 		return fmt.Errorf("runner returned the result of batch %d while batch %d was next: results must come in input order", res.Seq, o.nextEmit)
 	}
 	o.nextEmit++
+	o.finishEnded()
 	if err := o.emit(res); err != nil {
 		return fmt.Errorf("emit result of batch %d: %w", res.Seq, err)
 	}

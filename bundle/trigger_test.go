@@ -10,15 +10,17 @@ import (
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest"
 )
 
-func TestSizeTriggerFinishesBundle(t *testing.T) {
-	h := newHarness(t, Options{BatchSize: 10, BundleSize: 20}, true, func(r *bridgetest.Runner) { r.HoldUntilFlush = true })
+// A bundle that ends on size sends its rows and does not wait for their
+// results: no Flush until something finishes every bundle.
+func TestSizeTriggerEndsBundleWithoutFlush(t *testing.T) {
+	h := newHarness(t, Options{BatchSize: 10, BundleSize: 20}, true, nil) // results ready at once
 	defer h.mem.AssertSize(t, 0)
 
 	if err := h.process(t, 0, 25); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.log.Count("runner.Flush"); n != 1 {
-		t.Fatalf("%d flushes after 25 rows with BundleSize 20, want 1", n)
+	if n := h.log.Count("runner.Flush"); n != 0 {
+		t.Fatalf("%d flushes after a bundle ended on size, want 0", n)
 	}
 	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 20)) {
 		t.Fatalf("emitted %v after the size trigger, want rows 0..19", vals)
@@ -29,14 +31,57 @@ func TestSizeTriggerFinishesBundle(t *testing.T) {
 	if got, want := h.runner.ProcessedRows(), []int64{10, 10, 5}; !slices.Equal(got, want) {
 		t.Fatalf("batches of %v rows, want %v", got, want)
 	}
-	if n := h.log.Count("runner.Flush"); n != 2 {
-		t.Fatalf("%d flushes, want 2", n)
+	if n := h.log.Count("runner.Flush"); n != 1 {
+		t.Fatalf("%d flushes, want 1 (FinishBundle)", n)
 	}
 	if err := h.op.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 25)) {
 		t.Fatalf("emitted %v, want 0..24 in order", vals)
+	}
+}
+
+// A bundle that ended on size keeps the deadline until its results are out,
+// so the timer emits them when the stream goes idle; FinishBundle then
+// drains every bundle.
+func TestEndedBundleKeepsItsDeadlineUntilItsResultsAreOut(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	first := clock.Now()
+	h := newHarness(t, Options{BatchSize: 10, BundleSize: 20, BundleTime: time.Second, Now: clock.Now}, true,
+		func(r *bridgetest.Runner) { r.HoldUntilFlush = true })
+	defer h.mem.AssertSize(t, 0)
+
+	if err := h.process(t, 0, 20); err != nil { // ends the first bundle on size
+		t.Fatal(err)
+	}
+	if deadline, ok := h.op.BundleDeadline(); !ok || !deadline.Equal(first.Add(time.Second)) {
+		t.Fatalf("BundleDeadline() = %v, %v with the ended bundle's results out; want %v", deadline, ok, first.Add(time.Second))
+	}
+	clock.advance(500 * time.Millisecond)
+	if err := h.process(t, 20, 5); err != nil { // opens the second
+		t.Fatal(err)
+	}
+	if deadline, _ := h.op.BundleDeadline(); !deadline.Equal(first.Add(time.Second)) {
+		t.Fatalf("BundleDeadline() = %v, want the older bundle's %v", deadline, first.Add(time.Second))
+	}
+	if _, vals := h.out.emitted(); len(vals) != 0 {
+		t.Fatalf("emitted %v before any result came back", vals)
+	}
+	if err := h.op.FinishBundle(context.Background()); err != nil { // the timer
+		t.Fatal(err)
+	}
+	if _, ok := h.op.BundleDeadline(); ok {
+		t.Fatal("a deadline after FinishBundle emitted every result")
+	}
+	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 25)) {
+		t.Fatalf("emitted %v after FinishBundle, want 0..24", vals)
+	}
+	if n := h.log.Count("runner.Flush"); n != 1 {
+		t.Fatalf("%d flushes, want 1", n)
+	}
+	if err := h.op.Close(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -53,8 +98,8 @@ func TestEffectiveBatchSizeIsMinOfBatchAndBundle(t *testing.T) {
 	if got, want := h.runner.ProcessedRows(), []int64{30, 30, 10}; !slices.Equal(got, want) {
 		t.Fatalf("batches of %v rows, want %v", got, want)
 	}
-	if n := h.log.Count("runner.Flush"); n != 3 {
-		t.Fatalf("%d flushes, want 3 (two full bundles, then close)", n)
+	if n := h.log.Count("runner.Flush"); n != 1 {
+		t.Fatalf("%d flushes, want 1: bundles that end on size do not flush, close does", n)
 	}
 	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 70)) {
 		t.Fatalf("emitted %v, want 0..69 in order", vals)
@@ -79,7 +124,7 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func TestTimeTriggerFinishesBundle(t *testing.T) {
+func TestTimeTriggerEndsBundle(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	start := clock.Now()
 	h := newHarness(t, Options{BatchSize: 10, BundleTime: time.Second, Now: clock.Now}, true, nil)
@@ -106,14 +151,17 @@ func TestTimeTriggerFinishesBundle(t *testing.T) {
 	if err := h.process(t, 6, 1); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.log.Count("runner.Flush"); n != 1 {
-		t.Fatalf("%d flushes once BundleTime passed, want 1", n)
+	if n := h.log.Count("runner.Flush"); n != 0 {
+		t.Fatalf("%d flushes once BundleTime passed, want 0: the bundle ends without waiting", n)
 	}
 	if got, want := h.runner.ProcessedRows(), []int64{7}; !slices.Equal(got, want) {
 		t.Fatalf("batches of %v rows, want %v", got, want)
 	}
+	if _, vals := h.out.emitted(); !slices.Equal(vals, seq(0, 7)) {
+		t.Fatalf("emitted %v once the bundle ended, want 0..6", vals)
+	}
 	if _, ok := h.op.BundleDeadline(); ok {
-		t.Fatal("deadline after the bundle finished")
+		t.Fatal("deadline after the bundle's results were all emitted")
 	}
 
 	// The next bundle's clock starts with its own first row.

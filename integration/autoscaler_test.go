@@ -84,6 +84,8 @@ type decisionJSON struct {
 	Busy        float64 `json:"busyRatio"`
 	TrueRate    float64 `json:"trueProcessingRate"`
 	TargetRate  float64 `json:"targetDataRate"`
+	Backlog     float64 `json:"pendingRecords"`
+	CatchUpRate float64 `json:"catchUpDataRate"`
 	Utilization float64 `json:"expectedUtilization"`
 	Reason      string  `json:"reason"`
 	Rescale     string  `json:"rescaleId"`
@@ -133,9 +135,13 @@ func stepOf(target float64) int {
 // steps: the autoscaler reaches a parallelism within one of the ideal at
 // each step, never leaves the bounds, and holds still over the steady
 // last step. The decision log is printed (FIGURES).
-func TestAutoscalerFollowsSteppedInputRate(t *testing.T) {
-	testkit.NoLeakedWorkers(t)
-	jp := testkit.JobPlan(t, autoscaledPipeline, t.TempDir())
+// servedJob runs script's plan (testkit.JobPlan) on a server with the
+// REST API, in memory, and returns the API, the server and the job's id
+// once the job runs; when the test ends the job is canceled and both are
+// closed.
+func servedJob(t *testing.T, script string) (*httptest.Server, *server.Server, string) {
+	t.Helper()
+	jp := testkit.JobPlan(t, script, t.TempDir())
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv := server.New(job.Options{Stdout: io.Discard, SourceBatchRows: 20, Logger: logger,
 		Runner: pluginrunner.Options{Python: testkit.Python(t), Logger: logger}}, nil)
@@ -145,7 +151,7 @@ func TestAutoscalerFollowsSteppedInputRate(t *testing.T) {
 	stream := &executeStream{ctx: ctx, started: make(chan string, 1)}
 	done := make(chan error, 1)
 	go func() { done <- srv.Execute(&jobpb.ExecuteRequest{Plan: jp}, stream) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Execute: %v", err)
@@ -153,20 +159,26 @@ func TestAutoscalerFollowsSteppedInputRate(t *testing.T) {
 		srv.Wait()
 		api.Close()
 		handler.Close()
-	}()
+	})
 	var id string
 	select {
 	case id = <-stream.started:
 	case err := <-done:
+		done <- err // for the cleanup
 		t.Fatalf("the job ended before it started: %v", err)
 	}
-
 	for info, _ := srv.JobInfo(id); info.Job == nil; info, _ = srv.JobInfo(id) {
 		if info.State.Terminal() {
 			t.Fatalf("the job failed to start: %v", info.Err)
 		}
 		time.Sleep(10 * time.Millisecond) // Started is sent just before the job is set
 	}
+	return api, srv, id
+}
+
+func TestAutoscalerFollowsSteppedInputRate(t *testing.T) {
+	testkit.NoLeakedWorkers(t)
+	api, srv, id := servedJob(t, autoscaledPipeline)
 	read := func() autoscalerJSON {
 		resp, err := http.Get(api.URL + "/jobs/" + id + "/autoscaler")
 		if err != nil {
@@ -256,8 +268,8 @@ func decisionLog(ds []decisionJSON) string {
 		t0 = ds[0].Timestamp
 	}
 	for _, d := range ds {
-		fmt.Fprintf(&sb, "  +%5.1fs %d -> %d  in %6.1f rows/s  busy %.2f  true %6.1f  target %6.1f  util %.2f  %s%s\n",
-			float64(d.Timestamp-t0)/1000, d.From, d.To, d.RecordsIn, d.Busy, d.TrueRate, d.TargetRate, d.Utilization, d.Reason,
+		fmt.Fprintf(&sb, "  +%5.1fs %d -> %d  in %6.1f rows/s  busy %.2f  true %6.1f  target %6.1f  backlog %6.0f  catch-up %5.1f  util %.2f  %s%s\n",
+			float64(d.Timestamp-t0)/1000, d.From, d.To, d.RecordsIn, d.Busy, d.TrueRate, d.TargetRate, d.Backlog, d.CatchUpRate, d.Utilization, d.Reason,
 			map[bool]string{true: "  rescale " + d.Rescale, false: ""}[d.Rescale != ""])
 	}
 	return sb.String()

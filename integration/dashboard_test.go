@@ -3,6 +3,8 @@ package integration_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,16 +35,21 @@ const dashboardJobName = `enrich <b id="injected">sensors</b>`
 // job starts, shows it by its refresh; the job's graph renders every vertex
 // with its parallelism and non-zero rates; its checkpoints are listed; a
 // savepoint is triggered and the UDF's vertex rescaled from the page, after
-// which a click on it lists its three subtasks; the cancel button (after the page asks for the REST token) cancels the job,
-// and the list shows it canceled. A failed job's page shows the Python
-// traceback.
+// which a click on it lists its three subtasks and the rescale history
+// shows the rescale (2 -> 3, completed, as /rescales/history has it); the
+// cancel button (after the page asks for the REST token) cancels the job,
+// and the list shows it canceled. An autoscaled job's page shows the
+// autoscaler's decisions as GET /jobs/:jid/autoscaler has them. A failed
+// job's page shows the Python traceback.
 func TestDashboardInChromium(t *testing.T) {
 	testkit.NoLeakedWorkers(t) // the browser too: it is a child process
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	testkit.Chromium(t)
 	const token = "dashboard-token"
-	jobs := server.New(runOptions(t, mem), nil)
+	opts := runOptions(t, mem)
+	opts.Stdout = io.Discard // the autoscaled job prints
+	jobs := server.New(opts, nil)
 	client := serveJobs(t, jobs)
 	ep := rest.NewEndpoints(jobs, nil)
 	if err := ep.Start(rest.Listen{RESTPort: 0, PromPort: -1, AuthToken: token}); err != nil {
@@ -111,37 +118,12 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 		// The rescale below may apply at once (the default waits 30 s after the start).
 		"jobmanager.adaptive-scheduler.executing.cooldown-after-rescaling": "0 ms",
 	}
-	stream, err := client.Execute(context.Background(), &jobpb.ExecuteRequest{Plan: running})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := stream.Recv()
-	if err != nil || ev.GetStarted() == nil {
-		t.Fatalf("the running job did not start: %v %v", ev, err)
-	}
-	jid := ev.GetStarted().GetJobId()
-	ended := make(chan *jobpb.JobFinished, 1)
-	go func() { // the job's events until its stream ends (the page cancels it)
-		var fin *jobpb.JobFinished
-		for {
-			ev, err := stream.Recv()
-			if err != nil {
-				ended <- fin
-				return
-			}
-			if f := ev.GetFinished(); f != nil {
-				fin = f
-			}
-		}
-	}()
-	defer func() { // the job ends even when the test fails before its cancel
-		_, _ = jobs.Cancel(context.Background(), &jobpb.CancelRequest{JobId: jid})
-		<-ended
-	}()
+	jid, ended := startJob(t, jobs, client, running)
 
 	var details struct {
 		Vertices []struct {
 			ID          string `json:"id"`
+			Name        string `json:"name"`
 			Parallelism int    `json:"parallelism"`
 		} `json:"vertices"`
 	}
@@ -229,14 +211,6 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 		t.Errorf("no savepoint under %s: %v %v", spDir, entries, err)
 	}
 
-	// The screenshot, while the job runs.
-	png := screenshot(ctx, t, "dashboard.png")
-	if p := os.Getenv(DashboardScreenshotEnv); p != "" {
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-
 	// Rescale the UDF's vertex 2 -> 3 from the page: the job restarts at the
 	// next checkpoint, and the graph shows the new parallelism.
 	udf := details.Vertices[1]
@@ -265,6 +239,41 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 			const rows = [...document.querySelectorAll('#subtask-table[data-vertex="`+udf.ID+`"] tbody tr')];
 			return rows.length === 3 && rows.every((r) => /%/.test(r.lastElementChild.textContent));
 		})()`, chromedp.WithPollingTimeout(30*time.Second)))
+	// The rescale history shows the page's rescale: completed, the UDF's
+	// vertex 2 -> 3, as /rescales/history has it; the job has no
+	// autoscaler, and the page says so.
+	step("the rescale history shows the rescale",
+		chromedp.Poll[chromedp.Void](`(() => {
+			const rows = [...document.querySelectorAll('#rescale-history tr[data-rescale]')];
+			return rows.length === 1 && rows[0].dataset.state === "COMPLETED" &&
+				document.querySelector('#rescale-counts [data-count="completed"] strong').textContent === "1";
+		})()`, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second)))
+	var history []struct {
+		ID string `json:"rescaleUuid"`
+	}
+	getJSON(t, base+"/jobs/"+jid+"/rescales/history", &history)
+	var shown struct {
+		ID, Change, Cause, Text string
+		Off                     bool
+	}
+	eval(`(() => {
+		const r = document.querySelector('#rescale-history tr[data-rescale]');
+		return {ID: r.dataset.rescale, Change: r.querySelector("td.change").textContent, Cause: r.children[1].textContent,
+			Text: r.textContent, Off: document.getElementById("autoscaler-off") !== null};
+	})()`, &shown)
+	if len(history) != 1 || shown.ID != history[0].ID || shown.Change != udf.Name+": 2 → 3" ||
+		!strings.HasPrefix(shown.Cause, "UPDATE_REQUIREMENT, at COMPLETED_CHECKPOINT #") || !strings.Contains(shown.Text, "SUCCEEDED") || !shown.Off {
+		t.Errorf("the page shows rescale %+v; REST's history %+v", shown, history)
+	}
+
+	// The screenshot, while the job runs at its new parallelism.
+	png := screenshot(ctx, t, "dashboard.png")
+	if p := os.Getenv(DashboardScreenshotEnv); p != "" {
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	var blocked []string
 	eval(`window.flinkgoPolicyViolations`, &blocked)
 	if len(blocked) > 0 {
@@ -314,6 +323,52 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 		t.Errorf("REST status after the page's cancel: %q", status.Status)
 	}
 
+	// An autoscaled job's page (TestAutoscalerFollowsSteppedInputRate's
+	// job) shows the autoscaler's settings and its decisions, each as GET
+	// /jobs/:jid/autoscaler has it.
+	scaled := testkit.JobPlan(t, autoscaledPipeline, t.TempDir()) // its UDF's bounds are [1, 4]
+	scaledID, scaledEnded := startJob(t, jobs, client, scaled)
+	step("the autoscaled job shows its decisions",
+		chromedp.Navigate(base+"/#/jobs/"+scaledID),
+		chromedp.WaitVisible(chromedp.CSS("#autoscaler-config")),
+		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#autoscaler-decisions tr[data-decision]").length >= 1`,
+			chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(90*time.Second)))
+	var rows []struct {
+		At       string `json:"at"`
+		From, To string
+		Text     string
+	}
+	eval(`[...document.querySelectorAll("#autoscaler-decisions tr[data-decision]")].map((r) => ({
+		at: r.dataset.decision, From: r.dataset.from, To: r.dataset.to, Text: r.textContent}))`, &rows)
+	var scaler autoscalerJSON // read after the page: it has every decision shown
+	getJSON(t, base+"/jobs/"+scaledID+"/autoscaler", &scaler)
+	byTime := map[string]decisionJSON{}
+	for _, d := range scaler.Decisions {
+		byTime[strconv.FormatInt(d.Timestamp, 10)] = d
+	}
+	for _, r := range rows {
+		d, ok := byTime[r.At]
+		if !ok || r.From != strconv.Itoa(d.From) || r.To != strconv.Itoa(d.To) || !strings.Contains(r.Text, d.Reason) ||
+			d.To < d.Min || d.To > d.Max {
+			t.Errorf("the page shows decision %+v; REST has %+v", r, d)
+		}
+	}
+	var scalerConfig string
+	eval(`document.getElementById("autoscaler-config").textContent`, &scalerConfig)
+	if len(scaler.Vertices) != 1 || !strings.HasPrefix(scalerConfig, "Target utilization 70% ± 30%, metrics window 3.0 s") ||
+		!strings.Contains(scalerConfig, fmt.Sprintf("Scales slow [%d, %d]", scaler.Vertices[0].Min, scaler.Vertices[0].Max)) {
+		t.Errorf("the autoscaler's settings shown: %q", scalerConfig)
+	}
+	t.Logf("autoscaler decisions shown: %+v", rows)
+	screenshot(ctx, t, "autoscaled-job.png")
+	if _, err := jobs.Cancel(context.Background(), &jobpb.CancelRequest{JobId: scaledID}); err != nil {
+		t.Fatal(err)
+	}
+	if f := <-scaledEnded; f.GetState() != jobpb.JobFinished_CANCELED {
+		t.Errorf("the autoscaled job ended %v, want CANCELED", f)
+	}
+	scaledEnded <- nil // for the cleanup's wait
+
 	// The failed job's page shows the Python traceback.
 	step("the failed job shows its traceback",
 		chromedp.Navigate(base+"/#/jobs/"+failedID),
@@ -342,6 +397,41 @@ func screenshot(ctx context.Context, t *testing.T, name string) []byte {
 	}
 	t.Logf("screenshot: %s", path)
 	return png
+}
+
+// startJob starts jp on the server and returns its id and a channel that
+// gets its final event once its stream ends; the job is canceled and
+// awaited at the test's end if it still runs.
+func startJob(t *testing.T, jobs *server.Server, client jobpb.JobServiceClient, jp *planpb.JobPlan) (string, chan *jobpb.JobFinished) {
+	t.Helper()
+	stream, err := client.Execute(context.Background(), &jobpb.ExecuteRequest{Plan: jp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := stream.Recv()
+	if err != nil || ev.GetStarted() == nil {
+		t.Fatalf("job %q did not start: %v %v", jp.GetName(), ev, err)
+	}
+	jid := ev.GetStarted().GetJobId()
+	ended := make(chan *jobpb.JobFinished, 1)
+	go func() { // the job's events until its stream ends
+		var fin *jobpb.JobFinished
+		for {
+			ev, err := stream.Recv()
+			if err != nil {
+				ended <- fin
+				return
+			}
+			if f := ev.GetFinished(); f != nil {
+				fin = f
+			}
+		}
+	}()
+	t.Cleanup(func() { // the job ends even when the test fails before its cancel
+		_, _ = jobs.Cancel(context.Background(), &jobpb.CancelRequest{JobId: jid})
+		ended <- <-ended // for a later reader too
+	})
+	return jid, ended
 }
 
 // runToEnd runs jp on the server and returns its id and final event.

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
-	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -142,45 +140,11 @@ plan = env.plan("failover")
 	}
 	t.Logf("%d attempts after %d worker kills and %d task failures; %d checkpoints", j.Attempts(), kills, failures, len(j.Checkpoints()))
 
-	// Exactly the rows of a run without failures: every id once, y = 2 id.
-	var ids []int64
-	for _, r := range csvPartRows(t, filepath.Join(dir, "out")) {
-		id, _ := strconv.ParseInt(r[0], 10, 64)
-		y, _ := strconv.ParseInt(r[1], 10, 64)
-		if y != 2*id {
-			t.Fatalf("row %v: y != 2 id", r)
-		}
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for i, id := range ids {
-		if id != int64(i) {
-			t.Fatalf("committed rows are not every id once: at %d found %d (%d rows, want %d)", i, id, len(ids), failoverRows)
-		}
-	}
-	if len(ids) != failoverRows {
-		t.Fatalf("%d rows committed, want %d", len(ids), failoverRows)
-	}
+	// Exactly the rows of a run without failures: every id once, y = 2 id,
+	// and the keyed sums.
+	checkDoubledExactlyOnce(t, dir, failoverRows)
 	if hidden, _ := filepath.Glob(filepath.Join(dir, "out", ".*")); len(hidden) > 0 {
 		t.Errorf("hidden files left: %v", hidden)
-	}
-	// The keyed sums: k -> (sum of 2 id, count) over ids with id % 10 == k.
-	sums := map[string]string{}
-	for _, r := range csvPartRows(t, filepath.Join(dir, "sums")) {
-		if _, dup := sums[r[0]]; dup {
-			t.Fatalf("key %s emitted twice", r[0])
-		}
-		sums[r[0]] = r[1] + " " + r[2]
-	}
-	for k := int64(0); k < 10; k++ {
-		var total, n int64
-		for id := k; id < int64(failoverRows); id += 10 {
-			total += 2 * id
-			n++
-		}
-		if got, want := sums[strconv.FormatInt(k, 10)], fmt.Sprintf("%d %d", total, n); got != want {
-			t.Errorf("key %d: got %q, want %q", k, got, want)
-		}
 	}
 	// Checked after the data: faults that landed close together can share
 	// one restart, but every landed fault fails the attempt it hits.

@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"bytes"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -223,16 +222,7 @@ func TestChaosRuntimeSIGKILL(t *testing.T) {
 	}
 
 	// Exactly the rows of a run without faults: every id once, y = 2 id.
-	ids := make([]int64, 0, rows)
-	for _, r := range csvPartRows(t, filepath.Join(work, "out")) {
-		id, _ := strconv.ParseInt(r[0], 10, 64)
-		y, _ := strconv.ParseInt(r[1], 10, 64)
-		if y != 2*id {
-			t.Fatalf("row %v: y != 2 id", r)
-		}
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := doubledIDs(t, filepath.Join(work, "out"))
 	dups, missing := 0, 0
 	for i, next := 0, int64(0); next < int64(rows); next++ {
 		n := 0
@@ -248,23 +238,7 @@ func TestChaosRuntimeSIGKILL(t *testing.T) {
 	if dups != 0 || missing != 0 || len(ids) != rows {
 		t.Errorf("committed %d rows for %d ids: %d duplicates, %d missing", len(ids), rows, dups, missing)
 	}
-	sums := map[string]string{}
-	for _, r := range csvPartRows(t, filepath.Join(work, "sums")) {
-		if _, dup := sums[r[0]]; dup {
-			t.Fatalf("key %s emitted twice", r[0])
-		}
-		sums[r[0]] = r[1] + " " + r[2]
-	}
-	for k := int64(0); k < 10; k++ {
-		var total, n int64
-		for id := k; id < int64(rows); id += 10 {
-			total += 2 * id
-			n++
-		}
-		if got, want := sums[strconv.FormatInt(k, 10)], fmt.Sprintf("%d %d", total, n); got != want {
-			t.Errorf("key %d: got %q, want %q", k, got, want)
-		}
-	}
+	checkKeyedSums(t, filepath.Join(work, "sums"), rows)
 	left, _ := os.ReadDir(tmp)
 	var names []string
 	for _, e := range left {

@@ -92,7 +92,31 @@ func BenchmarkBridgeThroughput(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					var total float64
 					for b.Loop() {
-						total += runThroughput(b, w, specs, batchSize, concurrency)
+						total += runThroughput(b, w, specs, batchSize, 0, concurrency)
+					}
+					b.ReportMetric(total/float64(b.N), "rows/s")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkBridgeBundle runs the pandas and the row UDF on one worker at
+// batch sizes 10 000 and 65 536 in bundles of 20 000 and of 100 000 (the
+// default) rows: what a bundle boundary costs (the effective batch size is
+// min(batch, bundle)).
+func BenchmarkBridgeBundle(b *testing.B) {
+	specs := testkit.UDFSpecs(b, udfSource)
+	for _, w := range workloads {
+		if w.name != "pandas-affine-float64" && w.name != "general-upper-string" {
+			continue
+		}
+		for _, bundleSize := range []int{20_000, 100_000} {
+			for _, batchSize := range []int{10_000, 65_536} {
+				b.Run(fmt.Sprintf("%s/bundle=%d/batch=%d", w.name, bundleSize, batchSize), func(b *testing.B) {
+					var total float64
+					for b.Loop() {
+						total += runThroughput(b, w, specs, batchSize, bundleSize, 1)
 					}
 					b.ReportMetric(total/float64(b.N), "rows/s")
 				})
@@ -103,7 +127,7 @@ func BenchmarkBridgeThroughput(b *testing.B) {
 
 // runThroughput runs one workload and returns rows/s measured from the end
 // of the warm-up batch's result to the last result.
-func runThroughput(b *testing.B, w workload, specs map[string]*workerpb.UdfSpec, batchSize, concurrency int) float64 {
+func runThroughput(b *testing.B, w workload, specs map[string]*workerpb.UdfSpec, batchSize, bundleSize, concurrency int) float64 {
 	mem := memory.NewGoAllocator()
 	batch := w.batch(mem, batchSize)
 	defer batch.Release()
@@ -131,7 +155,7 @@ func runThroughput(b *testing.B, w workload, specs map[string]*workerpb.UdfSpec,
 			in <- batch
 		}
 	}()
-	err := bridgeAlone(context.Background(), w.calls(specs), batch.Schema(), concurrency, batchSize, runner, mem, in, func(rows int64) {
+	err := bridgeAlone(context.Background(), w.calls(specs), batch.Schema(), concurrency, batchSize, bundleSize, runner, mem, in, func(rows int64) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen += rows

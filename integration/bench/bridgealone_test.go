@@ -18,10 +18,10 @@ import (
 // bridgeAlone runs calls over the batches of in on `workers` Python
 // workers, each a pluginrunner.Runner behind a bundle.Operator driven by a
 // goroutine of its own that takes the next batch from in: the bridge's own
-// cost, without the planner, tasks, exchange or reordering. onResult gets
-// each result's row count, from any of the goroutines. It takes ownership
-// of the batches of in.
-func bridgeAlone(ctx context.Context, calls []*workerpb.UdfCall, schema *arrow.Schema, workers, batchSize int,
+// cost, without the planner, tasks, exchange or reordering. bundleSize 0 is
+// the default. onResult gets each result's row count, from any of the
+// goroutines. It takes ownership of the batches of in.
+func bridgeAlone(ctx context.Context, calls []*workerpb.UdfCall, schema *arrow.Schema, workers, batchSize, bundleSize int,
 	runner pluginrunner.Options, mem memory.Allocator, in <-chan arrow.RecordBatch, onResult func(rows int64),
 ) error {
 	g, ctx := errgroup.WithContext(ctx)
@@ -33,7 +33,7 @@ func bridgeAlone(ctx context.Context, calls []*workerpb.UdfCall, schema *arrow.S
 			return err
 		}
 		op, err := bundle.NewOperator(bundle.Options{
-			Name: fmt.Sprintf("bench worker %d", i), BatchSize: batchSize, MaxBatchBytes: ropts.MaxBatchBytes(), Allocator: mem,
+			Name: fmt.Sprintf("bench worker %d", i), BatchSize: batchSize, BundleSize: bundleSize, MaxBatchBytes: ropts.MaxBatchBytes(), Allocator: mem,
 		}, r, func(res bridge.Result) error {
 			onResult(res.Batch.NumRows())
 			res.Batch.Release()

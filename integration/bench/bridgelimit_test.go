@@ -186,7 +186,7 @@ func bridgeRowsPerSecond(b *testing.B, spec *workerpb.UdfSpec, tr pluginrunner.T
 			in <- batch
 		}
 	}()
-	err := bridgeAlone(context.Background(), []*workerpb.UdfCall{call}, batch.Schema(), 1, batchSize, opts, mem, in, func(n int64) {
+	err := bridgeAlone(context.Background(), []*workerpb.UdfCall{call}, batch.Schema(), 1, batchSize, 0, opts, mem, in, func(n int64) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen += n

@@ -49,9 +49,10 @@ plan = env.plan("pipeline-bench")
 			g := collectGraph(b, jp)
 			specs := testkit.UDFSpecs(b, udfSource)
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			var pipeline, bridge time.Duration
+			var pipeline, bridge, runtimeCPU, workerCPU time.Duration
 			for b.Loop() {
 				start := time.Now()
+				self, children := cpuTimes(b)
 				var groups atomic.Int64 // the sink's subtasks call Collect concurrently
 				_, err := job.Run(context.Background(), g, job.Options{
 					Runner: pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
@@ -68,6 +69,9 @@ plan = env.plan("pipeline-bench")
 					b.Fatalf("%d groups, want 100", groups.Load())
 				}
 				pipeline += time.Since(start)
+				selfAfter, childrenAfter := cpuTimes(b)
+				runtimeCPU += selfAfter - self
+				workerCPU += childrenAfter - children
 
 				start = time.Now()
 				bridgeOnly(b, specs, p, logger)
@@ -77,6 +81,11 @@ plan = env.plan("pipeline-bench")
 			b.ReportMetric(rows/pipeline.Seconds(), "pipeline-rows/s")
 			b.ReportMetric(rows/bridge.Seconds(), "bridge-rows/s")
 			b.ReportMetric(100*(pipeline.Seconds()-bridge.Seconds())/bridge.Seconds(), "overhead-%")
+			// CPU time per row, which other work on the machine disturbs less
+			// than the wall time: the runtime's (this process: tasks,
+			// exchanges, runners) and its Python workers' (cpuTimes).
+			b.ReportMetric(float64(runtimeCPU.Nanoseconds())/rows, "runtime-cpu-ns/row")
+			b.ReportMetric(float64(workerCPU.Nanoseconds())/rows, "worker-cpu-ns/row")
 		})
 	}
 }
@@ -98,7 +107,7 @@ func bridgeOnly(b *testing.B, specs map[string]*workerpb.UdfSpec, p int, logger 
 	}()
 	calls := []*workerpb.UdfCall{testkit.Call(specs["affine"], "y", "x")}
 	runner := pluginrunner.Options{Python: testkit.Python(b), Logger: logger}
-	if err := bridgeAlone(context.Background(), calls, batch.Schema(), p, 10_000, runner, mem, in, func(int64) {}); err != nil {
+	if err := bridgeAlone(context.Background(), calls, batch.Schema(), p, 10_000, 0, runner, mem, in, func(int64) {}); err != nil {
 		b.Fatal(err)
 	}
 }

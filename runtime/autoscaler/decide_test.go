@@ -89,3 +89,63 @@ func TestDecideSaysWhenABoundHoldsIt(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 }
+
+// Flink's catch-up term: a backlog of 6000 records to read off in the
+// default 5 min needs 20 records/s on top of the target rate. At 2
+// subtasks taking 10 records/s of the 20 they could (utilization 0.5,
+// within the band), the capacity needed at full utilization is 10 + 20 =
+// 30 > 20: scale up to ceil(2 * (20 + 10/0.7) / 20) = 4.
+func TestDecideScalesUpToReadABacklogOff(t *testing.T) {
+	w := window(2, 10)
+	d, _ := Decide(w, DefaultParams())
+	if d.To != 2 || d.CatchUpRate != 0 {
+		t.Fatalf("without a backlog: want 2 within the band, got %+v", d)
+	}
+	w.Backlog = 6000
+	d, err := Decide(w, DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.To != 4 || d.Backlog != 6000 || d.CatchUpRate != 20 || d.TrueRate != 20 ||
+		d.Reason != "scale up: utilization above target+boundary with the catch-up rate" {
+		t.Fatalf("want 2 -> 4 for 20 records/s of catch-up, got %+v", d)
+	}
+	// A catch-up duration of 0 turns the term off, as in Flink.
+	p := DefaultParams()
+	p.CatchUpDuration = 0
+	if d, _ := Decide(w, p); d.To != 2 || d.CatchUpRate != 0 || d.Backlog != 6000 {
+		t.Fatalf("catch-up off: want 2, got %+v", d)
+	}
+}
+
+// A backlog keeps the subtasks that read it off: 4 subtasks taking 5 of
+// the 40 records/s they could would go down to 1, but with 20 records/s
+// of catch-up they go down to ceil(4 * (20 + 5/0.7) / 40) = 3 only.
+func TestDecideScaleDownKeepsCapacityForTheBacklog(t *testing.T) {
+	w := window(4, 5)
+	d, _ := Decide(w, DefaultParams())
+	if d.To != 1 {
+		t.Fatalf("without a backlog: want 1, got %+v", d)
+	}
+	w.Backlog = 6000
+	d, _ = Decide(w, DefaultParams())
+	if d.To != 3 || d.CatchUpRate != 20 || d.Reason != "scale down: utilization below target-boundary with the catch-up rate" {
+		t.Fatalf("want 4 -> 3, got %+v", d)
+	}
+	// A backlog the vertex needs all its subtasks for: 60 records/s of
+	// catch-up need 60 + 5/0.4 above the 40 it can take; it scales up to
+	// its max.
+	w.Backlog = 18000
+	d, _ = Decide(w, DefaultParams())
+	if d.To != 4 || d.Reason != "at the max bound: utilization above target+boundary with the catch-up rate" {
+		t.Fatalf("want 4 held at the max, got %+v", d)
+	}
+}
+
+func TestDecideRefusesANegativeCatchUpDuration(t *testing.T) {
+	p := DefaultParams()
+	p.CatchUpDuration = -time.Second
+	if _, err := Decide(window(1, 10), p); err == nil {
+		t.Fatal("want an error for a negative catch-up duration")
+	}
+}

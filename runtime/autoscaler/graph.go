@@ -24,6 +24,11 @@ type Vertex struct {
 	Inputs  []int
 	Outputs int
 	Tasks   []*metrics.Task
+	// OpIDs are the chain's operators' IDs, head first; UDFs the job's
+	// UDF metrics, where those of the chain's UDF operators are (nil:
+	// none), made as their subtasks open, so read at each Read.
+	OpIDs []int
+	UDFs  *metrics.UDFs
 }
 
 // Vertices returns g's vertices in topological order, with the subtask
@@ -43,6 +48,7 @@ func Vertices(g *plan.Graph, tasks [][]*metrics.Task) []Vertex {
 	for _, op := range g.Operators {
 		v := &vs[byChain[op.ChainID]]
 		v.UIDs = append(v.UIDs, op.UID)
+		v.OpIDs = append(v.OpIDs, op.ID)
 		if b := op.Concurrency; !b.Zero() {
 			if v.Bounds.Zero() {
 				v.Bounds = b
@@ -62,32 +68,67 @@ func Vertices(g *plan.Graph, tasks [][]*metrics.Task) []Vertex {
 	return vs
 }
 
-// Reading is every vertex's subtask counters at one time, and their
-// pending records (metrics.Task.PendingRecords).
+// Reading is every vertex's subtask counters at one time, their pending
+// records (metrics.Task.PendingRecords) included, and the time its UDF
+// operators' Python workers spent on batches.
 type Reading struct {
-	At      time.Time
-	Totals  [][]metrics.Totals
-	Pending [][]int64
+	At     time.Time
+	Totals [][]metrics.Totals
+	// WorkerTime is by vertex, then by the vertex's UDF operator, the
+	// workers' time (metrics.UDF.WorkerTime) of each subtask.
+	WorkerTime [][][]time.Duration
 }
 
 // Read reads the counters of vs.
 func Read(vs []Vertex, at time.Time) Reading {
-	r := Reading{At: at, Totals: make([][]metrics.Totals, len(vs)), Pending: make([][]int64, len(vs))}
+	r := Reading{At: at, Totals: make([][]metrics.Totals, len(vs)), WorkerTime: make([][][]time.Duration, len(vs))}
 	for i, v := range vs {
 		for _, t := range v.Tasks {
 			r.Totals[i] = append(r.Totals[i], t.Read())
-			r.Pending[i] = append(r.Pending[i], t.PendingRecords.Load())
+		}
+		if v.UDFs == nil {
+			continue
+		}
+		for _, id := range v.OpIDs {
+			subs := v.UDFs.Of(id)
+			if subs == nil {
+				continue
+			}
+			times := make([]time.Duration, len(subs))
+			for s, u := range subs {
+				times[s] = time.Duration(u.WorkerTime.Load())
+			}
+			r.WorkerTime[i] = append(r.WorkerTime[i], times)
 		}
 	}
 	return r
+}
+
+// Pending is each vertex's pendingRecords in r, summed over its subtasks
+// that report one (0 for a vertex none of whose do).
+func (r Reading) Pending() []float64 {
+	out := make([]float64, len(r.Totals))
+	for i, subs := range r.Totals {
+		for _, t := range subs {
+			if t.PendingRecords != metrics.NoPendingRecords {
+				out[i] += float64(t.PendingRecords)
+			}
+		}
+	}
+	return out
 }
 
 // Rates are one vertex's figures averaged between two readings.
 type Rates struct {
 	// In and Out are records per second over all subtasks.
 	In, Out float64
-	// Busy is the subtasks' average busy ratio, in [0, 1].
+	// Busy is the subtasks' average busy ratio, in [0, 1]: the larger of
+	// the tasks' (TaskBusy) and their Python workers' (WorkerBusy).
 	Busy float64
+	// TaskBusy is the tasks' busyTimeMsPerSecond / 1000; WorkerBusy the
+	// time the workers of the busiest UDF operator of the chain spent on
+	// batches, per second and subtask (0 without UDFs).
+	TaskBusy, WorkerBusy float64
 	// BacklogGrowth is how fast a source's pending records grew, per
 	// second (negative while it catches up); 0 when it reports none.
 	BacklogGrowth float64
@@ -109,17 +150,43 @@ func WindowRates(old, now Reading) []Rates {
 			in += b.RecordsIn - a.RecordsIn
 			o += b.RecordsOut - a.RecordsOut
 			busy += b.Busy - a.Busy
-			if pa, pb := old.Pending[i][s], now.Pending[i][s]; pa != metrics.NoPendingRecords && pb != metrics.NoPendingRecords {
+			if pa, pb := a.PendingRecords, b.PendingRecords; pa != metrics.NoPendingRecords && pb != metrics.NoPendingRecords {
 				backlog += pb - pa
 			}
 		}
 		r := Rates{In: float64(in) / dt, Out: float64(o) / dt, BacklogGrowth: float64(backlog) / dt}
 		if n > 0 {
-			r.Busy = math.Min(1, math.Max(0, busy.Seconds()/dt/float64(n)))
+			r.TaskBusy = ratio(busy, dt, n)
 		}
+		r.WorkerBusy = workerBusy(old.WorkerTime[i], now.WorkerTime[i], dt)
+		r.Busy = max(r.TaskBusy, r.WorkerBusy)
 		out[i] = r
 	}
 	return out
+}
+
+// workerBusy is the busy ratio of the busiest UDF operator's workers
+// between two readings of a vertex's worker times: a UDF task counts only
+// its waits for results as busy, so with batches in flight its worker is
+// busier than it (a bottleneck the task's figure hides).
+func workerBusy(old, now [][]time.Duration, dt float64) float64 {
+	busiest := 0.0
+	for k := range min(len(old), len(now)) {
+		var spent time.Duration
+		n := min(len(old[k]), len(now[k]))
+		for s := range n {
+			spent += now[k][s] - old[k][s]
+		}
+		if n > 0 {
+			busiest = max(busiest, ratio(spent, dt, n))
+		}
+	}
+	return busiest
+}
+
+// ratio is d per second of dt and per subtask of n, in [0, 1].
+func ratio(d time.Duration, dt float64, n int) float64 {
+	return math.Min(1, math.Max(0, d.Seconds()/dt/float64(n)))
 }
 
 // TargetRates are the records per second each vertex must take, as the
@@ -129,17 +196,32 @@ func WindowRates(old, now Reading) []Rates {
 // vertex's is the sum over its inputs of the input's target rate times
 // the input's ratio of records out (per edge) to records in.
 func TargetRates(vs []Vertex, r []Rates) []float64 {
-	target := make([]float64, len(vs))
+	return downstream(vs, r, func(i int) float64 { return max(0, r[i].In+r[i].BacklogGrowth) })
+}
+
+// Backlogs are the records each vertex has still to take for the sources'
+// current backlog (pending, by vertex, from Reading.Pending): a source's
+// own pending records, carried downstream by the same ratios as the target
+// rates. Over the catch-up duration they are Flink's catch-up data rate.
+func Backlogs(vs []Vertex, r []Rates, pending []float64) []float64 {
+	return downstream(vs, r, func(i int) float64 { return pending[i] })
+}
+
+// downstream gives each source vertex its own figure and every other
+// vertex the sum over its inputs of the input's figure times the input's
+// ratio of records out (per edge) to records in.
+func downstream(vs []Vertex, r []Rates, atSource func(int) float64) []float64 {
+	out := make([]float64, len(vs))
 	for i, v := range vs {
 		if len(v.Inputs) == 0 {
-			target[i] = max(0, r[i].In+r[i].BacklogGrowth)
+			out[i] = atSource(i)
 			continue
 		}
 		for _, u := range v.Inputs {
 			if r[u].In > 0 && vs[u].Outputs > 0 {
-				target[i] += target[u] * r[u].Out / float64(vs[u].Outputs) / r[u].In
+				out[i] += out[u] * r[u].Out / float64(vs[u].Outputs) / r[u].In
 			}
 		}
 	}
-	return target
+	return out
 }

@@ -13,10 +13,11 @@ import (
 
 // Job is the running job a Loop scales (package job's Job, adapted).
 type Job interface {
-	// Current is the graph the job runs and its subtasks' metrics by
-	// chain head operator ID (a rescale replaces both), and its number of
-	// attempts (a restart after a failure adds one).
-	Current() (*plan.Graph, [][]*metrics.Task, int)
+	// Current is the graph the job runs, its subtasks' metrics by chain
+	// head operator ID and its UDF operators' metrics (nil: none; a
+	// rescale replaces all three), and its number of attempts (a restart
+	// after a failure adds one).
+	Current() (*plan.Graph, [][]*metrics.Task, *metrics.UDFs, int)
 	// RescalePending reports a rescale asked for and not yet done.
 	RescalePending() bool
 	// Rescale asks for new parallelism by operator uid and returns the
@@ -81,12 +82,15 @@ func (l *Loop) Run(ctx context.Context, stop <-chan struct{}) {
 // decisions made (none while stabilizing or collecting).
 func (l *Loop) Step() []Decision {
 	now := l.now()
-	g, tasks, attempt := l.job.Current()
+	g, tasks, udfs, attempt := l.job.Current()
 	if g != l.graph || attempt != l.attempt {
 		// Started, rescaled or restarted: the old readings are of other
 		// tasks, or span the restart.
 		l.graph, l.attempt, l.since, l.active, l.readings = g, attempt, now, false, nil
 		l.vertices = Vertices(g, tasks)
+		for i := range l.vertices {
+			l.vertices[i].UDFs = udfs
+		}
 	}
 	if !l.active {
 		// A UDF subtask counts no busy time before its first batch is
@@ -108,9 +112,13 @@ func (l *Loop) Step() []Decision {
 	if now.Sub(l.readings[0].At) < l.cfg.MetricsWindow || l.job.RescalePending() {
 		return nil
 	}
-	rates := WindowRates(l.readings[0], l.readings[len(l.readings)-1])
+	latest := l.readings[len(l.readings)-1]
+	rates := WindowRates(l.readings[0], latest)
 	target := TargetRates(l.vertices, rates)
-	params := Params{TargetUtilization: l.cfg.Target, Boundary: l.cfg.Boundary, ScaleDownInterval: l.cfg.ScaleDownInterval}
+	// The backlog as it is now, as Flink's catch-up rate takes the latest lag.
+	backlog := Backlogs(l.vertices, rates, latest.Pending())
+	params := Params{TargetUtilization: l.cfg.Target, Boundary: l.cfg.Boundary,
+		ScaleDownInterval: l.cfg.ScaleDownInterval, CatchUpDuration: l.cfg.CatchUpDuration}
 	var decisions []Decision
 	want := map[string]int{}
 	for i, v := range l.vertices {
@@ -120,7 +128,7 @@ func (l *Loop) Step() []Decision {
 		d, err := Decide(Window{
 			UID: v.UIDs[0], Parallelism: v.Parallelism,
 			Min: v.Bounds.Min, Max: min(v.Bounds.Max, g.MaxParallelism),
-			RecordsInPerSec: rates[i].In, BusyRatio: rates[i].Busy, TargetRate: target[i],
+			RecordsInPerSec: rates[i].In, BusyRatio: rates[i].Busy, TargetRate: target[i], Backlog: backlog[i],
 			SinceLastRescale: now.Sub(l.since),
 		}, params)
 		d.At = now
@@ -180,7 +188,8 @@ func (l *Loop) logDecision(d Decision) {
 	}
 	l.log.Log(context.Background(), level, "autoscaler decision", "uid", d.UID, "from", d.From, "to", d.To,
 		"records_in_per_second", round(d.RecordsInPerSec), "busy_ratio", round(d.BusyRatio),
-		"true_rate", round(d.TrueRate), "target_rate", round(d.TargetRate), "utilization", round(d.Utilization),
+		"true_rate", round(d.TrueRate), "target_rate", round(d.TargetRate), "backlog", round(d.Backlog),
+		"catch_up_rate", round(d.CatchUpRate), "utilization", round(d.Utilization),
 		"bounds", fmt.Sprintf("[%d, %d]", d.Min, d.Max), "reason", d.Reason, "rescale", d.Rescale, "error", d.Err)
 }
 

@@ -28,6 +28,11 @@ type fakeJob struct {
 	refuse     error
 	asked      []map[string]int
 	decisions  []Decision
+	// udfs, when set, gets the udf workers' time, full busy time; the
+	// udf tasks then count taskShare of it as their own busy time (a task
+	// with batches in flight waits for a share of its worker's time only).
+	udfs      *metrics.UDFs
+	taskShare float64
 }
 
 func newFakeJob(t *testing.T, udfP int) *fakeJob {
@@ -46,12 +51,14 @@ func newFakeJob(t *testing.T, udfP int) *fakeJob {
 			tasks[head] = append(tasks[head], metrics.NewTask())
 		}
 	}
-	return &fakeJob{t: t, g: g, tasks: tasks, perSubtask: 10}
+	return &fakeJob{t: t, g: g, tasks: tasks, perSubtask: 10, taskShare: 1}
 }
 
-func (f *fakeJob) Current() (*plan.Graph, [][]*metrics.Task, int) { return f.g, f.tasks, f.attempts }
-func (f *fakeJob) RescalePending() bool                           { return f.pending }
-func (f *fakeJob) Record(d Decision)                              { f.decisions = append(f.decisions, d) }
+func (f *fakeJob) Current() (*plan.Graph, [][]*metrics.Task, *metrics.UDFs, int) {
+	return f.g, f.tasks, f.udfs, f.attempts
+}
+func (f *fakeJob) RescalePending() bool { return f.pending }
+func (f *fakeJob) Record(d Decision)    { f.decisions = append(f.decisions, d) }
 func (f *fakeJob) Rescale(p map[string]int) (string, error) {
 	if f.refuse != nil {
 		return "", f.refuse
@@ -60,6 +67,9 @@ func (f *fakeJob) Rescale(p map[string]int) (string, error) {
 	// The job runs at the new parallelism: a new graph, new counters.
 	n := newFakeJob(f.t, p["sel/udf-0"])
 	f.g, f.tasks = n.g, n.tasks
+	if f.udfs != nil {
+		f.udfs = metrics.NewUDFs()
+	}
 	return "r1", nil
 }
 
@@ -77,9 +87,13 @@ func (f *fakeJob) second() {
 		src.PendingRecords.Store(0)
 	}
 	src.PendingRecords.Add(int64((want - took) * 2))
-	for _, t := range udf {
+	for i, t := range udf {
 		t.RecordsIn.Add(int64(took / float64(len(udf))))
-		t.Busy.Add(int64(float64(time.Second) * took / capacity))
+		busy := float64(time.Second) * took / capacity
+		t.Busy.Add(int64(busy * f.taskShare))
+		if f.udfs != nil {
+			f.udfs.For(2, i, len(udf)).WorkerTime.Add(int64(busy))
+		}
 	}
 }
 
@@ -176,5 +190,63 @@ func TestVerticesJoinBoundsAndCountEdges(t *testing.T) {
 	if len(vs) != 3 || vs[1].Bounds != (plan.Bounds{Min: 2, Max: 3}) || vs[1].Parallelism != 2 ||
 		len(vs[1].UIDs) != 2 || vs[0].Outputs != 1 || len(vs[2].Inputs) != 1 || vs[2].Inputs[0] != 1 {
 		t.Fatalf("vertices %+v", vs)
+	}
+}
+
+// The source's pending records reach the UDF's decision as its backlog,
+// scaled by the filter's ratio of records out to in, and over the
+// catch-up duration as its catch-up rate.
+func TestLoopCarriesTheSourcesBacklogDownstream(t *testing.T) {
+	f := newFakeJob(t, 1)
+	f.due = 100
+	clock := time.Unix(0, 0)
+	l := loopFor(f, &clock)
+	l.cfg.CatchUpDuration = 10 * time.Second
+	l.Step()
+	run(l, f, &clock, 7)
+	if len(f.decisions) != 1 {
+		t.Fatalf("decisions %+v", f.decisions)
+	}
+	// 7 s of falling behind by 80 source rows a second: 560 pending, of
+	// which the filter passes half to the udf.
+	if d := f.decisions[0]; d.Backlog != 280 || d.CatchUpRate != 28 || d.To != 4 {
+		t.Fatalf("decision %+v", d)
+	}
+}
+
+func TestBacklogsFollowTheRatios(t *testing.T) {
+	f := newFakeJob(t, 1)
+	vs := Vertices(f.g, f.tasks)
+	rates := []Rates{{In: 100, Out: 50}, {In: 50, Out: 25}, {In: 25}}
+	got := Backlogs(vs, rates, []float64{1000, 0, 0})
+	if got[0] != 1000 || got[1] != 500 || got[2] != 250 {
+		t.Fatalf("backlogs %v, want [1000 500 250]", got)
+	}
+}
+
+// The Python workers' time is the UDF vertex's busy ratio when its task
+// counts less: a worker busy all the time behind a task that counts 30 %
+// of it takes 10 rows/s, not 33; 15 rows/s reaching it need 3 workers.
+func TestLoopTakesTheWorkersBusyTime(t *testing.T) {
+	for _, workers := range []bool{false, true} {
+		f := newFakeJob(t, 1)
+		f.due, f.taskShare = 30, 0.3
+		if workers {
+			f.udfs = metrics.NewUDFs()
+		}
+		clock := time.Unix(0, 0)
+		l := loopFor(f, &clock)
+		l.Step()
+		run(l, f, &clock, 7)
+		if len(f.decisions) != 1 {
+			t.Fatalf("workers %v: decisions %+v", workers, f.decisions)
+		}
+		d := f.decisions[0]
+		switch {
+		case !workers && (d.To != 1 || d.BusyRatio != 0.3):
+			t.Fatalf("the task's busy time alone: want 1 at busy 0.3, got %+v", d)
+		case workers && (d.To != 3 || d.BusyRatio != 1 || d.TrueRate != 10):
+			t.Fatalf("the workers' busy time: want 1 -> 3 at busy 1, got %+v", d)
+		}
 	}
 }

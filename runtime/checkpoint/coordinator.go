@@ -23,10 +23,14 @@ type Stats struct {
 	Path   string // the directory holding its _metadata, when completed
 	// Size is the bytes under Path when it completed (read then: retention
 	// may delete it later); -1 when they could not be read.
-	Size     int64
-	Err      error // why it failed
-	Started  time.Time
-	Duration time.Duration
+	Size int64
+	// PersistedData is the bytes of channel state (an unaligned
+	// checkpoint's batches in flight, Flink's persisted_data).
+	PersistedData int64
+	Unaligned     bool
+	Err           error // why it failed
+	Started       time.Time
+	Duration      time.Duration
 }
 
 // ErrDeclined wraps the reason a checkpoint could not complete.
@@ -42,6 +46,9 @@ type Target struct {
 	// Dir is where keyed state goes: the storage root for a checkpoint,
 	// the savepoint's directory for a savepoint.
 	Dir string
+	// Unaligned: barriers overtake the batches queued ahead of them, which
+	// the tasks store as channel state (FLIP-76). Never for a savepoint.
+	Unaligned bool
 }
 
 // Ack is a task's answer to a checkpoint: its operators' states, or why it
@@ -190,6 +197,10 @@ type CoordinatorConfig struct {
 	Fail func(error)
 	// Stop ends the attempt (stop with savepoint).
 	Stop context.CancelCauseFunc
+	// ForceAligned, when set and true, makes the next checkpoint aligned
+	// even when Config.Unaligned is set: a rescale restarts from it, and
+	// channel state cannot be rescaled.
+	ForceAligned func() bool
 }
 
 // NewCoordinator returns the coordinator of an attempt of these tasks.
@@ -295,6 +306,9 @@ func (c *Coordinator) trigger(r *Request) {
 	id := s.NextID()
 	cfg := c.cfg.Config
 	target := Target{ID: id, Dir: s.Root()}
+	if cfg.Unaligned && (c.cfg.ForceAligned == nil || !c.cfg.ForceAligned()) {
+		target.Unaligned = true
+	}
 	if r != nil && !r.Checkpoint {
 		dir := r.Dir
 		if dir == "" {
@@ -304,7 +318,8 @@ func (c *Coordinator) trigger(r *Request) {
 			r.Answer <- Answer{Err: fmt.Errorf("no savepoint directory: give one, or set %s", config.ConfigSavepointDir)}
 			return
 		}
-		target.Savepoint, target.Dir = true, NewSavepointDir(dir, c.cfg.JobID)
+		// Savepoints are always aligned, as Flink's.
+		target.Savepoint, target.Dir, target.Unaligned = true, NewSavepointDir(dir, c.cfg.JobID), false
 	} else if err := s.EnsureStorage(); err != nil {
 		if r != nil {
 			r.Answer <- Answer{Err: err}
@@ -377,7 +392,8 @@ func (c *Coordinator) complete(p *pendingCheckpoint) error {
 	c.failures = 0
 	c.forget(p.target.ID)
 	stats := Stats{ID: p.target.ID, Savepoint: p.target.Savepoint, Status: "completed", Path: dir,
-		Started: p.started, Duration: time.Since(p.started), Size: -1}
+		Started: p.started, Duration: time.Since(p.started), Size: -1, Unaligned: p.target.Unaligned,
+		PersistedData: m.ChannelStateBytes()}
 	if n, err := dirSize(dir); err == nil {
 		stats.Size = n
 	}

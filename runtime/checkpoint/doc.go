@@ -1,5 +1,6 @@
 // Package checkpoint coordinates a job's checkpoints and keeps them, as
-// Flink's aligned checkpoints: a Coordinator per attempt triggers them
+// Flink's aligned checkpoints, or unaligned ones (Target.Unaligned, whose
+// channel state channelstate.go writes and reads): a Coordinator per attempt triggers them
 // (execution.checkpointing.interval, and savepoints on demand) by asking
 // the source tasks for barriers, collects every task's acknowledgement
 // with its operators' states, writes chk-<n>/_metadata (Metadata) and

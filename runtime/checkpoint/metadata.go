@@ -55,11 +55,39 @@ type SubtaskState struct {
 	// Operator is the small state of an operator that is neither a
 	// source, a sink nor keyed (a limit's count), encoded by the operator.
 	Operator json.RawMessage `json:"operator,omitempty"`
+	// Inputs is the channel state of an unaligned checkpoint, on the
+	// operator that heads the subtask's chain (the one reading its inbox).
+	Inputs *InputChannels `json:"input_channels,omitempty"`
 }
 
 // Empty reports whether the subtask has no state at all.
 func (s SubtaskState) Empty() bool {
-	return s.Source == nil && s.Sink == nil && s.Keyed == nil && s.Operator == nil
+	return s.Source == nil && s.Sink == nil && s.Keyed == nil && s.Operator == nil && s.Inputs == nil
+}
+
+// ChannelStateBytes is the size of m's channel state files (Flink's
+// persisted_data).
+func (m *Metadata) ChannelStateBytes() int64 {
+	var n int64
+	for _, op := range m.Operators {
+		for _, st := range op.Subtasks {
+			n += st.Inputs.Bytes()
+		}
+	}
+	return n
+}
+
+// ChannelStateOf returns the first operator of m holding channel state
+// (an unaligned checkpoint's), false when m holds none.
+func (m *Metadata) ChannelStateOf() (*OperatorState, bool) {
+	for i := range m.Operators {
+		for _, st := range m.Operators[i].Subtasks {
+			if st.Inputs != nil {
+				return &m.Operators[i], true
+			}
+		}
+	}
+	return nil, false
 }
 
 // unwrapPath drops the path of an *os.PathError, which the message

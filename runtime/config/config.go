@@ -28,6 +28,7 @@ const (
 	ConfigCheckpointRetention       = "execution.checkpointing.externalized-checkpoint-retention"
 	ConfigCreateDirsOnCheckpoint    = "execution.checkpointing.create-dirs-on-first-checkpoint"
 	ConfigSavepointDir              = "execution.checkpointing.savepoint-dir"
+	ConfigUnalignedCheckpoints      = "execution.checkpointing.unaligned.enabled"
 	ConfigRestorePath               = "execution.state-recovery.path"
 	ConfigIgnoreUnclaimedState      = "execution.state-recovery.ignore-unclaimed-state"
 	ConfigRestartStrategy           = "restart-strategy.type"
@@ -70,6 +71,7 @@ const (
 	ConfigAutoscalerStabilization     = "job.autoscaler.stabilization.interval"
 	ConfigAutoscalerMetricsWindow     = "job.autoscaler.metrics.window"
 	ConfigAutoscalerScaleDownInterval = "job.autoscaler.scale-down.interval"
+	ConfigAutoscalerCatchUpDuration   = "job.autoscaler.catch-up.duration"
 	// ConfigWorkerTransport is how batches travel to and from the Python
 	// workers (pluginrunner.ParseTransport's names); unset, the runner's
 	// default (shared memory on Linux).
@@ -113,6 +115,10 @@ type CheckpointConfig struct {
 	CreateDirsOnFirstCheckpoint bool
 	// SavepointDir is where savepoints go when their trigger names none.
 	SavepointDir string
+	// Unaligned makes checkpoints unaligned (Flink's FLIP-76): barriers
+	// overtake the batches queued ahead of them, which are stored as
+	// channel state. Savepoints stay aligned.
+	Unaligned bool
 	// S3 are the s3.* options of the S3 client for s3:// paths; S3Set
 	// reports whether the config sets any of them.
 	S3    objstore.Options
@@ -160,6 +166,10 @@ type AutoscalerConfig struct {
 	// ScaleDownInterval: a scale-down waits this long after the last
 	// rescale. Default 1 h.
 	ScaleDownInterval time.Duration
+	// CatchUpDuration: the time a source's backlog should be read off in;
+	// its target rate gets pendingRecords / CatchUpDuration on top. 0: no
+	// catch-up term. Default 5 min.
+	CatchUpDuration time.Duration
 }
 
 // RestartConfig is the restart strategy after a failure, as Flink's.
@@ -228,6 +238,7 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	}
 	cp.CreateDirsOnFirstCheckpoint = p.boolean(ConfigCreateDirsOnCheckpoint, false)
 	cp.SavepointDir = p.str(ConfigSavepointDir, "")
+	cp.Unaligned = p.boolean(ConfigUnalignedCheckpoints, false)
 	cp.S3 = objstore.Options{
 		Endpoint: p.str(ConfigS3Endpoint, ""), Region: p.str(ConfigS3Region, ""),
 		AccessKey: p.str(ConfigS3AccessKey, ""), SecretKey: p.str(ConfigS3SecretKey, ""),
@@ -285,8 +296,9 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	as.Stabilization = p.duration(ConfigAutoscalerStabilization, 5*time.Minute)
 	as.MetricsWindow = p.duration(ConfigAutoscalerMetricsWindow, 15*time.Minute)
 	as.ScaleDownInterval = p.duration(ConfigAutoscalerScaleDownInterval, time.Hour)
-	if as.Stabilization < 0 || as.ScaleDownInterval < 0 {
-		p.problems = append(p.problems, fmt.Sprintf("%s and %s must not be negative", ConfigAutoscalerStabilization, ConfigAutoscalerScaleDownInterval))
+	as.CatchUpDuration = p.duration(ConfigAutoscalerCatchUpDuration, 5*time.Minute)
+	if as.Stabilization < 0 || as.ScaleDownInterval < 0 || as.CatchUpDuration < 0 {
+		p.problems = append(p.problems, fmt.Sprintf("%s, %s and %s must not be negative", ConfigAutoscalerStabilization, ConfigAutoscalerScaleDownInterval, ConfigAutoscalerCatchUpDuration))
 	}
 	if as.Enabled && cp.Interval <= 0 {
 		p.problems = append(p.problems, fmt.Sprintf("%s needs %s: the autoscaler rescales the job in place, from its next completed checkpoint", ConfigAutoscalerEnabled, ConfigCheckpointInterval))

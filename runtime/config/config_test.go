@@ -29,13 +29,15 @@ func TestAutoscalerConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := AutoscalerConfig{Target: 0.7, Boundary: 0.3, Stabilization: 5 * time.Minute,
-		MetricsWindow: 15 * time.Minute, ScaleDownInterval: time.Hour}
+		MetricsWindow: 15 * time.Minute, ScaleDownInterval: time.Hour, CatchUpDuration: 5 * time.Minute}
 	if c.Autoscaler != want {
 		t.Fatalf("defaults %+v, want Flink's %+v", c.Autoscaler, want)
 	}
 	c, err = Parse(map[string]string{ConfigAutoscalerEnabled: "true", ConfigCheckpointInterval: "1 s", ConfigCheckpointDir: "/tmp/x",
-		ConfigAutoscalerTarget: "0.5", ConfigAutoscalerMetricsWindow: "10 s", ConfigAutoscalerStabilization: "0 ms"})
-	if err != nil || !c.Autoscaler.Enabled || c.Autoscaler.Target != 0.5 || c.Autoscaler.MetricsWindow != 10*time.Second || c.Autoscaler.Stabilization != 0 {
+		ConfigAutoscalerTarget: "0.5", ConfigAutoscalerMetricsWindow: "10 s", ConfigAutoscalerStabilization: "0 ms",
+		ConfigAutoscalerCatchUpDuration: "30 s"})
+	if err != nil || !c.Autoscaler.Enabled || c.Autoscaler.Target != 0.5 || c.Autoscaler.MetricsWindow != 10*time.Second || c.Autoscaler.Stabilization != 0 ||
+		c.Autoscaler.CatchUpDuration != 30*time.Second {
 		t.Fatalf("%+v %v", c.Autoscaler, err)
 	}
 	_, err = Parse(map[string]string{ConfigAutoscalerEnabled: "true"})

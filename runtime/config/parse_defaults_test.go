@@ -52,6 +52,7 @@ func TestParseConfigDefaultsAreTheRegistrys(t *testing.T) {
 		{ConfigCheckpointRetention, cp.RetainOnCancel, registered(ConfigCheckpointRetention) == RetainOnCancellation},
 		{ConfigCreateDirsOnCheckpoint, strconv.FormatBool(cp.CreateDirsOnFirstCheckpoint), registered(ConfigCreateDirsOnCheckpoint)},
 		{ConfigSavepointDir, cp.SavepointDir, registered(ConfigSavepointDir)},
+		{ConfigUnalignedCheckpoints, strconv.FormatBool(cp.Unaligned), registered(ConfigUnalignedCheckpoints)},
 		{ConfigRestorePath, c.restore.Path, registered(ConfigRestorePath)},
 		{ConfigIgnoreUnclaimedState, strconv.FormatBool(c.restore.IgnoreUnclaimedState), registered(ConfigIgnoreUnclaimedState)},
 		{ConfigUpdateInterval, c.updateInterval, dur(ConfigUpdateInterval)},

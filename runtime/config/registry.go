@@ -140,6 +140,10 @@ func Known() Registry {
 			Description: "Number of key groups, the upper bound of any rescaling of keyed state. Unset: the restored snapshot's, else Flink's default for the largest parallelism (at least 128).",
 		},
 		{
+			Name: "pipeline.prune-unread-columns", Type: TypeBool, Default: "true", ReadBy: readByPlanner,
+			Description: "Removes the columns no downstream operator reads from the selects and UDF operators that output them, so that they cross no exchange.",
+		},
+		{
 			Name: "pipeline.keyed-aggregate.update-interval", Type: TypeDuration, Default: "1 s", Min: "1 ms", ReadBy: readByAggregate,
 			Description: "How often a keyed aggregation in updates mode emits the keys that changed.",
 		},
@@ -226,6 +230,10 @@ func Known() Registry {
 			Description: "Where savepoints go when their trigger names no directory.",
 		},
 		{
+			Name: "execution.checkpointing.unaligned.enabled", Type: TypeBool, Default: "false", ReadBy: readByCheckpoint,
+			Description: "Unaligned checkpoints (FLIP-76): barriers overtake the batches queued ahead of them, which are stored in the checkpoint as channel state and replayed on restore, so that a checkpoint under backpressure takes the barrier's travel time, not the backlog's. Savepoints stay aligned; a job restored from a checkpoint with channel state cannot change its parallelism.",
+		},
+		{
 			Name: "s3.endpoint", Type: TypeString, ReadBy: readByS3,
 			Description: "S3-compatible endpoint URL for s3:// checkpoint and savepoint paths (empty: AWS, or AWS_ENDPOINT_URL_S3). " +
 				"The S3 client is the runtime's: every job of a runtime must give the same s3.* settings.",
@@ -285,6 +293,10 @@ func Known() Registry {
 		{
 			Name: "job.autoscaler.scale-down.interval", Type: TypeDuration, Default: "1 h", Min: "0 ms", ReadBy: readByAutoscaler,
 			Description: "A scale-down waits this long after the last rescale (a scale-up never waits).",
+		},
+		{
+			Name: "job.autoscaler.catch-up.duration", Type: TypeDuration, Default: "5 min", Min: "0 ms", ReadBy: readByAutoscaler,
+			Description: "The time in which a source's backlog (pendingRecords) should be read off: a source's target rate gets pendingRecords / this on top, and so do the vertices downstream; 0 turns the catch-up term off.",
 		},
 		{
 			Name: "restart-strategy.type", Type: TypeEnum, Default: "none", ReadBy: readByRestart,

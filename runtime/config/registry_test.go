@@ -46,7 +46,7 @@ func TestRegistryAgreesWithTheReaders(t *testing.T) {
 		plan.ConfigForwardMismatch, plan.ConfigMaxParallelism, plan.ConfigBatchSize,
 		config.ConfigCheckpointInterval, config.ConfigCheckpointDir, config.ConfigCheckpointsRetained,
 		config.ConfigCheckpointTimeout, config.ConfigTolerableFailures, config.ConfigCheckpointRetention,
-		config.ConfigCreateDirsOnCheckpoint, config.ConfigSavepointDir, config.ConfigRestorePath,
+		config.ConfigCreateDirsOnCheckpoint, config.ConfigSavepointDir, config.ConfigUnalignedCheckpoints, config.ConfigRestorePath,
 		config.ConfigIgnoreUnclaimedState, config.ConfigRestartStrategy, config.ConfigFixedDelayAttempts,
 		config.ConfigFixedDelay, config.ConfigExponentialInitialBackoff, config.ConfigExponentialMaxBackoff,
 		config.ConfigExponentialMultiplier, config.ConfigExponentialAttempts, config.ConfigUpdateInterval,

@@ -77,6 +77,20 @@ func checkRestore(g *plan.Graph, m *Metadata, cfg config.RestoreConfig) error {
 			plan.ConfigMaxParallelism, m.MaxParallelism)
 	}
 	ops := operatorsByUID(g)
+	if st, ok := m.ChannelStateOf(); ok {
+		// The batches in flight belong to channels between subtasks:
+		// another parallelism has other channels.
+		// (A stateless operator's change shows as another number of
+		// producers when the tasks are built: task.restoreChannels.)
+		for _, prev := range m.Operators {
+			if op, ok := ops[prev.UID]; ok && prev.Parallelism != op.Parallelism {
+				return fmt.Errorf("job: checkpoint %d is unaligned and holds channel state (batches in flight, of operator %q among others), "+
+					"so the job must restore at the parallelism it was taken with (operator %q had %d, now %d): "+
+					"restore at that parallelism, take a savepoint (savepoints are always aligned) or stop with a savepoint, and rescale from that",
+					m.CheckpointID, st.Name, op.Name, prev.Parallelism, op.Parallelism)
+			}
+		}
+	}
 	for _, st := range m.Operators {
 		if _, ok := ops[st.UID]; !ok && !cfg.IgnoreUnclaimedState {
 			return fmt.Errorf("job: the snapshot holds state of operator uid %q (%s %q), which this job does not have: "+
@@ -95,6 +109,10 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 	j.mu.Unlock()
 	if err := operators.RecoverSinks(g, from, j.Attempts() > 0); err != nil {
 		return nil, fmt.Errorf("job: %w", err)
+	}
+	if from != nil {
+		j.opts.Logger.Info("restoring", "checkpoint", from.Meta.CheckpointID, "savepoint", from.Meta.Savepoint,
+			"channel_state_bytes", from.Meta.ChannelStateBytes())
 	}
 	a := &attempt{job: j, coordDone: make(chan struct{})}
 	cfg := task.Config{
@@ -122,6 +140,7 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 	a.coord = checkpoint.NewCoordinator(checkpoint.CoordinatorConfig{
 		Graph: g, JobID: j.id, Config: j.config.Checkpoint, Store: j.store, Requests: j.requests,
 		Record: func(s checkpoint.Stats) { j.record(s); j.onCheckpointForRescale(a, s) }, Fail: a.fail, Stop: a.cancel,
+		ForceAligned: j.rescalePending,
 	}, participants)
 	for _, t := range tasks.Tasks {
 		t.SetCoordinator(a.coord)

@@ -60,10 +60,10 @@ func (j *Job) AutoscalerDecisions() []autoscaler.Decision {
 // autoscaleTarget is the job as the autoscaler's loop sees it.
 type autoscaleTarget struct{ j *Job }
 
-func (t autoscaleTarget) Current() (*plan.Graph, [][]*metrics.Task, int) {
+func (t autoscaleTarget) Current() (*plan.Graph, [][]*metrics.Task, *metrics.UDFs, int) {
 	t.j.mu.Lock()
 	defer t.j.mu.Unlock()
-	return t.j.mu.graph, t.j.mu.taskMetrics, t.j.mu.attempts
+	return t.j.mu.graph, t.j.mu.taskMetrics, t.j.mu.udfMetrics, t.j.mu.attempts
 }
 
 func (t autoscaleTarget) RescalePending() bool {

@@ -190,6 +190,42 @@ func TestCheckpointedJobCommitsEveryRowOnceAndCleansUp(t *testing.T) {
 	}
 }
 
+// cancelAfterCheckpoints runs datagenToCSV(rows) at parallelism 2 with
+// cfg (retaining 2 checkpoints on cancel), cancels it after 3 checkpoints
+// with some rows committed, and returns its latest checkpoint's directory.
+func cancelAfterCheckpoints(t *testing.T, rows int64, out string, cfg map[string]string, mem memory.Allocator) string {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	j, err := Start(ctx, datagenToCSV(t, rows, 10000, 2, 2, out, cfg), Options{Allocator: mem, SourceBatchRows: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForCheckpoints(t, j, 3)
+	cancel(errors.New("test cancels"))
+	if _, err := j.Wait(); err == nil {
+		t.Fatal("canceled job returned no error")
+	}
+	if j.State() != Canceled {
+		t.Fatalf("state %s", j.State())
+	}
+	if cfg[config.ConfigUnalignedCheckpoints] == "true" {
+		for _, c := range j.Checkpoints() {
+			if c.Status == "completed" && !c.Unaligned {
+				t.Errorf("checkpoint %d is not marked unaligned", c.ID)
+			}
+		}
+	}
+	chks, _ := filepath.Glob(filepath.Join(cfg[config.ConfigCheckpointDir], j.ID(), "chk-*", "_metadata"))
+	if len(chks) != 2 {
+		t.Fatalf("retained %v, want 2 checkpoints", chks)
+	}
+	slices.Sort(chks)
+	if before := committedIDs(t, out); len(before) == 0 || int64(len(before)) >= rows {
+		t.Fatalf("%d rows committed before the cancel; the test needs some, not all", len(before))
+	}
+	return filepath.Dir(chks[len(chks)-1])
+}
+
 // Cancel with retained checkpoints, then restore the latest at other
 // parallelisms: the committed rows of both runs are every row exactly once.
 func TestRestoreFromRetainedCheckpointAtAnotherParallelism(t *testing.T) {
@@ -200,30 +236,7 @@ func TestRestoreFromRetainedCheckpointAtAnotherParallelism(t *testing.T) {
 			cfg := checkpointConfig(dir, config.ConfigCheckpointRetention, config.RetainOnCancellation)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			ctx, cancel := context.WithCancelCause(context.Background())
-			j, err := Start(ctx, datagenToCSV(t, rows, 10000, 2, 2, out, cfg), Options{Allocator: mem, SourceBatchRows: 500})
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitForCheckpoints(t, j, 3)
-			cancel(errors.New("test cancels"))
-			if _, err := j.Wait(); err == nil {
-				t.Fatal("canceled job returned no error")
-			}
-			if j.State() != Canceled {
-				t.Fatalf("state %s", j.State())
-			}
-			chks, _ := filepath.Glob(filepath.Join(dir, j.ID(), "chk-*", "_metadata"))
-			if len(chks) != 2 {
-				t.Fatalf("retained %v, want 2 checkpoints", chks)
-			}
-			slices.Sort(chks)
-			latest := filepath.Dir(chks[len(chks)-1])
-			before := committedIDs(t, out)
-			if len(before) == 0 || len(before) >= rows {
-				t.Fatalf("%d rows committed before the cancel; the test needs some, not all", len(before))
-			}
-
+			latest := cancelAfterCheckpoints(t, rows, out, cfg, mem)
 			cfg[config.ConfigRestorePath] = latest
 			j2, err := Start(context.Background(), datagenToCSV(t, rows, 10000, tc.p, tc.q, out, cfg), Options{Allocator: mem, SourceBatchRows: 500})
 			if err != nil {

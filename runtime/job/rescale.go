@@ -226,6 +226,15 @@ func (j *Job) endRescaleLocked(info RescaleInfo, status, code, reason string) {
 		"restart", info.Duration().Round(time.Millisecond))
 }
 
+// rescalePending reports whether a rescale waits for a checkpoint: the
+// coordinator then takes aligned checkpoints (no channel state), which a
+// rescale can restart from.
+func (j *Job) rescalePending() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.mu.pending != nil
+}
+
 // onCheckpointForRescale starts a pending rescale when s triggers it: a
 // completed checkpoint once the cooldown has passed, or the
 // max-checkpoint-failures-th failed one in a row. Called by the
@@ -244,6 +253,12 @@ func (j *Job) onCheckpointForRescale(a *attempt, s checkpoint.Stats) {
 	switch s.Status {
 	case "completed":
 		p.failures = 0
+		if s.PersistedData > 0 {
+			// Channel state cannot be rescaled: the next checkpoint,
+			// aligned while a rescale is pending (rescalePending), will.
+			j.mu.Unlock()
+			return
+		}
 		trigger = TriggerCompletedCheckpoint
 	case "failed":
 		p.failures++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,13 +53,21 @@ func waitForRescale(t *testing.T, j *Job, id string) RescaleInfo {
 
 // A keyed aggregation rescaled in place 2 → 4 → 1 while running gives the
 // results of an uninterrupted run, each key once (exactly-once sink), and
-// restarts from the checkpoint that triggered each rescale.
+// restarts from the checkpoint that triggered each rescale. With unaligned
+// checkpoints, that checkpoint holds no channel state (which cannot be
+// rescaled: checkpoints are aligned while a rescale is pending).
 func TestRescaleInPlace(t *testing.T) {
+	for _, unaligned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "aligned", true: "unaligned"}[unaligned], func(t *testing.T) { rescaleInPlace(t, unaligned) })
+	}
+}
+
+func rescaleInPlace(t *testing.T, unaligned bool) {
 	const rows = 40000
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir, out := t.TempDir(), t.TempDir()
-	cfg := checkpointConfig(dir, config.ConfigRescaleCooldown, "0 ms")
+	cfg := checkpointConfig(dir, config.ConfigRescaleCooldown, "0 ms", config.ConfigUnalignedCheckpoints, strconv.FormatBool(unaligned))
 	g := keyedSums(t, rows, 8000, 2, out, cfg)
 	j, err := Start(context.Background(), g, Options{Allocator: mem, SourceBatchRows: 500, KeyedCacheGroups: 4, Replan: replanner(g)})
 	if err != nil {
@@ -76,6 +85,11 @@ func TestRescaleInPlace(t *testing.T) {
 		done := waitForRescale(t, j, r.ID)
 		if done.Status != RescaleCompleted || done.Trigger != TriggerCompletedCheckpoint || done.CheckpointID == 0 {
 			t.Fatalf("rescale to %d: %+v", p, done)
+		}
+		for _, c := range j.Checkpoints() {
+			if c.ID == done.CheckpointID && c.PersistedData > 0 {
+				t.Fatalf("rescale to %d restarted from checkpoint %+v, which holds channel state", p, c)
+			}
 		}
 		for _, v := range done.Vertices {
 			if v.UID != "files" && v.After != p {

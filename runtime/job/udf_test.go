@@ -170,7 +170,9 @@ func TestUDFOperatorCancelNeverWaitsOnAStuckFlush(t *testing.T) {
 	go func() {
 		_, err := Run(ctx, affineJob(t, goworker.UDF("affine", goworker.Affine, arrow.PrimitiveTypes.Int64), 0, 5000, 1),
 			Options{Allocator: mem, SourceBatchRows: 100, Collect: collect, BundleTime: 20 * time.Millisecond,
-				NewRunner: fakeAffine(made, func(r *bridgetest.Runner) { r.BlockFlush = true })})
+				// Results wait for the flush, so the bundle's deadline timer
+				// always finishes it by a Flush, which then hangs.
+				NewRunner: fakeAffine(made, func(r *bridgetest.Runner) { r.HoldUntilFlush, r.BlockFlush = true, true })})
 		done <- err
 	}()
 	r := <-made

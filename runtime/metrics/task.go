@@ -100,6 +100,9 @@ type Totals struct {
 	Busy, Idle, BackPressured                time.Duration
 	InputWatermark                           int64
 	InputQueueBytes, InputQueuePeakBytes     int64
+	// PendingRecords is the source's backlog, NoPendingRecords when it
+	// knows none.
+	PendingRecords int64
 }
 
 // Read reads t's counters.
@@ -111,6 +114,7 @@ func (t *Task) Read() Totals {
 		BackPressured:   time.Duration(t.BackPressured.Load()),
 		InputWatermark:  t.InputWatermark.Load(),
 		InputQueueBytes: t.InputQueueBytes.Load(), InputQueuePeakBytes: t.InputQueuePeakBytes.Load(),
+		PendingRecords: t.PendingRecords.Load(),
 	}
 }
 
@@ -121,11 +125,14 @@ var TaskMetricNames = []string{
 	"numRecordsInPerSecond", "numRecordsOutPerSecond", "numBytesInPerSecond", "numBytesOutPerSecond",
 	"busyTimeMsPerSecond", "idleTimeMsPerSecond", "backPressuredTimeMsPerSecond",
 	"accumulatedBusyTime", "accumulatedIdleTime", "accumulatedBackpressuredTime",
-	"currentInputWatermark", "inputQueueSize",
+	"currentInputWatermark", "inputQueueSize", "pendingRecords",
 }
 
 // Values returns a task's metrics by TaskMetricNames: its totals t and
-// its rates r (zero ones for a task that ended).
+// its rates r (zero ones for a task that ended). pendingRecords is -1
+// (NoPendingRecords) for a task that knows no backlog, as
+// currentInputWatermark is Long.MIN_VALUE before a watermark: Flink
+// registers the gauge on sources that report one only.
 func (t Totals) Values(r Rates) map[string]float64 {
 	return map[string]float64{
 		"numRecordsIn": float64(t.RecordsIn), "numRecordsOut": float64(t.RecordsOut),
@@ -138,5 +145,6 @@ func (t Totals) Values(r Rates) map[string]float64 {
 		"accumulatedBackpressuredTime": float64(t.BackPressured.Milliseconds()),
 		"currentInputWatermark":        float64(t.InputWatermark),
 		"inputQueueSize":               float64(t.InputQueueBytes),
+		"pendingRecords":               float64(t.PendingRecords),
 	}
 }

@@ -26,7 +26,8 @@
 //   - Forward, Global, Rebalance and Rescale send whole batches, and so do
 //     Hash and Shuffle with one channel (nothing to choose); Broadcast
 //     gives every channel a reference to the same batch (Retain, no copy);
-//     Hash, Shuffle and Custom choose a channel per row and split with take.
+//     Hash, Shuffle and Custom choose a channel per row and split with one
+//     take of the rows grouped by channel, each part a slice of it.
 //   - Rebalance and Rescale balance batches, not rows (upstream batches are
 //     cut to similar sizes). Rebalance starts at a channel drawn from
 //     Config.Rand, Rescale at channel 0, as Flink's partitioners.

@@ -361,6 +361,42 @@ func TestHashAcrossBatchesAndPassThrough(t *testing.T) {
 	}
 }
 
+// A split's parts are slices of one batch of the rows grouped by channel,
+// and its scratch buffers are reused: the parts of a batch stay intact
+// while the next batches are split, and hold their buffers until the last
+// part is released (the checked allocator sees every byte freed).
+func TestHashPartsOutliveTheNextSplit(t *testing.T) {
+	mem := checkedAllocator(t)
+	p := mustNew(t, Hash, Config{NumChannels: 3, KeyColumns: []int{0}, MaxParallelism: 128, Allocator: mem})
+	first := testBatch(mem, seqKeys(500, 29))
+	defer first.Release()
+	parts, err := p.Split(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 3 {
+		t.Fatalf("parts on %v, want 3 channels", channelsOf(parts))
+	}
+	for i := range 5 {
+		b := testBatch(mem, seqKeys(700+i, 31))
+		checkParts(t, b, mustSplit(t, p, b), 3, true)
+		b.Release()
+	}
+	checkParts(t, first, parts, 3, true)
+	for _, part := range parts[1:] { // the others go first: the buffers stay
+		part.Batch.Release()
+	}
+	kept := parts[0].Batch
+	defer kept.Release()
+	for j, r := range rowIDs(kept) {
+		for c := range int(first.NumCols()) {
+			if !array.SliceEqual(kept.Column(c), int64(j), int64(j+1), first.Column(c), r, r+1) {
+				t.Fatalf("after the other parts' release, row %d column %d differs from input row %d", j, c, r)
+			}
+		}
+	}
+}
+
 func TestHashSplitErrors(t *testing.T) {
 	mem := checkedAllocator(t)
 	b := testBatch(mem, seqKeys(10, 3))
@@ -448,6 +484,57 @@ func TestSplitEmptyBatchHasNoParts(t *testing.T) {
 
 // Take handles every column type: nested, dictionary and null columns are
 // split row by row like the rest.
+// Fixed-width columns of every width (booleans of one bit a value,
+// decimals of 16 bytes), with and without nulls, and a sliced input: the
+// parts equal the input rows.
+func TestSplitFixedWidthColumns(t *testing.T) {
+	mem := checkedAllocator(t)
+	const rows = 400
+	base := testBatch(mem, seqKeys(rows, 23))
+	defer base.Release()
+	types := []arrow.DataType{
+		arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Uint16, arrow.PrimitiveTypes.Float32,
+		arrow.PrimitiveTypes.Float64, arrow.FixedWidthTypes.Timestamp_us, arrow.FixedWidthTypes.Date32,
+		arrow.FixedWidthTypes.Boolean, &arrow.Decimal128Type{Precision: 20, Scale: 2}, arrow.PrimitiveTypes.Int64,
+	}
+	cols := append([]arrow.Array{}, base.Columns()...)
+	for _, c := range cols {
+		c.Retain()
+	}
+	for i, typ := range types {
+		bld := array.NewBuilder(mem, typ)
+		for r := range rows {
+			if i == len(types)-1 && r%9 == 4 { // the last column has nulls
+				bld.AppendNull()
+				continue
+			}
+			if err := bld.AppendValueFromString(fmt.Sprint(r % 2)); err != nil {
+				if err := bld.AppendValueFromString(fmt.Sprint(r % 100)); err != nil {
+					t.Fatalf("%s: %v", typ, err)
+				}
+			}
+		}
+		cols = append(cols, bld.NewArray())
+		bld.Release()
+	}
+	b := batchOf(cols...)
+	defer b.Release()
+	sliced := b.NewSlice(37, rows-11)
+	defer sliced.Release()
+	p := mustNew(t, Hash, Config{NumChannels: 3, KeyColumns: []int{0}, MaxParallelism: 128, Allocator: mem})
+	checkParts(t, b, mustSplit(t, p, b), 3, true)
+	parts := mustSplit(t, p, sliced)
+	for _, part := range parts { // "row" counts from the batch's start, not the slice's
+		for j, r := range rowIDs(part.Batch) {
+			for c := range int(b.NumCols()) {
+				if !array.SliceEqual(part.Batch.Column(c), int64(j), int64(j+1), b.Column(c), r, r+1) {
+					t.Fatalf("sliced input: channel %d row %d column %d (%s) differs from row %d", part.Channel, j, c, b.Schema().Field(c).Type, r)
+				}
+			}
+		}
+	}
+}
+
 func TestSplitNestedAndDictionaryColumns(t *testing.T) {
 	mem := checkedAllocator(t)
 	const rows = 300

@@ -26,6 +26,10 @@ type rowPartitioner struct {
 	channelsOf channelFunc
 	channels   []int32 // per row, reused
 	counts     []int   // per channel, reused
+	// indices (per row) and ends (per channel) are reused: take copies the
+	// rows out and its output never refers to the index array.
+	indices []int32
+	ends    []int
 }
 
 func newRowPartitioner(cfg Config, f channelFunc) *rowPartitioner {
@@ -71,10 +75,14 @@ func (p *rowPartitioner) split(batch arrow.RecordBatch, channels []int32) ([]Par
 	}
 
 	// Counting sort of the row indices by channel; each channel's run keeps
-	// row order. The indices are fresh Go memory: take's output never holds
-	// them, but nothing here depends on that.
-	indices := make([]int32, len(channels))
-	ends := make([]int, p.n) // after the loop below: the end of each run
+	// row order. One take gathers the rows grouped by channel, and each
+	// channel's part is a slice of it: one kernel call and one buffer per
+	// column for the whole batch, however many channels (a take per
+	// channel cost a kernel call and an allocation per column and channel).
+	p.indices = grow(p.indices, len(channels))
+	indices := p.indices
+	p.ends = grow(p.ends, p.n)
+	ends := p.ends // after the loop below: the end of each run
 	off := 0
 	for c, k := range counts {
 		ends[c] = off
@@ -84,25 +92,26 @@ func (p *rowPartitioner) split(batch arrow.RecordBatch, channels []int32) ([]Par
 		indices[ends[c]] = int32(row)
 		ends[c]++
 	}
+	grouped, err := p.take(batch, indices)
+	if err != nil {
+		return nil, fmt.Errorf("partition: take rows by channel: %w", err)
+	}
+	defer grouped.Release() // each part holds its own reference to the buffers
 
 	parts := make([]Part, 0, nonEmpty)
-	start := 0
+	start := int64(0)
 	for c, k := range counts {
 		if k == 0 {
 			continue
 		}
-		b, err := p.take(batch, indices[start:start+k])
-		if err != nil {
-			ReleaseParts(parts)
-			return nil, fmt.Errorf("partition: take rows for channel %d: %w", c, err)
-		}
-		parts = append(parts, Part{Channel: c, Batch: b})
-		start += k
+		parts = append(parts, Part{Channel: c, Batch: grouped.NewSlice(start, start+int64(k))})
+		start += int64(k)
 	}
 	return parts, nil
 }
 
-// take returns a new batch with the rows of batch at indices, in that order.
+// take returns a new batch with the rows of batch at indices, in that
+// order; it does not keep indices.
 func (p *rowPartitioner) take(batch arrow.RecordBatch, indices []int32) (arrow.RecordBatch, error) {
 	buf := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(indices))
 	idx := array.NewData(arrow.PrimitiveTypes.Int32, len(indices), []*memory.Buffer{nil, buf}, nil, 0, 0)

@@ -41,6 +41,9 @@ func (g *Graph) Explain() string {
 			sb.WriteString("\n")
 		}
 		explainWork(&sb, op)
+		if len(op.Pruned) > 0 {
+			fmt.Fprintf(&sb, "    pruned: %s (no operator downstream reads them; %s)\n", strings.Join(op.Pruned, ", "), ConfigPruneColumns)
+		}
 		sb.WriteString(g.changelogLine(op))
 		if op.Schema != nil {
 			fields := make([]string, op.Schema.NumFields())

@@ -144,6 +144,10 @@ type Operator struct {
 	// operator's output is exactly UDF.OutputColumns.
 	KeepInput   bool
 	DropColumns []string
+	// Pruned are the columns the planner removed from a select's columns
+	// or a UDF operator's pass-through columns because no operator
+	// downstream reads them (ConfigPruneColumns), in their former order.
+	Pruned []string
 	// Concurrency are the concurrency=(min, max) bounds the UDFs of a UDF
 	// or map_batches operator declare (zero when none): the autoscaler
 	// (package autoscaler) sets the operator's parallelism within them.

@@ -17,6 +17,10 @@ const (
 	ConfigForwardMismatch = "pipeline.forward-mismatch"
 	ConfigMaxParallelism  = "pipeline.max-parallelism"
 	ConfigBatchSize       = "python.fn-execution.arrow.batch.size"
+	// ConfigPruneColumns ("true" by default) removes the columns no
+	// operator downstream reads from the selects and UDF operators that
+	// output them, so that they cross no exchange; "false" keeps them.
+	ConfigPruneColumns = "pipeline.prune-unread-columns"
 )
 
 // Values of the forward-mismatch policy (docs/semantics.md#forward-mismatch).
@@ -103,6 +107,7 @@ type settings struct {
 	maxParallelFrom string
 	forwardMismatch string
 	batchSize       int
+	pruneColumns    bool
 	// parallelism is Options.Parallelism.
 	parallelism map[string]int
 }
@@ -111,7 +116,7 @@ type settings struct {
 // defaults, and reports every problem found.
 func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
 	var problems []string
-	s := settings{batchSize: DefaultBatchSize, parallelism: opts.Parallelism}
+	s := settings{batchSize: DefaultBatchSize, parallelism: opts.Parallelism, pruneColumns: true}
 	cfg := job.GetConfig()
 
 	switch dp := job.GetDefaultParallelism(); {
@@ -173,6 +178,14 @@ func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
 			problems = append(problems, fmt.Sprintf("config %s=%q: must be an integer between 1 and %d (plan.BatchSizeLimit)", ConfigBatchSize, v, BatchSizeLimit))
 		} else {
 			s.batchSize = n
+		}
+	}
+	if v, ok := cfg[ConfigPruneColumns]; ok {
+		prune, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("config %s=%q: must be true or false", ConfigPruneColumns, v))
+		} else {
+			s.pruneColumns = prune
 		}
 	}
 	return s, problems

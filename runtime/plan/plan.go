@@ -70,6 +70,9 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 		b.checkCollectEnds()
 	}
 	b.resolveLimitEnds()
+	if s.pruneColumns {
+		b.pruneUnreadColumns()
+	}
 	if len(b.problems) > 0 {
 		return nil, invalid(job, b.problems)
 	}

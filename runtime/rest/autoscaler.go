@@ -40,6 +40,7 @@ func (h *Handler) autoscaler(w http.ResponseWriter, r *http.Request) {
 			"from": d.From, "to": d.To, "min": d.Min, "max": d.Max,
 			"numRecordsInPerSecond": d.RecordsInPerSec, "busyRatio": d.BusyRatio,
 			"trueProcessingRate": d.TrueRate, "targetDataRate": d.TargetRate,
+			"pendingRecords": d.Backlog, "catchUpDataRate": d.CatchUpRate,
 			"expectedUtilization": d.Utilization, "reason": d.Reason,
 			"rescaleId": d.Rescale, "error": d.Err,
 		})

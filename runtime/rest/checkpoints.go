@@ -33,8 +33,11 @@ func checkpointJSON(s job.CheckpointStats, subtasks int) map[string]any {
 		status, class = "FAILED", ".FailedCheckpointStatistics"
 	}
 	kind := "CHECKPOINT"
-	if s.Savepoint {
+	switch {
+	case s.Savepoint:
 		kind = "SAVEPOINT"
+	case s.Unaligned:
+		kind = "UNALIGNED_CHECKPOINT" // Flink's RestAPICheckpointType
 	}
 	size := max(s.Size, 0) // 0: unknown (unread, or failed)
 	acked := subtasks
@@ -46,7 +49,7 @@ func checkpointJSON(s job.CheckpointStats, subtasks int) map[string]any {
 		"savepointFormat": nil, "trigger_timestamp": s.Started.UnixMilli(),
 		"latest_ack_timestamp": s.Started.Add(s.Duration).UnixMilli(), "checkpointed_size": size, "state_size": size,
 		"end_to_end_duration": s.Duration.Milliseconds(), "alignment_buffered": 0, "processed_data": 0,
-		"persisted_data": 0, "num_subtasks": subtasks, "num_acknowledged_subtasks": acked, "tasks": map[string]any{},
+		"persisted_data": s.PersistedData, "num_subtasks": subtasks, "num_acknowledged_subtasks": acked, "tasks": map[string]any{},
 	}
 	if s.Status == "completed" {
 		m["external_path"], m["discarded"] = s.Path, false
@@ -87,7 +90,7 @@ func (h *Handler) checkpoints(w http.ResponseWriter, r *http.Request) {
 		subtasks = tasks(info)
 	}
 	var completed, failed int
-	var sizes, durations []int64
+	var sizes, durations, persisted []int64
 	latest := map[string]any{"completed": nil, "savepoint": nil, "failed": nil, "restored": nil}
 	history := []map[string]any{}
 	for _, s := range stats {
@@ -106,6 +109,7 @@ func (h *Handler) checkpoints(w http.ResponseWriter, r *http.Request) {
 		if s.Status == "completed" {
 			sizes = append(sizes, c["state_size"].(int64))
 			durations = append(durations, s.Duration.Milliseconds())
+			persisted = append(persisted, s.PersistedData)
 		}
 		history = append([]map[string]any{c}, history...) // newest first
 	}
@@ -118,7 +122,7 @@ func (h *Handler) checkpoints(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"counts": map[string]int{"restored": restored, "total": len(stats), "in_progress": 0, "completed": completed, "failed": failed},
 		"summary": map[string]any{"checkpointed_size": statsSummary(sizes), "state_size": statsSummary(sizes),
-			"end_to_end_duration": statsSummary(durations), "alignment_buffered": zero, "processed_data": zero, "persisted_data": zero},
+			"end_to_end_duration": statsSummary(durations), "alignment_buffered": zero, "processed_data": zero, "persisted_data": statsSummary(persisted)},
 		"latest": latest, "history": history,
 	})
 }
@@ -142,7 +146,7 @@ func (h *Handler) checkpointConfig(w http.ResponseWriter, r *http.Request) {
 		"mode": "exactly_once", "interval": cp.Interval.Milliseconds(), "timeout": cp.Timeout.Milliseconds(),
 		"min_pause": 0, "max_concurrent": 1,
 		"externalization": map[string]bool{"enabled": true, "delete_on_cancellation": !cp.RetainOnCancel},
-		"state_backend":   "pebble", "checkpoint_storage": "filesystem", "unaligned_checkpoints": false,
+		"state_backend":   "pebble", "checkpoint_storage": "filesystem", "unaligned_checkpoints": cp.Unaligned,
 		"tolerable_failed_checkpoints": cp.TolerableFailures, "aligned_checkpoint_timeout": 0,
 		"checkpoints_after_tasks_finish": true, "state_changelog_enabled": false,
 		"changelog_periodic_materialization_interval": 0, "changelog_storage": "memory",

@@ -1,10 +1,13 @@
 package rest
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/server"
 )
@@ -150,6 +153,98 @@ func (h *Handler) rescalesHistory(w http.ResponseWriter, r *http.Request) {
 		out = append(out, newRescaleDetails(info.Job, all[i]))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// rescalesSummary answers Flink 2.3's GET /jobs/:jid/rescales/summary
+// (JobRescalesSummary): counts by state and the duration statistics (from
+// the request to its end, ms) of the rescales that ended, all of them and
+// by terminal state. A state with none has all-zero statistics (Flink's
+// percentiles are NaN then, which JSON cannot carry).
+func (h *Handler) rescalesSummary(w http.ResponseWriter, r *http.Request) {
+	info, ok := h.rescalable(w, r)
+	if !ok {
+		return
+	}
+	var counts rescalesCounts
+	var all []int64
+	byState := map[string][]int64{}
+	for _, ri := range info.Job.Rescales() {
+		switch ri.Status {
+		case job.RescalePending:
+			counts.InProgress++
+			continue
+		case job.RescaleCompleted:
+			counts.Completed++
+		case job.RescaleFailed:
+			counts.Failed++
+		case job.RescaleIgnored:
+			counts.Ignored++
+		}
+		// As durationInMillis and Flink: the end's and the start's timestamps apart.
+		d := ri.EndedAt.UnixMilli() - ri.RequestedAt.UnixMilli()
+		all = append(all, d)
+		byState[ri.Status] = append(byState[ri.Status], d)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"rescalesCounts":                         counts,
+		"rescalesDurationStatsInMillis":          statsSummary(all),
+		"completedRescalesDurationStatsInMillis": statsSummary(byState[job.RescaleCompleted]),
+		"ignoredRescalesDurationStatsInMillis":   statsSummary(byState[job.RescaleIgnored]),
+		"failedRescalesDurationStatsInMillis":    statsSummary(byState[job.RescaleFailed]),
+	})
+}
+
+// rescaleDetails answers Flink 2.3's GET
+// /jobs/:jid/rescales/details/:rescaleuuid: one rescale of the history (the
+// one in progress included), 400 for an id that is not 32 hex digits, 404
+// for one the job does not have.
+func (h *Handler) rescaleDetails(w http.ResponseWriter, r *http.Request) {
+	info, ok := h.rescalable(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("rid")
+	if b, err := hex.DecodeString(id); err != nil || len(b) != 16 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("Bad rescale id %q: want the 32 hex digits of a rescaleUuid (see /jobs/%s/rescales/history)", id, info.ID))
+		return
+	}
+	for _, ri := range info.Job.Rescales() {
+		if strings.EqualFold(ri.ID, id) {
+			writeJSON(w, http.StatusOK, newRescaleDetails(info.Job, ri))
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("Could not find rescale %s of job %s (its rescales are listed at /jobs/%s/rescales/history)", id, info.ID, info.ID))
+}
+
+// rescalesConfig answers Flink 2.3's GET /jobs/:jid/rescales/config
+// (JobRescaleConfigInfo): the settings that decide when a requested
+// rescale happens. flinkgo keeps every rescale (rescaleHistoryMax null),
+// has no reactive mode (schedulerExecutionMode null), no slots to wait for
+// (the resource timeouts 0) and no maximum delay (null: a rescale waits
+// for the next completed checkpoint or rescaleOnFailedCheckpointCount
+// failed ones).
+func (h *Handler) rescalesConfig(w http.ResponseWriter, r *http.Request) {
+	info, ok := h.lookup(w, r)
+	if !ok {
+		return
+	}
+	cfg, err := config.Parse(info.Config)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("Job %s's configuration: %v", info.ID, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"rescaleHistoryMax":                              nil,
+		"schedulerExecutionMode":                         nil,
+		"submissionResourceWaitTimeoutInMillis":          0,
+		"submissionResourceStabilizationTimeoutInMillis": 0,
+		"slotIdleTimeoutInMillis":                        0,
+		"executingCooldownTimeoutInMillis":               cfg.Rescale.Cooldown.Milliseconds(),
+		"executingResourceStabilizationTimeoutInMillis":  0,
+		"maximumDelayForTriggeringRescaleInMillis":       nil,
+		"rescaleOnFailedCheckpointCount":                 cfg.Rescale.MaxCheckpointFailures,
+	})
 }
 
 // rescalable returns the path's job when it started (a job that ended

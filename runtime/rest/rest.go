@@ -80,6 +80,9 @@ func New(opts Options) *Handler {
 		"PUT /jobs/{jid}/resource-requirements":           h.setResourceRequirements,
 		"GET /jobs/{jid}/rescales/overview":               h.rescalesOverview,
 		"GET /jobs/{jid}/rescales/history":                h.rescalesHistory,
+		"GET /jobs/{jid}/rescales/summary":                h.rescalesSummary,
+		"GET /jobs/{jid}/rescales/config":                 h.rescalesConfig,
+		"GET /jobs/{jid}/rescales/details/{rid}":          h.rescaleDetails,
 		"GET /metrics":                                    NewPrometheusHandler(opts.Server).ServeHTTP,
 	}
 	for pattern, f := range routes {

@@ -278,6 +278,23 @@ func TestEndpointsOnARunningJob(t *testing.T) {
 		return len(vals) == 1 && vals[0]["sum"].(float64) > 0
 	})
 
+	// Every aggregation Flink has, consistent with each other; an unknown
+	// one is 400.
+	var aggs []object
+	f.get("/jobs/"+jid+"/vertices/"+sinkID+"/subtasks/metrics?get=numRecordsIn", &aggs)
+	if len(aggs) != 1 {
+		t.Fatalf("subtask metrics %v", aggs)
+	}
+	has(t, "aggregated metric", aggs[0], "id", "min", "max", "avg", "sum", "skew")
+	a := func(k string) float64 { return aggs[0][k].(float64) }
+	if a("min") > a("avg") || a("avg") > a("max") || a("sum") != 2*a("avg") || a("skew") != 0 && a("skew") != (a("max")-a("avg"))/a("avg")*100 {
+		t.Errorf("aggregations of the sink's 2 subtasks inconsistent: %v", aggs[0])
+	}
+	var badAgg object
+	if code := f.call("GET", "/jobs/"+jid+"/vertices/"+sinkID+"/subtasks/metrics?get=numRecordsIn&agg=median", "", "", &badAgg); code != http.StatusBadRequest || badAgg["errors"] == nil {
+		t.Errorf("an unknown aggregation: %d %v", code, badAgg)
+	}
+
 	var bp object
 	f.get("/jobs/"+jid+"/vertices/"+sinkID+"/backpressure", &bp)
 	has(t, "backpressure", bp, "status", "backpressureLevel", "end-timestamp", "subtasks")
@@ -341,6 +358,9 @@ func TestEndpointsOnARunningJob(t *testing.T) {
 	if cpc["interval"].(float64) != 200 {
 		t.Errorf("checkpoint interval %v, want 200", cpc["interval"])
 	}
+	if cpc["unaligned_checkpoints"] != false { // execution.checkpointing.unaligned.enabled's default
+		t.Errorf("unaligned_checkpoints %v, want false", cpc["unaligned_checkpoints"])
+	}
 
 	var exc object
 	f.get("/jobs/"+jid+"/exceptions", &exc)
@@ -358,6 +378,15 @@ func TestEndpointsOnARunningJob(t *testing.T) {
 	})
 	if op["operation"].(object)["checkpointId"].(float64) <= 0 {
 		t.Errorf("checkpoint operation %v", op)
+	}
+
+	// An unknown request id, or a checkpoint's asked for as a savepoint's,
+	// is 404.
+	for _, path := range []string{"/savepoints/0123456789abcdef", "/checkpoints/0123456789abcdef", "/savepoints/" + trig["request-id"].(string)} {
+		var e object
+		if code := f.call("GET", "/jobs/"+jid+path, "", "", &e); code != http.StatusNotFound || e["errors"] == nil {
+			t.Errorf("GET %s: %d %v, want 404 with errors", path, code, e)
+		}
 	}
 
 	// A savepoint, then a stop with a savepoint.
@@ -671,8 +700,76 @@ func checkRescaleHistory(t *testing.T, f *fixture, jid, sink string) {
 	if len(history) != 1 || history[0]["rescaleUuid"] != done["rescaleUuid"] {
 		t.Errorf("rescale history %v, want the one completed rescale", history)
 	}
+	checkRescaleSummary(t, f, jid, done)
+	var rc object
+	f.get("/jobs/"+jid+"/rescales/config", &rc)
+	has(t, "rescales config", rc, "rescaleHistoryMax", "schedulerExecutionMode", "submissionResourceWaitTimeoutInMillis",
+		"submissionResourceStabilizationTimeoutInMillis", "slotIdleTimeoutInMillis", "executingCooldownTimeoutInMillis",
+		"executingResourceStabilizationTimeoutInMillis", "maximumDelayForTriggeringRescaleInMillis", "rescaleOnFailedCheckpointCount")
+	if rc["executingCooldownTimeoutInMillis"] != 30000.0 || rc["rescaleOnFailedCheckpointCount"] != 2.0 || rc["rescaleHistoryMax"] != nil {
+		t.Errorf("rescales config %v, want the default cooldown 30 s and 2 failed checkpoints, no history bound", rc)
+	}
 	var e object
 	if code := f.call("GET", "/jobs/nope/rescales/overview", "", "", &e); code != http.StatusNotFound || e["errors"] == nil {
 		t.Errorf("the rescales of an unknown job: %d %v", code, e)
+	}
+}
+
+// checkRescaleSummary checks Flink 2.3's /rescales/summary and
+// /rescales/details/:rescaleuuid of a job with the one completed rescale
+// done: the summary counts it and its duration is every statistic of the
+// completed and of all rescales; its details are the history's entry; an
+// unknown id is 404 and a malformed one 400, with Flink's errors.
+func checkRescaleSummary(t *testing.T, f *fixture, jid string, done object) {
+	t.Helper()
+	var sum object
+	f.get("/jobs/"+jid+"/rescales/summary", &sum)
+	has(t, "rescales summary", sum, "rescalesCounts", "rescalesDurationStatsInMillis", "completedRescalesDurationStatsInMillis",
+		"ignoredRescalesDurationStatsInMillis", "failedRescalesDurationStatsInMillis")
+	counts := sum["rescalesCounts"].(object)
+	if counts["completed"].(float64) != 1 || counts["failed"].(float64) != 0 || counts["ignored"].(float64) != 0 || counts["inProgress"].(float64) != 0 {
+		t.Errorf("summary rescalesCounts %v, want one completed only", counts)
+	}
+	stats := []string{"min", "max", "avg", "p50", "p90", "p95", "p99", "p999"}
+	took := done["durationInMillis"].(float64)
+	for _, field := range []string{"rescalesDurationStatsInMillis", "completedRescalesDurationStatsInMillis"} {
+		st := sum[field].(object)
+		has(t, field, st, stats...)
+		for _, k := range stats {
+			if st[k].(float64) != took {
+				t.Errorf("%s.%s = %v, want the one rescale's duration %v", field, k, st[k], took)
+			}
+		}
+	}
+	for _, field := range []string{"ignoredRescalesDurationStatsInMillis", "failedRescalesDurationStatsInMillis"} {
+		st := sum[field].(object)
+		has(t, field, st, stats...)
+		if st["max"].(float64) != 0 {
+			t.Errorf("%s %v, want zeros (no such rescale)", field, st)
+		}
+	}
+	id := done["rescaleUuid"].(string)
+	var d object
+	f.get("/jobs/"+jid+"/rescales/details/"+id, &d)
+	for _, k := range []string{"rescaleUuid", "triggerCause", "terminalState", "terminatedReason", "startTimestampInMillis",
+		"endTimestampInMillis", "durationInMillis", "checkpointId"} {
+		if d[k] != done[k] {
+			t.Errorf("details %s = %v, the overview has %v", k, d[k], done[k])
+		}
+	}
+	if got, want := fmt.Sprint(d["vertices"]), fmt.Sprint(done["vertices"]); got != want {
+		t.Errorf("details vertices %s, the overview has %s", got, want)
+	}
+	for path, want := range map[string]int{
+		"/jobs/" + jid + "/rescales/details/0123456789abcdef0123456789abcdef": http.StatusNotFound,
+		"/jobs/" + jid + "/rescales/details/not-an-id":                        http.StatusBadRequest,
+		"/jobs/0123456789abcdef0123456789abcdef/rescales/details/" + id:       http.StatusNotFound,
+		"/jobs/0123456789abcdef0123456789abcdef/rescales/summary":             http.StatusNotFound,
+	} {
+		var e object
+		code := f.call("GET", path, "", "", &e)
+		if errs, _ := e["errors"].([]any); code != want || len(errs) == 0 {
+			t.Errorf("GET %s: %d %v, want %d with errors", path, code, e, want)
+		}
 	}
 }

@@ -73,7 +73,7 @@ func newDatagen(src *planpb.DatagenSource, cfg Config, restore map[string]SplitS
 			return nil, fmt.Errorf("source: datagen column name of %d bytes, above the limit of %d (source.DatagenNameLimit)", len(f.Name), DatagenNameLimit)
 		}
 	}
-	g := &datagen{cfg: cfg, seed: src.GetSeed()}
+	g := &datagen{cfg: cfg, seed: src.GetSeed(), pace: pacer{left: -1}}
 	// Each subtask keeps to its share of the rate: that of its rows or lanes.
 	var share float64
 	if n := src.GetRows(); n > 0 {
@@ -82,6 +82,7 @@ func newDatagen(src *planpb.DatagenSource, cfg Config, restore map[string]SplitS
 			return nil, err
 		}
 		g.ranges, share = rs, float64(rs.owned)/float64(n)
+		g.pace.left = rs.left()
 	} else {
 		for k := int64(cfg.Subtask); k < splitCount; k += int64(cfg.Parallelism) {
 			l := lane{k: k}

@@ -268,6 +268,7 @@ type kafkaReader struct {
 	// done from the next call on.
 	finishing *kafkaSplit
 
+	ends      partitionEnds
 	chunks    chan kafkaChunk
 	avail     chan struct{}
 	cancel    context.CancelFunc
@@ -296,7 +297,7 @@ func openKafka(src *planpb.KafkaSource, cfg Config, restore map[string]SplitStat
 	r := &kafkaReader{
 		src: src, cfg: cfg, set: set, cols: cols, cl: cl, adm: kadm.NewClient(cl),
 		log:    cfg.Logger,
-		splits: map[string]*kafkaSplit{}, chunks: make(chan kafkaChunk, 4), avail: make(chan struct{}, 1),
+		splits: map[string]*kafkaSplit{}, ends: partitionEnds{m: map[string]int64{}}, chunks: make(chan kafkaChunk, 4), avail: make(chan struct{}, 1),
 		taken: map[int64]map[string]map[int32]int64{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -395,6 +396,8 @@ func (r *kafkaReader) discover(ctx context.Context, restore map[string]SplitStat
 		if err := r.resolveStops(ctx, fresh); err != nil {
 			return nil, err
 		}
+	} else {
+		r.seedEnds(ctx, fresh)
 	}
 	slices.SortFunc(fresh, func(a, b *kafkaSplit) int { return strings.Compare(a.id, b.id) })
 	return fresh, nil
@@ -496,6 +499,27 @@ func (r *kafkaReader) resolveStops(ctx context.Context, splits []*kafkaSplit) er
 	if len(topics) == 0 {
 		return nil
 	}
+	listed, err := r.listEnds(ctx, topics)
+	if err != nil {
+		return err
+	}
+	for _, s := range splits {
+		if s.stop >= 0 || s.done {
+			continue
+		}
+		lo, ok := listed.Lookup(s.topic, s.partition)
+		if !ok || lo.Offset < 0 {
+			return fmt.Errorf("source: read_kafka: no end offset for partition %d of topic %q", s.partition, s.topic)
+		}
+		s.stop = lo.Offset
+		s.done = s.next >= s.stop
+	}
+	return nil
+}
+
+// listEnds lists the end offsets of topics' partitions (the last stable
+// offsets under read_committed).
+func (r *kafkaReader) listEnds(ctx context.Context, topics map[string]bool) (kadm.ListedOffsets, error) {
 	ctx, cancel := context.WithTimeout(ctx, kafkaTimeout)
 	defer cancel()
 	names := make([]string, 0, len(topics))
@@ -513,20 +537,36 @@ func (r *kafkaReader) resolveStops(ctx context.Context, splits []*kafkaSplit) er
 		err = listed.Error()
 	}
 	if err != nil {
-		return fmt.Errorf("source: read_kafka: listing the end offsets of %v: %w", names, err)
+		return nil, fmt.Errorf("source: read_kafka: listing the end offsets of %v: %w", names, err)
 	}
+	return listed, nil
+}
+
+// seedEnds records the ends of new unbounded splits, so that their
+// backlog is known before the poller hands over their first records (it
+// takes one partition's at a time: under backpressure the others wait).
+// Without them the backlog counts from the fetches alone: a failure is
+// logged, not fatal.
+func (r *kafkaReader) seedEnds(ctx context.Context, splits []*kafkaSplit) {
+	topics := map[string]bool{}
 	for _, s := range splits {
-		if s.stop >= 0 || s.done {
-			continue
-		}
-		lo, ok := listed.Lookup(s.topic, s.partition)
-		if !ok || lo.Offset < 0 {
-			return fmt.Errorf("source: read_kafka: no end offset for partition %d of topic %q", s.partition, s.topic)
-		}
-		s.stop = lo.Offset
-		s.done = s.next >= s.stop
+		topics[s.topic] = true
 	}
-	return nil
+	if len(topics) == 0 {
+		return
+	}
+	listed, err := r.listEnds(ctx, topics)
+	if err != nil {
+		r.log.Warn("read_kafka: the backlog (pendingRecords) counts from the fetches only", "error", err)
+		return
+	}
+	r.ends.mu.Lock()
+	defer r.ends.mu.Unlock()
+	for _, s := range splits {
+		if lo, ok := listed.Lookup(s.topic, s.partition); ok && lo.Offset > r.ends.m[s.id] {
+			r.ends.m[s.id] = lo.Offset
+		}
+	}
 }
 
 // addSplits takes new splits over (Next's goroutine, or Open) and starts
@@ -614,6 +654,7 @@ func (r *kafkaReader) poll(ctx context.Context) {
 			return
 		}
 		ok := true
+		r.ends.record(fetches, r.set.readCommitted)
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			if ok && len(p.Records) > 0 {
 				ok = send(kafkaChunk{recs: p.Records})
@@ -658,6 +699,7 @@ func (r *kafkaReader) discoverNew(ctx context.Context, known map[string]bool) ([
 	if err := r.resolveStarts(ctx, fresh, need, false); err != nil {
 		return nil, err
 	}
+	r.seedEnds(ctx, fresh)
 	for _, s := range fresh {
 		known[s.id] = true
 	}
@@ -757,6 +799,56 @@ func (r *kafkaReader) take() (arrow.RecordBatch, error) {
 	}
 	r.last = s.id
 	return r.cols.decode(rows, r.cfg.Allocator)
+}
+
+// PendingRecords is the records between each owned partition's position
+// and its end (Flink's pendingRecords of the KafkaSource: the consumer's
+// lag), summed. An unbounded partition's end is its high watermark
+// (read_committed: last stable offset) as listed when the partition was
+// first owned, then as the latest fetch whose records the poller took
+// saw it (every fetch response carries it: no request of its own), so
+// records written since are not counted yet; a bounded partition's end
+// is its stop offset. Control records and tombstones count, as offsets
+// do (Backlog).
+func (r *kafkaReader) PendingRecords() int64 {
+	r.ends.mu.Lock()
+	defer r.ends.mu.Unlock()
+	var n int64
+	for id, s := range r.splits {
+		end, ok := r.ends.m[id]
+		if s.stop >= 0 {
+			end, ok = s.stop, true
+		}
+		if ok && !s.done {
+			n += max(0, end-s.next)
+		}
+	}
+	return n
+}
+
+// partitionEnds are the unbounded partitions' ends, by split id (see
+// PendingRecords); the poller and Open write them, Next's goroutine reads
+// them.
+type partitionEnds struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+func (e *partitionEnds) record(fetches kgo.Fetches, readCommitted bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.Err != nil {
+			return
+		}
+		end := p.HighWatermark
+		if readCommitted {
+			end = p.LastStableOffset
+		}
+		if id := kafkaSplitID(p.Topic, p.Partition); end > e.m[id] {
+			e.m[id] = end
+		}
+	})
 }
 
 // Available is signaled when the poller handed something over.
@@ -886,4 +978,5 @@ var (
 	_ Waiter             = (*kafkaReader)(nil)
 	_ SplitReporter      = (*kafkaReader)(nil)
 	_ CheckpointListener = (*kafkaReader)(nil)
+	_ Backlog            = (*kafkaReader)(nil)
 )

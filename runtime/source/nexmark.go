@@ -331,6 +331,7 @@ func newNexmark(src *planpb.NexmarkSource, cfg Config, restore map[string]SplitS
 	}
 	g := &nexmarkReader{cfg: cfg, kind: src.GetKind(), seed: src.GetSeed(), ranges: rs}
 	g.pace.rate = src.GetEventsPerSecond() * float64(rs.owned) / float64(src.GetEvents())
+	g.pace.left = rs.left()
 	return g, nil
 }
 

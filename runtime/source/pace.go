@@ -12,6 +12,9 @@ type pacer struct {
 	rate  float64
 	start time.Time
 	sent  int64
+	// left is how many there were to send when the reader opened (a
+	// bounded one), -1 for no end: the backlog never counts beyond it.
+	left int64
 }
 
 // limit caps a batch of n at about a tenth of a second of the rate, so

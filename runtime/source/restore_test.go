@@ -749,3 +749,70 @@ func TestDatagenPendingRecordsAreRowsBehindTheRate(t *testing.T) {
 		t.Fatalf("pending %d after a 10 s stall at 1000 rows/s with 100 rows taken, want about 9900", p)
 	}
 }
+
+// A bounded datagen's backlog never counts rows it does not have: held
+// back far beyond its end, it reports the rows it has left.
+func TestDatagenPendingRecordsStopAtItsRows(t *testing.T) {
+	mem := checked(t)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 500, RowsPerSecond: 1000}}}
+	r, err := Open(src, Config{Schema: schema, Parallelism: 1, Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := r.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := b.NumRows()
+	b.Release()
+	g := r.(*datagen)
+	g.pace.start = g.pace.start.Add(-time.Hour)
+	if p := r.(Backlog).PendingRecords(); p != 500-taken {
+		t.Fatalf("pending %d an hour behind with %d of 500 rows taken, want %d", p, taken, 500-taken)
+	}
+}
+
+// Nexmark's backlog is in events of its kind: the events of every kind
+// its rate has due and it has not generated, times the kind's share (46
+// bids in 50 events), and at most the events it has left.
+func TestNexmarkPendingRecordsAreEventsOfItsKindBehindTheRate(t *testing.T) {
+	mem := checked(t)
+	schema := NexmarkSchema(planpb.NexmarkSource_BID)
+	src := nexmarkSource(planpb.NexmarkSource_BID, 20_000, 1)
+	src.GetNexmark().EventsPerSecond = 50 // 5 events a batch
+	r, err := Open(src, Config{Schema: schema, Parallelism: 1, Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	bl, ok := r.(Backlog)
+	if !ok || bl.PendingRecords() != 0 {
+		t.Fatalf("a rate-limited Nexmark source is a Backlog with nothing pending before it starts")
+	}
+	g := r.(*nexmarkReader)
+	// The consumer stalled for 100 s before the source began: 5000 events
+	// are due at once; it reads ten batches of them.
+	start := time.Now().Add(-100 * time.Second)
+	g.pace.start = start
+	for range 10 {
+		b, err := r.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+	sent := g.pace.sent
+	lo := (int64(100*50) - sent) * 46 / 50
+	got := bl.PendingRecords()
+	hi := (int64(time.Since(start).Seconds()*50) - sent) * 46 / 50
+	if got < lo || got > hi {
+		t.Fatalf("pending %d bids with %d of the events taken, want %d to %d", got, sent, lo, hi)
+	}
+	// Far behind: every event left is pending, and no more.
+	g.pace.start = start.Add(-time.Hour)
+	if got, want := bl.PendingRecords(), (20_000-sent)*46/50; got != want {
+		t.Fatalf("pending %d bids an hour behind, want the %d left", got, want)
+	}
+}

@@ -32,7 +32,7 @@ func twoProducerTask(op operator.Operator) *Task {
 	in := newInbox(16)
 	in.connect()
 	in.connect()
-	return &Task{in: in, head: head, links: []*link{head},
+	return &Task{in: in, head: head, links: []*link{head}, coord: &ackCoordinator{},
 		valve: watermark.NewValve(2), signal: make(chan struct{}, 1), ended: make([]bool, 2)}
 }
 

@@ -114,11 +114,13 @@ func Build(cfg Config) (*Set, error) {
 	return s, nil
 }
 
-// Release frees the tasks of a set that never ran.
+// Release frees the tasks of a set that never ran, and the restored
+// channel state queued for them.
 func (s *Set) Release() {
 	for _, t := range s.Tasks {
 		t.Release()
 	}
+	s.Drain()
 }
 
 // Drain frees the batches still queued between tasks, once no task runs.

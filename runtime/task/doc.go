@@ -4,8 +4,9 @@
 // chains), the exchange between chains (Arrow batches over bounded
 // channels, so a slow consumer blocks its producers: backpressure; the
 // partitioners of package partition on every edge), and checkpoint barriers
-// in-band: alignment over several producers, the chain's snapshot in chain
-// order, the asynchronous part of keyed snapshots on a goroutine of the
+// in-band: alignment over several producers (or, for an unaligned
+// checkpoint, barriers that overtake the queued batches, which become
+// channel state: channelstate.go), the chain's snapshot in chain order, the asynchronous part of keyed snapshots on a goroutine of the
 // task's own, and the acknowledgement to the coordinator. Watermarks and
 // idle statuses travel in-band too, through a watermark.Valve per task
 // (watermark.go). An operator may have more than its main output (a

@@ -27,6 +27,9 @@ type message struct {
 	event    eventKind
 	wm       watermark.Watermark // of a watermark event
 	status   watermark.Status    // of a status event
+	// overtook is, for a barrier queued with priority (an unaligned
+	// checkpoint's), how many batches queued before it it overtook.
+	overtook int
 }
 
 // eventKind says whether a message carries a watermark or a status.
@@ -89,9 +92,20 @@ func (outs outputs) emit(ctx context.Context, from int, b arrow.RecordBatch, tm 
 // end tells every connected consumer that this producer is done.
 func (outs outputs) end(ctx context.Context) error { return outs.broadcast(ctx, 0) }
 
-// barrier sends the barrier of checkpoint id to every connected consumer,
-// after every batch sent before it.
-func (outs outputs) barrier(ctx context.Context, id int64) error { return outs.broadcast(ctx, id) }
+// barrier sends the barrier of checkpoint id to every connected consumer:
+// after every batch sent before it, or, unaligned, ahead of the batches
+// still queued (inbox.putPriority), without waiting.
+func (outs outputs) barrier(ctx context.Context, id int64, unaligned bool) error {
+	if !unaligned {
+		return outs.broadcast(ctx, id)
+	}
+	for _, o := range outs {
+		for i, t := range o.targets {
+			t.putPriority(message{barrier: id, input: o.input, producer: o.producer[i]})
+		}
+	}
+	return nil
+}
 
 func (outs outputs) broadcast(ctx context.Context, barrier int64) error {
 	return outs.send(ctx, message{barrier: barrier})

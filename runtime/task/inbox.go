@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/flinkgo/flinkgo/runtime/metrics"
 )
 
@@ -37,7 +39,8 @@ type inbox struct {
 	bytes, peak *atomic.Int64
 }
 
-// queued is a message and its place in the inbox's arrival order.
+// queued is a message and its place in the inbox's arrival order (0 for
+// a barrier that overtook: it is taken before anything else).
 type queued struct {
 	message
 	seq uint64
@@ -96,6 +99,54 @@ func (in *inbox) tryPut(m message) bool {
 	in.enqueue(m)
 	signal(in.ready)
 	return true
+}
+
+// putPriority queues the barrier m ahead of the batches its producer
+// queued since its last control message, without waiting for space (a
+// barrier takes no credit, as Flink's priority events): an unaligned
+// checkpoint's barrier (FLIP-76). It overtakes batches only: watermarks,
+// statuses and an earlier barrier keep their order. m.overtook is set to
+// the batches it overtook, which follow it in the queue when it is taken.
+func (in *inbox) putPriority(m message) {
+	in.mu.Lock()
+	q := in.queues[m.producer]
+	at := len(q)
+	for at > 0 && q[at-1].batch != nil {
+		at--
+	}
+	m.overtook = len(q) - at
+	q = append(q, queued{})
+	copy(q[at+1:], q[at:])
+	q[at] = queued{message: m}
+	in.queues[m.producer] = q
+	in.mu.Unlock()
+	signal(in.ready)
+}
+
+// prefill queues a restored channel's batches (an unaligned checkpoint's
+// channel state) as producer p's, input `input`, before any producer
+// runs: they are taken before anything sent later, and p waits until its
+// queue is below its share again. It takes ownership of the batches.
+func (in *inbox) prefill(p, input int, batches []arrow.RecordBatch) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, b := range batches {
+		in.enqueue(message{input: input, producer: p, batch: b})
+	}
+}
+
+// overtaken returns, retained, the batches of the first n messages queued
+// by producer p: those a barrier of p just taken had overtaken. Task
+// goroutine only (no one else takes from the queue).
+func (in *inbox) overtaken(p, n int) []arrow.RecordBatch {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := make([]arrow.RecordBatch, 0, n)
+	for _, m := range in.queues[p][:n] {
+		m.batch.Retain()
+		out = append(out, m.batch)
+	}
+	return out
 }
 
 // enqueue appends m to its producer's queue; in.mu is held.

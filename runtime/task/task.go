@@ -131,6 +131,9 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	}
 	var err error
 	t.head, err = add(head, plan.MainOutput)
+	if err == nil {
+		err = t.restoreChannels(bc)
+	}
 	if err != nil {
 		t.Release()
 		return nil, err
@@ -325,6 +328,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 			// task returns it): it is shared, never changed here.
 			t.cancel(err)
 		}
+		t.align.release() // the channel state of an unfinished checkpoint
 		if rerr := t.release(); err == nil {
 			err = rerr
 		}
@@ -353,9 +357,10 @@ func (t *Task) Run(ctx context.Context) (err error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for t.endedCount < t.in.producers {
-		// During an alignment the producers that delivered the barrier
-		// are not read: their queues fill and they wait (barrier.go).
-		if m, ok := t.in.take(t.align.arrived); ok {
+		// During an aligned checkpoint's alignment the producers that
+		// delivered the barrier are not read: their queues fill and they
+		// wait (barrier.go).
+		if m, ok := t.in.take(t.blocked()); ok {
 			if err := t.busy(func() error { return t.handle(ctx, m) }); err != nil {
 				return err
 			}
@@ -471,6 +476,11 @@ func (t *Task) runSource(ctx context.Context) error {
 		if errors.Is(err, io.EOF) {
 			return t.finish(ctx)
 		}
+		if bl, ok := t.reader.(source.Backlog); ok {
+			// After every Next, data or none: an idle Kafka source that
+			// skipped control records has moved on too.
+			t.metrics.PendingRecords.Store(bl.PendingRecords())
+		}
 		if errors.Is(err, source.ErrNoData) {
 			// An idle unbounded source: barriers and timers go on meanwhile.
 			if err := t.waitSource(ctx); err != nil {
@@ -486,9 +496,6 @@ func (t *Task) runSource(ctx context.Context) error {
 		}
 		t.head.count.In.Add(b.NumRows())
 		t.metrics.AddIn(b)
-		if bl, ok := t.reader.(source.Backlog); ok {
-			t.metrics.PendingRecords.Store(bl.PendingRecords())
-		}
 		if err := t.busy(func() error { return t.head.emit(ctx, b) }); err != nil {
 			return err
 		}

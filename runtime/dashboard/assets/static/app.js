@@ -252,11 +252,14 @@ function jobView(jid) {
       el("th", { class: "num" }, "Busy"), el("th", { class: "num" }, "Backpressured"))),
     vertexBody);
   const subtasks = el("div", { id: "subtasks" }, el("p", { class: "muted" }, "Click a vertex to see its subtasks."));
+  const autoscaler = el("div", { id: "autoscaler" });
+  const rescales = el("div", { id: "rescales" });
   const checkpointConfig = el("p", { class: "muted", id: "checkpoint-config" });
   const checkpoints = el("div", { id: "checkpoints" });
   const exceptions = el("div", { id: "exceptions" });
   $("main").replaceChildren(title, summary, controls.root,
     el("h2", {}, "Graph"), legend, graph, el("h2", {}, "Vertices"), vertices, subtasks,
+    el("h2", {}, "Rescales"), rescales, el("h2", {}, "Autoscaler"), autoscaler,
     el("h2", {}, "Checkpoints"), checkpointConfig, checkpoints, el("h2", {}, "Exceptions"), exceptions);
 
   let selected = null; // the vertex whose subtasks are shown
@@ -269,10 +272,17 @@ function jobView(jid) {
       controls.update(job);
       renderGraph(graph, job, rates, select);
       renderVertexTable(vertexBody, job, rates, select);
-      const [cps, cpConfig, exc] = await Promise.all([
+      // The rescales and the autoscaler answer 404 or 409 for a job that
+      // never started or is still starting: shown as none.
+      const [cps, cpConfig, exc, rsSummary, rsHistory, scaler] = await Promise.all([
         api("GET", jobPath(jid) + "/checkpoints"),
         api("GET", jobPath(jid) + "/checkpoints/config").catch(() => null), // 404: checkpointing off
-        api("GET", jobPath(jid) + "/exceptions")]);
+        api("GET", jobPath(jid) + "/exceptions"),
+        api("GET", jobPath(jid) + "/rescales/summary").catch(() => null),
+        api("GET", jobPath(jid) + "/rescales/history").catch(() => null),
+        api("GET", jobPath(jid) + "/autoscaler").catch(() => null)]);
+      renderRescales(rescales, rsSummary, rsHistory);
+      renderAutoscaler(autoscaler, scaler, job);
       renderCheckpointConfig(checkpointConfig, cpConfig);
       renderCheckpoints(checkpoints, cps);
       renderExceptions(exceptions, exc);
@@ -566,6 +576,115 @@ function renderVertexTable(body, job, rates, select) {
       el("td", { class: "num" }, fmtPercent(r.busy)),
       el("td", { class: "num bp-" + level }, r.backpressure === undefined ? "–" : fmtPercent(r.backpressure) + " (" + level + ")"));
   }));
+}
+
+// ---- rescales and the autoscaler ----
+
+// parallelismChange says what a rescale did to its vertices: "name: 2 → 3"
+// for each one whose parallelism it changes (asked for, while it is
+// pending or when it failed).
+function parallelismChange(r) {
+  const vs = Object.values(r.vertices || {});
+  const changed = vs.filter((v) => v.desiredParallelism !== v.preRescaleParallelism);
+  if (changed.length === 0) return "no change";
+  return changed.map((v) => {
+    const after = v.postRescaleParallelism === null || v.postRescaleParallelism === undefined
+      ? v.desiredParallelism + " (asked)" : v.postRescaleParallelism;
+    return v.jobVertexName + ": " + v.preRescaleParallelism + " → " + after;
+  }).join("; ");
+}
+
+// renderRescales shows Flink 2.3's rescale history: counts and durations
+// (/rescales/summary), then each rescale, newest first (/rescales/history).
+function renderRescales(target, summary, history) {
+  if (!summary || !history) {
+    target.replaceChildren(el("p", { class: "muted" }, "No rescale history (the job has not started)."));
+    return;
+  }
+  const c = summary.rescalesCounts || {};
+  const dur = summary.completedRescalesDurationStatsInMillis || {};
+  const counts = el("div", { class: "panel counts", id: "rescale-counts" },
+    ...[["Completed", c.completed], ["In progress", c.inProgress], ["Failed", c.failed], ["Ignored", c.ignored]]
+      .map(([k, n]) => el("div", { "data-count": k.toLowerCase().replace(" ", "-") }, el("span", { class: "muted" }, k), el("strong", {}, fmtNumber(n)))),
+    el("div", {}, el("span", { class: "muted" }, "Completed: duration min / avg / max"),
+      el("strong", {}, c.completed ? [dur.min, dur.avg, dur.max].map(fmtDuration).join(" / ") : "–")));
+  if (history.length === 0) {
+    target.replaceChildren(counts, el("p", { class: "muted" }, "No rescale yet."));
+    return;
+  }
+  const shown = history.slice(0, 20);
+  const table = el("table", { id: "rescale-history" },
+    el("thead", {}, el("tr", {},
+      el("th", {}, "Requested"), el("th", {}, "Cause"), el("th", {}, "Parallelism before → after"),
+      el("th", { class: "num" }, "Duration"), el("th", {}, "State"), el("th", {}, "Reason"))),
+    el("tbody", {}, ...shown.map((r) => {
+      const state = r.terminalState || "IN_PROGRESS";
+      const cause = r.triggerCause + (r.trigger ? ", at " + r.trigger : "") + (r.checkpointId > 0 ? " #" + r.checkpointId : "");
+      const took = fmtDuration(r.durationInMillis) + (r.restartDurationInMillis > 0 ? " (restart " + fmtDuration(r.restartDurationInMillis) + ")" : "");
+      return el("tr", { "data-rescale": r.rescaleUuid, "data-state": state },
+        el("td", {}, fmtTime(r.startTimestampInMillis)),
+        el("td", {}, cause),
+        el("td", { class: "change" }, parallelismChange(r)),
+        el("td", { class: "num" }, took),
+        el("td", {}, stateBadge(state)),
+        el("td", {}, [r.terminatedReason, r.reason].filter(Boolean).join(": ")));
+    })));
+  const parts = [counts, table];
+  if (history.length > shown.length) parts.push(el("p", { class: "muted" }, "Showing the 20 newest of " + history.length + "."));
+  target.replaceChildren(...parts);
+}
+
+// renderAutoscaler shows flinkgo's GET /jobs/:jid/autoscaler: its
+// settings, the vertices it scales with their bounds, and its decisions
+// with their inputs, newest first.
+function renderAutoscaler(target, a, job) {
+  if (!a) {
+    target.replaceChildren(el("p", { class: "muted" }, "No autoscaler information (the job has not started)."));
+    return;
+  }
+  const names = new Map((job.vertices || []).map((v) => [v.id, v.name]));
+  const decisions = (a.decisions || []).slice().reverse();
+  if (!a.enabled && decisions.length === 0) {
+    target.replaceChildren(el("p", { class: "muted", id: "autoscaler-off" },
+      "The autoscaler is off (job.autoscaler.enabled)."));
+    return;
+  }
+  const cfg = a.config || {};
+  const bounds = (a.vertices || []).map((v) =>
+    (names.get(v.id) || v.uid) + " [" + v.min + ", " + v.max + "] at " + v.parallelism).join("; ");
+  const head = el("p", { class: "muted", id: "autoscaler-config" },
+    "Target utilization " + fmtPercent(cfg["job.autoscaler.utilization.target"]) + " ± " +
+    fmtPercent(cfg["job.autoscaler.utilization.boundary"]) + ", metrics window " +
+    fmtDuration(cfg["job.autoscaler.metrics.window"]) + ", stabilization " +
+    fmtDuration(cfg["job.autoscaler.stabilization.interval"]) + ". Scales " + (bounds || "no vertex") + ".");
+  if (decisions.length === 0) {
+    target.replaceChildren(head, el("p", { class: "muted" }, "No decision yet: the autoscaler decides once a metrics window is full."));
+    return;
+  }
+  const shown = decisions.slice(0, 20);
+  const table = el("table", { id: "autoscaler-decisions" },
+    el("thead", {}, el("tr", {},
+      el("th", {}, "Time"), el("th", {}, "Vertex"), el("th", { class: "num" }, "Parallelism"),
+      el("th", { class: "num" }, "In/s"), el("th", { class: "num" }, "Busy"), el("th", { class: "num" }, "True rate/s"),
+      el("th", { class: "num" }, "Target rate/s"), el("th", { class: "num" }, "Expected utilization"),
+      el("th", {}, "Reason"), el("th", {}, "Rescale"))),
+    el("tbody", {}, ...shown.map((d) => el("tr", {
+      "data-decision": d.timestamp, "data-vertex": d.vertex, "data-from": d.from, "data-to": d.to,
+      class: d.to !== d.from ? "changed" : undefined,
+    },
+    el("td", {}, fmtTime(d.timestamp)),
+    el("td", {}, names.get(d.vertex) || d.uid),
+    el("td", { class: "num" }, d.from + " → " + d.to + " [" + d.min + ", " + d.max + "]"),
+    el("td", { class: "num" }, fmtRate(d.numRecordsInPerSecond)),
+    el("td", { class: "num" }, fmtPercent(d.busyRatio)),
+    el("td", { class: "num" }, d.trueProcessingRate > 0 ? fmtRate(d.trueProcessingRate) : "–"),
+    el("td", { class: "num" }, fmtRate(d.targetDataRate)),
+    el("td", { class: "num" }, fmtPercent(d.expectedUtilization)),
+    el("td", {}, d.reason || ""),
+    el("td", { class: d.error ? "mono error" : "mono" }, d.error || d.rescaleId || "")))));
+  const parts = [head, table];
+  if (decisions.length > shown.length) parts.push(el("p", { class: "muted" }, "Showing the 20 newest of " + decisions.length + " decisions."));
+  target.replaceChildren(...parts);
 }
 
 // ---- checkpoints ----
