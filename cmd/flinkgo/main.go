@@ -266,7 +266,7 @@ func pathRoots(flags []string) (*allowpath.Roots, error) {
 // endpoint that endpoints asks for; a job's rest.port and
 // metrics.reporter.prom.port start them later when not started here.
 func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, udfOutput io.Writer, roots *allowpath.Roots, maxMessage int, reuseWorkers bool, endpoints rest.Listen, guard ...grpc.ServerOption) error {
-	opts := append([]grpc.ServerOption{grpc.MaxSendMsgSize(maxSendMessage)}, server.Guard(logger, maxMessage)...)
+	opts := append([]grpc.ServerOption{grpc.MaxSendMsgSize(maxSendMessage), server.Codec()}, server.Guard(logger, maxMessage)...)
 	srv := grpc.NewServer(append(opts, guard...)...)
 	jobOpts := job.Options{Logger: logger, Runner: pluginrunner.Options{UDFOutput: udfOutput}}
 	if reuseWorkers {

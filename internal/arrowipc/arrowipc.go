@@ -196,3 +196,44 @@ func decode(data []byte, mem memory.Allocator, fn func(arrow.RecordBatch) error)
 	}
 	return r.Schema(), nil
 }
+
+// EncodedSize is at least the size of the IPC stream EncodeBatch writes
+// for b: its buffers, each padded, and room for the messages' metadata.
+func EncodedSize(b arrow.RecordBatch) int {
+	n := 1024
+	for _, c := range b.Columns() {
+		size, buffers := dataSize(c.Data())
+		n += 256 + size + 64*buffers
+	}
+	return n
+}
+
+// BatchBytes is the size of b's buffers (the whole buffers of a slice).
+func BatchBytes(b arrow.RecordBatch) int {
+	n := 0
+	for _, c := range b.Columns() {
+		size, _ := dataSize(c.Data())
+		n += size
+	}
+	return n
+}
+
+// dataSize is the size of d's buffers, its children's and its
+// dictionary's, and how many buffers they are.
+func dataSize(d arrow.ArrayData) (size, buffers int) {
+	for _, buf := range d.Buffers() {
+		if buf != nil {
+			size += buf.Len()
+			buffers++
+		}
+	}
+	more := d.Children()
+	if d.DataType().ID() == arrow.DICTIONARY {
+		more = append(more[:len(more):len(more)], d.Dictionary())
+	}
+	for _, child := range more {
+		s, n := dataSize(child)
+		size, buffers = size+s, buffers+n
+	}
+	return size, buffers
+}

@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import grpc
 import pyarrow as pa
@@ -151,6 +151,12 @@ class Client:
         else:
             self._channel = grpc.insecure_channel(self.endpoint, options=options)
         self._stub = job_pb2_grpc.JobServiceStub(self._channel)
+        # Execute's events through _decode_event: collected rows are read in place.
+        self._execute = self._channel.unary_stream(
+            "/flinkgo.job.v1.JobService/Execute",
+            request_serializer=job_pb2.ExecuteRequest.SerializeToString,
+            response_deserializer=_decode_event,
+        )
 
     def close(self) -> None:
         """Close the connection. Does not block; safe to call twice."""
@@ -342,7 +348,7 @@ class Client:
         interrupted = False
         give_up_at = float("inf")
         with _ctrl_c_counted() as ctrl_c:
-            call = self._stub.Execute(request, metadata=self._metadata)
+            call = self._execute(request, metadata=self._metadata)
             try:
                 # Inside the try: a Ctrl-C that lands while the reader starts cancels the
                 # call (and so the job) rather than leaving it running on the server.
@@ -367,6 +373,8 @@ class Client:
                             if not interrupted:
                                 failure = self._rpc_error(item, f"job {name!r}", job_name=name)
                             break
+                        elif isinstance(item, _Collected):
+                            batches.setdefault(item.node, []).extend(_read_batches(item.ipc))
                         else:
                             kind = item.WhichOneof("kind")
                             if kind == "started":
@@ -387,7 +395,9 @@ class Client:
                                     display.note(state.lower() if busy else "")
                             elif kind == "collected":
                                 c = item.collected
-                                batches.setdefault(c.node, []).extend(_read_batches(c.arrow_ipc))
+                                batches.setdefault(c.node, []).extend(
+                                    _read_batches(pa.py_buffer(c.arrow_ipc))
+                                )
                             elif kind == "finished":
                                 finished = item.finished
                     except KeyboardInterrupt:
@@ -562,8 +572,79 @@ def _pump(call: Any, events: queue.Queue[Any]) -> None:
         events.put(_END)
 
 
-def _read_batches(ipc: bytes) -> list[pa.RecordBatch]:
-    with pa.ipc.open_stream(ipc) as reader:
+class _Collected(NamedTuple):
+    """A CollectedBatch event whose Arrow IPC stream is a slice of the message's bytes."""
+
+    node: int
+    subtask: int
+    ipc: pa.Buffer
+
+
+def _decode_event(raw: bytes) -> Any:
+    # Execute's events: a CollectedBatch as _Collected, its rows left in the message's
+    # bytes (the server's codec puts them 8-aligned there); any other event, or a
+    # CollectedBatch laid out otherwise, as protobuf reads it (which copies the rows).
+    try:
+        collected = _collected_in_place(raw)
+    except (IndexError, ValueError):  # not protobuf: FromString says so
+        collected = None
+    return collected or job_pb2.JobEvent.FromString(raw)
+
+
+def _collected_in_place(raw: bytes) -> _Collected | None:
+    # JobEvent is one field, collected (3, length-delimited), spanning the message;
+    # CollectedBatch's fields come in any order: node (1) and subtask (2) as varints,
+    # arrow_ipc (3) and padding (4) length-delimited. Anything else: None.
+    if len(raw) < 2 or raw[0] != 0x1A:
+        return None
+    length, pos = _varint(raw, 1)
+    if pos + length != len(raw):
+        return None
+    node = subtask = 0
+    ipc: tuple[int, int] | None = None
+    while pos < len(raw):
+        tag, pos = _varint(raw, pos)
+        field, wire = tag >> 3, tag & 7
+        if wire == 0 and field in (1, 2):
+            value, pos = _varint(raw, pos)
+            value = value - (1 << 64) if value >= 1 << 63 else value  # a negative int32
+            if field == 1:
+                node = value
+            else:
+                subtask = value
+        elif wire == 2 and field in (3, 4):
+            size, pos = _varint(raw, pos)
+            if field == 3:
+                ipc = (pos, size)
+            pos += size
+        else:
+            return None
+    if ipc is None or pos != len(raw):
+        return None
+    return _Collected(node, subtask, pa.py_buffer(raw).slice(*ipc))
+
+
+def _varint(raw: bytes, pos: int) -> tuple[int, int]:
+    # A protobuf varint at pos, and the position after it.
+    value = shift = 0
+    while True:
+        if shift > 63:
+            raise ValueError("a varint of more than 10 bytes")
+        byte = raw[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+# Batches keep the buffers they are read from where those are aligned as their types
+# need, and copy them where not: a misaligned buffer is undefined for Arrow's kernels.
+_ALIGNED = pa.ipc.IpcReadOptions(ensure_alignment=pa.ipc.Alignment.DataTypeSpecific)
+
+
+def _read_batches(ipc: pa.Buffer) -> list[pa.RecordBatch]:
+    with pa.ipc.open_stream(ipc, options=_ALIGNED) as reader:
         return list(reader)
 
 

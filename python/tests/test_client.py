@@ -531,3 +531,79 @@ def test_import_flinkgo_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def test_collected_rows_are_read_in_place_from_a_padded_event():
+    # The server's codec (runtime/server/codec.go) writes CollectedBatch's fields as
+    # node, subtask, padding, arrow_ipc: protobuf in any parser, the rows 8-aligned.
+    table = pa.table({"x": pa.array(range(1000), pa.int64()), "s": [str(i) for i in range(1000)]})
+    ipc = _ipc(table)
+    for pad in range(8):
+        inner = b"\x08" + _varint(3) + b"\x10" + _varint(2**64 - 1)  # node 3, subtask -1
+        inner += b"\x22" + _varint(pad) + bytes(pad) + b"\x1a" + _varint(len(ipc))
+        raw = b"\x1a" + _varint(len(inner) + len(ipc)) + inner + ipc
+        assert job_pb2.JobEvent.FromString(raw).collected.arrow_ipc == ipc  # plain protobuf
+        event = flinkgo_client._decode_event(raw)
+        assert isinstance(event, flinkgo_client._Collected)
+        assert (event.node, event.subtask) == (3, -1)
+        batches = flinkgo_client._read_batches(event.ipc)
+        assert pa.Table.from_batches(batches).equals(table)
+        message = pa.py_buffer(raw)
+        values = batches[0].column("x").buffers()[1]
+        assert values.address % 8 == 0, "misaligned int64 values were not copied"
+        in_place = message.address <= values.address < message.address + message.size
+        assert in_place == (event.ipc.address % 8 == 0), (pad, in_place)
+
+
+def test_other_events_are_read_as_protobuf():
+    for event in (
+        job_pb2.JobEvent(started=job_pb2.JobStarted(job_id="j")),
+        job_pb2.JobEvent(collected=job_pb2.CollectedBatch(node=2, arrow_ipc=b"x")),
+    ):
+        decoded = flinkgo_client._decode_event(event.SerializeToString())
+        if isinstance(decoded, flinkgo_client._Collected):
+            assert (decoded.node, decoded.ipc.to_pybytes()) == (2, b"x")
+        else:
+            assert decoded == event
+    with pytest.raises(Exception, match="(?i)pars|decod|truncat"):
+        flinkgo_client._decode_event(b"\x1a\x05\x08")  # cut short
+
+
+def test_collect_reads_the_runtimes_rows_in_place(monkeypatch):
+    # Through the real runtime: collected batches are slices of the gRPC messages.
+    read = flinkgo_client._read_batches
+    outside = []
+
+    def checked(ipc: pa.Buffer) -> list[pa.RecordBatch]:
+        batches = read(ipc)
+        for batch in batches:
+            for column in batch.columns:
+                for buf in column.buffers():
+                    if buf is not None and buf.size:
+                        if not ipc.address <= buf.address < ipc.address + ipc.size:
+                            outside.append(column.type)
+        return batches
+
+    monkeypatch.setattr(flinkgo_client, "_read_batches", checked)
+    table = pa.table(
+        {"x": pa.array(range(200_000), pa.int64()), "s": [str(i) for i in range(200_000)]}
+    )
+    got = fg.Environment(parallelism=1).from_arrow(table).collect()
+    assert got.equals(table)
+    assert not outside, f"copied buffers of {outside}"

@@ -56,6 +56,12 @@ type Options struct {
 	// from every sink subtask's goroutine at once: it must be safe for
 	// concurrent use.
 	Collect func(op *plan.Operator, subtask int, b arrow.RecordBatch) error
+	// CollectBatchBytes, when above 0, makes collect sinks hand Collect
+	// batches of about this many bytes, joined from their input (and at
+	// each checkpoint and at the end): fewer, larger batches for a client
+	// that reads them when the job ends. 0 hands each batch over as it
+	// arrives, as a job whose input never ends needs.
+	CollectBatchBytes int
 	// StateDir holds the working directories of keyed state backends
 	// (Pebble databases, a cache of what checkpoints hold). Default: the
 	// system's temporary directory.
@@ -626,7 +632,8 @@ func (j *Job) operatorOptions() operators.Options {
 	return operators.Options{
 		Runner: o.Runner, NewRunner: o.NewRunner, BundleSize: o.BundleSize, BundleTime: o.BundleTime,
 		SourceBatchRows: o.SourceBatchRows, Stdout: o.Stdout, Collect: o.Collect,
-		KeyedCacheGroups: o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval, StateTTL: j.config.StateTTL,
+		CollectBatchBytes: o.CollectBatchBytes,
+		KeyedCacheGroups:  o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval, StateTTL: j.config.StateTTL,
 		WatermarkInterval: j.config.WatermarkInterval,
 	}
 }

@@ -27,6 +27,8 @@ type Options struct {
 	// Stdout receives print sinks' rows; Collect collect sinks' batches.
 	Stdout  io.Writer
 	Collect func(op *plan.Operator, subtask int, b arrow.RecordBatch) error
+	// CollectBatchBytes: see sink.Config.
+	CollectBatchBytes int
 	// KeyedCacheGroups is how many groups a keyed aggregation subtask
 	// keeps in memory after a checkpoint wrote them to its state backend.
 	KeyedCacheGroups int

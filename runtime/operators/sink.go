@@ -44,7 +44,8 @@ func sinkKind(opts Options) operator.Kind {
 			}
 			w, err := sink.Open(c.Op.Node.GetSink(), sink.Config{
 				Schema: c.Out, Subtask: c.Subtask, Parallelism: c.Parallelism,
-				Stdout: opts.Stdout, Collect: collect, Restore: restore, AttemptID: c.AttemptID,
+				Stdout: opts.Stdout, Collect: collect, CollectBatchBytes: opts.CollectBatchBytes, Allocator: c.Allocator,
+				Restore: restore, AttemptID: c.AttemptID,
 			})
 			if err != nil {
 				return nil, err

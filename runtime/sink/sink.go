@@ -75,9 +75,11 @@
 // Restoring a checkpoint older than the last one committed (an old
 // savepoint) leaves the parts committed since then published, as in Flink.
 //
-// Print and collect sinks are at-least-once: rows leave at Write, and after a
-// restore the replayed rows are printed or collected again. Their PreCommit
-// returns an empty state and their Commit does nothing.
+// Print and collect sinks are at-least-once: rows leave at Write (a collect
+// sink with CollectBatchBytes set holds them until it has enough, or until
+// PreCommit or Close), and after a restore the replayed rows are printed or
+// collected again. Their PreCommit returns an empty state and their Commit
+// does nothing.
 //
 // This package does not know operators, exchanges, or where checkpoints are
 // stored: the caller keeps SinkState (JSON) in the checkpoint.
@@ -91,6 +93,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
@@ -143,6 +146,15 @@ type Config struct {
 	// Collect receives the batches of a collect sink (retained: it must
 	// release them). Required for collect sinks.
 	Collect func(subtask int, b arrow.RecordBatch) error
+	// CollectBatchBytes, when above 0, makes a collect sink hand over
+	// large batches: it holds its input until about this many bytes
+	// arrived, then hands them over concatenated into one batch (also
+	// before a checkpoint's barrier passes, and at the end). 0 hands each
+	// batch over as it arrives: a sink whose input never ends needs that.
+	CollectBatchBytes int
+	// Allocator holds the batches a collect sink concatenates. Default
+	// memory.DefaultAllocator.
+	Allocator memory.Allocator
 	// Restore is the state this subtask restores from (nil: a fresh
 	// start). A file writer takes its Counter only: Recover, run before,
 	// published its Pending.
@@ -192,7 +204,7 @@ func Open(s *planpb.Sink, cfg Config) (Writer, error) {
 		if cfg.Collect == nil {
 			return nil, errors.New("sink: collect sink without a Collect function")
 		}
-		return &collectWriter{cfg: cfg}, nil
+		return newCollectWriter(cfg), nil
 	case *planpb.Sink_File:
 		return openFile(k.File, cfg)
 	case *planpb.Sink_Kafka:
@@ -252,16 +264,3 @@ func (w *printWriter) PreCommit(int64) (SinkState, error) { return SinkState{}, 
 func (w *printWriter) Commit(int64) error                 { return nil }
 func (w *printWriter) Close() error                       { return nil }
 func (w *printWriter) Abort()                             {}
-
-// collectWriter is at-least-once: batches are handed over at Write.
-type collectWriter struct{ cfg Config }
-
-func (w *collectWriter) Write(b arrow.RecordBatch) error {
-	b.Retain()
-	return w.cfg.Collect(w.cfg.Subtask, b)
-}
-
-func (w *collectWriter) PreCommit(int64) (SinkState, error) { return SinkState{}, nil }
-func (w *collectWriter) Commit(int64) error                 { return nil }
-func (w *collectWriter) Close() error                       { return nil }
-func (w *collectWriter) Abort()                             {}

@@ -231,14 +231,16 @@ class Progress(_message.Message):
     def __init__(self, operators: _Optional[_Iterable[_Union[OperatorProgress, _Mapping]]] = ..., elapsed_seconds: _Optional[float] = ...) -> None: ...
 
 class CollectedBatch(_message.Message):
-    __slots__ = ("node", "subtask", "arrow_ipc")
+    __slots__ = ("node", "subtask", "arrow_ipc", "padding")
     NODE_FIELD_NUMBER: _ClassVar[int]
     SUBTASK_FIELD_NUMBER: _ClassVar[int]
     ARROW_IPC_FIELD_NUMBER: _ClassVar[int]
+    PADDING_FIELD_NUMBER: _ClassVar[int]
     node: int
     subtask: int
     arrow_ipc: bytes
-    def __init__(self, node: _Optional[int] = ..., subtask: _Optional[int] = ..., arrow_ipc: _Optional[bytes] = ...) -> None: ...
+    padding: bytes
+    def __init__(self, node: _Optional[int] = ..., subtask: _Optional[int] = ..., arrow_ipc: _Optional[bytes] = ..., padding: _Optional[bytes] = ...) -> None: ...
 
 class JobFinished(_message.Message):
     __slots__ = ("state", "error", "metrics")

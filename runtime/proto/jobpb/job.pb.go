@@ -1309,7 +1309,11 @@ type CollectedBatch struct {
 	Node    int32 `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
 	Subtask int32 `protobuf:"varint,2,opt,name=subtask,proto3" json:"subtask,omitempty"`
 	// Arrow IPC stream with one batch.
-	ArrowIpc      []byte `protobuf:"bytes,3,opt,name=arrow_ipc,json=arrowIpc,proto3" json:"arrow_ipc,omitempty"`
+	ArrowIpc []byte `protobuf:"bytes,3,opt,name=arrow_ipc,json=arrowIpc,proto3" json:"arrow_ipc,omitempty"`
+	// Zero bytes the server may put before arrow_ipc on the wire (fields may
+	// come in any order), so that arrow_ipc starts 8-aligned in the message:
+	// a client can then read the batch where it landed, without a copy.
+	Padding       []byte `protobuf:"bytes,4,opt,name=padding,proto3" json:"padding,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1361,6 +1365,13 @@ func (x *CollectedBatch) GetSubtask() int32 {
 func (x *CollectedBatch) GetArrowIpc() []byte {
 	if x != nil {
 		return x.ArrowIpc
+	}
+	return nil
+}
+
+func (x *CollectedBatch) GetPadding() []byte {
+	if x != nil {
+		return x.Padding
 	}
 	return nil
 }
@@ -1784,11 +1795,12 @@ const file_job_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"s\n" +
 	"\bProgress\x12>\n" +
 	"\toperators\x18\x01 \x03(\v2 .flinkgo.job.v1.OperatorProgressR\toperators\x12'\n" +
-	"\x0felapsed_seconds\x18\x02 \x01(\x01R\x0eelapsedSeconds\"[\n" +
+	"\x0felapsed_seconds\x18\x02 \x01(\x01R\x0eelapsedSeconds\"u\n" +
 	"\x0eCollectedBatch\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\x05R\x04node\x12\x18\n" +
 	"\asubtask\x18\x02 \x01(\x05R\asubtask\x12\x1b\n" +
-	"\tarrow_ipc\x18\x03 \x01(\fR\barrowIpc\"\xf2\x01\n" +
+	"\tarrow_ipc\x18\x03 \x01(\fR\barrowIpc\x12\x18\n" +
+	"\apadding\x18\x04 \x01(\fR\apadding\"\xf2\x01\n" +
 	"\vJobFinished\x127\n" +
 	"\x05state\x18\x01 \x01(\x0e2!.flinkgo.job.v1.JobFinished.StateR\x05state\x12.\n" +
 	"\x05error\x18\x02 \x01(\v2\x18.flinkgo.job.v1.JobErrorR\x05error\x122\n" +
