@@ -13,9 +13,9 @@
 //     robin at the first Process after it is ready, so the task never waits
 //     for a worker to start.
 //   - Shrinking takes members out of the round robin at once (the newest
-//     first); a retiring member answers what it was sent, is flushed with
-//     the bundle that ends next (it finishes its bundle) and is then closed
-//     in order.
+//     first); a retiring member answers what it was sent, is flushed by the
+//     pool at once (it finishes its bundle without waiting for the
+//     operator's next Flush) and is then closed in order.
 //
 // Close closes every member in order, Cancel cancels every member
 // (bridge.CancelRunner: never blocks on a stuck worker), members being

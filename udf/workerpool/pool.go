@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -347,10 +348,49 @@ func (p *Pool) resizeLocked() {
 		if m.idle() {
 			p.closeLocked(m)
 		} else {
-			p.mu.retiring = append(p.mu.retiring, m) // closed after the next flush
+			p.retireLocked(m)
 		}
 		live--
 	}
+}
+
+// retireLocked takes m, out of the round robin with batches in flight, to
+// the retiring members and flushes it in the background, closing it once
+// its results are all collected: it finishes its bundle without waiting for
+// the operator's next full flush, which may be far off (a bundle that ends
+// on size or time does not flush). A member in a Flush already is closed by
+// that Flush. p.mu is held and the pool usable.
+func (p *Pool) retireLocked(m *member) {
+	p.mu.retiring = append(p.mu.retiring, m)
+	if m.flushing {
+		return
+	}
+	m.unflushed, m.flushing = false, true
+	p.bg.Go(func() {
+		err := m.runner.Flush()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		m.flushing = false
+		p.changedLocked()
+		if err != nil {
+			if !m.closing && !p.mu.closed {
+				p.failLocked(fmt.Errorf("workerpool: %s: flushing retired worker %d: %w", p.opts.Name, m.id, err))
+			}
+			return
+		}
+		for !m.idle() && !m.closing && p.usableLocked() == nil {
+			changed := p.mu.changed
+			p.mu.Unlock()
+			<-changed
+			p.mu.Lock()
+		}
+		if m.closing || p.usableLocked() != nil || !slices.Contains(p.mu.retiring, m) {
+			return // closed by a Flush, or the pool is ending
+		}
+		p.mu.retiring = slices.DeleteFunc(p.mu.retiring, func(r *member) bool { return r == m })
+		p.closeLocked(m)
+		p.changedLocked()
+	})
 }
 
 // Workers is the number of members serving or ready to serve: what the
@@ -390,6 +430,14 @@ func (p *Pool) close() error {
 		m.closing = true
 	}
 	p.changedLocked() // the lists stay: a Cancel during Close reaches them
+	// A retiring member's own flush ends before its runner is closed (a
+	// Cancel ends a flush stuck on a worker).
+	for slices.ContainsFunc(members, func(m *member) bool { return m.flushing }) && !canceled && p.mu.err == nil {
+		changed := p.mu.changed
+		p.mu.Unlock()
+		<-changed
+		p.mu.Lock()
+	}
 	p.mu.Unlock()
 	p.endStarts()
 	if canceled {

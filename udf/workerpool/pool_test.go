@@ -3,6 +3,7 @@ package workerpool_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -395,6 +396,36 @@ func TestPoolRetiresAMemberOnlyAfterItsFlush(t *testing.T) {
 		}
 		if !ok {
 			break
+		}
+		d.take(res)
+	}
+	d.checkInOrder()
+	if err := d.pool.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A shrink settles without a Flush of the pool: a retiring member holding
+// answers until its flush is flushed by the pool itself, its answers come
+// out in order, and it closes, while the member that stays keeps serving
+// (a bundle that ends on size or time makes no Flush, and a stream without
+// checkpoints may not make one for a long time).
+func TestPoolRetiringMemberFlushesItself(t *testing.T) {
+	f := &fakes{setup: func(id int, r *bridgetest.Runner) { r.HoldUntilFlush = id == 1 }}
+	d, _ := newPool(t, 2, f)
+	d.process(4) // worker 1 holds the answers to batches 1 and 3
+	if err := d.pool.Resize(1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the shrink to settle without a Flush of the pool", d.pool.Settled)
+	if !f.get(1).CloseReturned() || !slices.Contains(f.get(1).Log().Snapshot(), "runner.Flush") {
+		t.Fatalf("retired worker 1: calls %v, closed %v; want flushed and closed", f.get(1).Log().Snapshot(), f.get(1).CloseReturned())
+	}
+	d.process(2) // worker 0 alone
+	for int64(len(d.got)) < d.next {
+		res, err := d.pool.TakeResult(context.Background())
+		if err != nil {
+			t.Fatal(err)
 		}
 		d.take(res)
 	}
