@@ -194,6 +194,12 @@ func Run(ctx context.Context, chain Chain, opts Options, in <-chan arrow.RecordB
 	if opts.Allocator == nil {
 		opts.Allocator = memory.DefaultAllocator
 	}
+	// The job's ctx ends with the caller's or on a merger failure, never by
+	// stopping: under the run's own ctx, which stopping cancels as the job
+	// fails, the job could end canceled by errJobStopping instead of with
+	// its failure.
+	jobCtx, cancelJob := context.WithCancelCause(ctx)
+	defer cancelJob(nil)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	subtasks := make([]*subtask, res.Parallelism)
@@ -225,7 +231,7 @@ func Run(ctx context.Context, chain Chain, opts Options, in <-chan arrow.RecordB
 			cancel(errJobStopping)
 		}
 	}
-	j, err := job.Start(ctx, g, job.Options{Allocator: opts.Allocator, Registry: reg, OnStateChange: stopping})
+	j, err := job.Start(jobCtx, g, job.Options{Allocator: opts.Allocator, Registry: reg, OnStateChange: stopping})
 	if err != nil {
 		drain(in)
 		return err
@@ -236,6 +242,7 @@ func Run(ctx context.Context, chain Chain, opts Options, in <-chan arrow.RecordB
 		err := m.run(ctx)
 		if err != nil {
 			cancel(err)
+			cancelJob(err)
 		}
 		merged <- err
 	}()
