@@ -383,6 +383,24 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 			t.Errorf("the exception shown lacks %q:\n%s", want, trace)
 		}
 	}
+	// One folded entry per failure of the history, the newest unfolded.
+	var exc struct {
+		History struct {
+			Entries []struct {
+				Name string `json:"exceptionName"`
+			} `json:"entries"`
+		} `json:"exceptionHistory"`
+	}
+	getJSON(t, base+"/jobs/"+failedID+"/exceptions", &exc)
+	var folded struct {
+		Count int
+		Open  string
+	}
+	eval(`({Count: document.querySelectorAll("#exceptions details.exception").length,
+		Open: document.querySelector("#exceptions details.exception[open] > summary").textContent})`, &folded)
+	if len(exc.History.Entries) == 0 || folded.Count != len(exc.History.Entries) || !strings.HasPrefix(folded.Open, exc.History.Entries[0].Name) {
+		t.Errorf("the page shows %+v; REST has %+v", folded, exc.History.Entries)
+	}
 	screenshot(ctx, t, "failed-job.png")
 }
 

@@ -76,6 +76,9 @@ const (
 	// workers (pluginrunner.ParseTransport's names); unset, the runner's
 	// default (shared memory on Linux).
 	ConfigWorkerTransport = "python.worker.transport"
+	// ConfigExceptionHistorySize bounds how many failures a job keeps for
+	// its exception history (Flink's key of the same name). Default 16.
+	ConfigExceptionHistorySize = "web.exception-history-size"
 )
 
 // Defaults of ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle.
@@ -206,6 +209,8 @@ type runtimeConfig struct {
 	workerMaxIdle     int
 	// workerTransport is ConfigWorkerTransport's value, "" when unset.
 	workerTransport string
+	// exceptionHistorySize: see ConfigExceptionHistorySize.
+	exceptionHistorySize int
 }
 
 // parseConfig checks a plan's config against the registry of known keys
@@ -313,6 +318,7 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 		p.problem(ConfigWorkerTransport, "must be shared-memory, unix-socket or grpc-stream")
 		c.workerTransport = ""
 	}
+	c.exceptionHistorySize = p.integer(ConfigExceptionHistorySize, 16, 1)
 	c.restore.Path = p.str(ConfigRestorePath, "")
 	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState, false)
 

@@ -49,3 +49,22 @@ func TestAutoscalerConfig(t *testing.T) {
 		t.Fatalf("target 1.5: %v", err)
 	}
 }
+
+// web.exception-history-size bounds a job's exception history: an integer
+// of at least 1 (the failure that ends a job is always kept), default 16.
+func TestExceptionHistorySize(t *testing.T) {
+	c, err := Parse(nil)
+	if err != nil || c.ExceptionHistorySize != 16 {
+		t.Fatalf("default %d %v, want Flink's 16", c.ExceptionHistorySize, err)
+	}
+	c, err = Parse(map[string]string{ConfigExceptionHistorySize: "3"})
+	if err != nil || c.ExceptionHistorySize != 3 {
+		t.Fatalf("3: %d %v", c.ExceptionHistorySize, err)
+	}
+	for _, bad := range []string{"0", "-1", "many", "2.5"} {
+		_, err := Parse(map[string]string{ConfigExceptionHistorySize: bad})
+		if err == nil || !strings.Contains(err.Error(), ConfigExceptionHistorySize) || !strings.Contains(err.Error(), "at least 1") {
+			t.Errorf("%q: %v, want an error naming the key and its bound", bad, err)
+		}
+	}
+}

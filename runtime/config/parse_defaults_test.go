@@ -59,6 +59,7 @@ func TestParseConfigDefaultsAreTheRegistrys(t *testing.T) {
 		{ConfigStateTTL, c.stateTTL, dur(ConfigStateTTL)},
 		{ConfigAutoWatermarkInterval, c.watermarkInterval, dur(ConfigAutoWatermarkInterval)},
 		{ConfigRestartStrategy, c.restart.Strategy, registered(ConfigRestartStrategy)},
+		{ConfigExceptionHistorySize, c.exceptionHistorySize, num(ConfigExceptionHistorySize)},
 	} {
 		if check.got != check.def {
 			t.Errorf("%s: parseConfig's default %v, the registry's %v", check.name, check.got, check.def)

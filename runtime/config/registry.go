@@ -124,6 +124,7 @@ const (
 	readByAutoscaler = "runtime/autoscaler: autoscaler of UDF operators"
 	readByWorker     = "udf/bridge/pluginrunner: UDF runner"
 	readByREST       = "runtime/rest: REST API and Prometheus endpoint of the embedded runtime"
+	readByExceptions = "runtime/job: exception history (REST /jobs/:jid/exceptions)"
 )
 
 // Known returns the registry of every key the runtime reads. Each call
@@ -327,6 +328,10 @@ func Known() Registry {
 		{
 			Name: "restart-strategy.exponential-delay.backoff-multiplier", Type: TypeFloat, Default: "1.5", Min: "1", ReadBy: readByRestart,
 			Description: "exponential-delay: the factor by which the wait grows after each restart.",
+		},
+		{
+			Name: "web.exception-history-size", Type: TypeInt, Default: "16", Min: "1", ReadBy: readByExceptions,
+			Description: "How many of its failures a job keeps for /jobs/:jid/exceptions (each that a restart recovered from, and the one that ended it), newest kept; older ones are dropped and the history says it was truncated.",
 		},
 	})
 }

@@ -178,7 +178,7 @@ func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 		"a.b":                              "c",
 	})
 	want := `invalid config, 3 problems:
-  - unknown key "a.b": no key is close; known keys start with execution., job., jobmanager., metrics., pipeline., python., rest., restart-strategy., s3., table. (` + "`flinkgo config`" + ` lists them all)
+  - unknown key "a.b": no key is close; known keys start with execution., job., jobmanager., metrics., pipeline., python., rest., restart-strategy., s3., table., web. (` + "`flinkgo config`" + ` lists them all)
   - execution.checkpointing.interval="often": expected a duration ("500 ms", "10 s", "1 min"; a bare number is milliseconds)
   - unknown key "python.fn-execution.bundle.sise": did you mean "python.fn-execution.bundle.size"?`
 	if err == nil || err.Error() != want {

@@ -31,6 +31,9 @@ type Runtime struct {
 	// WorkerTransport is ConfigWorkerTransport: a pluginrunner transport's
 	// name, "" for the runner's default.
 	WorkerTransport string
+	// ExceptionHistorySize is ConfigExceptionHistorySize: how many
+	// failures the job keeps for its exception history.
+	ExceptionHistorySize int
 }
 
 // Parse reads the runtime's keys of a plan's config, reporting every
@@ -41,5 +44,5 @@ func Parse(cfg map[string]string) (Runtime, error) {
 		WatermarkInterval: c.watermarkInterval,
 		BundleSize:        c.bundleSize, BundleTime: c.bundleTime,
 		WorkerIdleTimeout: c.workerIdleTimeout, WorkerMaxIdle: c.workerMaxIdle,
-		WorkerTransport: c.workerTransport}, err
+		WorkerTransport: c.workerTransport, ExceptionHistorySize: c.exceptionHistorySize}, err
 }

@@ -186,7 +186,7 @@ func (a *attempt) fail(err error) {
 			return // canceled or stopped: not a failure
 		}
 		a.failure = err
-		a.job.onFailure()
+		a.job.onFailure(err)
 		a.cancel(err)
 	})
 }

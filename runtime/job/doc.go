@@ -23,7 +23,9 @@
 // and file sinks publish. A failure restarts the job from the latest
 // completed checkpoint when the restart strategy allows (state RESTARTING),
 // with sources rewound and unpublished parts discarded, so published output
-// is exactly-once. Config keys: package config.
+// is exactly-once. Each failure a restart recovered from, and the one that
+// ended the job, goes into its exception history (Job.Failures, bounded by
+// web.exception-history-size). Config keys: package config.
 //
 // Rescale (docs/semantics.md#rescaling-a-running-job), as Flink's adaptive
 // scheduler (FLIP-291, FLIP-461): Job.Rescale sets parallelism by uid

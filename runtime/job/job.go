@@ -203,6 +203,13 @@ type Job struct {
 		attempt *attempt
 		// decisions: the autoscaler's, oldest first.
 		decisions []autoscaler.Decision
+		// failures: the exception history, oldest first, at most
+		// web.exception-history-size; failuresDropped counts the older
+		// ones dropped. failingSince: when the failure that fails the job
+		// happened (it is recorded at the end, as the job's error).
+		failures        []Failure
+		failuresDropped int
+		failingSince    time.Time
 	}
 }
 
@@ -381,6 +388,7 @@ func (j *Job) restart(ctx context.Context, cause error) (*attempt, error) {
 		if !j.restarts.allow() {
 			return nil, err
 		}
+		j.recordFailure(newFailure(err, time.Now(), true))
 		cause = err
 	}
 }
@@ -402,12 +410,18 @@ func (j *Job) latestRestorePoint() *checkpoint.RestorePoint {
 }
 
 // onFailure decides, on an attempt's first failure, whether the job
-// restarts or fails.
-func (j *Job) onFailure() {
+// restarts or fails. A failure the job restarts after goes into its
+// history now; the one that fails it, when it ends (end).
+func (j *Job) onFailure(err error) {
+	at := time.Now()
 	if j.restarts.allow() {
-		j.lifecycle.move(Restarting, Running)
-	} else {
-		j.lifecycle.move(Failing, Running)
+		if j.lifecycle.move(Restarting, Running) {
+			j.recordFailure(newFailure(err, at, true))
+		}
+	} else if j.lifecycle.move(Failing, Running) {
+		j.mu.Lock()
+		j.mu.failingSince = at
+		j.mu.Unlock()
 	}
 }
 
@@ -428,6 +442,9 @@ func (j *Job) end(ctx context.Context, err error, to JobState, from ...JobState)
 		j.store.Sweep()
 	}
 	j.metrics, j.err = j.Snapshot(), err
+	if to == Failed {
+		j.recordFinalFailure(err)
+	}
 	j.stopAutoscaler() // before the pending rescale ends: it asks for none after
 	j.endPendingRescale()
 	j.lifecycle.move(to, from...)

@@ -1,18 +1,17 @@
 package rest
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/server"
-	"github.com/flinkgo/flinkgo/udf/bridge"
 )
 
 // flinkState is a job state as Flink spells it.
@@ -296,35 +295,69 @@ func (h *Handler) jobConfig(w http.ResponseWriter, r *http.Request) {
 			"job-parallelism": cfg["parallelism.default"], "object-reuse-mode": false, "user-config": cfg}})
 }
 
-// exceptions serves the job's failure: Flink's JobExceptionsInfoWithHistory,
-// the Python traceback in the stack trace of a UDF's failure.
+// defaultExceptionsMaxSize is how many history entries /exceptions lists
+// without maxSize (Flink's handler's default).
+const defaultExceptionsMaxSize = 20
+
+// exceptions serves the job's failures: Flink's JobExceptionsInfoWithHistory.
+// exceptionHistory lists every failure the job kept (each a restart
+// recovered from, and the one that ended it), newest first, at most
+// maxSize; root-exception is the newest. A UDF's failure carries the
+// Python traceback in its stack trace.
 func (h *Handler) exceptions(w http.ResponseWriter, r *http.Request) {
 	info, ok := h.lookup(w, r)
 	if !ok {
 		return
 	}
-	entries := []map[string]any{}
-	out := map[string]any{"all-exceptions": []any{}, "truncated": false}
-	if info.Err != nil && info.State == job.Failed {
-		name, task := "RuntimeError", ""
-		var udfErr *bridge.UDFError
-		var taskErr *job.TaskError
-		switch {
-		case errors.As(info.Err, &udfErr):
-			name, task = udfErr.Type, fmt.Sprintf("%s (%d)", udfErr.Operator, udfErr.Subtask)
-		case errors.As(info.Err, &taskErr):
-			task = fmt.Sprintf("%s (%d)", taskErr.Operator, taskErr.Subtask)
+	maxSize := defaultExceptionsMaxSize
+	if v := r.URL.Query().Get("maxSize"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("maxSize=%q: give how many exceptions to list, an integer of at least 0", v))
+			return
 		}
-		at := info.Ended.UnixMilli()
-		entries = append(entries, map[string]any{
-			"exceptionName": name, "stacktrace": info.Err.Error(), "timestamp": at, "taskName": task,
-			"location": "localhost", "endpoint": "localhost", "taskManagerId": "local",
-			"failureLabels": map[string]string{}, "concurrentExceptions": []any{},
-		})
-		out["root-exception"], out["timestamp"] = info.Err.Error(), at
+		maxSize = n
 	}
-	out["exceptionHistory"] = map[string]any{"entries": entries, "truncated": false}
+	var history job.FailureHistory
+	switch {
+	case info.Job != nil:
+		history = info.Job.Failures()
+	case info.Err != nil && info.State == job.Failed: // it never started
+		history.Failures = []job.Failure{{At: info.Ended, Err: info.Err}}
+	}
+	failures := history.Failures
+	entries := []map[string]any{}
+	for i := len(failures) - 1; i >= 0 && len(entries) < maxSize; i-- {
+		entries = append(entries, exceptionEntry(failures[i]))
+	}
+	out := map[string]any{"all-exceptions": []any{}, "truncated": false}
+	if n := len(failures); n > 0 {
+		out["root-exception"], out["timestamp"] = failures[n-1].Err.Error(), failures[n-1].At.UnixMilli()
+	}
+	// Truncated: entries left out for maxSize, or older failures the job
+	// dropped beyond web.exception-history-size.
+	truncated := len(entries) < len(failures) || history.Dropped > 0
+	out["exceptionHistory"] = map[string]any{"entries": entries, "truncated": truncated}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// exceptionEntry is one failure as Flink's RootExceptionInfo: named by
+// its Python exception's type for a UDF's; the task fields only for the
+// failure of one operator subtask (Flink omits them for a global one).
+func exceptionEntry(f job.Failure) map[string]any {
+	name := f.Exception
+	if name == "" {
+		name = "RuntimeError"
+	}
+	e := map[string]any{
+		"exceptionName": name, "stacktrace": f.Err.Error(), "timestamp": f.At.UnixMilli(),
+		"failureLabels": map[string]string{}, "concurrentExceptions": []any{},
+	}
+	if f.Operator != "" {
+		e["taskName"] = fmt.Sprintf("%s (%d)", f.Operator, f.Subtask)
+		e["location"], e["endpoint"], e["taskManagerId"] = "localhost", "localhost", "local"
+	}
+	return e
 }
 
 // cancelJob is PATCH /jobs/:jid?mode=cancel.

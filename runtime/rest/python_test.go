@@ -1,8 +1,10 @@
 package rest
 
 import (
+	"fmt"
 	"math"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,6 +54,89 @@ plan = env.plan("failing")
 		e["timestamp"] != exc["timestamp"] || exc["root-exception"] != trace {
 		t.Errorf("exception entry %v; root %v at %v", e, exc["root-exception"], exc["timestamp"])
 	}
+}
+
+// GET /jobs/:jid/exceptions of a running job whose Python UDF raised
+// three times, each a restart recovered from, with an exception history
+// of 2: the history lists the latest two, newest first, each with its
+// Python traceback, and says it was truncated; maxSize cuts it further.
+func TestExceptionHistoryOfARecoveredJob(t *testing.T) {
+	t.Setenv(pluginrunner.PythonEnv, testkit.Python(t))
+	testkit.NoLeakedWorkers(t) // registered first: checks after the fixture's cleanup
+	f := newFixture(t)
+	dir := t.TempDir()
+	// Each attempt's worker is a new process: the count of failures so
+	// far is kept in a file.
+	jid, _ := f.submit(testkit.JobPlan(t, fmt.Sprintf(`
+import os
+import flinkgo as fg
+
+COUNT = %q
+
+@fg.udf("int64")
+def flaky(x):
+    n = int(open(COUNT).read()) if os.path.exists(COUNT) else 0
+    if n < 3:
+        with open(COUNT, "w") as out:
+            out.write(str(n + 1))
+        raise ValueError(f"flaky failure {n + 1}")
+    return x
+
+env = fg.Environment(parallelism=1, config={
+    "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "3",
+    "restart-strategy.fixed-delay.delay": "50 ms", "web.exception-history-size": "2"})
+env.datagen(schema={"id": "int64"}, rows_per_second=200).with_column("y", flaky(fg.col("id"))).print()
+plan = env.plan("flaky")
+`, filepath.Join(dir, "count")), dir))
+	var exc object
+	var entries []any
+	await(t, "the third failure in the history of the running job", func() bool {
+		exc = nil
+		f.get("/jobs/"+jid+"/exceptions", &exc)
+		entries = exc["exceptionHistory"].(object)["entries"].([]any)
+		return len(entries) > 0 && strings.Contains(entries[0].(object)["stacktrace"].(string), "flaky failure 3") &&
+			f.status(jid) == "RUNNING"
+	})
+	history := exc["exceptionHistory"].(object)
+	if len(entries) != 2 || history["truncated"] != true {
+		t.Fatalf("history %v, want the latest 2 of 3 failures, truncated", history)
+	}
+	for i, want := range []string{"flaky failure 3", "flaky failure 2"} {
+		e := entries[i].(object)
+		has(t, "exception entry", e, "exceptionName", "stacktrace", "timestamp", "taskName", "location", "endpoint",
+			"taskManagerId", "failureLabels", "concurrentExceptions")
+		trace := e["stacktrace"].(string)
+		for _, in := range []string{"Traceback (most recent call last)", `raise ValueError(f"flaky failure {n + 1}")`, want} {
+			if !strings.Contains(trace, in) {
+				t.Errorf("entry %d's stack trace lacks %q:\n%s", i, in, trace)
+			}
+		}
+		if e["exceptionName"] != "ValueError" || !strings.HasSuffix(e["taskName"].(string), " (0)") {
+			t.Errorf("entry %d: %v", i, e)
+		}
+	}
+	newest, older := entries[0].(object), entries[1].(object)
+	if newest["timestamp"].(float64) < older["timestamp"].(float64) {
+		t.Errorf("entries not newest first: %v before %v", newest["timestamp"], older["timestamp"])
+	}
+	if exc["root-exception"] != newest["stacktrace"] || exc["timestamp"] != newest["timestamp"] {
+		t.Errorf("root exception %v at %v, want the newest entry's", exc["root-exception"], exc["timestamp"])
+	}
+
+	var cut object
+	f.get("/jobs/"+jid+"/exceptions?maxSize=1", &cut)
+	h := cut["exceptionHistory"].(object)
+	if es := h["entries"].([]any); len(es) != 1 || es[0].(object)["stacktrace"] != newest["stacktrace"] || h["truncated"] != true {
+		t.Errorf("maxSize=1: %v, want the newest entry only, truncated", h)
+	}
+	var bad object
+	if code := f.call("GET", "/jobs/"+jid+"/exceptions?maxSize=many", "", "", &bad); code != http.StatusBadRequest || bad["errors"] == nil {
+		t.Errorf("maxSize=many: %d %v, want 400 with errors", code, bad)
+	}
+	if code := f.call("PATCH", "/jobs/"+jid+"?mode=cancel", token, "", nil); code != http.StatusAccepted {
+		t.Fatalf("cancel: %d", code)
+	}
+	await(t, "the job to be canceled", func() bool { return f.status(jid) == "CANCELED" })
 }
 
 // GET /jobs/:jid/vertices/:vid/watermarks of an event-time job: the

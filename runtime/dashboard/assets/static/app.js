@@ -733,20 +733,33 @@ function renderCheckpoints(target, cps) {
 
 // ---- exceptions ----
 
+// renderExceptions lists the job's exception history, newest first: every
+// failure a restart recovered from and the one that ended the job, each
+// with its stack trace (the Python traceback of a UDF's) folded. A refresh
+// keeps what the reader unfolded; a failure not shown before opens when it
+// is the newest.
 function renderExceptions(target, exc) {
-  const entries = (exc.exceptionHistory && exc.exceptionHistory.entries) || [];
+  const history = exc.exceptionHistory || {};
+  const entries = history.entries || [];
   if (entries.length === 0 && !exc["root-exception"]) {
     target.replaceChildren(el("p", { class: "muted" }, "No exceptions."));
     return;
   }
+  const shown = Array.from(target.querySelectorAll("details.exception"), (d) => [d.dataset.key, d.open]);
+  const known = new Map(shown);
   const parts = [];
-  for (const e of entries) {
-    parts.push(el("div", { class: "panel exception" },
-      el("p", {}, el("strong", {}, e.exceptionName || "Exception"),
+  entries.forEach((e, i) => {
+    const key = e.timestamp + "|" + (e.taskName || "") + "|" + (e.exceptionName || "");
+    const open = known.has(key) ? known.get(key) : i === 0;
+    parts.push(el("details", { class: "panel exception", "data-key": key, open },
+      el("summary", {}, el("strong", {}, e.exceptionName || "Exception"),
         e.taskName ? " in " + e.taskName : "", " at " + fmtTime(e.timestamp)),
       el("pre", { class: "stacktrace" }, e.stacktrace || "")));
-  }
+  });
   if (entries.length === 0) parts.push(el("pre", { class: "stacktrace" }, exc["root-exception"]));
+  if (history.truncated) {
+    parts.push(el("p", { class: "muted" }, "Showing the " + entries.length + " newest; older exceptions are not listed (web.exception-history-size bounds how many a job keeps)."));
+  }
   target.replaceChildren(...parts);
 }
 
