@@ -640,10 +640,22 @@ def _varint(raw: bytes, pos: int) -> tuple[int, int]:
 
 # Batches keep the buffers they are read from where those are aligned as their types
 # need, and copy them where not: a misaligned buffer is undefined for Arrow's kernels.
-_ALIGNED = pa.ipc.IpcReadOptions(ensure_alignment=pa.ipc.Alignment.DataTypeSpecific)
+# pyarrow before 16 has no such option: there a stream not 8-aligned in memory is
+# copied whole into an aligned buffer first (the server's codec aligns it, so this is
+# the exception).
+_HAS_ALIGNMENT = hasattr(pa.ipc, "Alignment")
+_ALIGNED = (
+    pa.ipc.IpcReadOptions(ensure_alignment=pa.ipc.Alignment.DataTypeSpecific)
+    if _HAS_ALIGNMENT
+    else None
+)
 
 
 def _read_batches(ipc: pa.Buffer) -> list[pa.RecordBatch]:
+    if not _HAS_ALIGNMENT and ipc.address % 8:
+        aligned = pa.allocate_buffer(ipc.size)  # Arrow's pool: 64-byte aligned
+        memoryview(aligned).cast("B")[:] = memoryview(ipc).cast("B")
+        ipc = aligned
     with pa.ipc.open_stream(ipc, options=_ALIGNED) as reader:
         return list(reader)
 
