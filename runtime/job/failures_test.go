@@ -15,8 +15,8 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
-// runFailingSink runs datagen → collect whose sink fails its first
-// `failures` batches, under a fixed-delay strategy of `restarts` restarts
+// runFailingSink runs datagen → collect whose sink subtask 0 fails its
+// first `failures` batches, under a fixed-delay strategy of `restarts` restarts
 // and an exception history of `size`.
 func runFailingSink(t *testing.T, failures, restarts, size int) (*Job, error) {
 	t.Helper()
@@ -27,8 +27,11 @@ func runFailingSink(t *testing.T, failures, restarts, size int) (*Job, error) {
 		config.ConfigFixedDelay: "10 ms", config.ConfigExceptionHistorySize: fmt.Sprint(size)}
 	var failed atomic.Int64
 	j, err := Start(context.Background(), g, Options{Allocator: mem,
-		Collect: func(_ *plan.Operator, _ int, b arrow.RecordBatch) error {
+		Collect: func(_ *plan.Operator, subtask int, b arrow.RecordBatch) error {
 			b.Release()
+			if subtask != 0 {
+				return nil // one failing subtask: one failure per attempt, numbered in order
+			}
 			if n := failed.Add(1); n <= int64(failures) {
 				return fmt.Errorf("injected sink failure %d", n)
 			}
