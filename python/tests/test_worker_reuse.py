@@ -47,7 +47,12 @@ def pids(env: fg.Environment) -> set[int]:
 def wait_gone(pid: int, timeout: float = 30.0) -> None:
     """Wait until process `pid` has exited (a condition, with a bound)."""
     deadline = time.monotonic() + timeout
-    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:  # exited (and reaped) between any two looks
+            return
         assert time.monotonic() < deadline, f"worker {pid} still runs"
         time.sleep(0.02)
 
