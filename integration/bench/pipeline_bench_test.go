@@ -39,21 +39,7 @@ func BenchmarkPipeline(b *testing.B) {
 			for b.Loop() {
 				start := time.Now()
 				self, children := cpuTimes(b)
-				var groups atomic.Int64 // the sink's subtasks call Collect concurrently
-				_, err := job.Run(context.Background(), g, job.Options{
-					Runner: pluginrunner.Options{Python: testkit.Python(b), Logger: logger},
-					Collect: func(_ *plan.Operator, _ int, r arrow.RecordBatch) error {
-						groups.Add(r.NumRows())
-						r.Release()
-						return nil
-					},
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if groups.Load() != 100 {
-					b.Fatalf("%d groups, want 100", groups.Load())
-				}
+				runPipeline(b, g, pluginrunner.Options{Python: testkit.Python(b), Logger: logger})
 				pipeline += time.Since(start)
 				selfAfter, childrenAfter := cpuTimes(b)
 				runtimeCPU += selfAfter - self
@@ -100,6 +86,26 @@ plan = env.plan("pipeline-bench")
 	return collectGraph(b, jp)
 }
 
+// runPipeline runs pipelineGraph's g on runner and checks its 100 groups.
+func runPipeline(b *testing.B, g *plan.Graph, runner pluginrunner.Options) {
+	b.Helper()
+	var groups atomic.Int64 // the sink's subtasks call Collect concurrently
+	_, err := job.Run(context.Background(), g, job.Options{
+		Runner: runner,
+		Collect: func(_ *plan.Operator, _ int, r arrow.RecordBatch) error {
+			groups.Add(r.NumRows())
+			r.Release()
+			return nil
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if groups.Load() != 100 {
+		b.Fatalf("%d groups, want 100", groups.Load())
+	}
+}
+
 // BenchmarkPipelineWarm runs BenchmarkPipeline's job on warm workers: the
 // runner's worker pool (worker reuse, as under flinkgo serve), filled by one
 // untimed run, so each timed run is the job's steady state without the
@@ -115,23 +121,7 @@ func BenchmarkPipelineWarm(b *testing.B) {
 			pool := pluginrunner.NewPool(logger)
 			defer pool.Close()
 			runner := pluginrunner.Options{Python: testkit.Python(b), Logger: logger, Pool: pool, IdleTimeout: time.Minute, MaxIdle: p}
-			run := func() {
-				var groups atomic.Int64 // the sink's subtasks call Collect concurrently
-				_, err := job.Run(context.Background(), g, job.Options{
-					Runner: runner,
-					Collect: func(_ *plan.Operator, _ int, r arrow.RecordBatch) error {
-						groups.Add(r.NumRows())
-						r.Release()
-						return nil
-					},
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if groups.Load() != 100 {
-					b.Fatalf("%d groups, want 100", groups.Load())
-				}
-			}
+			run := func() { runPipeline(b, g, runner) }
 			run() // starts the workers; they go back to the pool
 			var wall, runtimeCPU, workerCPU time.Duration
 			for b.Loop() {
