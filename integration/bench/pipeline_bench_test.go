@@ -32,7 +32,7 @@ const pipelineRows = 5_000_000
 func BenchmarkPipeline(b *testing.B) {
 	for _, p := range []int{1, 2} {
 		b.Run(fmt.Sprintf("parallelism=%d", p), func(b *testing.B) {
-			g := pipelineGraph(b, p)
+			g := pipelineGraph(b, p, pandasAffine)
 			specs := testkit.UDFSpecs(b, udfSource)
 			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			var pipeline, bridge, runtimeCPU, workerCPU time.Duration
@@ -62,9 +62,51 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 }
 
-// pipelineGraph plans BenchmarkPipeline's job at parallelism p: datagen of
-// pipelineRows → pandas UDF → keyed sum of 100 groups → collect.
-func pipelineGraph(b *testing.B, p int) *plan.Graph {
+// pipelineWorkload is the UDF stage of a pipeline benchmark: the Python
+// that defines the UDF and adds its column to df, and the rows to run.
+type pipelineWorkload struct {
+	name string
+	rows int
+	// schema is datagen's, as a Python dict literal.
+	schema string
+	// udf defines the UDF and sets df to df with the UDF's column added.
+	udf string
+	// agg is the keyed aggregation over the UDF's column.
+	agg string
+}
+
+// pandasAffine is BenchmarkPipeline's UDF: x * 2 + 1 in pandas, cheaper per
+// row than the runtime's own work around it.
+var pandasAffine = pipelineWorkload{
+	name: "pandas", rows: pipelineRows, schema: `{"x": "float64"}`,
+	udf: `
+@udf("float64", func_type="pandas")
+def affine(x):
+    return x * 2 + 1
+
+df = df.with_column("y", affine(fg.col("x")))
+`,
+	agg: `fg.sum("y").alias("total")`,
+}
+
+// rowUpper is a UDF-bound workload: the row-at-a-time UDF s.upper() of
+// issue 15's peer comparison, whose worker costs several times the
+// runtime's work per row.
+var rowUpper = pipelineWorkload{
+	name: "row", rows: 2_000_000, schema: `{"x": "float64", "s": "string"}`,
+	udf: `
+@udf("string")
+def upper(s: str) -> str:
+    return s.upper()
+
+df = df.with_column("u", upper(fg.col("s")))
+`,
+	agg: `fg.max("u").alias("top")`,
+}
+
+// pipelineGraph plans a pipeline benchmark's job at parallelism p: datagen
+// of w.rows → w's UDF → a keyed aggregation of 100 groups → collect.
+func pipelineGraph(b *testing.B, p int, w pipelineWorkload) *plan.Graph {
 	b.Helper()
 	dir := b.TempDir()
 	b.Setenv("BENCH_PARALLELISM", fmt.Sprint(p))
@@ -73,16 +115,13 @@ import os
 import flinkgo as fg
 from flinkgo import udf
 
-@udf("float64", func_type="pandas")
-def affine(x):
-    return x * 2 + 1
-
 env = fg.Environment(parallelism=int(os.environ["BENCH_PARALLELISM"]))
-df = env.datagen(rows=%d, schema={"x": "float64"})
-df = df.with_column("y", affine(fg.col("x"))).with_column("k", (fg.col("x") * 100).cast("int64"))
-df.key_by("k").agg(fg.sum("y").alias("total")).write_csv(os.path.join(os.environ["FLINKGO_TEST_DIR"], "out"))
+df = env.datagen(rows=%d, schema=%s)
+%s
+df = df.with_column("k", (fg.col("x") * 100).cast("int64"))
+df.key_by("k").agg(%s).write_csv(os.path.join(os.environ["FLINKGO_TEST_DIR"], "out"))
 plan = env.plan("pipeline-bench")
-`, pipelineRows), dir)
+`, w.rows, w.schema, w.udf, w.agg), dir)
 	return collectGraph(b, jp)
 }
 
@@ -106,40 +145,50 @@ func runPipeline(b *testing.B, g *plan.Graph, runner pluginrunner.Options) {
 	}
 }
 
-// BenchmarkPipelineWarm runs BenchmarkPipeline's job on warm workers: the
-// runner's worker pool (worker reuse, as under flinkgo serve), filled by one
-// untimed run, so each timed run is the job's steady state without the
-// interpreter start (about a second of CPU per worker) that dominates a 5 M
-// row job and makes parallelism 2 pay twice for it. Parallelism 1 and 2 run
-// in turn in one process; the figures are wall time, this process's CPU
-// and the workers' CPU (from /proc: warm workers do not exit) per row.
+// BenchmarkPipelineWarm runs BenchmarkPipeline's job, and the same job with
+// the row UDF s.upper() (UDF-bound: its worker costs several times the
+// runtime's work per row), on warm workers: the runner's worker pool (worker
+// reuse, as under flinkgo serve), filled by one untimed run, so each timed
+// run is the job's steady state without the interpreter start (about a
+// second of CPU per worker) that dominates a short job and makes parallelism
+// 2 pay twice for it. Parallelism 1 and 2 run in turn in one process; the
+// figures are wall time, this process's CPU and the workers' CPU (from
+// /proc: warm workers do not exit) per row.
 func BenchmarkPipelineWarm(b *testing.B) {
-	for _, p := range []int{1, 2} {
-		b.Run(fmt.Sprintf("parallelism=%d", p), func(b *testing.B) {
-			g := pipelineGraph(b, p)
-			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			pool := pluginrunner.NewPool(logger)
-			defer pool.Close()
-			runner := pluginrunner.Options{Python: testkit.Python(b), Logger: logger, Pool: pool, IdleTimeout: time.Minute, MaxIdle: p}
-			run := func() { runPipeline(b, g, runner) }
-			run() // starts the workers; they go back to the pool
-			var wall, runtimeCPU, workerCPU time.Duration
-			for b.Loop() {
-				start := time.Now()
-				self, _ := cpuTimes(b)
-				workers := childCPU(b)
-				run()
-				wall += time.Since(start)
-				selfAfter, _ := cpuTimes(b)
-				runtimeCPU += selfAfter - self
-				workerCPU += childCPU(b) - workers
-			}
-			rows := float64(pipelineRows) * float64(b.N)
-			b.ReportMetric(rows/wall.Seconds(), "pipeline-rows/s")
-			b.ReportMetric(float64(runtimeCPU.Nanoseconds())/rows, "runtime-cpu-ns/row")
-			b.ReportMetric(float64(workerCPU.Nanoseconds())/rows, "worker-cpu-ns/row")
-		})
+	for _, w := range []pipelineWorkload{pandasAffine, rowUpper} {
+		for _, p := range []int{1, 2} {
+			b.Run(fmt.Sprintf("udf=%s/parallelism=%d", w.name, p), func(b *testing.B) {
+				benchmarkWarm(b, w, p)
+			})
+		}
 	}
+}
+
+func benchmarkWarm(b *testing.B, w pipelineWorkload, p int) {
+	g := pipelineGraph(b, p, w)
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	pool := pluginrunner.NewPool(logger)
+	defer pool.Close()
+	runner := pluginrunner.Options{Python: testkit.Python(b), Logger: logger, Pool: pool, IdleTimeout: time.Minute, MaxIdle: p}
+	run := func() { runPipeline(b, g, runner) }
+	run() // starts the workers; they go back to the pool
+	var wall, runtimeCPU, workerCPU time.Duration
+	for b.Loop() {
+		// Listing the workers walks /proc, a few ms of this process's CPU:
+		// it stays outside the timed window.
+		workers := childCPU(b)
+		self, _ := cpuTimes(b)
+		start := time.Now()
+		run()
+		wall += time.Since(start)
+		selfAfter, _ := cpuTimes(b)
+		runtimeCPU += selfAfter - self
+		workerCPU += childCPU(b) - workers
+	}
+	rows := float64(w.rows) * float64(b.N)
+	b.ReportMetric(rows/wall.Seconds(), "pipeline-rows/s")
+	b.ReportMetric(float64(runtimeCPU.Nanoseconds())/rows, "runtime-cpu-ns/row")
+	b.ReportMetric(float64(workerCPU.Nanoseconds())/rows, "worker-cpu-ns/row")
 }
 
 // childCPU is the CPU time (user and system) of this process's live child

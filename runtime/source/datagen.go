@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -169,6 +170,10 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			for _, row := range g.rows {
 				b.UnsafeAppend(float64(mix(g.seed, row, c)>>11) / (1 << 53))
 			}
+		case *array.StringBuilder:
+			appendNamedRows(b.BinaryBuilder, f.Name, g.rows)
+		case *array.BinaryBuilder:
+			appendNamedRows(b, f.Name, g.rows)
 		default:
 			for _, row := range g.rows {
 				appendValue(b, f, row, mix(g.seed, row, c))
@@ -217,6 +222,20 @@ func (g *datagen) Snapshot() ([]SplitState, error) {
 // DatagenNameLimit bounds a datagen column's name, which its generated
 // strings repeat on every row.
 const DatagenNameLimit = 1 << 10
+
+// appendNamedRows appends appendValue's string for each row ("<name>-<row>")
+// to b, formatted in one reused buffer: fmt per row was most of a string
+// column's cost.
+func appendNamedRows(b *array.BinaryBuilder, name string, rows []int64) {
+	buf := append(make([]byte, 0, len(name)+21), name...)
+	buf = append(buf, '-')
+	prefix := len(buf)
+	b.ReserveData(len(rows) * (prefix + 7))
+	for _, row := range rows {
+		buf = strconv.AppendInt(buf[:prefix], row, 10)
+		b.Append(buf)
+	}
+}
 
 func appendValue(b array.Builder, f arrow.Field, row int64, bits uint64) {
 	switch b := b.(type) {
