@@ -46,7 +46,7 @@ func openParquet(s *fileSplit, cfg Config) (batchIter, error) {
 	if it.at.RowGroup == len(it.groupRows) {
 		return it, nil
 	}
-	fr, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{BatchSize: int64(cfg.BatchRows)}, cfg.Allocator)
+	fr, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{BatchSize: int64(cfg.BatchRows), Parallel: true}, cfg.Allocator)
 	if err != nil {
 		_ = f.Close()
 		return nil, err
