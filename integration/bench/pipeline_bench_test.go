@@ -149,9 +149,9 @@ func runPipeline(b *testing.B, g *plan.Graph, runner pluginrunner.Options) {
 // the row UDF s.upper() (UDF-bound: its worker costs several times the
 // runtime's work per row), on warm workers: the runner's worker pool (worker
 // reuse, as under flinkgo serve), filled by one untimed run, so each timed
-// run is the job's steady state without the interpreter start (about a
-// second of CPU per worker) that dominates a short job and makes parallelism
-// 2 pay twice for it. Parallelism 1 and 2 run in turn in one process; the
+// run is the job's steady state without the interpreter start (about half a
+// CPU-second per worker here, mostly imports) that dominates a short job and
+// makes parallelism 2 pay twice for it. Parallelism 1 and 2 run in turn in one process; the
 // figures are wall time, this process's CPU and the workers' CPU (from
 // /proc: warm workers do not exit) per row.
 func BenchmarkPipelineWarm(b *testing.B) {
