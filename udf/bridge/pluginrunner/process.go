@@ -290,11 +290,32 @@ func (p *pluginProcess) Stop(grace time.Duration) {
 	p.removeSocketDir()
 }
 
+// Shutdown asks the worker to exit (go-plugin's Kill: a shutdown request,
+// then up to 2 s for the exit) and kills its process group after
+// shutdownGrace: a worker that is stopped or hung answers no request, and
+// go-plugin's request waits for an exit that would then never come.
 func (p *pluginProcess) Shutdown() {
 	p.stopping.Store(true)
-	p.client.Kill()
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		p.client.Kill()
+	}()
+	select {
+	case <-asked:
+	case <-time.After(shutdownGrace):
+		p.silenced.Store(true)
+		if proc := p.cmd.Process; proc != nil {
+			_ = signalGroup(proc, syscall.SIGKILL)
+		}
+		<-asked // the exit ends go-plugin's wait
+	}
 	p.removeSocketDir()
 }
+
+// shutdownGrace bounds an orderly shutdown: a healthy worker exits within
+// milliseconds of the request.
+const shutdownGrace = time.Second
 
 func (p *pluginProcess) removeSocketDir() {
 	if p.socketDir != "" && strings.HasPrefix(filepath.Base(p.socketDir), "flinkgo-worker-") {

@@ -125,3 +125,37 @@ func TestUDFExceptionLogsNoLostWorker(t *testing.T) {
 		}
 	})
 }
+
+// A worker stopped (SIGSTOP) or hung while it waits idle in the pool
+// answers no shutdown request: closing the pool kills it rather than wait on
+// it (go-plugin's graceful Kill alone waits for an exit that never comes).
+func TestPoolCloseDoesNotWaitOnAStoppedIdleWorker(t *testing.T) {
+	eachWorker(t, testPoolCloseDoesNotWaitOnAStoppedIdleWorker)
+}
+
+func testPoolCloseDoesNotWaitOnAStoppedIdleWorker(t *testing.T, w worker) {
+	f := newFixture(t, w)
+	pool := pluginrunner.NewPool(nil)
+	o := f.options(int64Schema, testkit.Call(f.specs["plus_one"], "y", "x"))
+	o.Pool, o.IdleTimeout, o.MaxIdle = pool, time.Hour, 4
+	r := f.open(o)
+	pid := r.Pid()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pool.Idle() != 1 {
+		t.Fatalf("%d idle workers after an orderly close, want 1", pool.Idle())
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() { pool.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second): // hang guard, not a timing
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatal("Pool.Close waited on a stopped worker")
+	}
+	waitGone(t, pid)
+}
