@@ -54,8 +54,8 @@ type Process interface {
 	// on the worker's cooperation beyond grace. Safe to call twice.
 	Stop(grace time.Duration)
 	// Shutdown asks the worker to exit through go-plugin's controller and
-	// waits for it (go-plugin kills it after 2 s). Blocks on a hung worker
-	// for those 2 s at most. Safe to call twice.
+	// waits for it, killing it after shutdownGrace: a stopped or hung
+	// worker holds it that long at most. Safe to call twice.
 	Shutdown()
 }
 
@@ -177,7 +177,7 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 	}
 	p.cmd = p.wc.cmd
 	if d.err != nil {
-		client.Kill()
+		p.kill()
 		guard.removeSocketDir()
 		return nil, p.startError(d.err)
 	}
@@ -296,6 +296,12 @@ func (p *pluginProcess) Stop(grace time.Duration) {
 // go-plugin's request waits for an exit that would then never come.
 func (p *pluginProcess) Shutdown() {
 	p.stopping.Store(true)
+	p.kill()
+	p.removeSocketDir()
+}
+
+// kill is go-plugin's Kill, bounded by shutdownGrace (Shutdown).
+func (p *pluginProcess) kill() {
 	asked := make(chan struct{})
 	go func() {
 		defer close(asked)
@@ -310,7 +316,6 @@ func (p *pluginProcess) Shutdown() {
 		}
 		<-asked // the exit ends go-plugin's wait
 	}
-	p.removeSocketDir()
 }
 
 // shutdownGrace bounds an orderly shutdown: a healthy worker exits within
