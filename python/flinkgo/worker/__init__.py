@@ -11,7 +11,10 @@ started by hand. The worker
 * listens on a Unix socket inside its own 0700 directory, which it removes;
 * takes batches on a data socket per chain, their Arrow data in the host's shared
   memory where it gives some (``sharedmem.py``);
-* exits when its parent process dies, so a crashed host leaves no orphan.
+* exits when its parent process dies, so a crashed host leaves no orphan;
+* runs under a supervisor, the process the host started (``supervisor.py``), which
+  kills every process the worker's UDFs started, in whatever session, once the
+  worker has ended.
 
 Nothing here imports the user-facing API beyond what unpickled UDFs need. It is no part
 of the Python API either: its modules take and give the generated protocol messages of

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import shutil
@@ -35,6 +34,7 @@ from flinkgo.worker.chain import Chain, UdfCallError, read_batch, write_batch
 from flinkgo.worker.datasocket import DataSocket
 from flinkgo.worker.namespace import Namespace
 from flinkgo.worker.sharedmem import SharedSlots
+from flinkgo.worker.supervisor import supervise
 
 # The go-plugin handshake: the host sets this variable; a worker started any
 # other way refuses to run (go-plugin's magic cookie).
@@ -327,51 +327,6 @@ def _watch_parent(parent: int, shutdown: threading.Event) -> None:
         time.sleep(PARENT_POLL_SECONDS)
 
 
-def _start_group_reaper() -> None:
-    """Fork a process that kills the worker's process group once the worker is gone.
-
-    The host starts the worker as the leader of its own process group, with a
-    parent-death signal, so the kernel kills the worker when the host dies, even while
-    a UDF holds the GIL. Processes a UDF started are not the host's children and get no
-    such signal: this reaper, forked before any thread or gRPC server exists, waits for
-    EOF on a pipe only the worker holds (whatever way the worker ends, SIGKILL
-    included) and then SIGKILLs the group. It runs no Python between those two system
-    calls that could need the worker. Without a group of its own (a worker started by
-    hand) it does nothing.
-    """
-    if os.getpgrp() != os.getpid():
-        return
-    read_end, write_end = os.pipe()  # not inherited by exec'd children (PEP 446)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            # Ends with the group, whoever signals it; never runs the worker's handlers.
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.close(write_end)
-            # Never hold the worker's stdio pipes: the host reads them to their end.
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(devnull, fd)
-            while os.read(read_end, 1):
-                pass
-            os.killpg(os.getpgrp(), signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.close(read_end)
-    # A child the worker forks without exec (multiprocessing) must not hold the pipe
-    # open: the reaper would wait for it. Only the first fork closes it: in a
-    # grandchild the descriptor number may name something else by then.
-    held = [True]
-
-    def close_in_child() -> None:
-        if held[0]:
-            held[0] = False
-            with contextlib.suppress(OSError):
-                os.close(write_end)
-
-    os.register_at_fork(after_in_child=close_in_child)
-
-
 def main() -> int:
     """Serve until the host shuts the worker down or dies."""
     if os.environ.get(COOKIE_KEY) != COOKIE_VALUE:
@@ -391,7 +346,8 @@ def main() -> int:
     shutdown = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: shutdown.set())
 
-    _start_group_reaper()
+    # From here on this is the worker; the process the host started supervises it.
+    supervisor = supervise()
     max_message = int(os.environ.get(MAX_MESSAGE_ENV, DEFAULT_MAX_MESSAGE))
     socket_dir = tempfile.mkdtemp(
         prefix="flinkgo-worker-", dir=os.environ.get("PLUGIN_UNIX_SOCKET_DIR") or None
@@ -420,9 +376,10 @@ def main() -> int:
     server.add_insecure_port("unix:" + socket_path)
     server.start()
 
-    # The host's pid, when it gave it: a host that died before this line
-    # left us reparented already, and the watcher must see that.
-    parent = int(os.environ.get("FLINKGO_HOST_PID") or os.getppid())
+    # Our parent: the supervisor, or else the host's pid when it gave it. A
+    # parent that died before this line left us reparented already, and the
+    # watcher must see that.
+    parent = supervisor or int(os.environ.get("FLINKGO_HOST_PID") or os.getppid())
     threading.Thread(
         target=_watch_parent, args=(parent, shutdown), name="flinkgo-parent-watch", daemon=True
     ).start()

@@ -279,7 +279,7 @@ func (p *pluginProcess) Stop(grace time.Duration) {
 	if proc := p.cmd.Process; proc != nil && !p.client.Exited() {
 		_ = signalGroup(proc, syscall.SIGTERM)
 		if !p.waitExited(grace) {
-			_ = signalGroup(proc, syscall.SIGKILL)
+			_ = p.wc.Kill(context.Background())
 			// A killed process is reaped at once; the bound only guards
 			// against an uninterruptible kernel wait.
 			p.waitExited(10 * time.Second)
@@ -311,9 +311,7 @@ func (p *pluginProcess) kill() {
 	case <-asked:
 	case <-time.After(shutdownGrace):
 		p.silenced.Store(true)
-		if proc := p.cmd.Process; proc != nil {
-			_ = signalGroup(proc, syscall.SIGKILL)
-		}
+		_ = p.wc.Kill(context.Background())
 		<-asked // the exit ends go-plugin's wait
 	}
 }
@@ -398,13 +396,29 @@ func (g *startGuard) abort() {
 
 // workerCmd is go-plugin's view of the worker process (runner.Runner):
 // `python -m flinkgo.worker` with go-plugin's environment.
+//
+// go-plugin reads the worker's stdout and stderr to their end before it
+// waits for the process, and its Kill waits for that. A process a UDF
+// started keeps both pipes open as long as it lives, in whatever session,
+// so the pipes are ours: the process is waited for on its own, and once it
+// has ended, its pipes are read for pipeDrain at most, then end for
+// go-plugin as if at EOF.
 type workerCmd struct {
 	cmd            *exec.Cmd
-	stdout, stderr io.ReadCloser
+	stdout, stderr *os.File // read ends
+	stdoutW        *os.File // write ends, closed once the child has them
+	stderrW        *os.File
 	guard          *startGuard
+	exited         chan struct{} // closed once the process is reaped
+	waitErr        error         // set before exited is closed
 }
 
 var _ runner.Runner = (*workerCmd)(nil)
+
+// pipeDrain bounds the reading of a worker's output after its end: the
+// pipes reach EOF at once unless a process that escaped the supervisor
+// holds them.
+const pipeDrain = 250 * time.Millisecond
 
 func newWorkerCmd(python string, env []string, guard *startGuard) (*workerCmd, error) {
 	cmd := exec.Command(python, "-m", "flinkgo.worker")
@@ -412,15 +426,24 @@ func newWorkerCmd(python string, env []string, guard *startGuard) (*workerCmd, e
 	// host that dies before the worker starts watching still frees it.
 	cmd.Env = append(env, "FLINKGO_HOST_PID="+strconv.Itoa(os.Getpid()))
 	cmd.SysProcAttr = workerSysProcAttr()
-	stdout, err := cmd.StdoutPipe()
+	stdout, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := cmd.StderrPipe()
+	stderr, stderrW, err := os.Pipe()
 	if err != nil {
+		closeAll(stdout, stdoutW)
 		return nil, err
 	}
-	return &workerCmd{cmd: cmd, stdout: stdout, stderr: stderr, guard: guard}, nil
+	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
+	return &workerCmd{cmd: cmd, stdout: stdout, stderr: stderr, stdoutW: stdoutW, stderrW: stderrW,
+		guard: guard, exited: make(chan struct{})}, nil
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
 }
 
 // Start starts the process unless the start was aborted; the guard's lock
@@ -429,28 +452,77 @@ func (w *workerCmd) Start(context.Context) error {
 	w.guard.mu.Lock()
 	defer w.guard.mu.Unlock()
 	if w.guard.aborted {
+		closeAll(w.stdoutW, w.stderrW, w.stdout, w.stderr)
 		return errStartAborted
 	}
-	if err := w.cmd.Start(); err != nil {
+	err := w.cmd.Start()
+	closeAll(w.stdoutW, w.stderrW)
+	if err != nil {
+		closeAll(w.stdout, w.stderr)
 		return err
 	}
 	w.guard.pid.Store(int64(w.cmd.Process.Pid))
+	go w.wait()
 	return nil
 }
 
-func (w *workerCmd) Wait(context.Context) error { return w.cmd.Wait() }
+func (w *workerCmd) wait() {
+	w.waitErr = w.cmd.Wait()
+	deadline := time.Now().Add(pipeDrain)
+	_ = w.stdout.SetReadDeadline(deadline)
+	_ = w.stderr.SetReadDeadline(deadline)
+	close(w.exited)
+}
 
+// Wait returns once the process has ended; go-plugin calls it after reading
+// both pipes to their end, so they are closed here.
+func (w *workerCmd) Wait(context.Context) error {
+	<-w.exited
+	closeAll(w.stdout, w.stderr)
+	return w.waitErr
+}
+
+// Kill SIGKILLs the worker's group and, should its supervisor not exit
+// within supervisorGrace (stopped, or stuck), the supervisor itself.
 func (w *workerCmd) Kill(context.Context) error {
-	if p := w.cmd.Process; p != nil {
-		if err := signalGroup(p, syscall.SIGKILL); err != nil {
+	p := w.cmd.Process
+	if p == nil {
+		return nil
+	}
+	if err := signalGroup(p, syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-w.exited:
+	case <-time.After(supervisorGrace):
+		if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			return err
 		}
 	}
 	return nil
 }
 
-func (w *workerCmd) Stdout() io.ReadCloser { return w.stdout }
-func (w *workerCmd) Stderr() io.ReadCloser { return w.stderr }
+// supervisorGrace is how long the worker's supervisor may take to kill what
+// the worker left and exit once the worker is gone: milliseconds, unless it
+// is stopped or stuck.
+const supervisorGrace = time.Second
+
+// endOfOutput reads a worker's pipe, and ends at the pipe's read deadline
+// as at EOF: the worker has exited by then (workerCmd.wait).
+type endOfOutput struct{ f *os.File }
+
+func (r endOfOutput) Read(b []byte) (int, error) {
+	n, err := r.f.Read(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, os.ErrClosed) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (endOfOutput) Close() error { return nil }
+
+func (w *workerCmd) Stdout() io.ReadCloser { return endOfOutput{w.stdout} }
+func (w *workerCmd) Stderr() io.ReadCloser { return endOfOutput{w.stderr} }
 func (w *workerCmd) Name() string          { return w.cmd.Path }
 
 func (w *workerCmd) ID() string {

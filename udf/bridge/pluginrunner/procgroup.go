@@ -9,12 +9,14 @@ import (
 	"syscall"
 )
 
-// signalGroup sends sig to the worker and then to its whole process group
-// (the worker is its leader), so processes a UDF started die with it. The
-// worker is signalled through os.Process first, which knows whether it was
-// reaped: a reaped worker's pid and group id may belong to someone else.
+// signalGroup sends sig to the worker's process group: the worker, the
+// processes a UDF started in it, but not the worker's supervisor, which left
+// the group (python/flinkgo/worker/supervisor.py) and kills what escaped it
+// once the worker is gone. The group's id is the supervisor's pid, so it is
+// only signalled while the runtime has not reaped the supervisor: until then
+// no other process can have that id.
 func signalGroup(proc *os.Process, sig syscall.Signal) error {
-	if err := proc.Signal(sig); err != nil {
+	if err := proc.Signal(syscall.Signal(0)); err != nil {
 		if errors.Is(err, os.ErrProcessDone) {
 			return nil
 		}

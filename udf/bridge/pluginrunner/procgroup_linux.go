@@ -4,11 +4,14 @@ package pluginrunner
 
 import "syscall"
 
-// workerSysProcAttr starts the worker as the leader of its own process
-// group, so a signal to the group also reaches children a UDF started, and
-// asks the kernel to SIGKILL it when the host dies. The window between fork
-// and the kernel arming Pdeathsig is covered by the worker itself: it
-// compares its parent with FLINKGO_HOST_PID at start.
+// workerSysProcAttr starts the worker (its supervisor, which forks it) as
+// the leader of its own process group, so a signal to the group also
+// reaches children a UDF started, and asks the kernel to send the
+// supervisor SIGTERM when the host dies: it then kills the worker and every
+// process it started, which a SIGKILL to the supervisor alone would leave
+// running. The window between fork and the kernel arming Pdeathsig is
+// covered by the supervisor itself: it compares its parent with
+// FLINKGO_HOST_PID at start.
 func workerSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }

@@ -6,15 +6,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
+	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 )
 
 // groupMembers lists the live processes whose process group is pgid.
@@ -83,5 +88,113 @@ func TestUnexpectedSIGKILLNamesTheOOMKiller(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("exit error %q lacks %q", err, want)
 		}
+	}
+}
+
+// startEscapedChild opens a runner of escapeSource's UDF, has it start its
+// setsid child and returns the runner and the child's pid.
+func startEscapedChild(t *testing.T, f *fixture, pidFile string) (*pluginrunner.Runner, int) {
+	t.Helper()
+	opts := f.options(int64Schema, testkit.Call(testkit.UDFSpecs(t, escapeSource)["escape"], "y", "x"))
+	opts.Env = append(opts.Env, "FLINKGO_TEST_CHILD_PIDFILE="+pidFile)
+	r := f.open(opts)
+	b := f.int64Batch(1)
+	defer b.Release()
+	if err := r.Process(context.Background(), 0, b); err != nil {
+		t.Fatal(err)
+	}
+	flushAndRelease(t, r)
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(string(data))
+	if err != nil || !testkit.Alive(child) {
+		t.Fatalf("the UDF's child %q is not running", data)
+	}
+	if pgid, _ := syscall.Getpgid(child); pgid == r.Pid() {
+		t.Fatalf("the UDF's child %d did not leave the worker's process group", child)
+	}
+	return r, child
+}
+
+// A process a UDF starts in a session of its own holds the worker's stdout
+// and stderr and is in no group the runtime signals. The job's end, cancel
+// or close, must neither wait for it (go-plugin read the pipes to their end
+// first: the cancel waited until the child was killed by hand) nor leave it
+// running: the worker's supervisor kills it.
+func TestJobEndKillsASetsidChildOfTheUDF(t *testing.T) {
+	w := pythonWorker(t)
+	for _, end := range []string{"cancel", "close"} {
+		t.Run(end, func(t *testing.T) {
+			f := newFixture(t, w)
+			r, child := startEscapedChild(t, f, filepath.Join(t.TempDir(), "child.pid"))
+			defer func() { _ = syscall.Kill(child, syscall.SIGKILL) }()
+			ended := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				if end == "cancel" {
+					r.Cancel()
+					ended <- nil
+				} else {
+					ended <- r.Close()
+				}
+			}()
+			select {
+			case err := <-ended:
+				t.Logf("%s with a setsid child holding the worker's pipes took %v", end, time.Since(start))
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s waits on the UDF's setsid child %d", end, child)
+			}
+			if !testkit.WaitGone(child, 10*time.Second) {
+				t.Fatalf("the UDF's setsid child %d outlived its worker's %s", child, end)
+			}
+		})
+	}
+}
+
+// A runtime that is SIGKILLed runs no cleanup: the worker's supervisor,
+// told by the kernel, kills the worker and the UDF's setsid child.
+func TestHostDeathKillsASetsidChildOfTheUDF(t *testing.T) {
+	w := pythonWorker(t)
+	testkit.NoLeakedWorkers(t)
+	tmp, err := os.MkdirTemp("", "host-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+	pidFile := filepath.Join(tmp, "child.pid")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), hostHelperEnv+"=python-setsid", "TMPDIR="+tmp,
+		testkit.PythonEnv+"="+w.python, "FLINKGO_TEST_CHILD_PIDFILE="+pidFile)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var worker, child int
+	if _, err := fmt.Fscan(out, &worker, &child); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper printed no pids: %v", err)
+	}
+	defer func() { _ = syscall.Kill(child, syscall.SIGKILL) }()
+	if !testkit.Alive(child) {
+		t.Fatalf("the UDF's child %d is not running", child)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if !testkit.WaitGone(worker, 10*time.Second) {
+		_ = syscall.Kill(-worker, syscall.SIGKILL)
+		t.Fatalf("worker %d outlived its SIGKILLed host", worker)
+	}
+	if !testkit.WaitGone(child, 10*time.Second) {
+		t.Fatalf("the UDF's setsid child %d outlived its SIGKILLed host", child)
 	}
 }

@@ -546,6 +546,9 @@ func runHostHelper(which string) {
 		w := goWorker(goworker.Serve)
 		opts.Python, opts.Env = w.python, w.env
 		opts.Calls = []*workerpb.UdfCall{testkit.Call(w.specs["ident"], "y", "x")}
+	} else if which == "python-setsid" {
+		opts.Calls = []*workerpb.UdfCall{testkit.Call(testkit.UDFSpecs(&helperT{}, escapeSource)["escape"], "y", "x")}
+		opts.Env = []string{"FLINKGO_TEST_CHILD_PIDFILE=" + os.Getenv("FLINKGO_TEST_CHILD_PIDFILE")}
 	} else {
 		src := `
 from flinkgo import udf
@@ -565,8 +568,69 @@ def ident(x):
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if which == "python-setsid" {
+		child, err := runEscapeOnce(r)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(r.Pid(), child)
+		select {}
+	}
 	fmt.Println(r.Pid())
 	select {}
+}
+
+// escapeSource's UDF starts, once, a process that leaves the worker's
+// session and process group and sleeps forever, holding the worker's stdout
+// and stderr, and writes its pid to the file $FLINKGO_TEST_CHILD_PIDFILE.
+const escapeSource = `
+import os, subprocess, sys
+from flinkgo import udf
+
+@udf("int64")
+def escape(x):
+    path = os.environ["FLINKGO_TEST_CHILD_PIDFILE"]
+    if not os.path.exists(path):
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time\nwhile True: time.sleep(1000)"],
+            start_new_session=True,
+        )
+        with open(path + ".tmp", "w") as f:
+            f.write(str(child.pid))
+        os.rename(path + ".tmp", path)
+    return x
+`
+
+// runEscapeOnce has escapeSource's UDF start its setsid child and returns
+// the child's pid.
+func runEscapeOnce(r *pluginrunner.Runner) (int, error) {
+	b := array.NewRecordBuilder(memory.NewGoAllocator(), int64Schema)
+	b.Field(0).(*array.Int64Builder).Append(1)
+	batch := b.NewRecordBatch()
+	b.Release()
+	defer batch.Release()
+	if err := r.Process(context.Background(), 0, batch); err != nil {
+		return 0, err
+	}
+	if err := r.Flush(); err != nil {
+		return 0, err
+	}
+	for {
+		res, ok, err := r.TryTakeResult()
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		res.Batch.Release()
+	}
+	data, err := os.ReadFile(os.Getenv("FLINKGO_TEST_CHILD_PIDFILE"))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(string(data))
 }
 
 // helperT lets testkit run outside a test, in the helper process.
