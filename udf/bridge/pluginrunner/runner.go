@@ -262,7 +262,11 @@ func (r *Runner) Open(ctx context.Context) error {
 		}
 	}
 	if err != nil {
-		if !errors.Is(err, errNoDataSocket) {
+		if openCtx.Err() != nil {
+			// The open was canceled (the job failed or was canceled): the
+			// worker is not lost, it is being stopped.
+			err = fmt.Errorf("canceled: %w", context.Cause(openCtx))
+		} else if !errors.Is(err, errNoDataSocket) {
 			// The worker's fate says more than the dial error.
 			err = r.lostError(err)
 		}
@@ -322,9 +326,14 @@ func (r *Runner) openWorker(ctx context.Context, reuse bool) (*pluginProcess, *w
 		proc.Stop(r.opts.CancelGrace)
 		return r.openWorker(ctx, false)
 	}
-	if err == nil && resp.GetError() != nil {
+	switch {
+	case err == nil && resp.GetError() != nil:
 		err = r.udfError(resp.GetError())
-	} else if err != nil {
+	case err != nil && ctx.Err() != nil:
+		// The open was canceled (the job failed or was canceled): the
+		// worker is not lost, it is being stopped, and says so in no log.
+		err = fmt.Errorf("%s: open canceled: %w", r.label, context.Cause(ctx))
+	case err != nil:
 		err = fmt.Errorf("%s: open: %w", r.label, r.lostError(err))
 	}
 	if err != nil {

@@ -848,3 +848,53 @@ func testCancelDuringStartLeavesNoProcess(t *testing.T, w worker) {
 		cancel()
 	}
 }
+
+// slowOpenSource's UDF takes 30 s to unpickle (its global's reduce sleeps),
+// so its Open RPC is in flight for that long.
+const slowOpenSource = `
+import time
+from flinkgo import udf
+
+class SlowToLoad:
+    def __reduce__(self):
+        return (time.sleep, (30,))
+
+slow = SlowToLoad()
+
+@udf("int64")
+def slow_open(x):
+    return x if slow is None else -x
+`
+
+// An open canceled because the job failed or was canceled (another subtask's
+// UDF raised) stops a worker that is alive and well: it is no lost worker,
+// and no "worker exited unexpectedly ... exit status 0" warning says so.
+func TestCanceledOpenIsNoLostWorker(t *testing.T) {
+	f := newFixture(t, pythonWorker(t))
+	var logs syncBuffer
+	opts := f.options(int64Schema, testkit.Call(testkit.UDFSpecs(t, slowOpenSource)["slow_open"], "y", "x"))
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r, err := pluginrunner.NewRunner(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Cancel()
+	ctx, cancel := context.WithCancel(context.Background())
+	opened := make(chan error, 1)
+	go func() { opened <- r.Open(ctx) }()
+	for deadline := time.Now().Add(60 * time.Second); r.Pid() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not start")
+		}
+	}
+	cancel()
+	if err := <-opened; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Open returned %v, want the cancel", err)
+	}
+	r.Cancel()
+	for _, spurious := range []string{"exited unexpectedly", "lost the connection"} {
+		if strings.Contains(logs.String(), spurious) {
+			t.Errorf("a canceled open logged %q:\n%s", spurious, logs.String())
+		}
+	}
+}
