@@ -51,6 +51,11 @@ const (
 	actCancelChild chaosAction = "cancel-with-udf-child"
 	// actCancelGIL cancels while a UDF holds the GIL in a C loop.
 	actCancelGIL chaosAction = "cancel-with-gil-held"
+	// actCancelSetsidChild cancels once a UDF started a child in a session
+	// of its own (start_new_session=True) that holds the worker's stdout and
+	// stderr and sleeps; the cancel must not wait on it and the child must
+	// be gone after it.
+	actCancelSetsidChild chaosAction = "cancel-with-setsid-child"
 )
 
 // cancelLatency collects how long each cancel took, by the UDF's state,
@@ -71,7 +76,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos seed %d, %d rounds", seed, rounds)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	// The first rounds (CI runs 3) take the hardest cases first.
-	actions := []chaosAction{actCancelChild, actCancelGIL, actKill, actStopThen, actCancel, actNone}
+	actions := []chaosAction{actCancelChild, actCancelGIL, actCancelSetsidChild, actKill, actStopThen, actCancel, actNone}
 	for round := range rounds {
 		action := actions[round%len(actions)]
 		if round >= len(actions) {
@@ -93,7 +98,7 @@ func TestChaos(t *testing.T) {
 // and max (the README's chaos table comes from these lines).
 func logCancelFigures(t *testing.T) {
 	t.Logf("FIGURES chaos rounds by fault: %v", roundsDone)
-	for _, a := range []chaosAction{actCancel, actStopThen, actCancelChild, actCancelGIL} {
+	for _, a := range []chaosAction{actCancel, actStopThen, actCancelChild, actCancelGIL, actCancelSetsidChild} {
 		d := slices.Clone(cancelLatency[a])
 		if len(d) == 0 {
 			continue
@@ -124,6 +129,8 @@ def slow_double(x):
     open(os.path.join(%[1]q, str(os.getpid())), "a").close()
     if take("child"):
         subprocess.Popen(["sleep", "1000"]).wait()
+    if take("setsid-child"):
+        subprocess.Popen(["sleep", "1000"], start_new_session=True)
     if take("hog"):
         sum(itertools.repeat(1, 10**12))  # holds the GIL
     time.sleep(0.01)
@@ -190,7 +197,7 @@ def slow_double(x):
 			action = actNone // finished before the action
 			break
 		}
-		if action == actCancelChild || action == actCancelGIL {
+		if action == actCancelChild || action == actCancelGIL || action == actCancelSetsidChild {
 			var ended bool
 			if child, ended, err = udfTookMark(t, markDir, action, done); ended {
 				action = actNone // finished before a UDF took the mark
@@ -242,7 +249,7 @@ def slow_double(x):
 		if len(got) != batches*rows {
 			t.Fatalf("undisturbed run gave %d rows, want %d", len(got), batches*rows)
 		}
-	case actCancel, actStopThen, actCancelChild, actCancelGIL:
+	case actCancel, actStopThen, actCancelChild, actCancelGIL, actCancelSetsidChild:
 		if err != nil && !errors.Is(err, errChaosCancel) {
 			t.Errorf("canceled run returned %v, want the cancel cause", err)
 		}
@@ -275,7 +282,7 @@ def slow_double(x):
 // the GIL) and waits until it did; for a child, until it runs, and returns
 // its pid. When the run ends first, it reports that with the run's error.
 func udfTookMark(t *testing.T, dir string, action chaosAction, done <-chan error) (child int, ended bool, runErr error) {
-	name := map[chaosAction]string{actCancelChild: "child", actCancelGIL: "hog"}[action]
+	name := map[chaosAction]string{actCancelChild: "child", actCancelGIL: "hog", actCancelSetsidChild: "setsid-child"}[action]
 	mark := filepath.Join(dir, name)
 	if err := os.WriteFile(mark, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -293,7 +300,7 @@ func udfTookMark(t *testing.T, dir string, action chaosAction, done <-chan error
 			t.Fatalf("no UDF took the mark %s", name)
 		}
 	}
-	if action != actCancelChild {
+	if action != actCancelChild && action != actCancelSetsidChild {
 		return 0, false, nil
 	}
 	for deadline := time.Now().Add(hangGuard); ; time.Sleep(5 * time.Millisecond) {

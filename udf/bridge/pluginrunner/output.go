@@ -139,6 +139,17 @@ func (u *udfOutput) emit(line string) {
 	}
 }
 
+// flush emits the line begun but not ended, if any: the worker's last
+// output, once it has ended.
+func (u *udfOutput) flush() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.split.hasPending() {
+		u.emit(u.split.pending())
+		u.split.buf, u.split.dropped = u.split.buf[:0], 0
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // outputPrefix is how a printed line is tagged on the user's terminal:

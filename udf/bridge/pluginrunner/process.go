@@ -87,6 +87,12 @@ type pluginProcess struct {
 	// An orderly Shutdown keeps it: what the worker prints while it
 	// finishes is the user's.
 	silenced *atomic.Bool
+	// workerPid is the pid of the process that runs the UDFs, from its Open
+	// answer (Pid).
+	workerPid atomic.Int64
+	// outputs are what the worker prints (stdout, stderr), each ending with
+	// a partial line once the worker is gone.
+	outputs []*udfOutput
 }
 
 // maxSocketPath is the longest Unix socket path the system takes:
@@ -118,6 +124,10 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 	prefix := new(atomic.Pointer[string])
 	prefix.Store(ptr(outputPrefix(opts.udfNames(), opts.Subtask)))
 	guard := &startGuard{pid: pid}
+	outputs := []*udfOutput{
+		newUDFOutput(log, pid, "udf stdout", opts.UDFOutput, prefix, silenced),
+		newUDFOutput(log, pid, "udf stderr", opts.UDFOutput, prefix, silenced),
+	}
 	extraEnv := append([]string{maxMessageEnv + "=" + strconv.Itoa(opts.MaxMessageBytes)}, opts.Env...)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: handshake,
@@ -132,14 +142,14 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 		StartTimeout:     opts.StartTimeout,
 		Logger:           newSlogHCLog(log, pid, opts.Python).withSilenced(silenced),
 		Stderr:           stderr,
-		SyncStdout:       newUDFOutput(log, pid, "udf stdout", opts.UDFOutput, prefix, silenced),
-		SyncStderr:       newUDFOutput(log, pid, "udf stderr", opts.UDFOutput, prefix, silenced),
+		SyncStdout:       outputs[0],
+		SyncStderr:       outputs[1],
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(opts.MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(opts.MaxMessageBytes),
 		)},
 	})
-	p := &pluginProcess{client: client, stderr: stderr, prefix: prefix, silenced: silenced}
+	p := &pluginProcess{client: client, stderr: stderr, outputs: outputs, prefix: prefix, silenced: silenced}
 
 	type dispensed struct {
 		conn workerpb.UdfWorkerClient
@@ -232,11 +242,28 @@ type startError struct{ msg string }
 func (e *startError) Error() string { return e.msg }
 func (e *startError) Unwrap() error { return bridge.ErrWorkerStart }
 
+// Pid is the worker's process id: the process that runs the UDFs, a child
+// of the process the runtime started (its supervisor, whose pid is the
+// worker's process group id) once the worker told it in its Open answer.
 func (p *pluginProcess) Pid() int {
+	if w := p.workerPid.Load(); w != 0 {
+		return int(w)
+	}
 	if p.cmd.Process == nil {
 		return 0
 	}
 	return p.cmd.Process.Pid
+}
+
+// setWorkerPid takes the pid the worker's Open answer names, if it is the
+// started process or its child (the worker under its supervisor).
+func (p *pluginProcess) setWorkerPid(pid int) {
+	if p.cmd.Process == nil || pid <= 0 {
+		return
+	}
+	if pid == p.cmd.Process.Pid || parentPid(pid) == p.cmd.Process.Pid {
+		p.workerPid.Store(int64(pid))
+	}
 }
 
 func (p *pluginProcess) Exited() bool { return p.client.Exited() }
@@ -287,7 +314,15 @@ func (p *pluginProcess) Stop(grace time.Duration) {
 	}
 	// The process is gone, so go-plugin's Kill returns without waiting.
 	p.client.Kill()
+	p.flushOutput()
 	p.removeSocketDir()
+}
+
+// flushOutput emits what the ended worker printed without a final newline.
+func (p *pluginProcess) flushOutput() {
+	for _, o := range p.outputs {
+		o.flush()
+	}
 }
 
 // Shutdown asks the worker to exit (go-plugin's Kill: a shutdown request,
@@ -297,6 +332,7 @@ func (p *pluginProcess) Stop(grace time.Duration) {
 func (p *pluginProcess) Shutdown() {
 	p.stopping.Store(true)
 	p.kill()
+	p.flushOutput()
 	p.removeSocketDir()
 }
 

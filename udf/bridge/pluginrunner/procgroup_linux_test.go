@@ -112,7 +112,7 @@ func startEscapedChild(t *testing.T, f *fixture, pidFile string) (*pluginrunner.
 	if err != nil || !testkit.Alive(child) {
 		t.Fatalf("the UDF's child %q is not running", data)
 	}
-	if pgid, _ := syscall.Getpgid(child); pgid == r.Pid() {
+	if pgid, _ := syscall.Getpgid(child); pgid == groupOf(t, r.Pid()) {
 		t.Fatalf("the UDF's child %d did not leave the worker's process group", child)
 	}
 	return r, child
@@ -191,10 +191,19 @@ func TestHostDeathKillsASetsidChildOfTheUDF(t *testing.T) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	if !testkit.WaitGone(worker, 10*time.Second) {
-		_ = syscall.Kill(-worker, syscall.SIGKILL)
+		_ = syscall.Kill(worker, syscall.SIGKILL)
 		t.Fatalf("worker %d outlived its SIGKILLed host", worker)
 	}
 	if !testkit.WaitGone(child, 10*time.Second) {
 		t.Fatalf("the UDF's setsid child %d outlived its SIGKILLed host", child)
 	}
+}
+
+func groupOf(t *testing.T, pid int) int {
+	t.Helper()
+	pgid, err := syscall.Getpgid(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pgid
 }

@@ -317,6 +317,10 @@ func (r *Runner) openWorker(ctx context.Context, reuse bool) (*pluginProcess, *w
 	r.mu.Unlock()
 
 	resp, err := proc.conn.Open(ctx, r.openReq)
+	if err == nil {
+		proc.setWorkerPid(int(resp.GetPid()))
+		r.pid.Store(int64(proc.Pid()))
+	}
 	if err != nil && reused && ctx.Err() == nil {
 		// The idle worker died (killed from outside) since its last job.
 		r.log.Debug("idle worker lost, starting a new one", "pid", proc.Pid(), "cause", err)
