@@ -86,6 +86,53 @@ class StdioForwarder:
         self.queue.put(None)
 
 
+class FdCapture:
+    """Point the worker's fds 1 and 2 at pipes whose reader threads forward to GRPCStdio.
+
+    What reaches the fds themselves (a C extension's ``printf``, a subprocess that
+    inherited them) travels like ``print``; without this, fd 1 went to go-plugin's
+    stderr and was dropped as a log line that is not JSON.
+    """
+
+    def __init__(
+        self, out: queue.SimpleQueue[tuple[grpc_stdio_pb2.StdioData.Channel, bytes] | None]
+    ) -> None:
+        self._queue = out
+        self._threads = []
+        for fd, channel in (
+            (1, grpc_stdio_pb2.StdioData.STDOUT),
+            (2, grpc_stdio_pb2.StdioData.STDERR),
+        ):
+            read_end, write_end = os.pipe()
+            os.dup2(write_end, fd)  # inheritable: a subprocess's output is captured too
+            os.close(write_end)
+            thread = threading.Thread(
+                target=self._forward, args=(read_end, channel), name=f"flinkgo-fd{fd}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def _forward(self, read_end: int, channel: grpc_stdio_pb2.StdioData.Channel) -> None:
+        try:
+            while data := os.read(read_end, STDIO_CHUNK):
+                self._queue.put((channel, data))
+        finally:
+            os.close(read_end)
+
+    def close(self, timeout: float) -> None:
+        """Stop capturing and forward what is left, waiting ``timeout`` at most.
+
+        A process the UDF started may hold the pipes open: its output is not waited for.
+        """
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
 class UdfWorkerServicer(worker_pb2_grpc.UdfWorkerServicer):
     """Runs the chain of Open over the batches of Process."""
 
@@ -387,15 +434,19 @@ def main() -> int:
     real_stdout = sys.stdout
     real_stdout.write(f"1|{APP_PROTOCOL_VERSION}|unix|{socket_path}|grpc\n")
     real_stdout.flush()
-    # From here on nothing may reach fd 1: route it to stderr, and Python's
-    # own stdout and stderr to the host through GRPCStdio (the worker's log
-    # handler keeps the real stderr: it writes the JSON lines go-plugin parses).
-    os.dup2(sys.stderr.fileno(), 1)
+    # From here on nothing may reach the real fd 1: the worker's log handler
+    # keeps the real stderr (it writes the JSON lines go-plugin parses), and
+    # whatever reaches fds 1 and 2, or Python's stdout and stderr, travels to
+    # the host through GRPCStdio.
+    sys.stderr.flush()
+    logs.set_stream(os.fdopen(os.dup(2), "w", buffering=1))
+    captured = FdCapture(printed)
     sys.stdout = stdout
     sys.stderr = stderr
     log.debug("worker serving", extra={"fields": {"socket": socket_path, "pid": os.getpid()}})
 
     shutdown.wait()
+    captured.close(timeout=0.2)
     stdout.close_stream()
     # A short grace lets the Shutdown reply reach the host; user code still
     # running (a hung UDF) must not keep the process alive, hence os._exit.

@@ -3,6 +3,7 @@ package pluginrunner_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +186,47 @@ func TestReusedWorkerPrintsUnderItsNewRunner(t *testing.T) {
 	printOne(second, 2, "[quiet #5] printed by the udf 2\n")
 	if strings.Contains(out.String(), "[loud #1] printed by the udf 2") {
 		t.Errorf("the reused worker's line carries the first runner's tag: %q", out.String())
+	}
+}
+
+// What a UDF writes to fds 1 and 2 themselves (a C extension, a subprocess)
+// reaches the host as print does, and so does a last line without a newline.
+func TestOutputWrittenToTheFdsAndAFinalPartialLineReachTheHost(t *testing.T) {
+	f := newFixture(t, pythonWorker(t))
+	var logs syncBuffer
+	opts := f.options(int64Schema, testkit.Call(testkit.UDFSpecs(t, `
+import os, subprocess
+from flinkgo import udf
+
+@udf("int64")
+def fd_writer(x):
+    os.write(1, b"written to fd 1\n")
+    os.write(2, b"written to fd 2\n")
+    subprocess.run(["echo", "echoed by a subprocess"], check=True)
+    print("the last words, without a newline", end="")
+    return x
+`)["fd_writer"], "y", "x"))
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	r := f.open(opts)
+	b := f.int64Batch(1)
+	defer b.Release()
+	if err := r.Process(context.Background(), 0, b); err != nil {
+		t.Fatal(err)
+	}
+	flushAndRelease(t, r)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, want := range []string{
+		`msg="udf stdout" udf=fd_writer`,
+		`line="written to fd 1"`,
+		`line="written to fd 2"`,
+		`line="echoed by a subprocess"`,
+		`line="the last words, without a newline"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("logs lack %q:\n%s", want, out)
+		}
 	}
 }
