@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import queue
 import shutil
@@ -439,7 +440,11 @@ def main() -> int:
     # whatever reaches fds 1 and 2, or Python's stdout and stderr, travels to
     # the host through GRPCStdio.
     sys.stderr.flush()
-    logs.set_stream(os.fdopen(os.dup(2), "w", buffering=1))
+    real_stderr = os.fdopen(os.dup(2), "w", buffering=1)
+    logs.set_stream(real_stderr)
+    # A crash (SIGSEGV in a C extension) kills the thread that forwards fd 2:
+    # its traceback goes to the real stderr, into the host's exit error.
+    faulthandler.enable(file=real_stderr, all_threads=False)
     captured = FdCapture(printed)
     sys.stdout = stdout
     sys.stderr = stderr

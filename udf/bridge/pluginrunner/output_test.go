@@ -230,3 +230,35 @@ def fd_writer(x):
 		}
 	}
 }
+
+// A worker that crashes in C code loses the thread that forwards its fd 2:
+// the crash's traceback still reaches the exit error's stderr lines.
+func TestACrashedWorkersTracebackReachesTheExitError(t *testing.T) {
+	f := newFixture(t, pythonWorker(t))
+	r := f.runner(int64Schema, testkit.Call(testkit.UDFSpecs(t, `
+import ctypes
+from flinkgo import udf
+
+@udf("int64")
+def crash(x):
+    ctypes.string_at(0)
+    return x
+`)["crash"], "y", "x"))
+	defer r.Cancel()
+	b := f.int64Batch(1)
+	_ = r.Process(context.Background(), 0, b)
+	b.Release()
+	results, err := flushAndTake(t, r)
+	for _, res := range results {
+		res.Batch.Release()
+	}
+	var exitErr *bridge.WorkerExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("want a WorkerExitError, got %v", err)
+	}
+	for _, want := range []string{"Fatal Python error: Segmentation fault", "in crash"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("exit error lacks %q:\n%v", want, err)
+		}
+	}
+}
