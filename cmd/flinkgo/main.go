@@ -163,14 +163,25 @@ func serve(args []string) error {
 	restAddress := fs.String("rest-address", rest.DefaultAddress, "the address of the REST API and Prometheus endpoint; another than loopback is logged as a warning (set --rest-auth-token then)")
 	restPort := fs.Int("rest-port", -1, "serve Flink's REST API (and /metrics) on this port (0: a free one); default none")
 	promPort := fs.Int("prom-port", -1, "serve the jobs' metrics for Prometheus at /metrics on this port (metrics.reporter.prom.port); default none")
-	restToken := fs.String("rest-auth-token", os.Getenv("FLINKGO_REST_TOKEN"), "a bearer token every mutating REST call must carry (default $FLINKGO_REST_TOKEN; none when empty)")
+	restToken := fs.String("rest-auth-token", os.Getenv("FLINKGO_REST_TOKEN"), "a bearer token that admits its bearer to the REST API from anywhere (default $FLINKGO_REST_TOKEN; none when empty: only the server's user, root and --allow-group's members on this host, over loopback)")
+	restReadAccess := fs.String("rest-read-access", rest.ReadAccessOwner, "who may read the jobs through REST and /metrics: owner (those who may change them) or any (everyone who reaches the port)")
 	newLogger := logFlags(fs)
 	_ = fs.Parse(args)
 	logger, err := newLogger()
 	if err != nil {
 		return err
 	}
-	endpoints := rest.Listen{Address: *restAddress, RESTPort: *restPort, PromPort: *promPort, AuthToken: *restToken}
+	// The REST API admits over loopback the local users the job socket
+	// admits: the server's, root, and --allow-group's members.
+	peers, err := listen.NewPeerRule(*group)
+	if err != nil {
+		return err
+	}
+	if *restReadAccess != rest.ReadAccessOwner && *restReadAccess != rest.ReadAccessAny {
+		return fmt.Errorf("--rest-read-access %q: want %s or %s", *restReadAccess, rest.ReadAccessOwner, rest.ReadAccessAny)
+	}
+	endpoints := rest.Listen{Address: *restAddress, RESTPort: *restPort, PromPort: *promPort, AuthToken: *restToken,
+		Peers: &peers, ReadAccess: *restReadAccess}
 	roots, err := pathRoots(allowPaths)
 	if err != nil {
 		return err

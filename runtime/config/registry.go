@@ -174,11 +174,20 @@ func Known() Registry {
 		},
 		{
 			Name: "rest.address", Type: TypeString, Default: "127.0.0.1", ReadBy: readByREST,
-			Description: "The address the embedded runtime's REST API and Prometheus endpoint bind. Another address than loopback exposes the jobs to the network: it is logged as a warning, and rest.auth-token should be set.",
+			Description: "The address the embedded runtime's REST API and Prometheus endpoint bind. Another address than loopback needs rest.auth-token.",
 		},
 		{
 			Name: "rest.auth-token", Type: TypeString, Secret: true, ReadBy: readByREST,
-			Description: "A bearer token every mutating REST call (cancel, stop, savepoint, checkpoint) must carry as \"Authorization: Bearer <token>\"; unset: none needed.",
+			Description: "A bearer token that admits its bearer to the REST API from anywhere, as \"Authorization: Bearer <token>\"; unset: only the server's own user (and root) on the same host, told by the owner of its loopback socket (Linux), may change jobs or read them.",
+		},
+		{
+			Name: "rest.read-access", Type: TypeEnum, Default: "owner", ReadBy: readByREST,
+			Values:      []string{"owner", "any"},
+			Description: "Who may read the jobs through the REST API and the Prometheus endpoint: owner (those who may change them: the server's user over loopback, or the token's bearer) or any (everyone who reaches the port).",
+		},
+		{
+			Name: "rest.allowed-hosts", Type: TypeString, ReadBy: readByREST,
+			Description: "Names (comma-separated) a REST call's Host header may carry besides IP addresses, localhost and rest.address; any other name is refused (DNS rebinding).",
 		},
 		{
 			Name: "metrics.reporter.prom.port", Type: TypeInt, Min: "0", Max: "65535", ReadBy: readByREST,

@@ -1,0 +1,164 @@
+package rest
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/flinkgo/flinkgo/runtime/job"
+	"github.com/flinkgo/flinkgo/runtime/server"
+)
+
+// callerEnv makes the test binary an HTTP client: it makes the call
+// "METHOD URL [BODY]" in it and prints the status code.
+const callerEnv = "FLINKGO_REST_TEST_CALL"
+
+// runCaller is the test binary as callerEnv's client.
+func runCaller(spec string) int {
+	method, rest, _ := strings.Cut(spec, " ")
+	url, body, _ := strings.Cut(rest, " ")
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%d %s", resp.StatusCode, data)
+	return 0
+}
+
+// asNobody makes the call "METHOD URL [BODY]" from a copy of the test
+// binary run as uid and gid 65534 (nobody), and returns the status code
+// and body.
+func asNobody(t *testing.T, spec string) (int, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as another uid (nobody); run the tests as root to check that other users are refused")
+	}
+	// The test binary sits in a private directory: nobody needs a copy.
+	dir, err := os.MkdirTemp("", "flinkgo-rest-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "caller")
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = []string{callerEnv + "=" + spec}
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the client as nobody: %v %s", err, out)
+	}
+	code, body, _ := strings.Cut(string(out), " ")
+	n, err := strconv.Atoi(code)
+	if err != nil {
+		t.Fatalf("the client as nobody printed %q", out)
+	}
+	return n, body
+}
+
+// Without a token, another local user (uid 65534) can neither change a
+// job (cancel, savepoint into a directory of its choosing, checkpoint,
+// resource requirements) nor read it, through the REST API or the
+// Prometheus endpoint; the dashboard's files stay public. The server's
+// own user (this process, root) still can.
+func TestAnotherUserCannotChangeOrReadJobs(t *testing.T) {
+	srv := server.New(job.Options{Stdout: io.Discard, SourceBatchRows: 100}, nil)
+	ep := NewEndpoints(srv, nil)
+	if err := ep.Start(Listen{RESTPort: 0, PromPort: 0}); err != nil {
+		t.Fatal(err)
+	}
+	restAddr, promAddr := ep.Addresses()
+	f := &fixture{t: t, srv: srv, ep: ep, base: "http://" + restAddr, prom: "http://" + promAddr,
+		client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	t.Cleanup(func() {
+		f.jobs.Wait()
+		ep.Close()
+		srv.Wait()
+	})
+	jid, _ := f.submit(numbersPlan(t, 0, 1000))
+	await(t, "the job to run", func() bool { return f.status(jid) == "RUNNING" })
+	stolen := filepath.Join(t.TempDir(), "stolen")
+	for _, spec := range []string{
+		"PATCH " + f.base + "/jobs/" + jid + "?mode=cancel",
+		"POST " + f.base + "/jobs/" + jid + `/savepoints {"target-directory": "` + stolen + `"}`,
+		"POST " + f.base + "/jobs/" + jid + "/checkpoints",
+		"POST " + f.base + "/jobs/" + jid + "/stop {}",
+		"PUT " + f.base + "/jobs/" + jid + `/resource-requirements {}`,
+		"GET " + f.base + "/jobs/" + jid,
+		"GET " + f.base + "/jobs/" + jid + "/config",
+		"GET " + f.base + "/jobs/overview",
+		"GET " + f.base + "/metrics",
+		"GET " + f.prom + "/metrics",
+	} {
+		code, body := asNobody(t, spec)
+		if code != http.StatusUnauthorized || !strings.Contains(body, "uid 65534") {
+			t.Errorf("%s as nobody: %d %s, want 401 naming the uid", spec, code, body)
+		}
+	}
+	if code, body := asNobody(t, "GET "+f.base+"/"); code != http.StatusOK {
+		t.Errorf("the dashboard's page as nobody: %d %s", code, body)
+	}
+	if _, err := os.Stat(stolen); !os.IsNotExist(err) {
+		t.Errorf("a savepoint was written for nobody into %s (%v)", stolen, err)
+	}
+	if st := f.status(jid); st != "RUNNING" {
+		t.Fatalf("nobody's refused calls changed the job: %s", st)
+	}
+	if code := f.call("PATCH", "/jobs/"+jid+"?mode=cancel", "", "", nil); code != http.StatusAccepted {
+		t.Fatalf("cancel by the server's own user: %d", code)
+	}
+	await(t, "the job to be canceled", func() bool { return f.status(jid) == "CANCELED" })
+}
+
+// With rest.read-access: any, another local user reads the jobs but
+// still cannot change them.
+func TestReadAccessAnyOpensReadsOnly(t *testing.T) {
+	srv := server.New(job.Options{}, nil)
+	ep := NewEndpoints(srv, nil)
+	t.Cleanup(func() {
+		ep.Close()
+		srv.Wait()
+	})
+	if err := ep.Start(Listen{RESTPort: 0, PromPort: -1, ReadAccess: ReadAccessAny}); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := ep.Addresses()
+	if code, body := asNobody(t, "GET http://"+addr+"/jobs/overview"); code != http.StatusOK {
+		t.Errorf("a read as nobody with rest.read-access any: %d %s", code, body)
+	}
+	if code, body := asNobody(t, "PATCH http://"+addr+"/jobs/00000000000000000000000000000000?mode=cancel"); code != http.StatusUnauthorized {
+		t.Errorf("a cancel as nobody with rest.read-access any: %d %s", code, body)
+	}
+}
