@@ -253,7 +253,7 @@ func Known() Registry {
 			Description: "Region of the S3 client (empty: AWS_REGION, else us-east-1).",
 		},
 		{
-			Name: "s3.access-key", Type: TypeString, ReadBy: readByS3,
+			Name: "s3.access-key", Type: TypeString, ReadBy: readByS3, Secret: true,
 			Description: "Access key of the S3 client, with s3.secret-key (empty: the AWS default chain, AWS_ACCESS_KEY_ID ...).",
 		},
 		{
@@ -498,6 +498,31 @@ func (r Registry) Effective(cfg map[string]string) []Setting {
 			}
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// Redact returns a copy of cfg with the value of every Secret key set in
+// it replaced by HiddenValue: what may be shown of a job's configuration.
+func (r Registry) Redact(cfg map[string]string) map[string]string {
+	out := make(map[string]string, len(cfg))
+	for name, v := range cfg {
+		if k, ok := r.Lookup(name); ok && k.Secret && v != "" {
+			v = HiddenValue
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// SecretValues returns the values cfg gives its Secret keys, the empty
+// ones left out: what must never be shown anywhere.
+func (r Registry) SecretValues(cfg map[string]string) []string {
+	var out []string
+	for name, v := range cfg {
+		if k, ok := r.Lookup(name); ok && k.Secret && v != "" {
+			out = append(out, v)
+		}
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/server"
 )
@@ -161,4 +162,75 @@ func TestReadAccessAnyOpensReadsOnly(t *testing.T) {
 	if code, body := asNobody(t, "PATCH http://"+addr+"/jobs/00000000000000000000000000000000?mode=cancel"); code != http.StatusUnauthorized {
 		t.Errorf("a cancel as nobody with rest.read-access any: %d %s", code, body)
 	}
+}
+
+// No answer of the REST API or the Prometheus endpoint carries a value of
+// a secret key of a job's configuration: every GET route, with the job's
+// id, a vertex's id and a savepoint trigger's id filled in, is fetched and
+// searched for the S3 keys and the REST token; /jobs/:jid/config shows
+// them as config.HiddenValue.
+func TestNoAnswerCarriesASecret(t *testing.T) {
+	f := newFixture(t)
+	p := numbersPlan(t, 0, 1000)
+	secrets := map[string]string{"s3.access-key": "AKIAEXAMPLEACCESS", "s3.secret-key": "wJalr/secret+key<&>",
+		"rest.auth-token": "job-token-0123"}
+	for k, v := range secrets {
+		p.Config[k] = v
+	}
+	jid, _ := f.submit(p)
+	await(t, "the job to run", func() bool { return f.status(jid) == "RUNNING" })
+	vid := f.vertexIDs(jid)[0]
+	var trig object
+	if code := f.call("POST", "/jobs/"+jid+"/savepoints", "", `{"cancel-job": false}`, &trig); code != http.StatusAccepted {
+		t.Fatalf("trigger a savepoint: %d %v", code, trig)
+	}
+	tid, _ := trig["request-id"].(string)
+	fill := strings.NewReplacer("{jid}", jid, "{vid}", vid, "{tid}", tid, "{rid}", "00000000-0000-0000-0000-000000000000")
+	h := f.ep.handler
+	var paths []string
+	for pattern := range h.routes() {
+		if method, path, _ := strings.Cut(pattern, " "); method == "GET" {
+			paths = append(paths, fill.Replace(path))
+		}
+	}
+	paths = append(paths, "/jobs/"+jid+"/vertices/"+vid+"/metrics?get=numRecordsIn",
+		"/jobs/"+jid+"/vertices/"+vid+"/subtasks/metrics?get=numRecordsIn&agg=max")
+	get := func(url string) string {
+		resp, err := f.client.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	for _, path := range paths {
+		body := get(f.base + path)
+		for k, v := range secrets {
+			if strings.Contains(body, v) || strings.Contains(body, strings.Trim(fmt.Sprintf("%q", v), `"`)) {
+				t.Errorf("GET %s carries the value of %s: %s", path, k, body)
+			}
+		}
+	}
+	if body := get(f.prom + "/metrics"); strings.Contains(body, secrets["s3.secret-key"]) {
+		t.Errorf("the Prometheus endpoint carries a secret")
+	}
+	var cfg struct {
+		ExecutionConfig struct {
+			UserConfig map[string]string `json:"user-config"`
+		} `json:"execution-config"`
+	}
+	f.get("/jobs/"+jid+"/config", &cfg)
+	for k := range secrets {
+		if got := cfg.ExecutionConfig.UserConfig[k]; got != config.HiddenValue {
+			t.Errorf("/jobs/:jid/config shows %s as %q, want %q", k, got, config.HiddenValue)
+		}
+	}
+	if code := f.call("PATCH", "/jobs/"+jid+"?mode=cancel", "", "", nil); code != http.StatusAccepted {
+		t.Fatalf("cancel: %d", code)
+	}
+	await(t, "the job to be canceled", func() bool { return f.status(jid) == "CANCELED" })
 }

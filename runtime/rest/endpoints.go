@@ -103,7 +103,7 @@ func (e *Endpoints) Start(l Listen) error {
 	if l.PromPort >= 0 && e.promAddr == "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", NewPrometheusHandler(e.srv))
-		guarded := newAccess(l.AuthToken, l.Peers, l.ReadAccess, hosts, e.log).guard(mux, func(*http.Request) bool { return false })
+		guarded := newAccess(l.AuthToken, l.Peers, l.ReadAccess, hosts, e.log).guard(redacting(e.srv, mux), func(*http.Request) bool { return false })
 		addr, err := e.serve(net.JoinHostPort(host, strconv.Itoa(l.PromPort)), guarded)
 		if err != nil {
 			return fmt.Errorf("rest: the Prometheus endpoint cannot listen: %w (metrics.reporter.prom.port / --prom-port)", err)

@@ -62,7 +62,23 @@ func New(opts Options) *Handler {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{srv: opts.Server, log: logging.OrDiscard(opts.Logger),
 		mux: http.NewServeMux(), ctx: ctx, cancel: cancel, triggers: map[string]*trigger{}}
-	routes := map[string]http.HandlerFunc{
+	for pattern, f := range h.routes() {
+		h.mux.HandleFunc(pattern, f)
+		method, path, _ := strings.Cut(pattern, " ")
+		h.mux.HandleFunc(method+" /v1"+path, f)
+	}
+	dash := dashboard.Handler()
+	for _, pattern := range dashboard.Patterns {
+		h.mux.Handle(pattern, dash)
+	}
+	h.guarded = newAccess(opts.AuthToken, opts.Peers, opts.ReadAccess, opts.AllowedHosts, h.log).guard(redacting(h.srv, http.HandlerFunc(h.route)), h.public)
+	return h
+}
+
+// routes are the API's calls by http.ServeMux pattern (each also served
+// under /v1).
+func (h *Handler) routes() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
 		"GET /config":                                     h.config,
 		"GET /overview":                                   h.overview,
 		"GET /jobs":                                       h.jobs,
@@ -93,19 +109,8 @@ func New(opts Options) *Handler {
 		"GET /jobs/{jid}/rescales/summary":                h.rescalesSummary,
 		"GET /jobs/{jid}/rescales/config":                 h.rescalesConfig,
 		"GET /jobs/{jid}/rescales/details/{rid}":          h.rescaleDetails,
-		"GET /metrics":                                    NewPrometheusHandler(opts.Server).ServeHTTP,
+		"GET /metrics":                                    NewPrometheusHandler(h.srv).ServeHTTP,
 	}
-	for pattern, f := range routes {
-		h.mux.HandleFunc(pattern, f)
-		method, path, _ := strings.Cut(pattern, " ")
-		h.mux.HandleFunc(method+" /v1"+path, f)
-	}
-	dash := dashboard.Handler()
-	for _, pattern := range dashboard.Patterns {
-		h.mux.Handle(pattern, dash)
-	}
-	h.guarded = newAccess(opts.AuthToken, opts.Peers, opts.ReadAccess, opts.AllowedHosts, h.log).guard(http.HandlerFunc(h.route), h.public)
-	return h
 }
 
 // public says whether anyone may make the read r: the dashboard's page
