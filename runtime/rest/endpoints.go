@@ -37,7 +37,7 @@ const DefaultAddress = "127.0.0.1"
 // Listen says which endpoints to serve.
 type Listen struct {
 	// Address is the host to bind, DefaultAddress when "". Any other than
-	// a loopback address is logged as a warning.
+	// a loopback address needs AuthToken (see Validate).
 	Address string
 	// RESTPort serves the REST API (and /metrics); PromPort the
 	// Prometheus endpoint alone. 0 picks a free port; -1 serves none.
@@ -53,6 +53,30 @@ type Listen struct {
 	ReadAccess string
 	// AllowedHosts are further names a Host header may carry.
 	AllowedHosts []string
+}
+
+// Validate says why l cannot be served: a non-loopback address without a
+// token, for either endpoint (off loopback no caller's user can be told,
+// so only the token admits; without one, every read would be open or
+// every call refused).
+func (l Listen) Validate() error {
+	if l.RESTPort < 0 && l.PromPort < 0 {
+		return nil
+	}
+	if !isLoopbackHost(l.Address) && l.AuthToken == "" {
+		return fmt.Errorf("%w (address %s)", errNoToken, l.Address)
+	}
+	return nil
+}
+
+// isLoopbackHost says whether host ("" for DefaultAddress) is a loopback
+// address or localhost.
+func isLoopbackHost(host string) bool {
+	if host == "" || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Endpoints are the HTTP servers of one runtime: the REST API and the
@@ -81,8 +105,11 @@ func (e *Endpoints) Start(l Listen) error {
 	if host == "" {
 		host = DefaultAddress
 	}
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
-		e.log.Warn("the REST API and metrics are served on a non-loopback address: anyone who reaches it sees the jobs, and without rest.auth-token may cancel them", "address", host)
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if !isLoopbackHost(host) && (l.RESTPort >= 0 || l.PromPort >= 0) {
+		e.log.Warn("the REST API and metrics are served on a non-loopback address in clear (no TLS): the token travels readable by the network between the caller and this host", "address", host)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
