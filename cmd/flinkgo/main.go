@@ -164,6 +164,7 @@ func serve(args []string) error {
 	restPort := fs.Int("rest-port", -1, "serve Flink's REST API (and /metrics) on this port (0: a free one); default none")
 	promPort := fs.Int("prom-port", -1, "serve the jobs' metrics for Prometheus at /metrics on this port (metrics.reporter.prom.port); default none")
 	restToken := fs.String("rest-auth-token", "", "a bearer token that admits its bearer to the REST API from anywhere; visible to other users in ps: prefer --rest-auth-token-file or $"+RESTTokenEnv+" (none of them: only the server's user, root and --allow-group's members on this host, over loopback)")
+	restHosts := fs.String("rest-allowed-hosts", "", "names (comma-separated) the REST API answers to in a call's Host header besides IP addresses, localhost and --rest-address (against DNS rebinding)")
 	restTokenFile := fs.String("rest-auth-token-file", "", "the file (0600) holding the REST API's bearer token (see --rest-auth-token)")
 	restReadAccess := fs.String("rest-read-access", rest.ReadAccessOwner, "who may read the jobs through REST and /metrics: owner (those who may change them) or any (everyone who reaches the port)")
 	newLogger := logFlags(fs)
@@ -187,6 +188,9 @@ func serve(args []string) error {
 	}
 	endpoints := rest.Listen{Address: *restAddress, RESTPort: *restPort, PromPort: *promPort, AuthToken: token,
 		Peers: &peers, ReadAccess: *restReadAccess}
+	if *restHosts != "" {
+		endpoints.AllowedHosts = strings.Split(*restHosts, ",")
+	}
 	if err := endpoints.Validate(); err != nil {
 		return err
 	}

@@ -234,3 +234,87 @@ func TestNoAnswerCarriesASecret(t *testing.T) {
 	}
 	await(t, "the job to be canceled", func() bool { return f.status(jid) == "CANCELED" })
 }
+
+// A browser's cross-site request cannot change a job, though it comes
+// from the server's own user over loopback: a POST with a foreign Origin
+// (sent as text/plain, which needs no preflight) is refused, a body not
+// sent as JSON is refused, and a Host header naming another name than
+// this server's (DNS rebinding) is refused unless rest.allowed-hosts
+// names it. The same call from the server's own page succeeds.
+func TestCrossSiteRequestsAndForeignHostsAreRefused(t *testing.T) {
+	srv := server.New(job.Options{Stdout: io.Discard, SourceBatchRows: 100}, nil)
+	ep := NewEndpoints(srv, nil)
+	if err := ep.Start(Listen{RESTPort: 0, PromPort: -1, AllowedHosts: []string{"flinkgo.internal"}}); err != nil {
+		t.Fatal(err)
+	}
+	restAddr, _ := ep.Addresses()
+	f := &fixture{t: t, srv: srv, ep: ep, base: "http://" + restAddr,
+		client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	t.Cleanup(func() {
+		f.jobs.Wait()
+		ep.Close()
+		srv.Wait()
+	})
+	jid, _ := f.submit(numbersPlan(t, 0, 1000))
+	await(t, "the job to run", func() bool { return f.status(jid) == "RUNNING" })
+	_, port, _ := strings.Cut(restAddr, ":")
+	do := func(method, path, host string, headers map[string]string, body string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, f.base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := f.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		t.Logf("%s %s (Host %q, %v): %d %s", method, path, host, headers, resp.StatusCode, data)
+		return resp.StatusCode
+	}
+	savepoint := "/jobs/" + jid + "/savepoints"
+	body := `{"target-directory": "` + filepath.Join(t.TempDir(), "sp") + `"}`
+	for _, c := range []struct {
+		what    string
+		host    string
+		headers map[string]string
+		want    int
+	}{
+		{"a form-like POST from a foreign origin", "", map[string]string{"Origin": "http://evil.example", "Content-Type": "text/plain"}, http.StatusForbidden},
+		{"a JSON POST from a foreign origin", "", map[string]string{"Origin": "http://evil.example", "Content-Type": "application/json"}, http.StatusForbidden},
+		{"a POST from another port of localhost", "", map[string]string{"Origin": "http://127.0.0.1:1", "Content-Type": "application/json"}, http.StatusForbidden},
+		{"a cross-site POST without Origin", "", map[string]string{"Sec-Fetch-Site": "cross-site", "Content-Type": "application/json"}, http.StatusForbidden},
+		{"a text/plain body", "", map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType},
+		{"a rebinding name as Host", "evil.example:" + port, map[string]string{"Content-Type": "application/json"}, http.StatusMisdirectedRequest},
+	} {
+		if code := do("POST", savepoint, c.host, c.headers, body); code != c.want {
+			t.Errorf("%s: %d, want %d", c.what, code, c.want)
+		}
+	}
+	if code := do("GET", "/jobs/overview", "evil.example:"+port, nil, ""); code != http.StatusMisdirectedRequest {
+		t.Errorf("a read with a rebinding name as Host: %d, want 421", code)
+	}
+	for _, host := range []string{"localhost:" + port, "flinkgo.internal:" + port, restAddr} {
+		if code := do("GET", "/jobs/overview", host, nil, ""); code != http.StatusOK {
+			t.Errorf("a read with Host %s: %d, want 200", host, code)
+		}
+	}
+	if st := f.status(jid); st != "RUNNING" {
+		t.Fatalf("refused calls changed the job: %s", st)
+	}
+	// The dashboard's own call: same origin, JSON.
+	if code := do("POST", savepoint, "", map[string]string{"Origin": f.base, "Content-Type": "application/json"}, body); code != http.StatusAccepted {
+		t.Fatalf("the page's own savepoint: %d", code)
+	}
+	if code := do("PATCH", "/jobs/"+jid+"?mode=cancel", "", map[string]string{"Origin": f.base}, ""); code != http.StatusAccepted {
+		t.Fatalf("the page's own cancel: %d", code)
+	}
+	await(t, "the job to be canceled", func() bool { return f.status(jid) == "CANCELED" })
+}
