@@ -160,17 +160,40 @@ func serve(args []string) error {
 	udfOutput := fs.String("udf-output", "log", "where what UDFs print goes: log (the server's log, at info) or stderr (prefixed with the UDF and subtask, for the runtime embedded in a user's program)")
 	var allowPaths repeatedFlag
 	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and the temp dir; / allows any path, s3:// included); s3://BUCKET/PREFIX allows checkpoints and savepoints under that object-storage prefix")
-	restAddress := fs.String("rest-address", rest.DefaultAddress, "the address of the REST API and Prometheus endpoint; another than loopback is logged as a warning (set --rest-auth-token then)")
+	restAddress := fs.String("rest-address", rest.DefaultAddress, "the address of the REST API and Prometheus endpoint; another than loopback needs a REST token (--rest-auth-token-file or $"+RESTTokenEnv+")")
 	restPort := fs.Int("rest-port", -1, "serve Flink's REST API (and /metrics) on this port (0: a free one); default none")
 	promPort := fs.Int("prom-port", -1, "serve the jobs' metrics for Prometheus at /metrics on this port (metrics.reporter.prom.port); default none")
-	restToken := fs.String("rest-auth-token", os.Getenv("FLINKGO_REST_TOKEN"), "a bearer token every mutating REST call must carry (default $FLINKGO_REST_TOKEN; none when empty)")
+	restToken := fs.String("rest-auth-token", "", "a bearer token that admits its bearer to the REST API from anywhere; visible to other users in ps: prefer --rest-auth-token-file or $"+RESTTokenEnv+" (none of them: only the server's user, root and --allow-group's members on this host, over loopback)")
+	restHosts := fs.String("rest-allowed-hosts", "", "names (comma-separated) the REST API answers to in a call's Host header besides IP addresses, localhost and --rest-address (against DNS rebinding)")
+	restTokenFile := fs.String("rest-auth-token-file", "", "the file (0600) holding the REST API's bearer token (see --rest-auth-token)")
+	restReadAccess := fs.String("rest-read-access", rest.ReadAccessOwner, "who may read the jobs through REST and /metrics: owner (those who may change them) or any (everyone who reaches the port)")
 	newLogger := logFlags(fs)
 	_ = fs.Parse(args)
 	logger, err := newLogger()
 	if err != nil {
 		return err
 	}
-	endpoints := rest.Listen{Address: *restAddress, RESTPort: *restPort, PromPort: *promPort, AuthToken: *restToken}
+	token, err := restAuthToken(fs, *restToken, *restTokenFile)
+	if err != nil {
+		return err
+	}
+	// The REST API admits over loopback the local users the job socket
+	// admits: the server's, root, and --allow-group's members.
+	peers, err := listen.NewPeerRule(*group)
+	if err != nil {
+		return err
+	}
+	if *restReadAccess != rest.ReadAccessOwner && *restReadAccess != rest.ReadAccessAny {
+		return fmt.Errorf("--rest-read-access %q: want %s or %s", *restReadAccess, rest.ReadAccessOwner, rest.ReadAccessAny)
+	}
+	endpoints := rest.Listen{Address: *restAddress, RESTPort: *restPort, PromPort: *promPort, AuthToken: token,
+		Peers: &peers, ReadAccess: *restReadAccess}
+	if *restHosts != "" {
+		endpoints.AllowedHosts = strings.Split(*restHosts, ",")
+	}
+	if err := endpoints.Validate(); err != nil {
+		return err
+	}
 	roots, err := pathRoots(allowPaths)
 	if err != nil {
 		return err
@@ -212,6 +235,27 @@ func serve(args []string) error {
 	}
 	fmt.Printf("flinkgo: serving on %s\n", lis.Address)
 	return serveOn(ctx, lis, nil, logger, printed, roots, int(maxMessage), *reuse, endpoints, lis.ServerOptions()...)
+}
+
+// RESTTokenEnv holds the REST API's token when no flag gives it.
+const RESTTokenEnv = "FLINKGO_REST_TOKEN"
+
+// restAuthToken returns the REST token of --rest-auth-token-file, else
+// --rest-auth-token (with a warning: any user sees it in ps), else
+// $FLINKGO_REST_TOKEN; "" for none.
+func restAuthToken(fs *flag.FlagSet, arg, file string) (string, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "rest-auth-token" })
+	switch {
+	case file != "" && given:
+		return "", errors.New("--rest-auth-token and --rest-auth-token-file: give one")
+	case file != "":
+		return listen.ReadTokenFile(file)
+	case given:
+		fmt.Fprintf(os.Stderr, "flinkgo: warning: --rest-auth-token is visible to every user of this host (ps, /proc/PID/cmdline); use --rest-auth-token-file or $%s\n", RESTTokenEnv)
+		return strings.TrimSpace(arg), nil
+	}
+	return strings.TrimSpace(os.Getenv(RESTTokenEnv)), nil
 }
 
 // logFlags adds --log-level and --log-format to fs; after fs.Parse, the

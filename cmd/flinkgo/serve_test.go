@@ -225,3 +225,52 @@ func TestServeRefusesNonLoopbackWithoutTLS(t *testing.T) {
 		t.Fatalf("serve on 0.0.0.0 without TLS: %v\n%s", err, stderr)
 	}
 }
+
+// serveOutput starts `flinkgo serve ARGS...` and returns its ready line
+// ("" when it ended without one) and what it wrote to stderr; a server
+// that started is stopped.
+func serveOutput(t *testing.T, args ...string) (ready, stderr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
+	cmd.Env = append(os.Environ(), cliEnv+"=1", "XDG_RUNTIME_DIR="+t.TempDir())
+	errs := &lockedBuffer{}
+	cmd.Stderr = errs
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready, _ = bufio.NewReader(out).ReadString('\n')
+	if ready != "" {
+		_ = cmd.Process.Signal(os.Interrupt)
+	}
+	_ = cmd.Wait()
+	return ready, errs.String()
+}
+
+// The REST API and the Prometheus endpoint off loopback need a token
+// (they were served with only a warning); a token given as an argument,
+// which every user sees in ps, is warned about; --rest-auth-token-file
+// gives one without it.
+func TestServeRefusesRESTOffLoopbackWithoutAToken(t *testing.T) {
+	for _, port := range []string{"--rest-port", "--prom-port"} {
+		ready, stderr := serveOutput(t, "--rest-address", "0.0.0.0", port, "0")
+		if ready != "" || !strings.Contains(stderr, "only with a token") {
+			t.Errorf("serve --rest-address 0.0.0.0 %s 0 without a token: ready %q, stderr:\n%s", port, ready, stderr)
+		}
+	}
+	ready, stderr := serveOutput(t, "--rest-port", "0", "--rest-auth-token", "visible")
+	if ready == "" || !strings.Contains(stderr, "--rest-auth-token is visible to every user") {
+		t.Errorf("serve --rest-auth-token: ready %q, no warning in:\n%s", ready, stderr)
+	}
+	file := filepath.Join(t.TempDir(), "rest-token")
+	if err := os.WriteFile(file, []byte("from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ready, stderr = serveOutput(t, "--rest-address", "0.0.0.0", "--rest-port", "0", "--rest-auth-token-file", file)
+	if ready == "" || strings.Contains(stderr, "is visible to every user") {
+		t.Errorf("serve --rest-auth-token-file off loopback: ready %q, stderr:\n%s", ready, stderr)
+	}
+}

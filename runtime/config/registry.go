@@ -174,11 +174,20 @@ func Known() Registry {
 		},
 		{
 			Name: "rest.address", Type: TypeString, Default: "127.0.0.1", ReadBy: readByREST,
-			Description: "The address the embedded runtime's REST API and Prometheus endpoint bind. Another address than loopback exposes the jobs to the network: it is logged as a warning, and rest.auth-token should be set.",
+			Description: "The address the embedded runtime's REST API and Prometheus endpoint bind. Another address than loopback needs rest.auth-token.",
 		},
 		{
 			Name: "rest.auth-token", Type: TypeString, Secret: true, ReadBy: readByREST,
-			Description: "A bearer token every mutating REST call (cancel, stop, savepoint, checkpoint) must carry as \"Authorization: Bearer <token>\"; unset: none needed.",
+			Description: "A bearer token that admits its bearer to the REST API from anywhere, as \"Authorization: Bearer <token>\"; unset: only the server's own user (and root) on the same host, told by the owner of its loopback socket (Linux), may change jobs or read them.",
+		},
+		{
+			Name: "rest.read-access", Type: TypeEnum, Default: "owner", ReadBy: readByREST,
+			Values:      []string{"owner", "any"},
+			Description: "Who may read the jobs through the REST API and the Prometheus endpoint: owner (those who may change them: the server's user over loopback, or the token's bearer) or any (everyone who reaches the port).",
+		},
+		{
+			Name: "rest.allowed-hosts", Type: TypeString, ReadBy: readByREST,
+			Description: "Names (comma-separated) a REST call's Host header may carry besides IP addresses, localhost and rest.address; any other name is refused (DNS rebinding).",
 		},
 		{
 			Name: "metrics.reporter.prom.port", Type: TypeInt, Min: "0", Max: "65535", ReadBy: readByREST,
@@ -244,7 +253,7 @@ func Known() Registry {
 			Description: "Region of the S3 client (empty: AWS_REGION, else us-east-1).",
 		},
 		{
-			Name: "s3.access-key", Type: TypeString, ReadBy: readByS3,
+			Name: "s3.access-key", Type: TypeString, ReadBy: readByS3, Secret: true,
 			Description: "Access key of the S3 client, with s3.secret-key (empty: the AWS default chain, AWS_ACCESS_KEY_ID ...).",
 		},
 		{
@@ -489,6 +498,31 @@ func (r Registry) Effective(cfg map[string]string) []Setting {
 			}
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// Redact returns a copy of cfg with the value of every Secret key set in
+// it replaced by HiddenValue: what may be shown of a job's configuration.
+func (r Registry) Redact(cfg map[string]string) map[string]string {
+	out := make(map[string]string, len(cfg))
+	for name, v := range cfg {
+		if k, ok := r.Lookup(name); ok && k.Secret && v != "" {
+			v = HiddenValue
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// SecretValues returns the values cfg gives its Secret keys, the empty
+// ones left out: what must never be shown anywhere.
+func (r Registry) SecretValues(cfg map[string]string) []string {
+	var out []string
+	for name, v := range cfg {
+		if k, ok := r.Lookup(name); ok && k.Secret && v != "" {
+			out = append(out, v)
+		}
 	}
 	return out
 }

@@ -10,8 +10,13 @@
 // Metrics carry Flink's names (package metrics); rates cover the last ten
 // seconds.
 //
-// Mutating calls (POST, PATCH, PUT, DELETE) need the bearer token when one
-// is set (rest.auth-token): a missing or wrong token is refused with 401.
+// Who may call (access.go): the users who may submit jobs. A call is
+// admitted with the bearer token (rest.auth-token), or over loopback from
+// a user the job socket admits (listen.PeerRule), told by the owner of
+// the client's socket (listen.LoopbackPeerUID); others get 401. Mutating
+// calls (POST, PATCH, PUT, DELETE) always need that, reads that show jobs
+// unless rest.read-access is any; the dashboard's files and /config are
+// public.
 // Savepoints, checkpoints and stops are asynchronous, as Flink's: the call
 // answers 202 with a request id to poll.
 //

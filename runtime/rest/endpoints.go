@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/flinkgo/flinkgo/internal/logging"
 	"github.com/flinkgo/flinkgo/runtime/server"
+	"github.com/flinkgo/flinkgo/runtime/server/listen"
 )
 
 // Config keys the embedded runtime reads from its jobs (see
@@ -22,6 +24,11 @@ const (
 	ConfigAddress  = "rest.address"
 	ConfigToken    = "rest.auth-token"
 	ConfigPromPort = "metrics.reporter.prom.port"
+	// ConfigReadAccess is ReadAccessOwner (default) or ReadAccessAny.
+	ConfigReadAccess = "rest.read-access"
+	// ConfigAllowedHosts lists, comma-separated, the names a Host header
+	// may carry besides IP literals and localhost.
+	ConfigAllowedHosts = "rest.allowed-hosts"
 )
 
 // DefaultAddress is where the endpoints bind unless told otherwise.
@@ -30,13 +37,46 @@ const DefaultAddress = "127.0.0.1"
 // Listen says which endpoints to serve.
 type Listen struct {
 	// Address is the host to bind, DefaultAddress when "". Any other than
-	// a loopback address is logged as a warning.
+	// a loopback address needs AuthToken (see Validate).
 	Address string
 	// RESTPort serves the REST API (and /metrics); PromPort the
 	// Prometheus endpoint alone. 0 picks a free port; -1 serves none.
 	RESTPort, PromPort int
-	// AuthToken protects the mutating REST calls; "" for none.
+	// AuthToken admits its bearer from anywhere; "" for none (then only
+	// the local users of Peers are admitted, over loopback).
 	AuthToken string
+	// Peers are the local users admitted over loopback without the token
+	// (the job service's: the server's user, root, --allow-group); nil for
+	// the server's user and root.
+	Peers *listen.PeerRule
+	// ReadAccess is ReadAccessOwner ("" too) or ReadAccessAny.
+	ReadAccess string
+	// AllowedHosts are further names a Host header may carry.
+	AllowedHosts []string
+}
+
+// Validate says why l cannot be served: a non-loopback address without a
+// token, for either endpoint (off loopback no caller's user can be told,
+// so only the token admits; without one, every read would be open or
+// every call refused).
+func (l Listen) Validate() error {
+	if l.RESTPort < 0 && l.PromPort < 0 {
+		return nil
+	}
+	if !isLoopbackHost(l.Address) && l.AuthToken == "" {
+		return fmt.Errorf("%w (address %s)", errNoToken, l.Address)
+	}
+	return nil
+}
+
+// isLoopbackHost says whether host ("" for DefaultAddress) is a loopback
+// address or localhost.
+func isLoopbackHost(host string) bool {
+	if host == "" || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Endpoints are the HTTP servers of one runtime: the REST API and the
@@ -46,6 +86,7 @@ type Endpoints struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
+	peers    *listen.PeerRule // the first Start's, for the later ones
 	handler  *Handler
 	servers  []*http.Server
 	restAddr string // the REST API's bound address, "" when not serving
@@ -64,13 +105,21 @@ func (e *Endpoints) Start(l Listen) error {
 	if host == "" {
 		host = DefaultAddress
 	}
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
-		e.log.Warn("the REST API and metrics are served on a non-loopback address: anyone who reaches it sees the jobs, and without rest.auth-token may cancel them", "address", host)
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if !isLoopbackHost(host) && (l.RESTPort >= 0 || l.PromPort >= 0) {
+		e.log.Warn("the REST API and metrics are served on a non-loopback address in clear (no TLS): the token travels readable by the network between the caller and this host", "address", host)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if l.Peers != nil && e.peers == nil {
+		e.peers = l.Peers
+	}
+	l.Peers = e.peers
+	hosts := append([]string{host}, l.AllowedHosts...)
 	if l.RESTPort >= 0 && e.restAddr == "" {
-		e.handler = New(Options{Server: e.srv, AuthToken: l.AuthToken, Logger: e.log})
+		e.handler = New(Options{Server: e.srv, AuthToken: l.AuthToken, Peers: l.Peers, ReadAccess: l.ReadAccess, AllowedHosts: hosts, Logger: e.log})
 		addr, err := e.serve(net.JoinHostPort(host, strconv.Itoa(l.RESTPort)), e.handler)
 		if err != nil {
 			return fmt.Errorf("rest: the REST API cannot listen: %w (rest.port / --rest-port)", err)
@@ -81,7 +130,8 @@ func (e *Endpoints) Start(l Listen) error {
 	if l.PromPort >= 0 && e.promAddr == "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", NewPrometheusHandler(e.srv))
-		addr, err := e.serve(net.JoinHostPort(host, strconv.Itoa(l.PromPort)), mux)
+		guarded := newAccess(l.AuthToken, l.Peers, l.ReadAccess, hosts, e.log).guard(redacting(e.srv, mux), func(*http.Request) bool { return false })
+		addr, err := e.serve(net.JoinHostPort(host, strconv.Itoa(l.PromPort)), guarded)
 		if err != nil {
 			return fmt.Errorf("rest: the Prometheus endpoint cannot listen: %w (metrics.reporter.prom.port / --prom-port)", err)
 		}
@@ -121,7 +171,13 @@ func (e *Endpoints) Addresses() (restAddr, promAddr string) {
 // server.SetEndpoints. A later job asking for another port than the one
 // served is refused.
 func (e *Endpoints) FromConfig(cfg map[string]string) error {
-	l := Listen{Address: cfg[ConfigAddress], AuthToken: cfg[ConfigToken], RESTPort: -1, PromPort: -1}
+	l := Listen{Address: cfg[ConfigAddress], AuthToken: cfg[ConfigToken], RESTPort: -1, PromPort: -1, ReadAccess: cfg[ConfigReadAccess]}
+	if l.ReadAccess != "" && l.ReadAccess != ReadAccessOwner && l.ReadAccess != ReadAccessAny {
+		return fmt.Errorf("%s=%q: want %s or %s", ConfigReadAccess, l.ReadAccess, ReadAccessOwner, ReadAccessAny)
+	}
+	if hosts := cfg[ConfigAllowedHosts]; hosts != "" {
+		l.AllowedHosts = strings.Split(hosts, ",")
+	}
 	for key, port := range map[string]*int{ConfigPort: &l.RESTPort, ConfigPromPort: &l.PromPort} {
 		if v := cfg[key]; v != "" {
 			n, err := strconv.Atoi(v)

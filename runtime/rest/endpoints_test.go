@@ -2,6 +2,7 @@ package rest
 
 import (
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/flinkgo/flinkgo/internal/logging/logtest"
@@ -10,8 +11,21 @@ import (
 )
 
 // The endpoints bind loopback unless told otherwise, with no warning;
-// another address is bound as asked and logged as a warning.
-func TestLoopbackByDefaultAndAWarningElsewhere(t *testing.T) {
+// another address is bound as asked only with a token, and logged as a
+// warning; without a token it is refused, for the REST API and the
+// Prometheus endpoint alike.
+func TestNonLoopbackNeedsAToken(t *testing.T) {
+	for _, l := range []Listen{{Address: "0.0.0.0", RESTPort: 0, PromPort: -1}, {Address: "0.0.0.0", RESTPort: -1, PromPort: 0}} {
+		srv := server.New(job.Options{}, nil)
+		ep := NewEndpoints(srv, nil)
+		err := ep.Start(l)
+		restAddr, promAddr := ep.Addresses()
+		ep.Close()
+		srv.Wait()
+		if err == nil || !strings.Contains(err.Error(), "only with a token") || restAddr != "" || promAddr != "" {
+			t.Errorf("%+v without a token: served %q %q, error %v", l, restAddr, promAddr, err)
+		}
+	}
 	for _, c := range []struct {
 		address         string
 		loopback, warns bool
@@ -19,7 +33,7 @@ func TestLoopbackByDefaultAndAWarningElsewhere(t *testing.T) {
 		logger, logs := logtest.New()
 		srv := server.New(job.Options{}, nil)
 		ep := NewEndpoints(srv, logger)
-		if err := ep.Start(Listen{Address: c.address, RESTPort: 0, PromPort: -1}); err != nil {
+		if err := ep.Start(Listen{Address: c.address, RESTPort: 0, PromPort: -1, AuthToken: "a-token"}); err != nil {
 			t.Fatal(err)
 		}
 		restAddr, promAddr := ep.Addresses()

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
@@ -285,11 +286,8 @@ func (h *Handler) jobConfig(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	cfg := map[string]string{}
-	for k, v := range info.Config {
-		cfg[k] = v
-	}
-	delete(cfg, "rest.auth-token")
+	// Every secret key's value (credentials, the REST token) is hidden.
+	cfg := config.Known().Redact(info.Config)
 	writeJSON(w, http.StatusOK, map[string]any{"jid": info.ID, "name": info.Name,
 		"execution-config": map[string]any{"execution-mode": "PIPELINED", "restart-strategy": cfg["restart-strategy.type"],
 			"job-parallelism": cfg["parallelism.default"], "object-reuse-mode": false, "user-config": cfg}})

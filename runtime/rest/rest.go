@@ -2,11 +2,11 @@ package rest
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,6 +14,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/dashboard"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/server"
+	"github.com/flinkgo/flinkgo/runtime/server/listen"
 )
 
 // Version is the Flink REST API version the paths follow (also served
@@ -24,19 +25,28 @@ const flinkVersion = "1.20-flinkgo"
 type Options struct {
 	// Server holds the jobs.
 	Server *server.Server
-	// AuthToken, when set, must come as "Authorization: Bearer <token>"
-	// on every mutating call.
+	// AuthToken, when set, admits a caller who sends it as
+	// "Authorization: Bearer <token>", from anywhere.
 	AuthToken string
+	// Peers are the local users admitted over loopback without the token;
+	// nil for the server's own user and root (listen.NewPeerRule("")).
+	Peers *listen.PeerRule
+	// ReadAccess is ReadAccessOwner ("" too: reads that show jobs follow
+	// the rule of mutating calls) or ReadAccessAny.
+	ReadAccess string
+	// AllowedHosts are names a Host header may carry besides IP literals
+	// and localhost.
+	AllowedHosts []string
 	// Logger receives refused calls and failed asynchronous operations.
 	Logger *slog.Logger
 }
 
 // Handler serves the REST API.
 type Handler struct {
-	srv   *server.Server
-	token string
-	log   *slog.Logger
-	mux   *http.ServeMux
+	srv     *server.Server
+	log     *slog.Logger
+	mux     *http.ServeMux
+	guarded http.Handler // mux behind the access rules
 	// ctx bounds asynchronous operations; Close cancels it and waits.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -50,9 +60,25 @@ type Handler struct {
 // asynchronous operations it started.
 func New(opts Options) *Handler {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Handler{srv: opts.Server, token: opts.AuthToken, log: logging.OrDiscard(opts.Logger),
+	h := &Handler{srv: opts.Server, log: logging.OrDiscard(opts.Logger),
 		mux: http.NewServeMux(), ctx: ctx, cancel: cancel, triggers: map[string]*trigger{}}
-	routes := map[string]http.HandlerFunc{
+	for pattern, f := range h.routes() {
+		h.mux.HandleFunc(pattern, f)
+		method, path, _ := strings.Cut(pattern, " ")
+		h.mux.HandleFunc(method+" /v1"+path, f)
+	}
+	dash := dashboard.Handler()
+	for _, pattern := range dashboard.Patterns {
+		h.mux.Handle(pattern, dash)
+	}
+	h.guarded = newAccess(opts.AuthToken, opts.Peers, opts.ReadAccess, opts.AllowedHosts, h.log).guard(redacting(h.srv, http.HandlerFunc(h.route)), h.public)
+	return h
+}
+
+// routes are the API's calls by http.ServeMux pattern (each also served
+// under /v1).
+func (h *Handler) routes() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
 		"GET /config":                                     h.config,
 		"GET /overview":                                   h.overview,
 		"GET /jobs":                                       h.jobs,
@@ -83,18 +109,16 @@ func New(opts Options) *Handler {
 		"GET /jobs/{jid}/rescales/summary":                h.rescalesSummary,
 		"GET /jobs/{jid}/rescales/config":                 h.rescalesConfig,
 		"GET /jobs/{jid}/rescales/details/{rid}":          h.rescaleDetails,
-		"GET /metrics":                                    NewPrometheusHandler(opts.Server).ServeHTTP,
+		"GET /metrics":                                    NewPrometheusHandler(h.srv).ServeHTTP,
 	}
-	for pattern, f := range routes {
-		h.mux.HandleFunc(pattern, f)
-		method, path, _ := strings.Cut(pattern, " ")
-		h.mux.HandleFunc(method+" /v1"+path, f)
-	}
-	dash := dashboard.Handler()
-	for _, pattern := range dashboard.Patterns {
-		h.mux.Handle(pattern, dash)
-	}
-	return h
+}
+
+// public says whether anyone may make the read r: the dashboard's page
+// and files (they hold no job's data), and the cluster's /config
+// (flinkgo's version and features).
+func (h *Handler) public(r *http.Request) bool {
+	_, pattern := h.mux.Handler(r)
+	return pattern == "GET /config" || pattern == "GET /v1/config" || slices.Contains(dashboard.Patterns, pattern)
 }
 
 // Close cancels the asynchronous operations still running and waits for
@@ -104,18 +128,14 @@ func (h *Handler) Close() {
 	h.ops.Wait()
 }
 
-// ServeHTTP serves one call: a mutating one only with the token, an
+// ServeHTTP serves one call behind the access rules (see access), an
 // unknown path or method as Flink's errors.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions && h.token != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) != 1 {
-			h.log.Warn("REST call refused: missing or wrong bearer token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="flinkgo"`)
-			writeError(w, http.StatusUnauthorized, "this call changes a job: it needs the REST token (rest.auth-token) as \"Authorization: Bearer <token>\"")
-			return
-		}
-	}
+	h.guarded.ServeHTTP(w, r)
+}
+
+// route serves an admitted call.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 	_, pattern := h.mux.Handler(r)
 	if pattern == "" {
 		writeError(w, http.StatusNotFound, "Not found: "+r.URL.Path)

@@ -159,28 +159,36 @@ func loadToken(path string) (token string, created bool, err error) {
 	if !errors.Is(err, fs.ErrExist) {
 		return "", false, fmt.Errorf("creating the token file %s: %w", path, err)
 	}
+	token, err = ReadTokenFile(path)
+	return token, false, err
+}
+
+// ReadTokenFile reads the token in the file at path: a regular file of
+// this user or root that no one else may read, holding a non-empty token
+// (surrounding space trimmed).
+func ReadTokenFile(path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", false, fmt.Errorf("the token file %s: %w", path, err)
+		return "", fmt.Errorf("the token file %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", false, fmt.Errorf("the token file %s is not a regular file", path)
+		return "", fmt.Errorf("the token file %s is not a regular file", path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", false, fmt.Errorf("the token file %s has mode %04o: others may read it; run chmod 600 %s", path, perm, path)
+		return "", fmt.Errorf("the token file %s has mode %04o: others may read it; run chmod 600 %s", path, perm, path)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() && st.Uid != 0 {
-		return "", false, fmt.Errorf("the token file %s belongs to uid %d, neither this user nor root", path, st.Uid)
+		return "", fmt.Errorf("the token file %s belongs to uid %d, neither this user nor root", path, st.Uid)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", false, fmt.Errorf("reading the token file %s: %w", path, err)
+		return "", fmt.Errorf("reading the token file %s: %w", path, err)
 	}
-	token = strings.TrimSpace(string(data))
+	token := strings.TrimSpace(string(data))
 	if token == "" {
-		return "", false, fmt.Errorf("the token file %s is empty; remove it to have a token generated, or write one", path)
+		return "", fmt.Errorf("the token file %s is empty; remove it to have a token generated, or write one", path)
 	}
-	return token, false, nil
+	return token, nil
 }
 
 // tokenCheck admits calls that carry the token.

@@ -129,7 +129,7 @@ class ApiError extends Error {
 async function api(method, path, body) {
   const headers = { Accept: "application/json" };
   const token = sessionStorage.getItem(TOKEN_KEY);
-  if (method !== "GET" && token) headers.Authorization = "Bearer " + token;
+  if (token) headers.Authorization = "Bearer " + token;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const resp = await fetch(path, {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: "no-store",
@@ -145,6 +145,18 @@ async function api(method, path, body) {
     throw new ApiError(resp.status, errors);
   }
   return data;
+}
+
+// read reads the REST API; a 401 (the browser's user is not the server's,
+// or the page is not on loopback) asks for the token and reads again.
+async function read(path) {
+  try {
+    return await api("GET", path);
+  } catch (e) {
+    if (!(e instanceof ApiError) || e.status !== 401) throw e;
+    await askToken(e.message);
+    return api("GET", path);
+  }
 }
 
 function jobPath(jid) {
@@ -166,7 +178,7 @@ async function mutate(method, path, body) {
 let tokenWaiters = [];
 
 function askToken(reason) {
-  $("token-reason").textContent = reason || "This REST API needs a token (rest.auth-token) for calls that change a job.";
+  $("token-reason").textContent = reason || "This REST API needs its token (rest.auth-token): the browser does not run as the server's user on its host.";
   $("token-panel").hidden = false;
   $("token-input").focus();
   return new Promise((resolve, reject) => tokenWaiters.push({ resolve, reject }));
@@ -174,7 +186,7 @@ function askToken(reason) {
 
 function setupToken() {
   $("token-open").addEventListener("click", () => {
-    $("token-reason").textContent = "The token of this REST API (rest.auth-token), sent with calls that change a job; kept for this tab only.";
+    $("token-reason").textContent = "The token of this REST API (rest.auth-token), sent with every call; kept for this tab only. Not needed when the browser runs as the server's user on its host.";
     $("token-panel").hidden = false;
     $("token-input").focus();
   });
@@ -213,7 +225,7 @@ function jobsView() {
   $("main").replaceChildren(el("h1", {}, "Jobs"), table, empty);
   return {
     async refresh() {
-      const data = await api("GET", "/jobs/overview");
+      const data = await read("/jobs/overview");
       const jobs = (data.jobs || []).slice().sort((a, b) => b["start-time"] - a["start-time"]);
       body.replaceChildren(...jobs.map((j) => {
         const tasks = Object.values(j.tasks || {}).reduce((a, b) => a + b, 0);
@@ -265,7 +277,7 @@ function jobView(jid) {
   let selected = null; // the vertex whose subtasks are shown
   const view = {
     async refresh() {
-      const job = await api("GET", jobPath(jid));
+      const job = await read(jobPath(jid));
       const rates = await vertexRates(jid, job);
       title.replaceChildren(job.name || "(unnamed)", stateBadge(job.state));
       renderSummary(summary, job);
@@ -275,12 +287,12 @@ function jobView(jid) {
       // The rescales and the autoscaler answer 404 or 409 for a job that
       // never started or is still starting: shown as none.
       const [cps, cpConfig, exc, rsSummary, rsHistory, scaler] = await Promise.all([
-        api("GET", jobPath(jid) + "/checkpoints"),
-        api("GET", jobPath(jid) + "/checkpoints/config").catch(() => null), // 404: checkpointing off
-        api("GET", jobPath(jid) + "/exceptions"),
-        api("GET", jobPath(jid) + "/rescales/summary").catch(() => null),
-        api("GET", jobPath(jid) + "/rescales/history").catch(() => null),
-        api("GET", jobPath(jid) + "/autoscaler").catch(() => null)]);
+        read(jobPath(jid) + "/checkpoints"),
+        read(jobPath(jid) + "/checkpoints/config").catch(() => null), // 404: checkpointing off
+        read(jobPath(jid) + "/exceptions"),
+        read(jobPath(jid) + "/rescales/summary").catch(() => null),
+        read(jobPath(jid) + "/rescales/history").catch(() => null),
+        read(jobPath(jid) + "/autoscaler").catch(() => null)]);
       renderRescales(rescales, rsSummary, rsHistory);
       renderAutoscaler(autoscaler, scaler, job);
       renderCheckpointConfig(checkpointConfig, cpConfig);
@@ -301,7 +313,7 @@ function jobView(jid) {
 // vertex details) and busy and backpressured ratios (its backpressure).
 async function renderSubtasks(target, jid, v) {
   const path = jobPath(jid) + "/vertices/" + encodeURIComponent(v.id);
-  const [details, bp] = await Promise.all([api("GET", path), api("GET", path + "/backpressure")]);
+  const [details, bp] = await Promise.all([read(path), read(path + "/backpressure")]);
   const ratios = new Map((bp.subtasks || []).map((s) => [s.subtask, s]));
   target.replaceChildren(
     el("h2", {}, "Subtasks of " + v.name),
@@ -341,7 +353,7 @@ async function vertexRates(jid, job) {
   await Promise.all((job.vertices || []).map(async (v) => {
     let ms;
     try {
-      ms = await api("GET", jobPath(jid) + "/vertices/" + encodeURIComponent(v.id) +
+      ms = await read(jobPath(jid) + "/vertices/" + encodeURIComponent(v.id) +
         "/subtasks/metrics?get=" + RATE_METRICS + "&agg=sum,max");
     } catch (_) {
       return;
@@ -463,7 +475,7 @@ async function pollSavepoint(jid, rid, message) {
   for (;;) {
     let r;
     try {
-      r = await api("GET", path);
+      r = await read(path);
     } catch (e) {
       showMessage(message, "Savepoint status unknown: " + e.message, false);
       return;
@@ -774,7 +786,7 @@ function route() {
 async function refresh() {
   const view = current;
   try {
-    const [ov] = await Promise.all([api("GET", "/overview"), view.refresh()]);
+    const [ov] = await Promise.all([read("/overview"), view.refresh()]);
     $("overview").textContent = fmtNumber(ov["jobs-running"]) + " running · " + fmtNumber(ov["jobs-finished"]) +
       " finished · " + fmtNumber(ov["jobs-cancelled"]) + " canceled · " + fmtNumber(ov["jobs-failed"]) + " failed";
     // A blocked part of the page stays reported: the page is broken, not stale.
@@ -792,7 +804,7 @@ function refreshSoon() {
 async function start() {
   setupToken();
   try {
-    const cfg = await api("GET", "/config");
+    const cfg = await read("/config");
     if (typeof cfg["refresh-interval"] === "number" && cfg["refresh-interval"] > 0) refreshMs = cfg["refresh-interval"];
   } catch (_) {
     // the default interval
