@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flinkgo/flinkgo/internal/beneath"
+	"github.com/flinkgo/flinkgo/internal/objstore"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/server/allowpath"
@@ -12,7 +17,50 @@ import (
 // AllowPaths restricts the paths that clients choose (file sources and
 // sinks, checkpoint, savepoint and restore paths) to roots; call it before
 // serving. A server that was not given roots allows any path.
-func (s *Server) AllowPaths(roots *allowpath.Roots) { s.paths = roots }
+func (s *Server) AllowPaths(roots *allowpath.Roots) {
+	s.paths = roots
+	s.jobOptions.Paths = nil
+	if roots != nil && !roots.AllowsAny() {
+		s.jobOptions.Paths = roots
+	}
+}
+
+// pinSavepointDir opens the local savepoint directory dir (the job's
+// configured one when empty) from the allowed directory it lies under and
+// keeps it open until the job ends, for the job's tasks to write the
+// savepoint through (see beneath.Dir): a link swapped in after the check
+// cannot redirect it. It returns nil when every path is allowed or dir is
+// object storage.
+func (s *Server) pinSavepointDir(jobID, dir string) (*beneath.Dir, error) {
+	if s.paths == nil || s.paths.AllowsAny() {
+		return nil, nil
+	}
+	s.mu.Lock()
+	r := s.mu.jobs[jobID]
+	s.mu.Unlock()
+	if r == nil {
+		return nil, status.Errorf(codes.NotFound, "no running job has the id %q", jobID)
+	}
+	if strings.TrimSpace(dir) == "" {
+		dir = r.config[config.ConfigSavepointDir]
+	}
+	dir = strings.TrimSpace(dir)
+	if dir == "" || objstore.IsURL(dir) {
+		return nil, nil
+	}
+	pin, err := s.paths.Dir("the savepoint directory", dir, true)
+	if err != nil {
+		return nil, status.Error(codes.PermissionDenied, err.Error())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.jobs[jobID] != r {
+		_ = pin.Close()
+		return nil, status.Errorf(codes.NotFound, "no running job has the id %q", jobID)
+	}
+	r.pins = append(r.pins, pin)
+	return pin, nil
+}
 
 // checkPath checks one client-chosen path; what says what it is for.
 func (s *Server) checkPath(what, path string) error {

@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,4 +102,80 @@ func TestObjectStoragePathsNeedAnS3Root(t *testing.T) {
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("an s3 savepoint directory without an s3 root: got %v, want PERMISSION_DENIED", err)
 	}
+}
+
+// A savepoint directory checked, then swapped for a link to a directory the
+// client may not use before the savepoint is written (issue 29, item 5: a
+// local user made the server write a savepoint into a root-only directory):
+// the server opens the directory from the allowed root, refuses the link and
+// writes nothing through it.
+func TestASavepointDirectorySwappedForALinkAfterTheCheckIsRefused(t *testing.T) {
+	base := t.TempDir()
+	root, secret := filepath.Join(base, "allowed"), filepath.Join(base, "secret")
+	dir := filepath.Join(root, "savepoints")
+	for _, d := range []string{dir, secret} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots, err := allowpath.New([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(job.Options{Stdout: io.Discard}, nil)
+	s.AllowPaths(roots)
+	s.savepointChecked = func() {
+		if err := os.Rename(dir, dir+".old"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(secret, dir); err != nil {
+			t.Error(err)
+		}
+	}
+	client := serveInProcess(t, s, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	endless := datagenToCollect(t, "endless", 0)
+	endless.Nodes[0].GetSource().GetDatagen().RowsPerSecond = 100
+	endless.Nodes[1].GetSink().Kind = &planpb.Sink_Print{Print: &planpb.PrintSink{}}
+	stream, err := client.Execute(ctx, &jobpb.ExecuteRequest{Plan: endless})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for id == "" {
+		ev, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := ev.GetFinished(); f != nil {
+			t.Fatalf("the job ended: %v", f)
+		}
+		id = ev.GetStarted().GetJobId()
+	}
+	_, err = client.TriggerSavepoint(ctx, &jobpb.SavepointRequest{JobId: id, Directory: dir})
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), dir) {
+		t.Errorf("the savepoint through the swapped link: got %v, want PERMISSION_DENIED naming the path and the link", err)
+	}
+	if entries, _ := os.ReadDir(secret); len(entries) != 0 {
+		t.Errorf("the savepoint was written through the link: %v", entries)
+	}
+
+	// Unswapped, the savepoint is written where asked, and its path is the
+	// one the client named, not the descriptor the server wrote through.
+	s.savepointChecked = nil
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.TriggerSavepoint(ctx, &jobpb.SavepointRequest{JobId: id, Directory: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(resp.GetPath()) != dir {
+		t.Fatalf("the savepoint's path %s is not under %s", resp.GetPath(), dir)
+	}
+	if _, err := os.Stat(filepath.Join(resp.GetPath(), "_metadata")); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
 }
