@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -99,4 +101,59 @@ func (s *Server) checkPaths(job *planpb.JobPlan) error {
 		}
 	}
 	return nil
+}
+
+// localPaths turns the file: URIs among a plan's local paths (file
+// sources and sinks, path-typed config entries) into the paths they name;
+// see localPath.
+func localPaths(job *planpb.JobPlan) error {
+	known := config.Known()
+	for key, value := range job.GetConfig() {
+		if k, ok := known.Lookup(key); ok && k.Type == config.TypePath {
+			p, err := localPath("the config entry "+key+" =", value)
+			if err != nil {
+				return err
+			}
+			job.Config[key] = p
+		}
+	}
+	for _, n := range job.GetNodes() {
+		if f := n.GetSource().GetFile(); f != nil {
+			for i, p := range f.GetPaths() {
+				local, err := localPath(fmt.Sprintf("the file source %q (node %d) reads the path", n.GetName(), n.GetId()), p)
+				if err != nil {
+					return err
+				}
+				f.Paths[i] = local
+			}
+		}
+		if f := n.GetSink().GetFile(); f != nil {
+			local, err := localPath(fmt.Sprintf("the file sink %q (node %d) writes the path", n.GetName(), n.GetId()), f.GetPath())
+			if err != nil {
+				return err
+			}
+			f.Path = local
+		}
+	}
+	return nil
+}
+
+// localPath is p, or the absolute local path a file: URI names
+// (file:///abs/path or file://localhost/abs/path, percent-decoded). Taken
+// as a path, "file:///etc/x" would be the relative directory "file:/etc/x"
+// under the working directory. A file: URI of another host, or one that
+// is not absolute, is refused.
+func localPath(what, p string) (string, error) {
+	trimmed := strings.TrimSpace(p)
+	if len(trimmed) < len("file:") || !strings.EqualFold(trimmed[:len("file:")], "file:") {
+		return p, nil
+	}
+	u, err := url.Parse(trimmed)
+	if err == nil && (u.Host != "" && u.Host != "localhost" || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") || u.RawQuery != "" || u.Fragment != "") {
+		err = errors.New("only file:///absolute/path (or file://localhost/absolute/path) names a local path")
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s %q is not a local file URI: %w; give a plain path, or file:///absolute/path", what, p, err)
+	}
+	return u.Path, nil
 }

@@ -179,3 +179,59 @@ func TestASavepointDirectorySwappedForALinkAfterTheCheckIsRefused(t *testing.T) 
 	}
 	cancel()
 }
+
+// file:///etc/x used to become the relative directory ./file:/etc/x (issue
+// 29, item 8): a file: URI names its local path, one of another host is
+// refused, on plans and savepoints, and the allow-list checks the path it
+// names.
+func TestFileURIsNameLocalPaths(t *testing.T) {
+	for in, want := range map[string]string{
+		"file:///etc/x":               "/etc/x",
+		"FILE:///tmp/a%20b":           "/tmp/a b",
+		"file://localhost/var/out":    "/var/out",
+		"/plain/path":                 "/plain/path",
+		"relative/file:x":             "relative/file:x",
+		"s3://bucket/file:///not/one": "s3://bucket/file:///not/one",
+	} {
+		got, err := localPath("the path", in)
+		if err != nil || got != want {
+			t.Errorf("localPath(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"file://otherhost/x", "file:relative/x", "file:///x?y=1", "file:"} {
+		if got, err := localPath("the file sink's path", bad); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "file:///") {
+			t.Errorf("localPath(%q) = %q, %v; want an error naming it and the form to use", bad, got, err)
+		}
+	}
+
+	root := t.TempDir()
+	roots, err := allowpath.New([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(job.Options{}, nil)
+	s.AllowPaths(roots)
+	sink := func(path string) *planpb.JobPlan {
+		return &planpb.JobPlan{Nodes: []*planpb.Node{{Id: 2, Name: "write_csv", Kind: &planpb.Node_Sink{Sink: &planpb.Sink{
+			Kind: &planpb.Sink_File{File: &planpb.FileSink{Format: planpb.FileSource_CSV, Path: path}}}}}}}
+	}
+	t.Chdir(root) // ./file:/etc/x would lie under the root
+	resp, err := s.Explain(context.Background(), &jobpb.ExplainRequest{Plan: sink("file:///etc/x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(resp.GetError(), "/etc/x") || !strings.Contains(resp.GetError(), "--allow-path") {
+		t.Errorf("file:///etc/x was not checked as /etc/x: %q", resp.GetError())
+	}
+	inside := sink("file://" + filepath.Join(root, "out"))
+	if err := localPaths(inside); err != nil {
+		t.Fatal(err)
+	}
+	if got := inside.Nodes[0].GetSink().GetFile().GetPath(); got != filepath.Join(root, "out") {
+		t.Errorf("the sink's path became %q", got)
+	}
+	_, err = s.TriggerSavepoint(context.Background(), &jobpb.SavepointRequest{JobId: "any", Directory: "file://otherhost/sp"})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a savepoint directory on another host: %v, want INVALID_ARGUMENT", err)
+	}
+}

@@ -172,6 +172,9 @@ func (s *Server) planWithReplan(jp *planpb.JobPlan) (*plan.Graph, func(map[strin
 	if err := config.Known().Validate(jp.GetConfig()); err != nil {
 		return nil, nil, err
 	}
+	if err := localPaths(jp); err != nil {
+		return nil, nil, err
+	}
 	if err := s.checkPaths(jp); err != nil {
 		return nil, nil, err
 	}
@@ -219,6 +222,11 @@ func (s *Server) job(ctx context.Context, id string) (*job.Job, error) {
 // TriggerSavepoint takes a savepoint of a running job, and stops it after
 // when asked.
 func (s *Server) TriggerSavepoint(ctx context.Context, req *jobpb.SavepointRequest) (*jobpb.SavepointResponse, error) {
+	dir, err := localPath("the savepoint directory", req.GetDirectory())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	req.Directory = dir
 	if err := s.checkPath("the savepoint directory", req.GetDirectory()); err != nil {
 		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
@@ -237,7 +245,6 @@ func (s *Server) TriggerSavepoint(ctx context.Context, req *jobpb.SavepointReque
 	if err != nil {
 		return nil, err
 	}
-	dir := req.GetDirectory()
 	if pin != nil {
 		dir = pin.Path()
 	}
