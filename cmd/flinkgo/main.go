@@ -38,6 +38,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -159,7 +160,7 @@ func serve(args []string) error {
 	fs.Var(&maxMessage, "max-message-size", "the largest request (a plan with its inline data) the server reads, in bytes or with a KiB, MiB or GiB suffix")
 	udfOutput := fs.String("udf-output", "log", "where what UDFs print goes: log (the server's log, at info) or stderr (prefixed with the UDF and subtask, for the runtime embedded in a user's program)")
 	var allowPaths repeatedFlag
-	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and the temp dir; / allows any path, s3:// included); s3://BUCKET/PREFIX allows checkpoints and savepoints under that object-storage prefix")
+	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and $TMPDIR/flinkgo-<uid>, made 0700; / allows any path, s3:// included); s3://BUCKET/PREFIX allows checkpoints and savepoints under that object-storage prefix")
 	restAddress := fs.String("rest-address", rest.DefaultAddress, "the address of the REST API and Prometheus endpoint; another than loopback needs a REST token (--rest-auth-token-file or $"+RESTTokenEnv+")")
 	restPort := fs.Int("rest-port", -1, "serve Flink's REST API (and /metrics) on this port (0: a free one); default none")
 	promPort := fs.Int("prom-port", -1, "serve the jobs' metrics for Prometheus at /metrics on this port (metrics.reporter.prom.port); default none")
@@ -274,9 +275,12 @@ func logFlags(fs *flag.FlagSet) func() (*slog.Logger, error) {
 }
 
 // pathRoots returns the roots of client-chosen paths: the --allow-path
-// flags and $FLINKGO_ALLOW_PATH, else the working directory and the temp
-// dir. s3://bucket/prefix roots allow object storage; they do not count
-// as local roots, so the local default stays when only they are given.
+// flags and $FLINKGO_ALLOW_PATH, else the working directory and this
+// user's own directory in the temp dir (userTempRoot), never the
+// world-writable temp dir itself, where any local user can plant links
+// and directories. s3://bucket/prefix roots allow object storage; they do
+// not count as local roots, so the local default stays when only they are
+// given.
 func pathRoots(flags []string) (*allowpath.Roots, error) {
 	dirs := slices.Clone(flags)
 	env := filepath.SplitList(os.Getenv(AllowPathEnv))
@@ -294,9 +298,34 @@ func pathRoots(flags []string) (*allowpath.Roots, error) {
 		if err != nil {
 			return nil, err
 		}
-		dirs = append(dirs, wd, os.TempDir())
+		tmp, err := userTempRoot(os.TempDir())
+		if err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, wd, tmp)
 	}
 	return allowpath.New(dirs)
+}
+
+// userTempRoot makes (or finds) flinkgo-<uid> under tmp, 0700, for the
+// default allowed root in the temp dir; one that is not this user's plain
+// directory closed to others is refused, since another local user may have
+// made it first.
+func userTempRoot(tmp string) (string, error) {
+	dir := filepath.Join(tmp, fmt.Sprintf("flinkgo-%d", os.Geteuid()))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("the default allowed directory in the temp dir: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("the default allowed directory in the temp dir: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s, the default allowed directory in the temp dir, is not a directory of this user's closed to others (mode %s): "+
+			"another user may have made it; remove it, or start the server with %s DIR", dir, fi.Mode(), allowpath.Flag)
+	}
+	return dir, nil
 }
 
 // serveOn serves the job service on lis until ctx ends; running jobs are

@@ -16,6 +16,7 @@ import json
 import math
 import numbers
 import os
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -105,6 +106,28 @@ def check_schema(op: str, schema: pa.Schema, *, what: str = "schema") -> pa.Sche
     return pa.schema([f.with_type(logical_type(f.type)) for f in schema.remove_metadata()])
 
 
+def local_path(op: str, text: str) -> str:
+    """Return the local path that `text` names: itself, or the path of a file: URI.
+
+    Taken as a path, ``file:///etc/x`` would be the relative ``file:/etc/x`` under the
+    working directory. Only ``file:///absolute/path`` (or ``file://localhost/...``)
+    names a local path; another host's or a relative file: URI is refused.
+    """
+    if text[:5].lower() != "file:":
+        return text
+    parts = urllib.parse.urlsplit(text)
+    if (
+        parts.netloc not in ("", "localhost")
+        or not parts.path.startswith("/")
+        or parts.query
+        or parts.fragment
+    ):
+        raise InvalidArgumentError(
+            f"{op}: {text!r} is not a local file URI; give a plain path, or file:///absolute/path"
+        )
+    return urllib.parse.unquote(parts.path)
+
+
 def resolve_paths(op: str, path_or_glob: Any, *, example: str) -> list[str]:
     """Expand a path or glob into the sorted absolute paths of existing files."""
     if not isinstance(path_or_glob, (str, os.PathLike)):
@@ -115,7 +138,7 @@ def resolve_paths(op: str, path_or_glob: Any, *, example: str) -> list[str]:
     pattern = os.fspath(path_or_glob)
     if not isinstance(pattern, str) or not pattern:
         raise ArgumentTypeError(f"{op}: expected a non-empty path or glob pattern, got {pattern!r}")
-    expanded = os.path.expanduser(pattern)
+    expanded = os.path.expanduser(local_path(op, pattern))
     if os.path.isfile(expanded):
         return [os.path.abspath(expanded)]
     if os.path.isdir(expanded):

@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from flinkgo._durations import parse_duration
 from flinkgo._graph import IMPLICIT, LATE_ROWS, Partitioning, PartitioningKind, Step
-from flinkgo._sources import to_schema
+from flinkgo._sources import local_path, to_schema
 from flinkgo.aggregates import WINDOW_ONLY, Aggregate
 from flinkgo.exceptions import (
     ArgumentTypeError,
@@ -1790,7 +1790,7 @@ class DataFrame:
         text = os.fspath(path)
         if not isinstance(text, str):
             raise ArgumentTypeError(f"{op}: expected a str path, got {text!r}")
-        absolute = os.path.abspath(os.path.expanduser(text))
+        absolute = os.path.abspath(os.path.expanduser(local_path(op, text)))
         if os.path.isfile(absolute):
             raise PathIsFileError(
                 f"{op}: {text!r} is an existing file; the sink writes a directory of part "

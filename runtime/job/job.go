@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/internal/logging"
 	"github.com/flinkgo/flinkgo/internal/objstore"
 	"github.com/flinkgo/flinkgo/runtime/autoscaler"
@@ -48,6 +49,10 @@ type Options struct {
 	ChannelCapacity int
 	// SourceBatchRows is the largest batch a source reads. Default 10000.
 	SourceBatchRows int
+	// Paths opens the files of file sources and the directories of file
+	// sinks and savepoints that clients named; nil opens them as named
+	// (see package beneath).
+	Paths beneath.Paths
 	// Allocator holds every batch. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
 	// Stdout receives print sinks' rows. Default os.Stdout.
@@ -649,8 +654,8 @@ func (j *Job) operatorOptions() operators.Options {
 	return operators.Options{
 		Runner: o.Runner, NewRunner: o.NewRunner, BundleSize: o.BundleSize, BundleTime: o.BundleTime,
 		SourceBatchRows: o.SourceBatchRows, Stdout: o.Stdout, Collect: o.Collect,
-		CollectBatchBytes: o.CollectBatchBytes,
-		KeyedCacheGroups:  o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval, StateTTL: j.config.StateTTL,
+		CollectBatchBytes: o.CollectBatchBytes, Paths: o.Paths,
+		KeyedCacheGroups: o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval, StateTTL: j.config.StateTTL,
 		WatermarkInterval: j.config.WatermarkInterval,
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/udf/bridge"
@@ -24,6 +25,9 @@ type Options struct {
 	BundleTime time.Duration
 	// SourceBatchRows is the largest batch a source reads.
 	SourceBatchRows int
+	// Paths opens file sources' files and file sinks' directories; nil
+	// opens them as named.
+	Paths beneath.Paths
 	// Stdout receives print sinks' rows; Collect collect sinks' batches.
 	Stdout  io.Writer
 	Collect func(op *plan.Operator, subtask int, b arrow.RecordBatch) error

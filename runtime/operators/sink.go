@@ -45,7 +45,7 @@ func sinkKind(opts Options) operator.Kind {
 			w, err := sink.Open(c.Op.Node.GetSink(), sink.Config{
 				Schema: c.Out, Subtask: c.Subtask, Parallelism: c.Parallelism,
 				Stdout: opts.Stdout, Collect: collect, CollectBatchBytes: opts.CollectBatchBytes, Allocator: c.Allocator,
-				Restore: restore, AttemptID: c.AttemptID,
+				Restore: restore, AttemptID: c.AttemptID, Paths: opts.Paths,
 			})
 			if err != nil {
 				return nil, err

@@ -44,6 +44,7 @@ func sourceKind(opts Options) operator.Kind {
 			return source.Open(c.Op.Node.GetSource(), source.Config{
 				Schema: c.Out, Subtask: c.Subtask, Parallelism: c.Parallelism,
 				BatchRows: opts.SourceBatchRows, Allocator: c.Allocator, Restore: restore, Logger: c.Logger,
+				Paths: opts.Paths,
 			})
 		},
 	}

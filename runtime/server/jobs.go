@@ -102,6 +102,10 @@ func (s *Server) archive(id string, r *runningJob, final job.JobState, err error
 	defer s.mu.Unlock()
 	r.id, r.ended, r.final, r.err = id, time.Now(), final, err
 	delete(s.mu.jobs, id)
+	for _, pin := range r.pins {
+		_ = pin.Close() // the job's tasks, which wrote through it, ended
+	}
+	r.pins = nil
 	s.mu.ended = append(s.mu.ended, r)
 	if len(s.mu.ended) > archived {
 		s.mu.ended = s.mu.ended[1:]

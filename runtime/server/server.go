@@ -42,6 +42,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/internal/logging"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
@@ -71,6 +72,9 @@ type Server struct {
 	defaults map[string]string
 	// paths are the roots of client-chosen paths; nil allows any.
 	paths *allowpath.Roots
+	// savepointChecked, when set (tests), runs after a savepoint
+	// directory's check, before its use.
+	savepointChecked func()
 
 	mu struct {
 		sync.Mutex
@@ -101,6 +105,9 @@ type runningJob struct {
 	ready  chan struct{}
 	config map[string]string
 	rates  *metrics.Sampler // set with job
+	// pins are the savepoint directories opened for the job's tasks to
+	// write through; closed when the job ended (archive).
+	pins []*beneath.Dir
 
 	// Set when the job ended (archive).
 	id    string
@@ -165,6 +172,9 @@ func (s *Server) planWithReplan(jp *planpb.JobPlan) (*plan.Graph, func(map[strin
 	if err := config.Known().Validate(jp.GetConfig()); err != nil {
 		return nil, nil, err
 	}
+	if err := localPaths(jp); err != nil {
+		return nil, nil, err
+	}
 	if err := s.checkPaths(jp); err != nil {
 		return nil, nil, err
 	}
@@ -212,6 +222,11 @@ func (s *Server) job(ctx context.Context, id string) (*job.Job, error) {
 // TriggerSavepoint takes a savepoint of a running job, and stops it after
 // when asked.
 func (s *Server) TriggerSavepoint(ctx context.Context, req *jobpb.SavepointRequest) (*jobpb.SavepointResponse, error) {
+	dir, err := localPath("the savepoint directory", req.GetDirectory())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	req.Directory = dir
 	if err := s.checkPath("the savepoint directory", req.GetDirectory()); err != nil {
 		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
@@ -219,13 +234,26 @@ func (s *Server) TriggerSavepoint(ctx context.Context, req *jobpb.SavepointReque
 	if err != nil {
 		return nil, err
 	}
+	if s.savepointChecked != nil {
+		s.savepointChecked()
+	}
 	take := j.TriggerSavepoint
 	if req.GetStop() {
 		take = j.StopWithSavepoint
 	}
-	path, err := take(ctx, req.GetDirectory())
+	pin, err := s.pinSavepointDir(req.GetJobId(), req.GetDirectory())
+	if err != nil {
+		return nil, err
+	}
+	if pin != nil {
+		dir = pin.Path()
+	}
+	path, err := take(ctx, dir)
 	if err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	if pin != nil {
+		path = pin.Logical(path)
 	}
 	return &jobpb.SavepointResponse{Path: path}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/internal/fsutil"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
@@ -24,11 +25,17 @@ import (
 // in-progress, pending and published (see the package doc).
 type fileWriter struct {
 	dir, ext string
-	format   planpb.FileSource_Format
-	schema   *arrow.Schema
-	id       string // the <id> of part names
-	subtask  int
-	mode     planpb.FileSink_Mode
+	// work names dir for the file operations: dir opened from the allowed
+	// directory it lies under and kept open (see beneath.Dir), so that a
+	// swap of dir for a link after the open does not move the parts.
+	// Committables name the parts under dir, which outlives the process.
+	pin     *beneath.Dir
+	work    string
+	format  planpb.FileSource_Format
+	schema  *arrow.Schema
+	id      string // the <id> of part names
+	subtask int
+	mode    planpb.FileSink_Mode
 
 	mu struct {
 		sync.Mutex
@@ -85,11 +92,12 @@ func openFileWriter(s *planpb.FileSink, cfg Config) (Writer, error) {
 			return nil, fmt.Errorf("sink: %s: %w", s.GetPath(), err)
 		}
 	}
-	if err := os.MkdirAll(s.GetPath(), 0o755); err != nil {
+	pin, err := beneath.OpenDir(cfg.Paths, "the file sink's directory", s.GetPath(), true)
+	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
 	w := &fileWriter{
-		dir: s.GetPath(), ext: ext, format: s.GetFormat(), schema: cfg.Schema,
+		dir: s.GetPath(), pin: pin, work: pin.Path(), ext: ext, format: s.GetFormat(), schema: cfg.Schema,
 		id: cfg.AttemptID, subtask: cfg.Subtask, mode: s.GetMode(),
 	}
 	if w.id == "" {
@@ -126,7 +134,7 @@ func (w *fileWriter) Write(b arrow.RecordBatch) error {
 		}
 	}
 	if err := w.mu.cur.enc.write(b); err != nil {
-		return w.failLocked(fmt.Errorf("sink: %s: %w", w.mu.cur.path, err))
+		return w.failLocked(fmt.Errorf("sink: %s: %w", w.pin.Logical(w.mu.cur.path), err))
 	}
 	return nil
 }
@@ -145,17 +153,17 @@ func (w *fileWriter) PreCommit(checkpointID int64) (SinkState, error) {
 		c := Committable{Pending: filepath.Join(w.dir, pendingName(p.name)), Final: filepath.Join(w.dir, p.name)}
 		err := p.finish()
 		if err == nil {
-			if err = os.Rename(p.path, c.Pending); err != nil {
+			if err = os.Rename(p.path, filepath.Join(w.work, pendingName(p.name))); err != nil {
 				_ = os.Remove(p.path)
 			}
 		}
 		if err == nil {
 			// The checkpoint names the pending file: it must survive a crash.
 			// If the sync fails, Recover removes the unnamed pending file.
-			err = fsutil.SyncDir(w.dir)
+			err = fsutil.SyncDir(w.work)
 		}
 		if err != nil {
-			return SinkState{}, w.failLocked(fmt.Errorf("sink: precommit %d: %s: %w", checkpointID, p.path, err))
+			return SinkState{}, w.failLocked(fmt.Errorf("sink: precommit %d: %s: %w", checkpointID, w.pin.Logical(p.path), err))
 		}
 		w.mu.pending = append(w.mu.pending, pendingPart{checkpoint: checkpointID, c: c})
 	}
@@ -189,7 +197,7 @@ func (w *fileWriter) publishLocked(upTo int64, force bool) error {
 			left = append(left, p)
 			continue
 		}
-		if err := commit(p.c); err != nil {
+		if err := commit(w.working(p.c)); err != nil {
 			errs = append(errs, err)
 			left = append(left, p)
 			continue
@@ -197,7 +205,7 @@ func (w *fileWriter) publishLocked(upTo int64, force bool) error {
 		done = append(done, p)
 	}
 	if len(done) > 0 || force {
-		if err := fsutil.SyncDir(w.dir); err != nil {
+		if err := fsutil.SyncDir(w.work); err != nil {
 			errs = append(errs, err)
 			left = append(left, done...)
 		}
@@ -215,6 +223,7 @@ func (w *fileWriter) Close() error {
 		return nil
 	}
 	w.mu.done = true
+	defer w.unpinLocked()
 	if w.mu.err != nil {
 		return w.mu.err
 	}
@@ -232,13 +241,13 @@ func (w *fileWriter) Close() error {
 		}
 		err := p.finish()
 		if err == nil {
-			if err = os.Rename(p.path, filepath.Join(w.dir, final)); err != nil {
+			if err = os.Rename(p.path, filepath.Join(w.work, final)); err != nil {
 				_ = os.Remove(p.path)
 			}
 		}
 		if err != nil {
 			// Pending parts stay for Commit or Recover.
-			return w.failLocked(fmt.Errorf("sink: %s: %w", p.path, err))
+			return w.failLocked(fmt.Errorf("sink: %s: %w", w.pin.Logical(p.path), err))
 		}
 	}
 	if err := w.publishLocked(math.MaxInt64, true); err != nil {
@@ -259,6 +268,15 @@ func (w *fileWriter) Abort() {
 		w.mu.cur.drop()
 		w.mu.cur = nil
 	}
+	w.unpinLocked()
+}
+
+// unpinLocked closes the directory w worked in once w is done. What is left
+// pending (a failed Close) is published later by name: by Commit, or by
+// Recover in the next attempt.
+func (w *fileWriter) unpinLocked() {
+	_ = w.pin.Close()
+	w.work = w.dir
 }
 
 func (w *fileWriter) usableLocked() error {
@@ -287,10 +305,10 @@ func (w *fileWriter) openPartLocked() error {
 	for {
 		name := partName(w.id, w.subtask, w.mu.counter, w.ext)
 		w.mu.counter++
-		if exists(filepath.Join(w.dir, name)) || exists(filepath.Join(w.dir, pendingName(name))) {
+		if exists(filepath.Join(w.work, name)) || exists(filepath.Join(w.work, pendingName(name))) {
 			continue
 		}
-		path := filepath.Join(w.dir, inProgressName(name))
+		path := filepath.Join(w.work, inProgressName(name))
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -306,6 +324,11 @@ func (w *fileWriter) openPartLocked() error {
 		w.mu.cur = p
 		return nil
 	}
+}
+
+// working names c's files under w.work, where w renames them.
+func (w *fileWriter) working(c Committable) Committable {
+	return Committable{Pending: filepath.Join(w.work, filepath.Base(c.Pending)), Final: filepath.Join(w.work, filepath.Base(c.Final))}
 }
 
 func exists(path string) bool {

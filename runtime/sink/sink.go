@@ -95,6 +95,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 )
@@ -163,6 +164,10 @@ type Config struct {
 	// digits, '-' and '_', at most 64. It should differ between attempts
 	// (a uuid); empty means a random id per writer.
 	AttemptID string
+	// Paths opens a file sink's directory (from the allowed directory it
+	// lies under, on a server that restricts paths); nil opens it as
+	// named.
+	Paths beneath.Paths
 }
 
 func (c Config) validate() error {

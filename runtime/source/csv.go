@@ -36,7 +36,7 @@ type csvIter struct {
 // again with encoding/csv, and the reader reads the header (if any) followed
 // by the rest of the file.
 func openCSV(s *fileSplit, src *planpb.FileSource, cfg Config) (batchIter, error) {
-	f, err := os.Open(s.path)
+	f, err := cfg.open(s.path)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (it *csvIter) next(context.Context) (arrow.RecordBatch, error) {
 		return b, nil
 	}
 	if err := it.r.Err(); err != nil {
-		if where := locateCSVError(it.path, it.src, it.cfg.Schema); where != "" {
+		if where := locateCSVError(it.cfg, it.path, it.src); where != "" {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		return nil, err
@@ -139,8 +139,9 @@ func (it *csvIter) close() {
 
 // locateCSVError finds the first line whose field count or values do not
 // fit the schema, as "line N, column \"c\": cannot parse \"v\" as T".
-func locateCSVError(path string, src *planpb.FileSource, schema *arrow.Schema) string {
-	f, err := os.Open(path)
+func locateCSVError(cfg Config, path string, src *planpb.FileSource) string {
+	schema := cfg.Schema
+	f, err := cfg.open(path)
 	if err != nil {
 		return ""
 	}

@@ -20,8 +20,13 @@ type parquetIter struct {
 }
 
 func openParquet(s *fileSplit, cfg Config) (batchIter, error) {
-	f, err := file.OpenParquetFile(s.path, false)
+	in, err := cfg.open(s.path)
 	if err != nil {
+		return nil, err
+	}
+	f, err := file.NewParquetReader(in) // closes in
+	if err != nil {
+		_ = in.Close()
 		return nil, err
 	}
 	it := &parquetIter{f: f, groupRows: make([]int64, f.NumRowGroups())}

@@ -73,10 +73,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -176,6 +178,15 @@ type Config struct {
 	// The reader resumes the splits it owns from there (see the package
 	// doc). Open does not modify it.
 	Restore []SplitState
+	// Paths opens the files of file sources (from the allowed directory
+	// they lie under, on a server that restricts paths); nil opens them as
+	// named.
+	Paths beneath.Paths
+}
+
+// open opens a file source's file for reading.
+func (c Config) open(path string) (*os.File, error) {
+	return beneath.Open(c.Paths, "the file source's file", path)
 }
 
 func (c Config) withDefaults() Config {

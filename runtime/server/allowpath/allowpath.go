@@ -6,24 +6,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/internal/objstore"
 )
 
 // Flag is the server's flag that adds a root, named in refusals.
 const Flag = "--allow-path"
 
-// maxLinks bounds the symbolic links followed in one path, as the kernel's
-// ELOOP does.
-const maxLinks = 40
-
 // Roots is a set of allowed directories, or every path. The zero value
 // allows nothing.
 type Roots struct {
 	any   bool
-	roots []string // resolved
+	roots []root
 	// objects are allowed object-storage prefixes (s3://bucket/prefix,
 	// cleaned): an s3:// path is allowed only under one of them (or when
 	// any path is), since the server's S3 credentials would otherwise
@@ -31,11 +27,21 @@ type Roots struct {
 	objects []string
 }
 
+// root is one allowed directory: its path as given (absolute, cleaned)
+// and with its links resolved, and the directory opened once, from which
+// every client path under it is opened.
+type root struct {
+	given, real string
+	dir         *beneath.Root
+}
+
 // Any allows every path: the embedded runtime, which runs as its only
 // client's user.
 func Any() *Roots { return &Roots{any: true} }
 
-// New allows the existing directories dirs and what lies under them.
+// New allows the existing directories dirs and what lies under them. Each
+// is opened now: a client path is later opened from that directory, not
+// by name.
 func New(dirs []string) (*Roots, error) {
 	r := &Roots{}
 	for _, d := range dirs {
@@ -47,18 +53,25 @@ func New(dirs []string) (*Roots, error) {
 			r.objects = append(r.objects, strings.TrimSuffix(objstore.Join(objstore.Scheme+bucket, key), "/"))
 			continue
 		}
-		real, err := resolve(d)
+		given, err := filepath.Abs(d)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", Flag, d, err)
 		}
-		fi, err := os.Stat(real)
-		if err != nil || !fi.IsDir() {
+		real, err := filepath.EvalSymlinks(given)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: not an existing directory: %w", Flag, d, err)
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("%s %s: not an existing directory", Flag, d)
 		}
 		if real == "/" {
 			return Any(), nil
 		}
-		r.roots = append(r.roots, real)
+		dir, err := beneath.OpenRoot(real)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", Flag, d, err)
+		}
+		r.roots = append(r.roots, root{given: given, real: real, dir: dir})
 	}
 	return r, nil
 }
@@ -71,15 +84,21 @@ func (r *Roots) String() string {
 	if r.any {
 		return "any path"
 	}
-	all := append(slices.Clone(r.roots), r.objects...)
+	var all []string
+	for _, root := range r.roots {
+		all = append(all, root.real)
+	}
+	all = append(all, r.objects...)
 	if len(all) == 0 {
 		return "no path"
 	}
 	return strings.Join(all, ", ")
 }
 
-// Check returns nil when path lies under a root, else an error naming
-// what the path is for, the path, the roots and the flag.
+// Check returns nil when path lies under a root and passes through no
+// symbolic link below it, else an error naming what the path is for, the
+// path, the roots and the flag. It is the early answer at submission;
+// Open and Dir apply the same rule again at the use.
 func (r *Roots) Check(what, path string) error {
 	if r.any {
 		return nil
@@ -87,20 +106,90 @@ func (r *Roots) Check(what, path string) error {
 	if objstore.IsURL(path) {
 		return r.checkObject(what, path)
 	}
-	real, err := resolve(path)
+	root, rel, err := r.locate(what, path)
 	if err != nil {
-		return fmt.Errorf("%s %q cannot be checked against the allowed directories (%s): %w", what, path, r, err)
+		return err
+	}
+	cur := root.real
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		if part == "." {
+			continue
+		}
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // the rest is created as written
+		}
+		if err != nil {
+			return fmt.Errorf("%s %q cannot be checked against the allowed directories (%s): %w", what, path, r, err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s %q passes through the symbolic link %s (%s); name the directory it leads to, under %s, or start the server with %s DIR to allow that one",
+				what, path, cur, beneath.Rule, r, Flag)
+		}
+	}
+	return nil
+}
+
+// Open opens the file at path for reading, from the root it lies under.
+func (r *Roots) Open(what, path string) (*os.File, error) {
+	if r.any {
+		return os.Open(path)
+	}
+	root, rel, err := r.locate(what, path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := root.dir.OpenFile(rel, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", what, path, err)
+	}
+	return f, nil
+}
+
+// Dir opens the directory at path from the root it lies under (making
+// what is missing of it when create) and keeps it open: see beneath.Dir.
+func (r *Roots) Dir(what, path string, create bool) (*beneath.Dir, error) {
+	if r.any {
+		return beneath.Named(path, create)
+	}
+	root, rel, err := r.locate(what, path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := root.dir.Dir(rel, create)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", what, path, err)
+	}
+	return d, nil
+}
+
+// locate finds the root path lies under, lexically (".." applied to the
+// names as written: no link below a root is followed anyway), and the
+// path relative to it.
+func (r *Roots) locate(what, path string) (root, string, error) {
+	if path == "" {
+		return root{}, "", fmt.Errorf("%s is empty", what)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return root{}, "", fmt.Errorf("%s %q: %w", what, path, err)
 	}
 	for _, root := range r.roots {
-		if real == root || strings.HasPrefix(real, root+string(filepath.Separator)) {
-			return nil
+		for _, prefix := range []string{root.real, root.given} {
+			if abs == prefix {
+				return root, ".", nil
+			}
+			if rest, ok := strings.CutPrefix(abs, prefix+string(filepath.Separator)); ok {
+				return root, rest, nil
+			}
 		}
 	}
 	shown := fmt.Sprintf("%q", path)
-	if real != path {
-		shown += fmt.Sprintf(" (%s)", real)
+	if abs != path {
+		shown += fmt.Sprintf(" (%s)", abs)
 	}
-	return fmt.Errorf("%s %s is outside the directories this server lets clients use (%s); pick a path under one of them, or start the server with %s DIR to allow another",
+	return root{}, "", fmt.Errorf("%s %s is outside the directories this server lets clients use (%s); pick a path under one of them, or start the server with %s DIR to allow another",
 		what, shown, r, Flag)
 }
 
@@ -119,58 +208,4 @@ func (r *Roots) checkObject(what, path string) error {
 	}
 	return fmt.Errorf("%s %q is object storage outside the prefixes this server lets clients use (%s); "+
 		"start the server with %s s3://BUCKET/PREFIX to allow one", what, path, r, Flag)
-}
-
-// resolve returns the absolute path that p names once every existing
-// symbolic link is followed and ".." is applied after the links before it.
-func resolve(p string) (string, error) {
-	if p == "" {
-		return "", errors.New("empty path")
-	}
-	if !filepath.IsAbs(p) {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", err
-		}
-		p = wd + string(filepath.Separator) + p
-	}
-	cur := string(filepath.Separator)
-	rest := strings.Split(p, string(filepath.Separator))
-	links := 0
-	for len(rest) > 0 {
-		part := rest[0]
-		rest = rest[1:]
-		switch part {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, part)
-		fi, err := os.Lstat(next)
-		if errors.Is(err, fs.ErrNotExist) {
-			// Nothing below exists yet: it is created as written.
-			return filepath.Join(append([]string{next}, rest...)...), nil
-		}
-		if err != nil {
-			return "", err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if links++; links > maxLinks {
-			return "", fmt.Errorf("more than %d symbolic links", maxLinks)
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", err
-		}
-		if filepath.IsAbs(target) {
-			cur = string(filepath.Separator)
-		}
-		rest = append(strings.Split(target, string(filepath.Separator)), rest...)
-	}
-	return cur, nil
 }

@@ -4,13 +4,15 @@
 // client cannot make the server read or write where its user may but the
 // client should not.
 //
-// A path is resolved the way the kernel will resolve it: relative to the
-// server's working directory, every symbolic link that exists followed
-// (also dangling ones, whose target a write would create), ".." applied
-// after the links before it; only the part that does not exist yet is taken
-// as written. It is allowed when the result is a root or lies under one.
-// A link changed between the check and the use is not caught: the roots
-// are meant to be directories the clients cannot change themselves.
+// Each root is opened once, when the server starts. A client's path is
+// matched to a root by name (absolute, ".." applied as written; the root
+// may be named as given or with its links resolved) and then opened from
+// the root's descriptor with package beneath: no symbolic link below a
+// root is followed, even one that stays inside it, and no ".." leaves it.
+// Check applies this rule at submission, for an early error; Open and Dir
+// apply it again at the use, so that a directory swapped for a link
+// between the two is refused there (or, for a directory already opened,
+// does not move the work in it).
 //
 // Object storage paths (s3://bucket/key, checkpoints and savepoints on S3)
 // are allowed only under an s3://bucket/prefix root (the key cleaned, then
