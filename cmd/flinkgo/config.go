@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -34,7 +33,7 @@ func (s settingsFlag) Set(v string) error {
 // default, its type, reader and description; it fails when the config
 // would fail a job.
 func showConfig(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("config", flag.ExitOnError)
+	fs := newFlagSet("config", args)
 	set := settingsFlag{}
 	fs.Var(set, "c", "a config entry key=value (repeatable); it overrides the plan's")
 	planFile := fs.String("plan", "", "a job plan (JobPlan protobuf, binary or JSON) whose config to show")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -21,9 +20,10 @@ import (
 // control runs the commands that talk to a running server: list,
 // savepoint, stop, rescale and cancel.
 func control(cmd string, args []string) error {
-	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	fs := newFlagSet(cmd, args)
 	endpoint := fs.String("endpoint", os.Getenv("FLINKGO_ENDPOINT"), "the server: unix:///path.sock or host:port (default $FLINKGO_ENDPOINT, else "+listen.DefaultAddress()+")")
 	savepointDir := fs.String("savepoint-dir", "", "stop: where the savepoint goes (default: the job's execution.checkpointing.savepoint-dir)")
+	all := fs.Bool("all", false, "list: also the jobs that ended (the server keeps the latest 100), as Flink's `flink list --all`")
 	var cred credentialFlags
 	cred.register(fs)
 	_ = fs.Parse(args)
@@ -58,7 +58,7 @@ func control(cmd string, args []string) error {
 	}
 	switch cmd {
 	case "list":
-		resp, err := client.ListJobs(ctx, &jobpb.ListJobsRequest{})
+		resp, err := client.ListJobs(ctx, &jobpb.ListJobsRequest{IncludeEnded: *all})
 		if err != nil {
 			return fmt.Errorf("listing the jobs of %s: %w", *endpoint, err)
 		}

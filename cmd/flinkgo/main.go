@@ -6,7 +6,7 @@
 //	    [--max-message-size BYTES]                   run a runtime server
 //	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [LOG FLAGS] PIPELINE.py [ARGS...]
 //	                                                  run a pipeline file on a runtime started for it
-//	flinkgo list [--endpoint ADDR]                    list the running jobs of a server
+//	flinkgo list [--endpoint ADDR] [--all]            list the running (--all: and ended) jobs of a server
 //	flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]  take a savepoint of a running job
 //	flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
 //	                                                  stop a job with a savepoint
@@ -15,6 +15,7 @@
 //	flinkgo cancel [--endpoint ADDR] JOB_ID           cancel a job
 //	flinkgo config [-c KEY=VALUE]... [--plan FILE]    print the effective configuration
 //	flinkgo version
+//	flinkgo help (or --help, -h; COMMAND --help)      print the usage, exit 0
 //
 // LOG FLAGS are --log-level debug|info|warn|error (default warn; job state
 // changes are at info) and --log-format text|json (default text); the
@@ -90,6 +91,8 @@ func main() {
 	}
 	var err error
 	switch os.Args[1] {
+	case "-h", "-help", "--help", "help":
+		printUsage(os.Stdout)
 	case "serve":
 		err = serve(os.Args[2:])
 	case "run":
@@ -102,6 +105,7 @@ func main() {
 		fmt.Println("flinkgo", version)
 	default:
 		usage()
+		fmt.Fprintf(os.Stderr, "flinkgo: unknown command %q\n", os.Args[1])
 		os.Exit(2)
 	}
 	var exit *exec.ExitError
@@ -114,22 +118,59 @@ func main() {
 	}
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, `usage:
+// usage prints the usage on stderr, for a command line that is wrong.
+func usage() { printUsage(os.Stderr) }
+
+// printUsage prints every command's usage to w.
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, `usage:
   flinkgo serve [--listen ADDR] [--parent-pid N] [--reuse-workers] [--allow-path DIR]... [--allow-group GROUP]
                 [--token-file PATH] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
                 [--max-message-size BYTES (default 64MiB)]
                 [--udf-output log|stderr] [--log-level LEVEL] [--log-format text|json]
   flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [--log-level LEVEL] [--log-format text|json] PIPELINE.py [ARGS...]
-  flinkgo list [--endpoint ADDR]
+  flinkgo list [--endpoint ADDR] [--all]
   flinkgo savepoint [--endpoint ADDR] JOB_ID [DIR]
   flinkgo stop [--endpoint ADDR] [--savepoint-dir DIR] JOB_ID
   flinkgo rescale [--endpoint ADDR] JOB_ID [UID=N]...
   flinkgo cancel [--endpoint ADDR] JOB_ID
   flinkgo config [-c KEY=VALUE]... [--plan FILE]
   flinkgo version
+  flinkgo help                                     (or --help; COMMAND --help for a command's flags)
 list, savepoint, stop, rescale and cancel also take --token TOKEN, --token-file PATH
 (else $FLINKGO_TOKEN), --tls, --tls-ca PEM, --tls-cert PEM and --tls-key PEM.`)
+}
+
+// newFlagSet returns the flag set of a command: -h or --help prints the
+// command's usage line and flags on stdout and exits 0, as the top-level
+// --help does; a wrong flag prints them on stderr and exits 2.
+func newFlagSet(cmd string, args []string) *flag.FlagSet {
+	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break // the flags end here (`run` passes the rest to the pipeline)
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(os.Stdout)
+		}
+	}
+	fs.Usage = func() {
+		w := fs.Output()
+		for _, line := range strings.Split(usageText(), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "flinkgo "+cmd+" ") || strings.TrimSpace(line) == "flinkgo "+cmd {
+				fmt.Fprintln(w, "usage:", strings.TrimSpace(line))
+			}
+		}
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// usageText is printUsage's text.
+func usageText() string {
+	var sb strings.Builder
+	printUsage(&sb)
+	return sb.String()
 }
 
 // repeatedFlag collects a repeatable string flag.
@@ -147,7 +188,7 @@ func (r *repeatedFlag) Set(v string) error {
 const AllowPathEnv = "FLINKGO_ALLOW_PATH"
 
 func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	fs := newFlagSet("serve", args)
 	addr := fs.String("listen", "", "unix:///path.sock or host:port (default: unix://"+filepath.Join(listen.DefaultDir(), listen.SocketName)+", a private directory)")
 	parent := fs.Int("parent-pid", 0, "exit when this process is gone (the embedded runtime's client)")
 	reuse := fs.Bool("reuse-workers", false, "keep the Python workers of ended jobs idle for later jobs (python.worker.idle-timeout, .max-idle); only for a runtime whose clients may share processes (the embedded runtime sets it: it serves one Python process)")
@@ -367,8 +408,10 @@ func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, 
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		// Stop cancels every Execute call, so every job takes its cancel
-		// path; GracefulStop would wait for jobs that may never end.
+		// Every job takes its cancel path, detached ones included (they
+		// outlive their calls, not their server); GracefulStop would wait
+		// for jobs that may never end.
+		jobs.CancelAll()
 		srv.Stop()
 		<-done
 		jobs.Wait()
@@ -441,7 +484,7 @@ func watchParent(ctx context.Context, pid int) context.Context {
 // $FLINKGO_ENDPOINT pointing at it. --from-savepoint makes every job of the
 // file start from that savepoint (or retained checkpoint).
 func run(args []string) error {
-	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	fs := newFlagSet("run", args)
 	from := fs.String("from-savepoint", "", "start the jobs from this savepoint or retained checkpoint directory")
 	allow := fs.Bool("allow-non-restored-state", false, "start even when the savepoint holds state of an operator the job no longer has")
 	newLogger := logFlags(fs)

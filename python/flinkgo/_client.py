@@ -18,7 +18,8 @@ Decisions:
   ``Cancel`` RPC, or cancelling the call before the job has an id), waits up to
   ``cancel_wait`` seconds for the job's ``finished`` event, so workers are gone when it
   returns, then cancels the call and raises :exc:`KeyboardInterrupt`. A second Ctrl-C
-  stops waiting at once. Cancelling the call also cancels the job on the server.
+  stops waiting at once. Cancelling the call cancels an attached job on the server
+  (``detached=False``); a detached one runs on until it ends or is canceled by id.
 - gRPC message sizes are unlimited on this side: plans carry in-memory sources of up to
   1 GiB, and collected batches can be large.
 - Credentials: a TCP server takes calls that carry its bearer token (``token``, else
@@ -40,6 +41,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -287,11 +289,16 @@ class Client:
                 raise RescaleError(e.details()) from None
             raise self._rpc_error(e, "rescale") from None
 
-    def list_jobs(self) -> list[tuple[str, str, str]]:
-        """Return ``(job_id, name, state)`` of every job running on the runtime."""
+    def list_jobs(self, *, include_ended: bool = False) -> list[tuple[str, str, str]]:
+        """Return ``(job_id, name, state)`` of every job running on the runtime.
+
+        With `include_ended`, the latest jobs that ended follow the running ones.
+        """
         try:
             response = self._stub.ListJobs(
-                job_pb2.ListJobsRequest(), timeout=10, metadata=self._metadata
+                job_pb2.ListJobsRequest(include_ended=include_ended),
+                timeout=10,
+                metadata=self._metadata,
             )
         except grpc.RpcError as e:
             raise self._rpc_error(e, "list jobs") from None
@@ -303,6 +310,7 @@ class Client:
         *,
         progress: bool = True,
         on_event: Callable[[str, str], None] | None = None,
+        detached: bool = False,
     ) -> JobResult:
         """Run the job `plan` and wait until it ends.
 
@@ -314,8 +322,13 @@ class Client:
             Show a live status line and a summary on standard error when it is a
             terminal. Never shown when it is not one.
         on_event
-            Called from this thread with ``("started", job_id)`` and with
-            ``("state", state)`` on every change of the job's state.
+            Called from this thread with ``("started", job_id)``, with
+            ``("state", state)`` on every change of the job's state, and with the
+            final state when the job ends.
+        detached
+            Ask the runtime to keep the job running when this call ends without a
+            cancel (the process exits or the connection breaks); see
+            :meth:`flinkgo.Environment.execute`.
 
         Returns
         -------
@@ -336,7 +349,9 @@ class Client:
         name = plan.name
         display = ProgressLine(name, plan, sys.stderr, enabled=progress and is_terminal(sys.stderr))
         request = job_pb2.ExecuteRequest(
-            plan=plan, progress_interval_ms=PROGRESS_INTERVAL_MS if display.enabled else 0
+            plan=plan,
+            progress_interval_ms=PROGRESS_INTERVAL_MS if display.enabled else 0,
+            detached=detached,
         )
         started_at = time.monotonic()
         events: queue.Queue[Any] = queue.Queue()
@@ -379,6 +394,12 @@ class Client:
                             kind = item.WhichOneof("kind")
                             if kind == "started":
                                 job_id, explain = item.started.job_id, item.started.explain
+                                for warning in item.started.warnings:
+                                    warnings.warn(
+                                        f"flinkgo: job {name!r}: {warning}",
+                                        UserWarning,
+                                        stacklevel=2,
+                                    )
                                 if on_event is not None:
                                     on_event("started", job_id)
                                 if interrupted:  # Ctrl-C came before the id
@@ -400,6 +421,8 @@ class Client:
                                 )
                             elif kind == "finished":
                                 finished = item.finished
+                                if on_event is not None:  # the state it ended in
+                                    on_event("state", _finished_state(finished.state))
                     except KeyboardInterrupt:
                         if interrupted:  # a second Ctrl-C: stop waiting
                             break
@@ -548,6 +571,11 @@ def _outcome(
         traceback=err.traceback,
         kind=err.kind,
     )
+
+
+def _finished_state(state: int) -> str:
+    # JobFinished's FINISHED, FAILED or CANCELED, as JobResult.state spells states.
+    return str(job_pb2.JobFinished.State.Name(state))
 
 
 def _state_name(state: int) -> str:

@@ -1686,7 +1686,11 @@ class DataFrame:
         )
         plan = env._plan_of([sink], f"collect {self._step.name}")
         node = plan.nodes[-1].id  # the sink comes last: after everything it reads
-        result = env._execute(plan, progress=True)
+        try:
+            result = env._execute(plan, progress=True)
+        except KeyboardInterrupt:
+            # Ctrl-C canceled the job: the client's frames would say nothing more.
+            raise KeyboardInterrupt from None
         return result.collected[node]
 
     def to_pandas(self) -> pd.DataFrame:

@@ -809,7 +809,9 @@ class Environment:
 
     # --- running ----------------------------------------------------------------------------
 
-    def execute(self, name: str = "flinkgo job", *, progress: bool = True) -> JobResult:
+    def execute(
+        self, name: str = "flinkgo job", *, progress: bool = True, detached: bool = True
+    ) -> JobResult:
         """Run the job of every sink added so far and wait until it ends.
 
         The sinks are then forgotten, as in Flink: a second call runs only the sinks added
@@ -824,6 +826,16 @@ class Environment:
         progress
             Show a live status line and a summary on standard error when it is a
             terminal (never otherwise).
+        detached
+            On a server (:attr:`endpoint`), whether the job outlives this process: a
+            detached job (the default, as Flink's ``flink run -d``) runs until it ends
+            or is canceled (Ctrl-C here, :meth:`JobClient.cancel`, ``flinkgo cancel``),
+            even when this process exits or its connection breaks; with
+            ``detached=False`` (attached) the server cancels the job as soon as this
+            process goes away. A job with collect sinks (``to_pandas``, ``collect``)
+            always runs attached: its rows have nowhere else to go. On the embedded
+            local runtime it makes no difference: the runtime is a child of this
+            process and stops, canceling its jobs, when the process exits.
 
         Returns
         -------
@@ -862,19 +874,32 @@ class Environment:
         plan = self._plan_of(self._sinks, name)
         self._sinks = []
         self._unexecuted.clear()
-        return self._execute(plan, progress=progress)
+        try:
+            return self._execute(plan, progress=progress, detached=detached)
+        except KeyboardInterrupt:
+            # Ctrl-C canceled the job: the client's frames would say nothing more.
+            raise KeyboardInterrupt from None
 
-    def execute_async(self, name: str = "flinkgo job") -> JobClient:
+    def execute_async(self, name: str = "flinkgo job", *, detached: bool = True) -> JobClient:
         """Start the job of every sink added so far and return at once.
 
         As :meth:`execute`, but the job runs in the background: the returned
         :class:`~flinkgo.JobClient` gives its id and state, takes savepoints, cancels
         it, and waits for its :class:`~flinkgo.JobResult`. No progress line is shown.
+        It returns once the job runs: a job the runtime refuses or that fails to start
+        raises here.
+
+        A script that starts a job on a server (:attr:`endpoint`) and exits leaves it
+        running there (``flinkgo list``, ``flinkgo cancel``), unless ``detached=False``.
+        On the embedded local runtime the job ends with this process (the runtime is
+        its child): wait for it with :meth:`JobClient.result`.
 
         Parameters
         ----------
         name
             The job's name.
+        detached
+            As for :meth:`execute`.
 
         Returns
         -------
@@ -885,6 +910,11 @@ class Environment:
         ------
         ValueError
             If no sink was added (see :meth:`plan`).
+        JobFailedError
+            If the job failed before it ran: an invalid plan or config (a checkpoint
+            interval without a checkpoint directory, say), a failed start.
+        RuntimeStartError, RuntimeConnectionError
+            As for :meth:`execute`.
 
         Examples
         --------
@@ -899,13 +929,17 @@ class Environment:
         plan = self._plan_of(self._sinks, name)
         self._sinks = []
         self._unexecuted.clear()
-        return JobClient(
+        job = JobClient(
             name,
             lambda on_event: self._with_client(
-                lambda client: client.execute(plan, progress=False, on_event=on_event)
+                lambda client: client.execute(
+                    plan, progress=False, on_event=on_event, detached=detached
+                )
             ),
             self._with_client,
         )
+        job._wait_running()
+        return job
 
     def explain(self, name: str = "flinkgo job") -> str:
         """Return the physical plan of the sinks added so far, as the runtime plans it.
@@ -949,8 +983,12 @@ class Environment:
     def _plan_of(self, sinks: list[Step], name: str) -> plan_pb2.JobPlan:
         return build_plan(sinks, name, default_parallelism=self._parallelism, config=self._config)
 
-    def _execute(self, plan: plan_pb2.JobPlan, *, progress: bool) -> JobResult:
-        return self._with_client(lambda client: client.execute(plan, progress=progress))
+    def _execute(
+        self, plan: plan_pb2.JobPlan, *, progress: bool, detached: bool = False
+    ) -> JobResult:
+        return self._with_client(
+            lambda client: client.execute(plan, progress=progress, detached=detached)
+        )
 
     def _with_client(self, use: Callable[[Client], _T]) -> _T:
         from flinkgo._client import Client

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from flinkgo.exceptions import JobFailedError, JobTimeoutError
+from flinkgo.exceptions import JobCanceledError, JobFailedError, JobTimeoutError
 from flinkgo.job import JobResult
 from flinkgo.rescale import RescaleInfo
 
@@ -69,6 +69,8 @@ class JobClient:
         self._lock = threading.Lock()
         self._started = threading.Event()
         self._done = threading.Event()
+        self._running = threading.Event()  # the job left CREATED, or ended
+        self._ran = False  # the job got past its start (RUNNING)
         self._job_id = ""
         self._state = "CREATED"
         self._result: JobResult | None = None
@@ -83,9 +85,32 @@ class JobClient:
             self._result = run(self._on_event)
         except BaseException as e:  # noqa: BLE001 - handed to result()
             self._error = e
+            # A job refused before it ran (its plan, its config) never sends a state:
+            # status() says how it ended, not CREATED.
+            ended = None
+            if isinstance(e, JobCanceledError):
+                ended = "CANCELED"
+            elif isinstance(e, JobFailedError):
+                ended = "FAILED"
+            with self._lock:
+                if ended is not None and self._state not in ("FAILED", "CANCELED"):
+                    self._state = ended
         finally:
             self._started.set()
+            self._running.set()
             self._done.set()
+
+    def _wait_running(self) -> None:
+        # Called by execute_async: returns once the job runs (or after the start
+        # timeout, the job still starting), raises the error of a job that ended
+        # before it ran, so a refused job fails the call that submitted it.
+        if not self._running.wait(_START_TIMEOUT):
+            return
+        with self._lock:
+            ran = self._ran
+        # Ended before it ran: its error follows the state that says so.
+        if not ran and self._done.wait(_START_TIMEOUT) and self._error is not None:
+            raise self._error
 
     def _on_event(self, kind: str, value: str) -> None:
         with self._lock:
@@ -94,6 +119,10 @@ class JobClient:
                 self._started.set()
             elif kind == "state":
                 self._state = value
+                if value not in ("CREATED", "FAILED", "CANCELED"):
+                    self._ran = True
+                if value != "CREATED":
+                    self._running.set()
 
     @property
     def job_id(self) -> str:

@@ -205,7 +205,7 @@ def test_a_traceback_already_in_the_message_is_not_repeated():
 
 
 def test_canceled_job_raises_job_canceled(fake):
-    error = job_pb2.JobError(message="server: job canceled by request", kind="CANCELED")
+    error = job_pb2.JobError(message="job canceled by request", kind="CANCELED")
     fake.events = [started("j-3"), finished(State.CANCELED, error)]
     with Client(fake.endpoint) as client, pytest.raises(fg.JobCanceledError, match="j-3") as info:
         client.execute(collect_plan())

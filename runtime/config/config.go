@@ -356,7 +356,9 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	for _, msg := range p.problems {
 		invalid.Problems = append(invalid.Problems, Problem{Message: msg})
 	}
-	return c, fmt.Errorf("exec: %w", invalid)
+	// The message starts "invalid config": what the user set (Environment(config=...),
+	// flinkgo config -c), not a package of the runtime.
+	return c, invalid
 }
 
 // configParser reads typed values and collects every problem.

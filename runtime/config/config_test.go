@@ -23,6 +23,15 @@ func TestConfigErrorsNameEveryProblem(t *testing.T) {
 	}
 }
 
+// The message names what the user set, not a package of the runtime (it
+// said "exec: invalid config: ..." after the package that was split).
+func TestConfigErrorNamesTheConfigNotAPackage(t *testing.T) {
+	_, err := Parse(map[string]string{ConfigCheckpointInterval: "1 s"})
+	if err == nil || !strings.HasPrefix(err.Error(), "invalid config: ") {
+		t.Errorf("error %q, want it to start with %q", err, "invalid config: ")
+	}
+}
+
 func TestAutoscalerConfig(t *testing.T) {
 	c, err := Parse(nil)
 	if err != nil {

@@ -341,7 +341,8 @@ func (j *Job) run(ctx context.Context, a *attempt) {
 			return
 		}
 		if ctx.Err() != nil {
-			j.end(ctx, err, Canceled, Canceling)
+			// The cancel's cause, not a task's "context canceled": it says who canceled.
+			j.end(ctx, context.Cause(ctx), Canceled, Canceling)
 			return
 		}
 		if j.lifecycle.state() != Restarting {

@@ -23,6 +23,9 @@ func (g *Graph) Explain() string {
 	fmt.Fprintf(&sb, "job %q: %d operators in %d chains; default parallelism %d, max parallelism %d, %s=%s\n",
 		g.Name, len(g.Operators), chains, g.DefaultParallelism, g.MaxParallelism, ConfigForwardMismatch, g.ForwardMismatch)
 	fmt.Fprintf(&sb, "max parallelism %d from %s\n", g.MaxParallelism, g.MaxParallelismFrom)
+	for _, w := range g.Warnings() {
+		fmt.Fprintf(&sb, "warning: %s\n", w)
+	}
 	for _, op := range g.Operators {
 		fmt.Fprintf(&sb, "#%d %s %q uid=%s p=%d (%s) chain=%d\n",
 			op.ID, op.Kind, op.Name, op.UID, op.Parallelism, op.ParallelismFrom, op.ChainID)

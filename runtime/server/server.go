@@ -2,10 +2,15 @@
 // submit plans, the server plans and runs them with package job and
 // streams progress, collected rows and the outcome back.
 //
-// A job lives as long as its Execute call: a client that cancels the call
-// or disconnects cancels the job (through the UDF operators' cancel path,
-// never waiting on a hung worker). Cancel cancels a job by id; Rescale
-// asks a running job to rescale in place (package job's Rescale), and
+// A detached job (ExecuteRequest.detached, what the Python client asks for
+// unless told otherwise) runs until it ends or is canceled, as Flink's
+// `flink run -d`: its client may exit or disconnect, and the job's events
+// then go nowhere. An attached job lives as long as its Execute call: a
+// client that cancels the call or disconnects cancels the job (through the
+// UDF operators' cancel path, never waiting on a hung worker); so does a
+// job with collect sinks, whose rows have no other way out. Cancel cancels
+// a job by id, CancelAll every job (the server stopping); Rescale asks a
+// running job to rescale in place (package job's Rescale), and
 // RescaleHistory reads its rescales.
 //
 // The server binds nothing itself: the caller (cmd/flinkgo) listens (see
@@ -55,10 +60,13 @@ import (
 )
 
 // ErrJobCanceled is the cause of a job canceled through Cancel.
-var ErrJobCanceled = errors.New("server: job canceled by request")
+var ErrJobCanceled = errors.New("job canceled by request")
 
-// errClientGone is the cause of a job whose client went away.
-var errClientGone = errors.New("server: the client canceled the job or disconnected")
+// errClientGone is the cause of an attached job whose client went away.
+var errClientGone = errors.New("the client canceled the job or disconnected (an attached job ends with its client)")
+
+// ErrServerStopping is the cause of the jobs canceled by CancelAll.
+var ErrServerStopping = errors.New("the runtime server is stopping")
 
 // Server implements jobpb.JobServiceServer.
 type Server struct {
@@ -88,6 +96,20 @@ type Server struct {
 	// running counts Execute calls, so a stopping server can wait for its
 	// jobs (and their workers) to be gone.
 	running sync.WaitGroup
+	// jobsCtx is the parent of detached jobs' contexts; CancelAll ends it.
+	jobsCtx    context.Context
+	cancelJobs context.CancelCauseFunc
+}
+
+// CancelAll cancels every job, detached ones included, and keeps later
+// ones from running: call it when the server stops (before Wait).
+func (s *Server) CancelAll() {
+	s.cancelJobs(ErrServerStopping)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.mu.jobs {
+		r.cancel(ErrServerStopping)
+	}
 }
 
 // Wait blocks until no job runs. Call it after the gRPC server stopped
@@ -136,6 +158,7 @@ const CollectBatchBytes = 4 << 20
 // does not set them. opts.Logger receives the server's and the jobs' logs.
 func New(opts job.Options, defaults map[string]string) *Server {
 	s := &Server{jobOptions: opts, defaults: defaults, log: logging.OrDiscard(opts.Logger)}
+	s.jobsCtx, s.cancelJobs = context.WithCancelCause(context.Background())
 	s.mu.jobs = map[string]*runningJob{}
 	return s
 }
@@ -258,8 +281,9 @@ func (s *Server) TriggerSavepoint(ctx context.Context, req *jobpb.SavepointReque
 	return &jobpb.SavepointResponse{Path: path}, nil
 }
 
-// ListJobs lists the running jobs.
-func (s *Server) ListJobs(context.Context, *jobpb.ListJobsRequest) (*jobpb.ListJobsResponse, error) {
+// ListJobs lists the running jobs, oldest first, then with include_ended
+// the latest ended ones, oldest first.
+func (s *Server) ListJobs(_ context.Context, req *jobpb.ListJobsRequest) (*jobpb.ListJobsResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resp := &jobpb.ListJobsResponse{}
@@ -271,6 +295,11 @@ func (s *Server) ListJobs(context.Context, *jobpb.ListJobsRequest) (*jobpb.ListJ
 		resp.Jobs = append(resp.Jobs, &jobpb.JobSummary{JobId: id, Name: r.name, State: state, ElapsedSeconds: time.Since(r.started).Seconds()})
 	}
 	slices.SortFunc(resp.Jobs, func(a, b *jobpb.JobSummary) int { return cmp.Compare(b.ElapsedSeconds, a.ElapsedSeconds) })
+	if req.GetIncludeEnded() {
+		for _, r := range s.mu.ended {
+			resp.Jobs = append(resp.Jobs, &jobpb.JobSummary{JobId: r.id, Name: r.name, State: jobStates[r.final], ElapsedSeconds: r.ended.Sub(r.started).Seconds()})
+		}
+	}
 	return resp, nil
 }
 
@@ -318,7 +347,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	}
 	id := job.NewJobID()
 	log := s.log.With("job", id, "name", g.Name)
-	log.Info("job submitted")
+	log.Info("job submitted", "detached", req.GetDetached())
 	running := &runningJob{name: g.Name, started: time.Now(), ready: make(chan struct{}), config: g.Config}
 	final, finalErr := job.Failed, error(nil)
 	defer func() {
@@ -328,16 +357,23 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 			close(running.ready) // the job never started
 		}
 	}()
-	ctx, cancel := context.WithCancelCause(stream.Context())
+	detached := req.GetDetached() && !hasCollectSink(g)
+	ctx, cancel := context.WithCancelCause(s.jobsCtx)
 	defer cancel(nil)
-	stop := context.AfterFunc(stream.Context(), func() { cancel(errClientGone) })
-	defer stop()
+	if !detached {
+		stop := context.AfterFunc(stream.Context(), func() { cancel(errClientGone) })
+		defer stop()
+	}
 	running.cancel = cancel
 	s.mu.Lock()
 	s.mu.jobs[id] = running
 	s.mu.Unlock()
 	defer func() { s.archive(id, running, final, finalErr) }()
-	if err := send(&jobpb.JobEvent{Kind: &jobpb.JobEvent_Started{Started: &jobpb.JobStarted{JobId: id, Explain: g.Explain()}}}); err != nil {
+	warnings := g.Warnings()
+	for _, w := range warnings {
+		log.Warn("job submitted with a warning", "warning", w)
+	}
+	if err := send(&jobpb.JobEvent{Kind: &jobpb.JobEvent_Started{Started: &jobpb.JobStarted{JobId: id, Explain: g.Explain(), Warnings: warnings}}}); err != nil {
 		return err
 	}
 
@@ -380,6 +416,8 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		finalErr = err
 		close(states)
 		reporter.Wait()
+		// The client follows the job's state: it ends FAILED, as REST says.
+		_ = send(stateChanged(job.Failed, time.Since(start)))
 		sent := send(finished(jobpb.JobFinished_FAILED, jobError(err), nil))
 		log.Log(context.Background(), failureLevel(sent), "job failed to start", "error", err)
 		return sent
@@ -407,7 +445,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	case err == nil:
 		log.Info("job ended", "state", job.Finished)
 		return send(finished(jobpb.JobFinished_FINISHED, nil, metrics))
-	case errors.Is(err, ErrJobCanceled) || errors.Is(err, errClientGone):
+	case final == job.Canceled || errors.Is(err, ErrJobCanceled) || errors.Is(err, errClientGone):
 		log.Info("job ended", "state", job.Canceled, "cause", err)
 		// The client may be gone; the send is best effort.
 		_ = send(finished(jobpb.JobFinished_CANCELED, &jobpb.JobError{Message: err.Error(), Kind: "CANCELED"}, metrics))
@@ -529,4 +567,12 @@ func jobError(err error) *jobpb.JobError {
 		e.Operator = taskErr.Operator
 	}
 	return e
+}
+
+// hasCollectSink says whether g sends rows to its client (collect sinks):
+// such a job cannot run detached, its rows have nowhere else to go.
+func hasCollectSink(g *plan.Graph) bool {
+	return slices.ContainsFunc(g.Operators, func(op *plan.Operator) bool {
+		return op.Kind == plan.KindSink && op.Node.GetSink().GetCollect() != nil
+	})
 }

@@ -130,8 +130,10 @@ class SavepointResponse(_message.Message):
     def __init__(self, path: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("include_ended",)
+    INCLUDE_ENDED_FIELD_NUMBER: _ClassVar[int]
+    include_ended: bool
+    def __init__(self, include_ended: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs",)
@@ -152,12 +154,14 @@ class JobSummary(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., elapsed_seconds: _Optional[float] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("plan", "progress_interval_ms")
+    __slots__ = ("plan", "progress_interval_ms", "detached")
     PLAN_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    DETACHED_FIELD_NUMBER: _ClassVar[int]
     plan: _plan_pb2.JobPlan
     progress_interval_ms: int
-    def __init__(self, plan: _Optional[_Union[_plan_pb2.JobPlan, _Mapping]] = ..., progress_interval_ms: _Optional[int] = ...) -> None: ...
+    detached: bool
+    def __init__(self, plan: _Optional[_Union[_plan_pb2.JobPlan, _Mapping]] = ..., progress_interval_ms: _Optional[int] = ..., detached: _Optional[bool] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ("started", "progress", "collected", "finished", "state_changed")
@@ -182,12 +186,14 @@ class StateChanged(_message.Message):
     def __init__(self, state: _Optional[_Union[JobState, str]] = ..., elapsed_seconds: _Optional[float] = ...) -> None: ...
 
 class JobStarted(_message.Message):
-    __slots__ = ("job_id", "explain")
+    __slots__ = ("job_id", "explain", "warnings")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     explain: str
-    def __init__(self, job_id: _Optional[str] = ..., explain: _Optional[str] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_id: _Optional[str] = ..., explain: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class OperatorProgress(_message.Message):
     __slots__ = ("name", "uid", "parallelism", "rows_in", "rows_out", "late_records_dropped", "vertex_id", "subtasks")

@@ -658,7 +658,10 @@ func (x *SavepointResponse) GetPath() string {
 }
 
 type ListJobsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Also list the jobs that ended (the server keeps the latest 100), as
+	// Flink's /jobs/overview does; else only the running ones.
+	IncludeEnded  bool `protobuf:"varint,1,opt,name=include_ended,json=includeEnded,proto3" json:"include_ended,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -691,6 +694,13 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
 	return file_job_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListJobsRequest) GetIncludeEnded() bool {
+	if x != nil {
+		return x.IncludeEnded
+	}
+	return false
 }
 
 type ListJobsResponse struct {
@@ -742,7 +752,7 @@ type JobSummary struct {
 	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	State JobState               `protobuf:"varint,3,opt,name=state,proto3,enum=flinkgo.job.v1.JobState" json:"state,omitempty"`
-	// Seconds since the job started.
+	// Seconds since the job started; for an ended job, how long it ran.
 	ElapsedSeconds float64 `protobuf:"fixed64,4,opt,name=elapsed_seconds,json=elapsedSeconds,proto3" json:"elapsed_seconds,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -811,8 +821,14 @@ type ExecuteRequest struct {
 	Plan  *planpb.JobPlan        `protobuf:"bytes,1,opt,name=plan,proto3" json:"plan,omitempty"`
 	// How often to send progress events, in milliseconds; 0 means never.
 	ProgressIntervalMs int32 `protobuf:"varint,2,opt,name=progress_interval_ms,json=progressIntervalMs,proto3" json:"progress_interval_ms,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// A detached job runs until it ends or is canceled, whatever becomes of
+	// this call (Flink's `flink run -d`): a client that exits or disconnects
+	// leaves it running. Otherwise (attached) the end of the call cancels the
+	// job. A job with collect sinks always runs attached: its rows go to this
+	// call only.
+	Detached      bool `protobuf:"varint,3,opt,name=detached,proto3" json:"detached,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExecuteRequest) Reset() {
@@ -857,6 +873,13 @@ func (x *ExecuteRequest) GetProgressIntervalMs() int32 {
 		return x.ProgressIntervalMs
 	}
 	return 0
+}
+
+func (x *ExecuteRequest) GetDetached() bool {
+	if x != nil {
+		return x.Detached
+	}
+	return false
 }
 
 type JobEvent struct {
@@ -1048,7 +1071,11 @@ type JobStarted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	JobId string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// The physical plan, as explain shows it.
-	Explain       string `protobuf:"bytes,2,opt,name=explain,proto3" json:"explain,omitempty"`
+	Explain string `protobuf:"bytes,2,opt,name=explain,proto3" json:"explain,omitempty"`
+	// What the planner warns about: the job runs, but may not do what its
+	// author meant (a file sink of an endless job that never checkpoints
+	// publishes nothing). The client shows them; explain lists them too.
+	Warnings      []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1095,6 +1122,13 @@ func (x *JobStarted) GetExplain() string {
 		return x.Explain
 	}
 	return ""
+}
+
+func (x *JobStarted) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 type OperatorProgress struct {
@@ -1752,8 +1786,9 @@ const file_job_proto_rawDesc = "" +
 	"\tdirectory\x18\x02 \x01(\tR\tdirectory\x12\x12\n" +
 	"\x04stop\x18\x03 \x01(\bR\x04stop\"'\n" +
 	"\x11SavepointResponse\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"\x11\n" +
-	"\x0fListJobsRequest\"B\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"6\n" +
+	"\x0fListJobsRequest\x12#\n" +
+	"\rinclude_ended\x18\x01 \x01(\bR\fincludeEnded\"B\n" +
 	"\x10ListJobsResponse\x12.\n" +
 	"\x04jobs\x18\x01 \x03(\v2\x1a.flinkgo.job.v1.JobSummaryR\x04jobs\"\x90\x01\n" +
 	"\n" +
@@ -1761,10 +1796,11 @@ const file_job_proto_rawDesc = "" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12.\n" +
 	"\x05state\x18\x03 \x01(\x0e2\x18.flinkgo.job.v1.JobStateR\x05state\x12'\n" +
-	"\x0felapsed_seconds\x18\x04 \x01(\x01R\x0eelapsedSeconds\"p\n" +
+	"\x0felapsed_seconds\x18\x04 \x01(\x01R\x0eelapsedSeconds\"\x8c\x01\n" +
 	"\x0eExecuteRequest\x12,\n" +
 	"\x04plan\x18\x01 \x01(\v2\x18.flinkgo.plan.v1.JobPlanR\x04plan\x120\n" +
-	"\x14progress_interval_ms\x18\x02 \x01(\x05R\x12progressIntervalMs\"\xc2\x02\n" +
+	"\x14progress_interval_ms\x18\x02 \x01(\x05R\x12progressIntervalMs\x12\x1a\n" +
+	"\bdetached\x18\x03 \x01(\bR\bdetached\"\xc2\x02\n" +
 	"\bJobEvent\x126\n" +
 	"\astarted\x18\x01 \x01(\v2\x1a.flinkgo.job.v1.JobStartedH\x00R\astarted\x126\n" +
 	"\bprogress\x18\x02 \x01(\v2\x18.flinkgo.job.v1.ProgressH\x00R\bprogress\x12>\n" +
@@ -1774,11 +1810,12 @@ const file_job_proto_rawDesc = "" +
 	"\x04kind\"g\n" +
 	"\fStateChanged\x12.\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x18.flinkgo.job.v1.JobStateR\x05state\x12'\n" +
-	"\x0felapsed_seconds\x18\x02 \x01(\x01R\x0eelapsedSeconds\"=\n" +
+	"\x0felapsed_seconds\x18\x02 \x01(\x01R\x0eelapsedSeconds\"Y\n" +
 	"\n" +
 	"JobStarted\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
-	"\aexplain\x18\x02 \x01(\tR\aexplain\"\x99\x02\n" +
+	"\aexplain\x18\x02 \x01(\tR\aexplain\x12\x1a\n" +
+	"\bwarnings\x18\x03 \x03(\tR\bwarnings\"\x99\x02\n" +
 	"\x10OperatorProgress\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12 \n" +
