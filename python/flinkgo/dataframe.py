@@ -51,7 +51,7 @@ from flinkgo.exceptions import (
     PathIsFileError,
     SchemaError,
 )
-from flinkgo.expr import Expr, _Alias, _Column, resolve, to_expr, unknown_column
+from flinkgo.expr import Expr, _Alias, _Column, coalesce, resolve, to_expr, unknown_column
 from flinkgo.types import ROW_KIND_COLUMN, schema_ipc_bytes
 from flinkgo.udfs import UserDefinedFunction
 from flinkgo.windows import Window
@@ -1039,6 +1039,9 @@ class DataFrame:
         on, left_on, right_on
             The key columns: `on` when both sides name them alike, else `left_on` and
             `right_on` (as many, of equal types). Each input is partitioned by them.
+            With `on`, the output has one column per key, as polars' and Spark's
+            ``join(on=)``: the left's, filled from the right on a right-only row of a
+            ``"right"`` or ``"full"`` join; with `left_on`/`right_on` it has both.
         left_time, right_time
             Each side's event-time column, a timestamp of any unit.
         lower, upper
@@ -1206,6 +1209,9 @@ class DataFrame:
         on, left_on, right_on
             The key columns: `on` when both sides name them alike, else `left_on` and
             `right_on` (as many, of equal types). Each input is partitioned by them.
+            With `on`, the output has one column per key, as polars' and Spark's
+            ``join(on=)``: the left's, filled from the right on a right-only row of a
+            ``"right"`` or ``"full"`` join; with `left_on`/`right_on` it has both.
         how
             ``"inner"`` (the default), ``"left"``, ``"right"`` or ``"full"``.
         suffix
@@ -1221,7 +1227,8 @@ class DataFrame:
         Returns
         -------
         DataFrame
-            The left columns, then the right ones; every column nullable.
+            The left columns, then the right ones (without `on`'s keys); every column
+            nullable.
 
         Examples
         --------
@@ -1230,9 +1237,9 @@ class DataFrame:
         >>> env = fg.Environment()
         >>> orders = env.from_pandas(pd.DataFrame({"order": [1], "customer": [7]}))
         >>> customers = env.from_pandas(pd.DataFrame({"customer": [7], "name": ["Ann"]}))
-        >>> orders.join(customers, on="customer", how="left")  # doctest: +NORMALIZE_WHITESPACE
-        <DataFrame join(customer = customer, left)
-         [order: int64, customer: int64, customer_right: int64, name: string]>
+        >>> orders.join(customers, on="customer", how="left").to_pandas()
+           order  customer name
+        0      1         7  Ann
         """
         op = "join"
         if not isinstance(right, DataFrame):
@@ -1310,7 +1317,25 @@ class DataFrame:
             extra += ", nulls_equal"
         inputs = ((self._step, self._partitioning), (right._step, right._partitioning))
         step = Step(self._step.env, op, body, f"{op}({pairs}{extra})", pa.schema(fields), inputs)
-        return DataFrame(step)
+        joined = DataFrame(step)
+        if on is None:
+            return joined
+        # on= keeps one column per key, as polars and Spark's join(on=) do: the left's,
+        # which is null on a right-only row of a right or full join, so there it is
+        # coalesce(left key, right key); the right's key columns go.
+        right_names = [f.name for f in fields[len(self.schema) :]]
+        right_keys = {right_names[right.schema.get_field_index(k)] for k in rkeys}
+        columns = []
+        for f in fields:
+            if f.name in right_keys:
+                continue
+            key = _Column(f.name)
+            if f.name in lkeys and how in ("right", "full"):
+                right_key = right_names[right.schema.get_field_index(f.name)]
+                columns.append(joined._named(coalesce(key, _Column(right_key)).alias(f.name), op))
+            else:
+                columns.append(joined._named(key, op))
+        return joined._project(op, f"{op} keys({', '.join(lkeys)})", columns)
 
     # --- partitioning of the next edge ----------------------------------------------------
 
