@@ -68,7 +68,7 @@ from flinkgo.exceptions import (
     UdfPickleError,
     UnexecutedSinkWarning,
 )
-from flinkgo.expr import Expr, col, lit, when
+from flinkgo.expr import Expr, coalesce, col, concat, lit, when
 from flinkgo.job import JobResult, OperatorMetrics
 from flinkgo.job_client import JobClient
 from flinkgo.plan import JobPlan, PlanInput, PlanNode
@@ -122,7 +122,9 @@ __all__ = [
     "Window",
     "WindowedDataFrame",
     "__version__",
+    "coalesce",
     "col",
+    "concat",
     "count",
     "count_distinct",
     "cumulate",

@@ -3,7 +3,10 @@
 ``df.key_by("sensor").agg(flinkgo.mean("temp").alias("avg_temp"), flinkgo.count())``
 computes, per key, a running aggregate of each column; the output has the key columns,
 then one column per aggregate. An aggregate is named after its column (``count()`` is
-named ``"count"``) unless :meth:`Aggregate.alias` renames it; output names must be unique.
+named ``"count"``, as polars) unless :meth:`Aggregate.alias` renames it. Where such
+default names would collide in one ``agg`` (``sum("x")`` and ``max("x")``, or
+``count("k")`` of a key ``k``), each of those is named ``column_function`` instead
+(``x_sum``, ``x_max``, ``k_count``: pyarrow's names); aliased names must be unique.
 
 Output types are those of Arrow's grouped aggregation kernels, which are also what pandas
 gives: ``sum`` of signed integers is int64 (unsigned: uint64, bools: uint64, floats:
@@ -82,7 +85,7 @@ class Aggregate:
     'count'
     """
 
-    __slots__ = ("_args", "_column", "_function", "_name", "_udaf")
+    __slots__ = ("_aliased", "_args", "_column", "_function", "_name", "_udaf")
 
     def __init__(
         self,
@@ -92,12 +95,14 @@ class Aggregate:
         *,
         udaf: AggregateUDF | None = None,
         args: tuple[str, ...] = (),
+        aliased: bool = False,
     ) -> None:
         self._function = function
         self._column = column
         self._name = name
         self._udaf = udaf
         self._args = args
+        self._aliased = aliased
 
     @property
     def udaf(self) -> AggregateUDF | None:
@@ -125,8 +130,13 @@ class Aggregate:
 
     @property
     def name(self) -> str:
-        """The output column's name."""
+        """The output column's name (its default one may change in ``agg``: module doc)."""
         return self._name
+
+    @property
+    def aliased(self) -> bool:
+        """Whether :meth:`alias` named the aggregate."""
+        return self._aliased
 
     def alias(self, name: str) -> Aggregate:
         """Name the output column.
@@ -144,7 +154,9 @@ class Aggregate:
         """
         if not isinstance(name, str) or not name:
             raise ArgumentTypeError(f"alias: the name must be a non-empty string, got {name!r}")
-        return Aggregate(self._function, self._column, name, udaf=self._udaf, args=self._args)
+        return Aggregate(
+            self._function, self._column, name, udaf=self._udaf, args=self._args, aliased=True
+        )
 
     def __str__(self) -> str:
         """Render the aggregate as in plan node names, e.g. ``mean(temp) AS avg_temp``."""

@@ -51,7 +51,7 @@ from flinkgo.exceptions import (
     PathIsFileError,
     SchemaError,
 )
-from flinkgo.expr import Expr, _Alias, _Column, resolve, to_expr, unknown_column
+from flinkgo.expr import Expr, _Alias, _Column, coalesce, resolve, to_expr, unknown_column
 from flinkgo.types import ROW_KIND_COLUMN, schema_ipc_bytes
 from flinkgo.udfs import UserDefinedFunction
 from flinkgo.windows import Window
@@ -232,6 +232,85 @@ class DataFrame:
         if not named_exprs:
             raise InvalidArgumentError("with_columns: no columns given; pass name=expression")
         return self._with(named_exprs, op="with_columns")
+
+    def rename(self, mapping: Mapping[str, str]) -> DataFrame:
+        """Rename columns: ``{old: new}``; the others keep their names, all keep their order.
+
+        Parameters
+        ----------
+        mapping
+            Old name to new name, as polars' ``rename`` and pandas' ``rename(columns=)``.
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If an old name is not a column.
+        SchemaError
+            If two output columns would have the same name.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"a": [1], "b": [2]}))
+        >>> df.rename({"a": "x"}).columns
+        ['x', 'b']
+        """
+        op = "rename"
+        if not isinstance(mapping, Mapping) or not mapping:
+            raise ArgumentTypeError(
+                f"{op}: expected a non-empty dict of old name to new name, got {mapping!r}"
+            )
+        for old, new in mapping.items():
+            if self.schema.get_field_index(old) < 0:
+                raise unknown_column(op, old, self.schema.names)
+            if not isinstance(new, str) or not new:
+                raise ArgumentTypeError(
+                    f"{op}: the new name of {old!r} must be a non-empty string, got {new!r}"
+                )
+        columns = [
+            self._named(_Column(n).alias(mapping[n]) if n in mapping else _Column(n), op)
+            for n in self.schema.names
+        ]
+        text = ", ".join(f"{o} -> {n}" for o, n in mapping.items())
+        return self._project(op, f"rename({text})", columns)
+
+    def drop(self, *columns: str) -> DataFrame:
+        """Remove columns; the others keep their order.
+
+        Parameters
+        ----------
+        *columns
+            Column names (at least one; not all of the columns).
+
+        Raises
+        ------
+        ColumnNotFoundError
+            If a name is not a column.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"a": [1], "b": [2], "c": [3]}))
+        >>> df.drop("b").columns
+        ['a', 'c']
+        """
+        op = "drop"
+        if len(columns) == 1 and isinstance(columns[0], (list, tuple)):
+            columns = tuple(columns[0])
+        if not columns:
+            raise InvalidArgumentError(f"{op}: no columns given")
+        for c in columns:
+            if not isinstance(c, str):
+                raise ArgumentTypeError(f"{op}: expected column names, got {c!r}")
+            if self.schema.get_field_index(c) < 0:
+                raise unknown_column(op, c, self.schema.names)
+        kept = [n for n in self.schema.names if n not in columns]
+        if not kept:
+            raise InvalidArgumentError(f"{op}: dropping {list(columns)} leaves no columns")
+        out = [self._named(_Column(n), op) for n in kept]
+        return self._project(op, f"drop({', '.join(columns)})", out)
 
     def filter(self, predicate: Expr | str) -> DataFrame:
         """Keep the rows where `predicate` is true (false and null drop the row).
@@ -960,6 +1039,9 @@ class DataFrame:
         on, left_on, right_on
             The key columns: `on` when both sides name them alike, else `left_on` and
             `right_on` (as many, of equal types). Each input is partitioned by them.
+            With `on`, the output has one column per key, as polars' and Spark's
+            ``join(on=)``: the left's, filled from the right on a right-only row of a
+            ``"right"`` or ``"full"`` join; with `left_on`/`right_on` it has both.
         left_time, right_time
             Each side's event-time column, a timestamp of any unit.
         lower, upper
@@ -1127,6 +1209,9 @@ class DataFrame:
         on, left_on, right_on
             The key columns: `on` when both sides name them alike, else `left_on` and
             `right_on` (as many, of equal types). Each input is partitioned by them.
+            With `on`, the output has one column per key, as polars' and Spark's
+            ``join(on=)``: the left's, filled from the right on a right-only row of a
+            ``"right"`` or ``"full"`` join; with `left_on`/`right_on` it has both.
         how
             ``"inner"`` (the default), ``"left"``, ``"right"`` or ``"full"``.
         suffix
@@ -1142,7 +1227,8 @@ class DataFrame:
         Returns
         -------
         DataFrame
-            The left columns, then the right ones; every column nullable.
+            The left columns, then the right ones (without `on`'s keys); every column
+            nullable.
 
         Examples
         --------
@@ -1151,9 +1237,9 @@ class DataFrame:
         >>> env = fg.Environment()
         >>> orders = env.from_pandas(pd.DataFrame({"order": [1], "customer": [7]}))
         >>> customers = env.from_pandas(pd.DataFrame({"customer": [7], "name": ["Ann"]}))
-        >>> orders.join(customers, on="customer", how="left")  # doctest: +NORMALIZE_WHITESPACE
-        <DataFrame join(customer = customer, left)
-         [order: int64, customer: int64, customer_right: int64, name: string]>
+        >>> orders.join(customers, on="customer", how="left").to_pandas()
+           order  customer name
+        0      1         7  Ann
         """
         op = "join"
         if not isinstance(right, DataFrame):
@@ -1231,7 +1317,25 @@ class DataFrame:
             extra += ", nulls_equal"
         inputs = ((self._step, self._partitioning), (right._step, right._partitioning))
         step = Step(self._step.env, op, body, f"{op}({pairs}{extra})", pa.schema(fields), inputs)
-        return DataFrame(step)
+        joined = DataFrame(step)
+        if on is None:
+            return joined
+        # on= keeps one column per key, as polars and Spark's join(on=) do: the left's,
+        # which is null on a right-only row of a right or full join, so there it is
+        # coalesce(left key, right key); the right's key columns go.
+        right_names = [f.name for f in fields[len(self.schema) :]]
+        right_keys = {right_names[right.schema.get_field_index(k)] for k in rkeys}
+        columns = []
+        for f in fields:
+            if f.name in right_keys:
+                continue
+            key = _Column(f.name)
+            if f.name in lkeys and how in ("right", "full"):
+                right_key = right_names[right.schema.get_field_index(f.name)]
+                columns.append(joined._named(coalesce(key, _Column(right_key)).alias(f.name), op))
+            else:
+                columns.append(joined._named(key, op))
+        return joined._project(op, f"{op} keys({', '.join(lkeys)})", columns)
 
     # --- partitioning of the next edge ----------------------------------------------------
 
@@ -1993,34 +2097,36 @@ def _aggregate_fields(
     seen = set(keys) | set(taken)
     from flinkgo._proto import plan_pb2 as pb
 
-    messages = []
     for a in aggregates:
         if not isinstance(a, Aggregate):
             raise ArgumentTypeError(
                 f"{op}: expected aggregates such as flinkgo.sum('x') or flinkgo.count(), got {a!r}"
             )
+    names = _aggregate_names(aggregates, seen)
+    messages = []
+    for a, name in zip(aggregates, names, strict=True):
         if a.column is not None and schema.get_field_index(a.column) < 0:
             raise unknown_column(op, a.column, schema.names)
         for arg in a.args:
             if schema.get_field_index(arg) < 0:
                 raise unknown_column(op, arg, schema.names)
-        if a.name in seen:
+        if name in seen:
             what = (
                 "a key"
-                if a.name in keys
+                if name in keys
                 else "a window column"
-                if a.name in taken
+                if name in taken
                 else "another aggregate"
             )
             raise SchemaError(
-                f"{op}: the output column {a.name!r} of {a!r} has the name of {what}; "
+                f"{op}: the output column {name!r} of {a!r} has the name of {what}; "
                 "rename it with .alias()"
             )
-        seen.add(a.name)
+        seen.add(name)
         if a.udaf is not None:
-            fields.append(pa.field(a.name, a.udaf.return_type))
+            fields.append(pa.field(name, a.udaf.return_type))
             messages.append(
-                pb.Aggregate(function="udaf", name=a.name, udf=a.udaf._to_spec(), args=list(a.args))
+                pb.Aggregate(function="udaf", name=name, udf=a.udaf._to_spec(), args=list(a.args))
             )
             continue
         spec = ([], "count_all") if a.column is None else (a.column, a.function)
@@ -2032,9 +2138,27 @@ def _aggregate_fields(
                 f"{schema.field(a.column).type if a.column else ''}: {e}"
             ) from e
         out_name = "count_all" if a.column is None else f"{a.column}_{a.function}"
-        fields.append(pa.field(a.name, result.schema.field(out_name).type))
-        messages.append(pb.Aggregate(function=a.function, column=a.column or "", name=a.name))
+        fields.append(pa.field(name, result.schema.field(out_name).type))
+        messages.append(pb.Aggregate(function=a.function, column=a.column or "", name=name))
     return fields, messages
+
+
+def _aggregate_names(aggregates: Sequence[Aggregate], taken: set[str]) -> list[str]:
+    """Name each aggregate: its alias, else its column unless that default collides.
+
+    A default name shared by several unaliased aggregates of a column, or equal to a key,
+    a window column or an alias, becomes ``column_function`` (pyarrow's group_by names).
+    """
+    defaults = [a.name for a in aggregates if not a.aliased and a.column is not None]
+    aliases = {a.name for a in aggregates if a.aliased}
+    names = []
+    for a in aggregates:
+        clash = defaults.count(a.name) > 1 or a.name in taken or a.name in aliases
+        if not a.aliased and a.column is not None and a.udaf is None and clash:
+            names.append(f"{a.column}_{a.function}")
+        else:
+            names.append(a.name)
+    return names
 
 
 _WINDOW_KINDS = {"tumble": "TUMBLE", "hop": "HOP", "cumulate": "CUMULATE", "session": "SESSION"}

@@ -1,11 +1,13 @@
 """Column expressions: what ``select``, ``with_column`` and ``filter`` compute.
 
 An :class:`Expr` describes a computation over the columns of a DataFrame without running
-it: :func:`col` and :func:`lit` make the leaves; Python operators (``+ - * / %``, unary
+it: :func:`col` and :func:`lit` make the leaves; Python operators (``+ - * / // %``, unary
 ``-``, ``== != < <= > >=``, ``& | ~``) and the methods :meth:`Expr.is_null`,
 :meth:`Expr.is_not_null`, :meth:`Expr.is_in`, :meth:`Expr.between`, :meth:`Expr.cast`,
-:meth:`Expr.alias`, the timestamp functions of :attr:`Expr.dt` and the conditional
-:func:`when` combine them; calling a
+:meth:`Expr.alias`, :meth:`Expr.abs`, :meth:`Expr.round`, :meth:`Expr.floor`,
+:meth:`Expr.ceil`, :meth:`Expr.fill_null`, the timestamp functions of :attr:`Expr.dt`,
+the string functions of :attr:`Expr.str`, :func:`coalesce`, :func:`concat` and the
+conditional :func:`when` combine them; calling a
 :class:`~flinkgo.UserDefinedFunction` with an expression argument applies the UDF.
 Expressions become the plan's ``flinkgo.plan.v1.Expr`` messages; the runtime evaluates
 them column-wise with Arrow's compute kernels.
@@ -16,8 +18,11 @@ are divided as float64 (the runtime casts them), and a zero divisor gives ``inf`
 or ``NaN`` as in pandas (an integer ``%`` by zero is an error: its int64 result has no
 NaN). Otherwise, integer arithmetic stays
 integer and overflows are errors at run time; ``%`` is Python's modulo (the result has the
-divisor's sign); comparisons, ``&`` and ``|`` follow SQL's three-valued logic, a null
-operand gives null (except ``False & null`` is False and ``True | null`` is True); a
+divisor's sign) and ``//`` Python's floor division (toward negative infinity: ``-7 // 2``
+is -4; int64 for integers, where a zero divisor is an error naming the expression, as
+Flink SQL's integer division; float64 otherwise, where ``x // 0.0`` is inf as in
+pandas); comparisons, ``&`` and ``|`` follow SQL's three-valued logic, a null operand
+gives null (except ``False & null`` is False and ``True | null`` is True); a
 filter drops rows whose predicate is false or null. A Python value next to an expression
 becomes a literal of its natural type (int64, float64, bool, string), so
 ``col("x_int32") + 1`` is int64, as in Arrow.
@@ -71,9 +76,12 @@ __all__ = [
     "DtAccessor",
     "Expr",
     "UdfCall",
+    "StrAccessor",
     "UdfLike",
     "When",
+    "coalesce",
     "col",
+    "concat",
     "lit",
     "when",
 ]
@@ -88,6 +96,7 @@ _FUNCTIONS: dict[str, tuple[str, str | None]] = {
     "multiply": ("multiply", "*"),
     "divide": ("divide", "/"),
     "modulo": ("modulo", "%"),
+    "floor_divide": ("floor_divide", "//"),
     "negate": ("negate", None),
     "equal": ("equal", "=="),
     "not_equal": ("not_equal", "!="),
@@ -178,6 +187,8 @@ class Expr:
     __rtruediv__ = _binary("divide", reflected=True)
     __mod__ = _binary("modulo")
     __rmod__ = _binary("modulo", reflected=True)
+    __floordiv__ = _binary("floor_divide")
+    __rfloordiv__ = _binary("floor_divide", reflected=True)
     __neg__ = _unary("negate")
 
     __eq__ = _binary("equal", compare=True)  # type: ignore[assignment]
@@ -302,6 +313,93 @@ class Expr:
         """
         return _Method("between", (self, _operand(lower), _operand(upper)))
 
+    def abs(self) -> Expr:
+        """Return the absolute value (same type; ``abs`` of the minimum int64 is an error).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> env = fg.Environment()
+        >>> df = env.from_pandas(pd.DataFrame({"x": [-2, 3]}))
+        >>> df.select(fg.col("x").abs()).to_pandas()["x"].tolist()
+        [2, 3]
+        """
+        return _Method("abs", (self,))
+
+    def round(self, decimals: int = 0) -> Expr:
+        """Round to `decimals` digits, halves away from zero (as Spark's and Flink's ROUND).
+
+        The type stays: a float stays a float (cast to an integer type if wanted), and an
+        integer is returned as is (negative `decimals` on integers are refused; write
+        ``(x // 100) * 100``). Note that pandas and numpy round halves to even.
+
+        Parameters
+        ----------
+        decimals
+            Digits after the point, -18 to 18; negative rounds to tens, hundreds, ...
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [2.5, -2.5, 1.234]}))
+        >>> df.select(fg.col("x").round(), fg.col("x").round(2).alias("r2")).to_pandas()
+             x    r2
+        0  3.0  2.50
+        1 -3.0 -2.50
+        2  1.0  1.23
+        """
+        if isinstance(decimals, bool) or not isinstance(decimals, numbers.Integral):
+            raise ArgumentTypeError(f"round: decimals must be an int, got {decimals!r}")
+        if not -18 <= int(decimals) <= 18:
+            raise InvalidArgumentError(
+                f"round: decimals must be between -18 and 18, got {decimals}"
+            )
+        return _Method("round", (self, _Literal.make(int(decimals), None)))
+
+    def floor(self) -> Expr:
+        """Round down to a whole number (a float stays a float; an integer is unchanged).
+
+        Examples
+        --------
+        >>> from flinkgo import col
+        >>> col("x").floor()
+        <Expr x.floor()>
+        """
+        return _Method("floor", (self,))
+
+    def ceil(self) -> Expr:
+        """Round up to a whole number (a float stays a float; an integer is unchanged).
+
+        Examples
+        --------
+        >>> from flinkgo import col
+        >>> col("x").ceil()
+        <Expr x.ceil()>
+        """
+        return _Method("ceil", (self,))
+
+    def fill_null(self, value: Any) -> Expr:
+        """Replace nulls with `value`: ``coalesce(self, value)``.
+
+        Parameters
+        ----------
+        value
+            An expression or a constant (a str is a string constant, as in polars); it
+            and this expression need a common type (see :func:`coalesce`).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"x": [1.5, None]}))
+        >>> df.select(fg.col("x").fill_null(0)).to_pandas()["x"].tolist()
+        [1.5, 0.0]
+        """
+        # As polars: a str here is a constant, not a column name.
+        return _Method("coalesce", (self, _operand(value)))
+
     @property
     def dt(self) -> DtAccessor:
         """Timestamp functions: ``.dt.year()``, ``.dt.truncate("5 min")``, ...
@@ -395,6 +493,15 @@ class Expr:
     def _build(self, ctx: _Context) -> tuple[pa.Array | pa.Scalar, plan_pb2.Expr | None]:
         # Evaluate on zero rows (for the type) and build the plan message.
         raise NotImplementedError
+
+    # Last in the class: below it, `str` in an annotation would mean this property.
+    @property
+    def str(self) -> StrAccessor:
+        """String functions: ``.str.upper()``, ``.str.contains("x")``, ...
+
+        See :class:`StrAccessor`.
+        """
+        return StrAccessor(self)
 
 
 def col(name: str) -> Expr:
@@ -616,6 +723,8 @@ class _Call(Expr):
             ctx.call(self, lambda: _check_temporal_arithmetic(self._function, values))
         if self._function == "modulo":
             value = ctx.call(self, lambda: _python_modulo(values))
+        elif self._function == "floor_divide":
+            value = ctx.call(self, lambda: _floor_divide_type(values))
         else:
             value = ctx.call(self, lambda: pc.call_function(_FUNCTIONS[self._function][0], values))
         proto = None
@@ -653,6 +762,15 @@ def _python_modulo(values: list[Any]) -> pa.Array | pa.Scalar:
     n = len(arrays[0])
     lists = [v.to_pylist() if isinstance(v, pa.Array) else [v.as_py()] * n for v in values]
     return pa.array([mod(x, y) for x, y in zip(*lists, strict=True)], typ)
+
+
+def _floor_divide_type(values: list[Any]) -> pa.Array | pa.Scalar:
+    """Give ``a // b``'s type: int64 for integers, else float64 (as ``%``)."""
+    for v in values:
+        if not (pa.types.is_integer(v.type) or pa.types.is_floating(v.type)):
+            raise pa.ArrowTypeError(f"// needs numbers, got {v.type}")
+    is_int = all(pa.types.is_integer(v.type) for v in values)
+    return _like(values, pa.int64() if is_int else pa.float64())
 
 
 # --- is_in, between, .dt, when/then/otherwise ----------------------------------------------------
@@ -722,7 +840,82 @@ def _eval_field(field: str) -> Callable[[list[Any]], pa.Array | pa.Scalar]:
     return evaluate
 
 
+def _need_number(what: str, value: pa.Array | pa.Scalar) -> None:
+    t = value.type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)):
+        raise pa.ArrowTypeError(
+            f"{what} needs a number, got {t}; cast it first, e.g. .cast('double')"
+        )
+
+
+def _eval_numeric(function: str) -> Callable[[list[Any]], pa.Array | pa.Scalar]:
+    # abs, round, floor, ceil: the type stays (runtime/expr/builtins.go).
+    def evaluate(values: list[Any]) -> pa.Array | pa.Scalar:
+        x = values[0]
+        _need_number(function, x)
+        if function == "round" and pa.types.is_integer(x.type) and values[1].as_py() < 0:
+            raise pa.ArrowInvalid(
+                f"round of an integer to {values[1].as_py()} decimals is not supported; "
+                "write (x // 10**k) * 10**k or cast to double first"
+            )
+        return _like([x], x.type)
+
+    return evaluate
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+
+
+def _eval_string(function: str) -> Callable[[list[Any]], pa.Array | pa.Scalar]:
+    # The .str functions' types (runtime/expr/strings.go computes them).
+    def evaluate(values: list[Any]) -> pa.Array | pa.Scalar:
+        x = values[0]
+        if not _is_string(x.type):
+            raise pa.ArrowTypeError(
+                f"str.{function} needs a string, got {x.type}; cast it first, e.g. .cast('string')"
+            )
+        if function == "length":
+            return _like([x], pa.int64())
+        if function in ("contains", "starts_with", "ends_with"):
+            return _like([x], pa.bool_())
+        return _like([x], x.type)
+
+    return evaluate
+
+
+def _eval_coalesce(values: list[Any]) -> pa.Array | pa.Scalar:
+    return _like(values, _common_type([v.type for v in values], "coalesce values"))
+
+
+def _eval_concat(values: list[Any]) -> pa.Array | pa.Scalar:
+    for v in values:
+        if not (_is_string(v.type) or pa.types.is_null(v.type)):
+            raise pa.ArrowTypeError(
+                f"concat needs strings, got {v.type}; cast it with .cast('string')"
+            )
+    large = any(pa.types.is_large_string(v.type) for v in values)
+    return _like(values, pa.large_string() if large else pa.string())
+
+
+_NUMERIC_METHODS = ("abs", "round", "floor", "ceil")
+_STR_METHODS = (
+    "upper",
+    "lower",
+    "trim",
+    "length",
+    "contains",
+    "starts_with",
+    "ends_with",
+    "replace",
+    "substring",
+)
+
 _METHODS: dict[str, Callable[[list[Any]], pa.Array | pa.Scalar]] = {
+    **{f: _eval_numeric(f) for f in _NUMERIC_METHODS},
+    **{f: _eval_string(f) for f in _STR_METHODS},
+    "coalesce": _eval_coalesce,
+    "concat": _eval_concat,
     "is_in": _eval_is_in,
     "between": _eval_between,
     "truncate": _eval_truncate,
@@ -731,7 +924,10 @@ _METHODS: dict[str, Callable[[list[Any]], pa.Array | pa.Scalar]] = {
 
 
 class _Method(Expr):
-    """is_in, between and the .dt functions: methods of their first argument."""
+    """is_in, between, the .dt and .str functions, abs, round, floor, ceil, coalesce, concat.
+
+    All but coalesce and concat are methods of their first argument, whose name they take.
+    """
 
     __slots__ = ("_args", "_function")
 
@@ -749,6 +945,12 @@ class _Method(Expr):
             return f"{x._operand_text()}.is_in([{texts}])"
         if self._function == "between":
             return f"{x._operand_text()}.between({texts})"
+        if self._function in ("coalesce", "concat"):
+            return f"{self._function}({', '.join(a._text() for a in self._args)})"
+        if self._function in _NUMERIC_METHODS:
+            return f"{x._operand_text()}.{self._function}({texts})"
+        if self._function in _STR_METHODS:
+            return f"{x._operand_text()}.str.{self._function}({texts})"
         return f"{x._operand_text()}.dt.{self._function}({texts})"
 
     def _columns(self) -> Iterator[str]:
@@ -824,6 +1026,108 @@ class DtAccessor:
         return _Method("truncate", (self._expr, _duration_literal(duration)))
 
 
+class StrAccessor:
+    """String functions of an expression, reached as ``expr.str``.
+
+    Strings are ``string`` or ``large_string`` (the result keeps the type); characters are
+    Unicode code points; a null string gives null. Patterns are plain text (no regular
+    expressions) and constants.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import flinkgo as fg
+    >>> df = fg.Environment().from_pandas(pd.DataFrame({"s": [" Ada ", "bob", None]}))
+    >>> df.select(
+    ...     fg.col("s").str.trim().str.upper().alias("up"),
+    ...     fg.col("s").str.length().alias("n"),
+    ...     fg.col("s").str.contains("b").alias("has_b"),
+    ... ).to_pandas()
+        up    n  has_b
+    0  ADA  5.0  False
+    1  BOB  3.0   True
+    2  NaN  NaN   None
+    """
+
+    __slots__ = ("_expr",)
+
+    def __init__(self, expr: Expr) -> None:
+        self._expr = expr
+
+    def upper(self) -> Expr:
+        """Return the string in upper case (Unicode simple case mapping)."""
+        return _Method("upper", (self._expr,))
+
+    def lower(self) -> Expr:
+        """Return the string in lower case (Unicode simple case mapping)."""
+        return _Method("lower", (self._expr,))
+
+    def trim(self) -> Expr:
+        """Remove leading and trailing white space (as Python's ``str.strip()``)."""
+        return _Method("trim", (self._expr,))
+
+    def length(self) -> Expr:
+        """Return the number of characters (int64), as Python's ``len``."""
+        return _Method("length", (self._expr,))
+
+    def contains(self, text: str) -> Expr:
+        """Return whether the string contains `text` (plain text, not a pattern)."""
+        return _Method("contains", (self._expr, _text_literal("contains", text)))
+
+    def starts_with(self, prefix: str) -> Expr:
+        """Return whether the string starts with `prefix`."""
+        return _Method("starts_with", (self._expr, _text_literal("starts_with", prefix)))
+
+    def ends_with(self, suffix: str) -> Expr:
+        """Return whether the string ends with `suffix`."""
+        return _Method("ends_with", (self._expr, _text_literal("ends_with", suffix)))
+
+    def replace(self, old: str, new: str) -> Expr:
+        """Replace every occurrence of `old` with `new` (plain text), as ``str.replace``."""
+        if old == "":
+            raise InvalidArgumentError("str.replace: the text to replace is empty")
+        return _Method(
+            "replace",
+            (self._expr, _text_literal("replace", old), _text_literal("replace", new)),
+        )
+
+    def substring(self, start: int, length: int | None = None) -> Expr:
+        """Return `length` characters from `start`, as Python's ``s[start:start + length]``.
+
+        `start` counts from 0 as in Python (not from 1 as SQL's ``SUBSTRING``); a negative
+        `start` counts from the end. Without `length`, to the end.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import flinkgo as fg
+        >>> df = fg.Environment().from_pandas(pd.DataFrame({"s": ["flinkgo"]}))
+        >>> df.select(fg.col("s").str.substring(0, 5), fg.col("s").str.substring(-2)
+        ...     .alias("end")).to_pandas()
+               s end
+        0  flink  go
+        """
+        for what, v in (("start", start), ("length", length)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral)):
+                raise ArgumentTypeError(f"str.substring: {what} must be an int, got {v!r}")
+        if length is not None and length < 0:
+            raise InvalidArgumentError(f"str.substring: length must be >= 0, got {length}")
+        return _Method(
+            "substring",
+            (
+                self._expr,
+                _Literal.make(int(start), None),
+                _Literal.make(None if length is None else int(length), None),
+            ),
+        )
+
+
+def _text_literal(function: str, value: Any) -> _Literal:
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"str.{function}: expected a str, got {value!r}")
+    return _Literal.make(value, None)
+
+
 class When:
     """The ``when(condition)`` of a conditional, waiting for its :meth:`then`."""
 
@@ -853,6 +1157,52 @@ def when(condition: Any) -> When:
     <Expr when(x > 10).then('big').when(x > 0).then('small').otherwise('none')>
     """
     return When((), _operand(condition))
+
+
+def coalesce(*exprs: Any) -> Expr:
+    """Return, per row, the first of `exprs` that is not null (SQL's ``COALESCE``).
+
+    Null only when all are null. The values need one type: equal types, nulls,
+    integers of several widths (int64) or integers with floats (float64), as in
+    :func:`when`; cast others. A string argument names a column; use :func:`lit` for a
+    string constant.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import flinkgo as fg
+    >>> df = fg.Environment().from_pandas(
+    ...     pd.DataFrame({"nick": ["al", None, None], "name": ["Al", "Bo", None]})
+    ... )
+    >>> df.select(fg.coalesce("nick", "name", fg.lit("?")).alias("who")).to_pandas()
+      who
+    0  al
+    1  Bo
+    2   ?
+    """
+    if len(exprs) < 2:
+        raise InvalidArgumentError(f"coalesce takes at least two values, got {len(exprs)}")
+    return _Method("coalesce", tuple(_argument(e) for e in exprs))
+
+
+def concat(*exprs: Any) -> Expr:
+    """Join strings per row; null when any is null (as Spark's and Flink SQL's ``CONCAT``).
+
+    A string argument names a column; use :func:`lit` for a constant. Cast numbers with
+    ``.cast("string")`` first; wrap an argument in ``.fill_null("")`` to skip nulls.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import flinkgo as fg
+    >>> df = fg.Environment().from_pandas(pd.DataFrame({"first": ["Ada"], "last": ["L"]}))
+    >>> df.select(fg.concat("first", fg.lit(" "), "last").alias("name")).to_pandas()
+        name
+    0  Ada L
+    """
+    if len(exprs) < 2:
+        raise InvalidArgumentError(f"concat takes at least two strings, got {len(exprs)}")
+    return _Method("concat", tuple(_argument(e) for e in exprs))
 
 
 class CaseWhen(Expr):
@@ -919,7 +1269,7 @@ def _eval_case_when(args: tuple[Expr, ...], values: list[Any]) -> pa.Array | pa.
     return _like(values, _common_type(results))
 
 
-def _common_type(types: list[pa.DataType]) -> pa.DataType:
+def _common_type(types: list[pa.DataType], what: str = "then/otherwise values") -> pa.DataType:
     # As the runtime's commonType (runtime/expr/conditional.go).
     typed = [t for t in types if not pa.types.is_null(t)]
     if not typed:
@@ -931,7 +1281,7 @@ def _common_type(types: list[pa.DataType]) -> pa.DataType:
     if all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in typed):
         return pa.float64()
     raise pa.ArrowTypeError(
-        f"the then/otherwise values have types {', '.join(map(str, typed))}, which have no "
+        f"the {what} have types {', '.join(map(str, typed))}, which have no "
         "common type; cast them to one type"
     )
 

@@ -760,14 +760,17 @@ def test_agg_errors(env, readings):
         match=r"agg: cannot compute sum\(sensor\) of type (large_)?string: .*'hash_sum'",
     ):
         keyed.agg(fg.sum("sensor").alias("s"))
+    # Default names that would collide become column_function (issue 29 item 18).
+    assert keyed.agg(fg.min("temp"), fg.max("temp")).columns == ["sensor", "temp_min", "temp_max"]
+    assert keyed.agg(fg.count("sensor")).columns == ["sensor", "sensor_count"]
     with pytest.raises(
         ValueError,
-        match=r"agg: the output column 'temp' of <Aggregate max\(temp\)> has the name of "
+        match=r"agg: the output column 't' of <Aggregate max\(temp\) AS t> has the name of "
         r"another aggregate; rename it with .alias\(\)",
     ):
-        keyed.agg(fg.min("temp"), fg.max("temp"))
+        keyed.agg(fg.min("temp").alias("t"), fg.max("temp").alias("t"))
     with pytest.raises(ValueError, match="has the name of a key"):
-        keyed.agg(fg.count("sensor"))
+        keyed.agg(fg.count("n").alias("sensor"))
     with pytest.raises(ValueError, match="agg: no aggregates given"):
         keyed.agg()
     with pytest.raises(TypeError, match="agg: expected aggregates such as flinkgo.sum"):

@@ -143,6 +143,11 @@ func compileCaseWhen(out *Expr) error {
 // others' type, equal types stay, integers of several widths become int64
 // and integers with floats float64. Anything else must be cast by the user.
 func commonType(types []arrow.DataType) (arrow.DataType, error) {
+	return commonTypeOf("then/otherwise values", types)
+}
+
+// commonTypeOf is commonType; what names the values in the error.
+func commonTypeOf(what string, types []arrow.DataType) (arrow.DataType, error) {
 	var typed []arrow.DataType
 	for _, t := range types {
 		if t.ID() != arrow.NULL {
@@ -170,7 +175,7 @@ func commonType(types []arrow.DataType) (arrow.DataType, error) {
 	for i, t := range typed {
 		names[i] = t.String()
 	}
-	return nil, fmt.Errorf("the then/otherwise values have types %s, which have no common type; cast them to one type", strings.Join(names, ", "))
+	return nil, fmt.Errorf("the %s have types %s, which have no common type; cast them to one type", what, strings.Join(names, ", "))
 }
 
 // caseWhen picks, per row, the value of the first true condition (else the

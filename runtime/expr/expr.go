@@ -43,10 +43,22 @@ var specials = map[string]struct {
 	"is_in": {-1, compileIsIn}, "between": {3, compileBetween}, "case_when": {-1, compileCaseWhen},
 	"year": {1, compileDtField}, "month": {1, compileDtField}, "day": {1, compileDtField},
 	"hour": {1, compileDtField}, "minute": {1, compileDtField}, "truncate": {2, compileTruncate},
+	"floor_divide": {2, compileFloorDivide}, "coalesce": {-1, compileCoalesce},
+	"abs": {1, compileUnaryNumeric}, "floor": {1, compileUnaryNumeric}, "ceil": {1, compileUnaryNumeric},
+	"round": {-1, compileUnaryNumeric}, "concat": {-1, compileConcat},
+	"upper": {-1, compileString}, "lower": {-1, compileString}, "trim": {-1, compileString},
+	"length": {-1, compileString}, "contains": {-1, compileString}, "starts_with": {-1, compileString},
+	"ends_with": {-1, compileString}, "replace": {-1, compileString}, "substring": {-1, compileString},
+}
+
+// stringFunctions render as the Python API's x.str.fn(...).
+var stringFunctions = map[string]bool{
+	"upper": true, "lower": true, "trim": true, "length": true, "contains": true,
+	"starts_with": true, "ends_with": true, "replace": true, "substring": true,
 }
 
 var symbols = map[string]string{
-	"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%",
+	"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "modulo": "%", "floor_divide": "//",
 	"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=",
 	"greater": ">", "greater_equal": ">=", "and": "&", "or": "|",
 }
@@ -64,6 +76,9 @@ type Expr struct {
 
 	valueSet arrow.Array                   // is_in's values, in the type of args[0]
 	round    *compute.RoundTemporalOptions // dt.truncate's unit
+	// evalFn computes a special function set up by its compile function
+	// (builtins.go, strings.go) from its evaluated arguments and row count.
+	evalFn func(ctx context.Context, args []compute.Datum, n int) (compute.Datum, error)
 }
 
 // Type is the type of the values Eval returns.
@@ -222,11 +237,16 @@ func render(fn string, e *Expr) string {
 		return b.String()
 	case "truncate":
 		return e.args[0].text + ".dt.truncate(" + e.args[1].text + ")"
+	case "coalesce", "concat":
+		return fn + "(" + joinTexts(e.args) + ")"
 	}
 	if _, ok := dtFields[fn]; ok {
 		return e.args[0].text + ".dt." + fn + "()"
 	}
-	return e.args[0].text + "." + fn + "()"
+	if stringFunctions[fn] {
+		return e.args[0].text + ".str." + fn + "(" + joinTexts(e.args[1:]) + ")"
+	}
+	return e.args[0].text + "." + fn + "(" + joinTexts(e.args[1:]) + ")"
 }
 
 func joinTexts(es []*Expr) string {
@@ -313,6 +333,9 @@ func (e *Expr) eval(ctx context.Context, batch arrow.RecordBatch) (compute.Datum
 		args = append(args, d)
 	}
 	n := int(batch.NumRows())
+	if e.evalFn != nil {
+		return e.evalFn(ctx, args, n)
+	}
 	switch e.fn {
 	case "modulo":
 		return modulo(ctx, e.typ, args, n)

@@ -25,11 +25,17 @@ func moduloType(a, b arrow.DataType) arrow.DataType {
 	return arrow.PrimitiveTypes.Float64
 }
 
-// modulo computes args[0] % args[1] for n rows.
-func modulo(ctx context.Context, typ arrow.DataType, args []compute.Datum, n int) (compute.Datum, error) {
+// numericOperands turns modulo's and floor_divide's two operands into
+// arrays of typ (int64 or float64), n rows each; the caller releases them.
+func numericOperands(ctx context.Context, typ arrow.DataType, args []compute.Datum, n int) ([]arrow.Array, error) {
 	mem := compute.GetAllocator(ctx)
-	cols := make([]arrow.Array, 2)
-	for i, d := range args {
+	cols := make([]arrow.Array, 0, 2)
+	release := func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	for _, d := range args {
 		var arr arrow.Array
 		switch v := d.(type) {
 		case *compute.ArrayDatum:
@@ -37,19 +43,33 @@ func modulo(ctx context.Context, typ arrow.DataType, args []compute.Datum, n int
 		case *compute.ScalarDatum:
 			var err error
 			if arr, err = scalar.MakeArrayFromScalar(v.Value, n, mem); err != nil {
+				release()
 				return nil, err
 			}
 		default:
-			return nil, errors.New("modulo: unsupported operand")
+			release()
+			return nil, errors.New("unsupported operand")
 		}
 		cast, err := compute.CastArray(ctx, arr, compute.SafeCastOptions(typ))
 		arr.Release()
 		if err != nil {
+			release()
 			return nil, err
 		}
-		defer cast.Release()
-		cols[i] = cast
+		cols = append(cols, cast)
 	}
+	return cols, nil
+}
+
+// modulo computes args[0] % args[1] for n rows.
+func modulo(ctx context.Context, typ arrow.DataType, args []compute.Datum, n int) (compute.Datum, error) {
+	mem := compute.GetAllocator(ctx)
+	cols, err := numericOperands(ctx, typ, args, n)
+	if err != nil {
+		return nil, err
+	}
+	defer cols[0].Release()
+	defer cols[1].Release()
 	if typ.ID() == arrow.INT64 {
 		a, b := cols[0].(*array.Int64), cols[1].(*array.Int64)
 		out := array.NewInt64Builder(mem)

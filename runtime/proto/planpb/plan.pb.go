@@ -1498,7 +1498,13 @@ func (*Literal_StringValue) isLiteral_Value() {}
 // is_in (1 + n: the value, then n literals); between (3: value, lo, hi);
 // case_when (2n + 1: condition, value, ..., otherwise; a null literal for none);
 // year, month, day, hour, minute (1, a timestamp);
-// truncate (2: a timestamp and a duration literal).
+// truncate (2: a timestamp and a duration literal);
+// floor_divide (2, Python's //); abs, floor, ceil (1); round (2: a number
+// and an int literal of decimals); coalesce (n >= 2); concat (n >= 2
+// strings); on a string: upper, lower, trim, length (1), contains,
+// starts_with, ends_with (2: the string and a string literal), replace (3:
+// the string, old and new literals), substring (3: the string, an int
+// literal start from 0, an int literal length or a null literal for all).
 // A duration literal is an int_value with type "duration[s|ms|us|ns]".
 type Call struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
