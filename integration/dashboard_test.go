@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,6 +195,21 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 		chromedp.Poll[chromedp.Void](`document.querySelectorAll("#checkpoint-history tr[data-checkpoint]").length >= 2`,
 			chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second)))
 
+	// The charts: each vertex's records in per second, as the server
+	// sampled them, and the completed checkpoints' durations and sizes;
+	// each chart's last point is a point of the REST API's.
+	step("the charts draw the vertices' rates and the checkpoints",
+		chromedp.Poll[chromedp.Void](`(() => {
+			const c = window.flinkgoCharts;
+			return c["records-in"] !== undefined && c["records-in"].series.length === `+strconv.Itoa(len(details.Vertices))+` &&
+				c["records-in"].series.every((s) => s.points.length >= 2 && s.points[s.points.length - 1][1] > 0) &&
+				c["checkpoint-duration"].series[0].points.length >= 1 &&
+				document.querySelectorAll("#charts figure.chart path.series").length > 0;
+		})()`, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second)))
+	if problem := chartsAgainstREST(t, eval, base, jid, false); problem != "" {
+		t.Error(problem)
+	}
+
 	// A savepoint from the page: the browser is the server's user, so no
 	// token is asked (the REST API checks its loopback socket's owner).
 	spDir := filepath.Join(t.TempDir(), "savepoint")
@@ -313,6 +329,18 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 	case <-time.After(60 * time.Second):
 		t.Fatal("the job did not end after the page canceled it")
 	}
+	// The job ended: its history no longer grows, and each chart's last
+	// point is the REST API's last.
+	var lastProblem string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if lastProblem = chartsAgainstREST(t, eval, base, jid, true); lastProblem == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("after the job's end: %s", lastProblem)
+			break
+		}
+	}
 	step("the jobs list shows the job canceled",
 		chromedp.Click(chromedp.CSS(`header nav a[href="#/"]`)),
 		chromedp.WaitVisible(chromedp.CSS(row+` .state[data-state="CANCELED"]`)))
@@ -400,6 +428,98 @@ plan = env.plan(`+strconv.Quote(dashboardJobName)+`)
 		t.Errorf("the page shows %+v; REST has %+v", folded, exc.History.Entries)
 	}
 	screenshot(ctx, t, "failed-job.png")
+}
+
+// chartsAgainstREST compares the last point of each chart of the job's
+// page with the REST API: each vertex's records in per second, busy time
+// and watermark lag with GET /jobs/:jid/metrics-history at the same time
+// (its last point when final), and the checkpoint charts with the
+// checkpoint of GET /jobs/:jid/checkpoints's history of the same id (the
+// latest completed when final). It returns what differs, "" when nothing.
+func chartsAgainstREST(t *testing.T, eval func(string, any), base, jid string, final bool) string {
+	t.Helper()
+	type series struct {
+		ID     string        `json:"id"`
+		Points [][2]*float64 `json:"points"`
+		IDs    []int64       `json:"ids"`
+	}
+	var charts map[string]struct {
+		Series []series `json:"series"`
+	}
+	eval(`window.flinkgoCharts`, &charts)
+	var history struct {
+		Vertices []map[string]json.RawMessage `json:"vertices"`
+	}
+	getJSON(t, base+"/jobs/"+jid+"/metrics-history", &history)
+	for chart, column := range map[string]string{"records-in": "numRecordsInPerSecond", "busy": "busyTimeMsPerSecond", "watermark-lag": "watermarkLag"} {
+		for _, s := range charts[chart].Series {
+			if len(s.Points) == 0 {
+				return fmt.Sprintf("chart %s: vertex %s has no point", chart, s.ID)
+			}
+			last := s.Points[len(s.Points)-1]
+			var at []float64
+			var values []*float64
+			for _, v := range history.Vertices {
+				var id string
+				_ = json.Unmarshal(v["id"], &id)
+				if id == s.ID {
+					_ = json.Unmarshal(v["timestamps"], &at)
+					_ = json.Unmarshal(v[column], &values)
+				}
+			}
+			i := slices.Index(at, *last[0])
+			switch {
+			case i < 0:
+				return fmt.Sprintf("chart %s: vertex %s's last point at %v is not in REST's history %v", chart, s.ID, *last[0], at)
+			case final && i != len(at)-1:
+				return fmt.Sprintf("chart %s: vertex %s's last point at %v; REST's last is at %v", chart, s.ID, *last[0], at[len(at)-1])
+			case (last[1] == nil) != (values[i] == nil) || last[1] != nil && *last[1] != *values[i]:
+				return fmt.Sprintf("chart %s: vertex %s at %v: the page has %v, REST %v", chart, s.ID, *last[0], deref(last[1]), deref(values[i]))
+			}
+		}
+	}
+	var cps struct {
+		Latest struct {
+			Completed *checkpointJSON `json:"completed"`
+		} `json:"latest"`
+		History []checkpointJSON `json:"history"`
+	}
+	getJSON(t, base+"/jobs/"+jid+"/checkpoints", &cps)
+	for chart, field := range map[string]func(checkpointJSON) float64{
+		"checkpoint-duration": func(c checkpointJSON) float64 { return c.Duration },
+		"checkpoint-size":     func(c checkpointJSON) float64 { return c.Size },
+	} {
+		s := charts[chart].Series[0]
+		if len(s.Points) == 0 || len(s.IDs) != len(s.Points) {
+			return fmt.Sprintf("chart %s: points %v of checkpoints %v", chart, s.Points, s.IDs)
+		}
+		id, last := s.IDs[len(s.IDs)-1], s.Points[len(s.Points)-1]
+		i := slices.IndexFunc(cps.History, func(c checkpointJSON) bool { return c.ID == id })
+		switch {
+		case i < 0:
+			return fmt.Sprintf("chart %s: checkpoint %d is not in REST's history", chart, id)
+		case final && (cps.Latest.Completed == nil || cps.Latest.Completed.ID != id):
+			return fmt.Sprintf("chart %s: the last point is checkpoint %d; REST's latest completed is %+v", chart, id, cps.Latest.Completed)
+		case *last[0] != cps.History[i].Acked || *last[1] != field(cps.History[i]):
+			return fmt.Sprintf("chart %s: checkpoint %d at (%v, %v); REST has %+v", chart, id, *last[0], *last[1], cps.History[i])
+		}
+	}
+	return ""
+}
+
+// checkpointJSON is a checkpoint of GET /jobs/:jid/checkpoints.
+type checkpointJSON struct {
+	ID       int64   `json:"id"`
+	Acked    float64 `json:"latest_ack_timestamp"`
+	Duration float64 `json:"end_to_end_duration"`
+	Size     float64 `json:"state_size"`
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // screenshot saves the page as a PNG test artifact (go test -artifacts)

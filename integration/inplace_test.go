@@ -173,6 +173,18 @@ func TestStatelessUDFResizedInPlace(t *testing.T) {
 	if !found {
 		t.Fatalf("GET /jobs/:jid has no vertex %s: %+v", udfVertex, details)
 	}
+	// FLIP-291's GET has the vertex at the 3 workers a PUT asks for: a
+	// client that PUTs back what it read, another vertex changed, keeps
+	// them (it read the 1 subtask, and its PUT undid the resize).
+	var requirements map[string]struct {
+		Parallelism struct {
+			UpperBound int `json:"upperBound"`
+		} `json:"parallelism"`
+	}
+	restCall(t, http.MethodGet, api.URL+"/jobs/"+id+"/resource-requirements", "", &requirements)
+	if got := requirements[udfVertex].Parallelism.UpperBound; got != 3 {
+		t.Fatalf("GET resource-requirements: the UDF vertex's upperBound is %d, want its 3 workers", got)
+	}
 	time.Sleep(2 * time.Second) // let the three share some rows
 	shrunk, _ := resize(1, func() job.RescaleInfo {
 		before := len(j.Rescales())

@@ -25,7 +25,7 @@ func get(t *testing.T, path string) (*http.Response, string) {
 func TestServesThePageAndItsAssetsWithTheirPolicy(t *testing.T) {
 	for path, wantType := range map[string]string{
 		"/": "text/html", "/index.html": "text/html",
-		"/static/app.js": "text/javascript", "/static/style.css": "text/css",
+		"/static/app.js": "text/javascript", "/static/charts.js": "text/javascript", "/static/style.css": "text/css",
 	} {
 		resp, body := get(t, path)
 		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), wantType) || body == "" {
@@ -63,13 +63,56 @@ func TestThePageNeedsNoInlineScriptAndParsesNoMarkup(t *testing.T) {
 	if m := regexp.MustCompile(`(?i)\son[a-z]+=|\sstyle=|javascript:`).FindString(string(index)); m != "" {
 		t.Errorf("index.html: an inline handler or style: %q", m)
 	}
-	js, err := fs.ReadFile(assets, "assets/static/app.js")
+	scripts, err := fs.Glob(assets, "assets/static/*.js")
+	if err != nil || len(scripts) < 2 {
+		t.Fatalf("the page's scripts: %v %v", scripts, err)
+	}
+	for _, name := range scripts {
+		js, err := fs.ReadFile(assets, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "setAttribute(\"style\""} {
+			if strings.Contains(string(js), bad) {
+				t.Errorf("%s uses %s: API data must be set as text", name, bad)
+			}
+		}
+		if !strings.Contains(string(index), `src="/static/`+strings.TrimPrefix(name, "assets/static/")+`"`) {
+			t.Errorf("index.html does not load %s", name)
+		}
+	}
+}
+
+// The page's scripts share one global scope: a top-level name declared in
+// two of them is a SyntaxError that stops the second script (a chart
+// library's PAD beside the graph's stopped the whole page).
+func TestTheScriptsDeclareEachTopLevelNameOnce(t *testing.T) {
+	scripts, err := fs.Glob(assets, "assets/static/*.js")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "setAttribute(\"style\""} {
-		if strings.Contains(string(js), bad) {
-			t.Errorf("app.js uses %s: API data must be set as text", bad)
+	declared := map[string]string{}
+	decl := regexp.MustCompile(`(?m)^(?:async\s+)?(?:const|let|var|function|class)\s+(.+?)(?:[({;]|$)`)
+	for _, name := range scripts {
+		js, err := fs.ReadFile(assets, name)
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, m := range decl.FindAllStringSubmatch(string(js), -1) {
+			// "const A = 1, B = 2" declares A and B.
+			for _, part := range strings.Split(m[1], ",") {
+				id := strings.TrimSpace(strings.SplitN(part, "=", 2)[0])
+				if id == "" || strings.ContainsAny(id, " []") {
+					continue
+				}
+				if other, ok := declared[id]; ok && other != name {
+					t.Errorf("%s is declared at the top of both %s and %s", id, other, name)
+				}
+				declared[id] = name
+			}
+		}
+	}
+	if len(declared) < 10 {
+		t.Fatalf("found only %d top-level names: %v", len(declared), declared)
 	}
 }

@@ -236,7 +236,13 @@ func (j *Job) rescaleFromCheckpoint(parallelism map[string]int, note string) (Re
 		after := g.Operators[i].Parallelism
 		v := RescaleVertex{UID: op.UID, Name: op.Name, Before: op.Parallelism, After: after}
 		if HasWorkers(op) {
+			// An operator whose parallelism stays keeps its workers (an
+			// earlier in-place resize's among them: the restart starts them
+			// again); a new parallelism runs one worker per subtask.
 			v.WorkersBefore, v.WorkersAfter = j.workers.Workers(op.UID, op.Parallelism), after
+			if after == op.Parallelism {
+				v.WorkersAfter = v.WorkersBefore
+			}
 		}
 		info.Vertices = append(info.Vertices, v)
 		changed = changed || after != op.Parallelism

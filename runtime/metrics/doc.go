@@ -8,7 +8,9 @@
 // any goroutine reads them. A Sampler samples a job's tasks once a second
 // and derives the per-second figures over its window, as Flink's MeterView
 // and TimerGauge do: the REST API (package rest), the Prometheus endpoint
-// and the autoscaler read them.
+// and the autoscaler read them. A History keeps each vertex's figures at
+// the latest samplings, a bounded ring per vertex, for the dashboard's
+// charts.
 //
 // A UDF is one UDF operator subtask's Python workers: the runner
 // (udf/bridge/pluginrunner) counts batches and rows sent, the worker's

@@ -89,17 +89,3 @@ func (s *Sampler) Rates(t *Task) Rates {
 		BackPressuredTimeMsPerSecond: msPerSecond(now.BackPressured - o.BackPressured),
 	}
 }
-
-// Run samples every tick until done is closed.
-func (s *Sampler) Run(done <-chan struct{}, tick time.Duration) {
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case now := <-t.C:
-			s.Sample(now)
-		}
-	}
-}

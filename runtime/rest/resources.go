@@ -23,7 +23,11 @@ type requirement struct {
 }
 
 // resourceRequirements answers FLIP-291's GET: each vertex's parallelism
-// bounds, the upper bound being the parallelism it runs at.
+// bounds, the upper bound being the parallelism it runs at; for a vertex
+// that PUT resizes in place, the Python workers it runs (what a PUT of
+// that upper bound asks for). A client that PUTs back what it read with
+// one vertex changed (as Flink's tools do) so leaves the others as they
+// run: an earlier in-place resize is not undone.
 func (h *Handler) resourceRequirements(w http.ResponseWriter, r *http.Request) {
 	info, ok := h.running(w, r)
 	if !ok {
@@ -31,7 +35,15 @@ func (h *Handler) resourceRequirements(w http.ResponseWriter, r *http.Request) {
 	}
 	out := map[string]requirement{}
 	for _, v := range info.Job.Vertices() {
-		out[VertexID(v.Head.UID)] = requirement{Parallelism: bounds{LowerBound: 1, UpperBound: len(v.Tasks)}}
+		upper := len(v.Tasks)
+		if job.ResizableInPlace(v.Operators) {
+			for _, op := range v.Operators {
+				if job.HasWorkers(op) {
+					upper = max(upper, info.Job.Workers(op.UID))
+				}
+			}
+		}
+		out[VertexID(v.Head.UID)] = requirement{Parallelism: bounds{LowerBound: 1, UpperBound: upper}}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -89,6 +89,7 @@ func (h *Handler) routes() map[string]http.HandlerFunc {
 		"GET /jobs/{jid}/config":                          h.jobConfig,
 		"GET /jobs/{jid}/exceptions":                      h.exceptions,
 		"GET /jobs/{jid}/autoscaler":                      h.autoscaler,
+		"GET /jobs/{jid}/metrics-history":                 h.metricsHistory,
 		"GET /jobs/{jid}/plan":                            h.plan,
 		"GET /jobs/{jid}/vertices/{vid}":                  h.vertex,
 		"GET /jobs/{jid}/vertices/{vid}/backpressure":     h.backpressure,

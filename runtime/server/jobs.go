@@ -18,6 +18,12 @@ const archived = 100
 const (
 	samplePeriod = time.Second
 	rateWindow   = 10 * time.Second
+	// HistoryPoints is how many samplings of each vertex's figures a job
+	// keeps for the dashboard's charts: the last 5 minutes, about 21 KiB
+	// per vertex.
+	HistoryPoints = 300
+	// HistoryPeriod is the time between two of them.
+	HistoryPeriod = samplePeriod
 )
 
 // JobInfo is what the server knows of one job, running or ended: what the
@@ -38,12 +44,15 @@ type JobInfo struct {
 	// Rates gives the per-second figures of the tasks of Job.Vertices()
 	// (after a rescale, the new ones); nil when Job is nil.
 	Rates *metrics.Sampler
+	// History is each vertex's figures at the latest samplings (at most
+	// HistoryPoints); nil when Job is nil.
+	History *metrics.History
 }
 
 // info returns r's JobInfo. Call with s.mu held.
 func (r *runningJob) info(id string) JobInfo {
 	in := JobInfo{ID: id, Name: r.name, Config: r.config, Started: r.started, Ended: r.ended,
-		State: job.Created, Job: r.job, Err: r.err, Rates: r.rates}
+		State: job.Created, Job: r.job, Err: r.err, Rates: r.rates, History: r.history}
 	switch {
 	case !r.ended.IsZero():
 		in.State = r.final
@@ -83,8 +92,9 @@ func (s *Server) JobInfo(id string) (JobInfo, bool) {
 	return JobInfo{}, false
 }
 
-// startSampling starts sampling j's task metrics until it ends.
-func startSampling(j *job.Job) *metrics.Sampler {
+// startSampling starts sampling j's task metrics until it ends, adding
+// each vertex's figures to a history at every sampling.
+func startSampling(j *job.Job) (*metrics.Sampler, *metrics.History) {
 	sm := metrics.NewSampler(func() []*metrics.Task {
 		var tasks []*metrics.Task
 		for _, v := range j.Vertices() {
@@ -92,8 +102,34 @@ func startSampling(j *job.Job) *metrics.Sampler {
 		}
 		return tasks
 	}, rateWindow)
-	go sm.Run(j.Done(), samplePeriod)
-	return sm
+	history := metrics.NewHistory(HistoryPoints)
+	go func() {
+		t := time.NewTicker(samplePeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-j.Done():
+				return
+			case now := <-t.C:
+				sm.Sample(now)
+				recordVertices(j, sm, history, now)
+			}
+		}
+	}()
+	return sm, history
+}
+
+// recordVertices adds each of j's vertices' figures, as the sampler has
+// them now, to history.
+func recordVertices(j *job.Job, sm *metrics.Sampler, history *metrics.History, now time.Time) {
+	for _, v := range j.Vertices() {
+		rates := make([]metrics.Rates, len(v.Tasks))
+		totals := make([]metrics.Totals, len(v.Tasks))
+		for i, t := range v.Tasks {
+			rates[i], totals[i] = sm.Rates(t), t.Read()
+		}
+		history.Add(job.VertexID(v.Head.UID), metrics.VertexPointOf(now, rates, totals))
+	}
 }
 
 // archive moves an ended job from the running ones to the ended ones.

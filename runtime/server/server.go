@@ -124,9 +124,10 @@ type runningJob struct {
 	job     *job.Job // nil until it started
 	// ready is closed once job.Start returned (job set, or the start
 	// failed): a savepoint asked for meanwhile waits for it.
-	ready  chan struct{}
-	config map[string]string
-	rates  *metrics.Sampler // set with job
+	ready   chan struct{}
+	config  map[string]string
+	rates   *metrics.Sampler // set with job
+	history *metrics.History // set with job
 	// pins are the savepoint directories opened for the job's tasks to
 	// write through; closed when the job ended (archive).
 	pins []*beneath.Dir
@@ -422,9 +423,9 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		log.Log(context.Background(), failureLevel(sent), "job failed to start", "error", err)
 		return sent
 	}
-	rates := startSampling(j)
+	rates, history := startSampling(j)
 	s.mu.Lock()
-	running.job, running.rates = j, rates
+	running.job, running.rates, running.history = j, rates, history
 	s.mu.Unlock()
 	close(running.ready)
 	if every := time.Duration(req.GetProgressIntervalMs()) * time.Millisecond; every > 0 {

@@ -51,3 +51,20 @@ var (
 	_ Backlog = (*datagen)(nil)
 	_ Backlog = (*nexmarkReader)(nil)
 )
+
+// Throttled is a Reader held to a rate (a datagen's rows_per_second, a
+// Nexmark's events_per_second): ThrottledTime is the time its Next calls
+// have slept for the rate, in total. The task counts that time as idle,
+// not busy, as Flink's rate-limited sources wait in their idle mailbox: a
+// source waiting for its rate has capacity to spare. Call it from the
+// goroutine that calls Next.
+type Throttled interface {
+	ThrottledTime() time.Duration
+}
+
+// ThrottledTime is the time the datagen slept for its rate (Throttled).
+func (g *datagen) ThrottledTime() time.Duration { return g.pace.waited }
+
+// ThrottledTime is the time the reader slept for its event rate
+// (Throttled).
+func (g *nexmarkReader) ThrottledTime() time.Duration { return g.pace.waited }

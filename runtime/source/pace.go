@@ -15,6 +15,8 @@ type pacer struct {
 	// left is how many there were to send when the reader opened (a
 	// bounded one), -1 for no end: the backlog never counts beyond it.
 	left int64
+	// waited is the time wait slept, in total.
+	waited time.Duration
 }
 
 // limit caps a batch of n at about a tenth of a second of the rate, so
@@ -38,6 +40,8 @@ func (p *pacer) wait(ctx context.Context, n int64) error {
 	due := p.start.Add(time.Duration(float64(p.sent+n) / p.rate * float64(time.Second)))
 	p.sent += n
 	if d := time.Until(due); d > 0 {
+		start := time.Now()
+		defer func() { p.waited += time.Since(start) }()
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {

@@ -459,6 +459,28 @@ func (t *Task) busy(step func() error) error {
 	return err
 }
 
+// readSource reads the next batch of the task's source. Reading counts as
+// busy time, but for a rate-limited reader's waits for its rate: those are
+// idle (a source that waits for its rate could read more), as Flink's
+// rate-limited sources wait in their idle mailbox.
+func (t *Task) readSource(ctx context.Context) (arrow.RecordBatch, error) {
+	throttled, limited := t.reader.(source.Throttled)
+	var before time.Duration
+	if limited {
+		before = throttled.ThrottledTime()
+	}
+	start, pressured := time.Now(), t.metrics.BackPressured.Load()
+	b, err := t.reader.Next(ctx)
+	elapsed := time.Since(start)
+	var waited time.Duration
+	if limited {
+		waited = min(elapsed, throttled.ThrottledTime()-before)
+	}
+	t.metrics.Idle.Add(int64(waited))
+	t.metrics.Busy.Add(int64(elapsed-waited) - (t.metrics.BackPressured.Load() - pressured))
+	return b, err
+}
+
 func (t *Task) runSource(ctx context.Context) error {
 	for {
 		// Barriers go between batches.
@@ -468,12 +490,7 @@ func (t *Task) runSource(ctx context.Context) error {
 		if t.ending.Load() {
 			return t.finish(ctx)
 		}
-		// Reading counts as busy time, a rate limiter's waits included.
-		var b arrow.RecordBatch
-		err := t.busy(func() (err error) {
-			b, err = t.reader.Next(ctx)
-			return err
-		})
+		b, err := t.readSource(ctx)
 		if errors.Is(err, io.EOF) {
 			return t.finish(ctx)
 		}

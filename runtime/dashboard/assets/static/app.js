@@ -92,7 +92,7 @@ function fmtBytes(n) {
 
 function fmtDuration(ms) {
   if (typeof ms !== "number" || ms < 0) return "–";
-  if (ms < 1000) return ms + " ms";
+  if (ms < 1000) return Math.round(ms) + " ms";
   const s = Math.floor(ms / 1000);
   if (s < 60) return (ms / 1000).toFixed(1) + " s";
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
@@ -264,6 +264,7 @@ function jobView(jid) {
       el("th", { class: "num" }, "Busy"), el("th", { class: "num" }, "Backpressured"))),
     vertexBody);
   const subtasks = el("div", { id: "subtasks" }, el("p", { class: "muted" }, "Click a vertex to see its subtasks."));
+  const charts = el("div", { class: "charts", id: "charts" });
   const autoscaler = el("div", { id: "autoscaler" });
   const rescales = el("div", { id: "rescales" });
   const checkpointConfig = el("p", { class: "muted", id: "checkpoint-config" });
@@ -271,6 +272,7 @@ function jobView(jid) {
   const exceptions = el("div", { id: "exceptions" });
   $("main").replaceChildren(title, summary, controls.root,
     el("h2", {}, "Graph"), legend, graph, el("h2", {}, "Vertices"), vertices, subtasks,
+    el("h2", {}, "Metrics"), charts,
     el("h2", {}, "Rescales"), rescales, el("h2", {}, "Autoscaler"), autoscaler,
     el("h2", {}, "Checkpoints"), checkpointConfig, checkpoints, el("h2", {}, "Exceptions"), exceptions);
 
@@ -286,13 +288,15 @@ function jobView(jid) {
       renderVertexTable(vertexBody, job, rates, select);
       // The rescales and the autoscaler answer 404 or 409 for a job that
       // never started or is still starting: shown as none.
-      const [cps, cpConfig, exc, rsSummary, rsHistory, scaler] = await Promise.all([
+      const [cps, cpConfig, exc, rsSummary, rsHistory, scaler, history] = await Promise.all([
         read(jobPath(jid) + "/checkpoints"),
         read(jobPath(jid) + "/checkpoints/config").catch(() => null), // 404: checkpointing off
         read(jobPath(jid) + "/exceptions"),
         read(jobPath(jid) + "/rescales/summary").catch(() => null),
         read(jobPath(jid) + "/rescales/history").catch(() => null),
-        read(jobPath(jid) + "/autoscaler").catch(() => null)]);
+        read(jobPath(jid) + "/autoscaler").catch(() => null),
+        read(jobPath(jid) + "/metrics-history")]);
+      renderCharts(charts, history, cps);
       renderRescales(rescales, rsSummary, rsHistory);
       renderAutoscaler(autoscaler, scaler, job);
       renderCheckpointConfig(checkpointConfig, cpConfig);
@@ -705,6 +709,41 @@ function renderAutoscaler(target, a, job) {
   const parts = [head, table];
   if (decisions.length > shown.length) parts.push(el("p", { class: "muted" }, "Showing the 20 newest of " + decisions.length + " decisions."));
   target.replaceChildren(...parts);
+}
+
+// ---- charts ----
+
+// renderCharts draws the vertices' figures over the last minutes, as the
+// server sampled them (flinkgo's /metrics-history: the history survives a
+// reload of the page), and the completed checkpoints' durations and sizes
+// (Flink's /checkpoints history).
+function renderCharts(target, history, cps) {
+  const vertices = history.vertices || [];
+  const column = (name) => vertices.map((v) => ({
+    id: v.id, name: v.name, points: (v.timestamps || []).map((t, i) => [t, v[name][i]]),
+  }));
+  const ratio = (ms) => fmtPercent(ms / 1000);
+  // A watermark ahead of the clock (event times in the future) lags less than nothing.
+  const lag = (ms) => (ms < 0 ? "−" + fmtDuration(-ms) : fmtDuration(ms));
+  const completed = (cps.history || []).filter((c) => c.status === "COMPLETED" && !c.is_savepoint).reverse();
+  const checkpoints = (field) => [{
+    id: "checkpoints", name: "checkpoints", points: completed.map((c) => [c.latest_ack_timestamp, c[field]]),
+    ids: completed.map((c) => c.id),
+  }];
+  const span = fmtDuration(history.capacity * history.periodMillis);
+  target.replaceChildren(
+    el("p", { class: "muted chart-note" }, "Sampled every " + fmtDuration(history.periodMillis) + " by the server, the last " + span +
+      " kept; rates summed over a vertex's subtasks, busy and backpressured time at their max."),
+    lineChart({ id: "records-in", title: "Records in per second", series: column("numRecordsInPerSecond"), format: fmtRate }),
+    lineChart({ id: "records-out", title: "Records out per second", series: column("numRecordsOutPerSecond"), format: fmtRate }),
+    lineChart({ id: "busy", title: "Busy time (max over subtasks)", series: column("busyTimeMsPerSecond"), format: ratio, yMax: 1000 }),
+    lineChart({ id: "backpressured", title: "Backpressured time (max over subtasks)", series: column("backPressuredTimeMsPerSecond"), format: ratio, yMax: 1000 }),
+    lineChart({ id: "watermark-lag", title: "Watermark lag (sampling time − lowest input watermark)", series: column("watermarkLag"), format: lag,
+      empty: "No watermark yet: the job's sources assign none, or none has reached a vertex." }),
+    lineChart({ id: "checkpoint-duration", title: "Checkpoint duration", series: checkpoints("end_to_end_duration"), format: fmtDuration,
+      empty: "No completed checkpoint yet." }),
+    lineChart({ id: "checkpoint-size", title: "Checkpoint size", series: checkpoints("state_size"), format: fmtBytes,
+      empty: "No completed checkpoint yet." }));
 }
 
 // ---- checkpoints ----
