@@ -154,6 +154,49 @@ def test_write_parquet_changelog_writes_an_upsert_stream_with_row_kinds(tmp_path
     pd.testing.assert_frame_equal(final.reset_index(drop=True), batch_sums(), check_dtype=False)
 
 
+def test_write_parquet_changelog_beside_a_second_aggregation(tmp_path):
+    # The aggregation feeds a changelog sink and a second aggregation: it stays a
+    # retract stream (the second one needs the -U rows) and the sink drops the -U rows,
+    # writing the upsert stream by k.
+    env = updating_env(2)
+    sums = sums_per_key(env)
+    sums.write_parquet(tmp_path / "sums", changelog=True)
+    (
+        sums.with_column("bucket", fg.col("total") % BUCKETS)
+        .key_by("bucket")
+        .agg(fg.count().alias("keys"), fg.sum("total").alias("total"), emit="updates")
+        .write_parquet(tmp_path / "buckets", changelog=True)
+    )
+    text = env.explain()
+    assert re.search(
+        r"changelog: upsert\(k\), of the retract stream made by #\d+ key_by\(k\)", text
+    )
+    assert "changelog: upsert(bucket) (+I +U -D)" in text
+    env.execute("changelog beside an aggregation")
+
+    table = pq.read_table(sorted((tmp_path / "sums").glob("part-*"))).to_pandas()
+    assert set(table["row_kind"]) <= {"+I", "+U"}  # no -U
+    assert (table["row_kind"] == "+U").sum() > 0  # the updates were there to drop
+    final = table.groupby("k").tail(1).drop(columns="row_kind").sort_values("k")
+    pd.testing.assert_frame_equal(final.reset_index(drop=True), batch_sums(), check_dtype=False)
+
+    buckets = pq.read_table(sorted((tmp_path / "buckets").glob("part-*"))).to_pandas()
+    last = buckets.groupby("bucket").tail(1)
+    last = last[last["row_kind"] != "-D"].drop(columns="row_kind").sort_values("bucket")
+    want = batch_sums().assign(bucket=lambda d: d["total"] % BUCKETS)
+    want = want.groupby("bucket").agg(keys=("k", "count"), total=("total", "sum")).reset_index()
+    pd.testing.assert_frame_equal(last.reset_index(drop=True), want, check_dtype=False)
+
+
+def test_changelog_sink_behind_a_filter_says_what_to_do(tmp_path):
+    env = updating_env(1)
+    sums_per_key(env).filter(fg.col("total") > 10).write_parquet(tmp_path / "out", changelog=True)
+    with pytest.raises(fg.InvalidPlanError) as refused:
+        env.explain()
+    assert "comes between" in str(refused.value)
+    assert "apply it before the aggregation" in str(refused.value)
+
+
 def test_map_batches_over_a_changelog_is_refused():
     env = updating_env(1)
     sums_per_key(env).map_batches(lambda b: b, schema={"k": "int64"}).print()

@@ -773,6 +773,50 @@ def test_udf_error_fails_the_job_with_the_traceback(env):
     assert re.search(r"\(at row \d+ of the batch, called with \(7,\)\)", str(e)), str(e)
 
 
+@udf("int64")
+async def wait_on_seven(x):
+    if x == 7:
+        # What aiohttp and asyncio.wait_for raise: the user's TimeoutError, long
+        # before the runtime's own limit on one call (3 min).
+        await asyncio.wait_for(asyncio.sleep(60), 0.01)
+    return x
+
+
+@udf("int64")
+async def async_explode_on_seven(x):
+    await asyncio.sleep(0)
+    if x == 7:
+        raise ValueError(f"seven is not allowed (x={x})")
+    return x
+
+
+def test_async_udf_error_is_reported_as_a_sync_one():
+    env = fg.Environment(parallelism=1)
+    df = env.from_pandas(BASE).with_column("x", async_explode_on_seven(fg.col("x")))
+    with pytest.raises(fg.JobFailedError) as info:
+        df.collect()
+    e = info.value
+    assert (e.udf, e.kind) == ("async_explode_on_seven", "UDF")
+    assert "seven is not allowed (x=7)" in e.traceback
+    assert 'raise ValueError(f"seven is not allowed (x={x})")' in e.traceback
+    assert re.search(r"\(at row \d+ of the batch, called with \(7,\)\)", str(e)), str(e)
+    # The user's frames only: no frame of asyncio's machinery around the call.
+    assert "asyncio" not in e.traceback, e.traceback
+
+
+def test_async_udf_raising_timeout_error_keeps_its_own_report():
+    env = fg.Environment(parallelism=1)
+    df = env.from_pandas(BASE).with_column("x", wait_on_seven(fg.col("x")))
+    with pytest.raises(fg.JobFailedError) as info:
+        df.collect()
+    e = info.value
+    assert e.udf == "wait_on_seven"
+    assert "did not finish within" not in str(e), str(e)
+    assert "TimeoutError" in e.traceback
+    assert "await asyncio.wait_for(asyncio.sleep(60), 0.01)" in e.traceback
+    assert re.search(r"\(at row \d+ of the batch, called with \(7,\)\)", str(e)), str(e)
+
+
 @udf("float64", func_type="pandas")
 def returns_frame(x: pd.Series) -> pd.DataFrame:
     return pd.DataFrame({"a": x, "b": x})

@@ -293,7 +293,7 @@ def reference(
         exploded.append(data.iloc[list(idx)].assign(ws=list(ws), we=list(we)))
     allrows = pd.concat(exploded).sort_values("t")
     out = allrows.groupby([*keys, "ws", "we"], sort=False).agg(
-        sum=("x", "sum"),
+        sum=("x", lambda v: v.sum(min_count=1)),  # SQL: NULL over only NULLs
         n=("x", "size"),
         lo=("x", "min"),
         hi=("y", "max"),

@@ -15,7 +15,7 @@ from flinkgo.types import schema_ipc_bytes
 from flinkgo.worker.chain import Chain, UdfCallError, UdfResultError
 
 
-def chain_of(func, args, input_schema, return_type):
+def chain_of(func, args, input_schema, return_type, async_timeout=0.0):
     call = worker_pb2.UdfCall(
         udf=worker_pb2.UdfSpec.FromString(func.to_bytes()), args=args, output="out"
     )
@@ -25,6 +25,7 @@ def chain_of(func, args, input_schema, return_type):
             input_schema=schema_ipc_bytes(input_schema),
             output_schema=schema_ipc_bytes(pa.schema([pa.field("out", return_type)])),
             max_message_bytes=16 << 20,
+            async_timeout_seconds=async_timeout,
         )
     )
 
@@ -159,3 +160,44 @@ def test_a_batch_larger_than_a_chunk_keeps_values_nulls_and_row_numbers():
 
     with pytest.raises(UdfResultError, match=rf"'half' returned 2.5 at row {fail_at} of the batch"):
         chain_of(half, ["x"], XY, pa.int64()).apply(batch)
+
+
+def test_async_call_past_the_runtimes_limit_says_so_with_its_row():
+    import asyncio
+
+    @udf("int64")
+    async def slow_on_three(x):
+        if x == 3:
+            await asyncio.sleep(60)
+        return x
+
+    chain = chain_of(slow_on_three, ["x"], XY, pa.int64(), async_timeout=0.05)
+    try:
+        with pytest.raises(UdfCallError) as info:
+            chain.apply(xy_batch())
+    finally:
+        chain.close()
+    assert isinstance(info.value.cause, TimeoutError)
+    assert "did not finish within 0.05 s, the runtime's limit" in str(info.value.cause)
+    assert info.value.row == "row 2 of the batch, called with (3,)"
+
+
+def test_async_timeout_error_of_the_users_code_is_the_users():
+    import asyncio
+
+    @udf("int64")
+    async def gives_up_on_three(x):
+        if x == 3:
+            raise TimeoutError("upstream took too long")
+        await asyncio.sleep(0)
+        return x
+
+    # The runtime's limit is far away: the user's TimeoutError is reported as raised.
+    chain = chain_of(gives_up_on_three, ["x"], XY, pa.int64(), async_timeout=180.0)
+    try:
+        with pytest.raises(UdfCallError) as info:
+            chain.apply(xy_batch())
+    finally:
+        chain.close()
+    assert str(info.value.cause) == "upstream took too long"
+    assert info.value.row == "row 2 of the batch, called with (3,)"

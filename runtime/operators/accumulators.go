@@ -245,6 +245,21 @@ func accumulateExt(a aggSpec, col arrow.Array, targets []*accumulator, ts []int6
 	}
 }
 
+// sumValue is sum's result: nil (NULL, as SQL, Flink and Arrow) when no
+// non-null value is in the group. acc.count counts the column's non-null
+// values, added minus retracted, so a retraction of the last one gives
+// NULL again (Flink's SumWithRetractAggFunction keeps such a count too).
+func sumValue(a aggSpec, acc *accumulator) any {
+	switch {
+	case acc.count == 0:
+		return nil
+	case a.isInt:
+		return acc.isum
+	default:
+		return acc.fsum
+	}
+}
+
 func pick(isInt bool, i int64, f float64) any {
 	if isInt {
 		return i
@@ -373,11 +388,7 @@ func appendAggregate(b array.Builder, a aggSpec, acc accumulator) error {
 	case "count":
 		v = acc.count
 	case "sum":
-		if a.isInt {
-			v = acc.isum
-		} else {
-			v = acc.fsum
-		}
+		v = sumValue(a, &acc)
 	case "mean":
 		if acc.count > 0 {
 			v = acc.fsum / float64(acc.count)

@@ -308,10 +308,7 @@ func outputValue(a aggSpec, acc *accumulator) any {
 	case "count":
 		return acc.count
 	case "sum":
-		if a.isInt {
-			return acc.isum
-		}
-		return acc.fsum
+		return sumValue(a, acc)
 	case "mean":
 		if acc.count > 0 {
 			return acc.fsum / float64(acc.count)

@@ -56,20 +56,24 @@ func changelogAgg(t testing.TB, mem memory.Allocator, mode rowkind.Mode) (operat
 	return op, in
 }
 
-// changes builds a batch of (kind, key, value) rows.
+// changes builds a batch of (kind, key, value) rows; a value "null" is a
+// null.
 func changes(mem memory.Allocator, schema *arrow.Schema, rows ...string) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
 	for _, r := range rows {
-		var kind, k string
-		var v int64
-		fmt.Sscanf(r, "%s %s %d", &kind, &k, &v)
+		var kind, k, v string
+		fmt.Sscanf(r, "%s %s %s", &kind, &k, &v)
 		rk, err := rowkind.Parse(kind)
 		if err != nil {
 			panic(err)
 		}
 		b.Field(0).(*array.StringBuilder).Append(k)
-		b.Field(1).(*array.Int64Builder).Append(v)
+		if v == "null" {
+			b.Field(1).AppendNull()
+		} else if err := b.Field(1).AppendValueFromString(v); err != nil {
+			panic(err)
+		}
 		b.Field(2).(*array.Int8Builder).Append(int8(rk))
 	}
 	return b.NewRecordBatch()
@@ -172,6 +176,61 @@ func TestKeyedAggregationRetractsMinAndMax(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "retracts 42, a value the key never had") {
 				t.Errorf("retracting a value never seen: %v", err)
 			}
+		})
+	}
+}
+
+// sum of a key whose values are all null is NULL (SQL, Flink, Arrow), not
+// 0, and a retraction of the key's last non-null value makes it NULL again,
+// in memory and after a checkpoint moved the group to Pebble; count(v)
+// counts non-null values, count() rows.
+func TestKeyedAggregationSumOfOnlyNullsIsNull(t *testing.T) {
+	for _, mode := range []rowkind.Mode{rowkind.Retract, rowkind.Upsert} {
+		t.Run(mode.String(), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			ctx := context.Background()
+			op, in := changelogAgg(t, mem, mode)
+			defer op.Release()
+			var out printed
+			step := func(rows ...string) []string {
+				t.Helper()
+				b := changes(mem, in, rows...)
+				defer b.Release()
+				if err := op.Process(ctx, 0, b, out.emit); err != nil {
+					t.Fatal(err)
+				}
+				if err := op.OnTimer(ctx, out.emit); err != nil {
+					t.Fatal(err)
+				}
+				return out.take()
+			}
+			want := func(got []string, want ...string) {
+				t.Helper()
+				if mode == rowkind.Upsert {
+					want = slices.DeleteFunc(want, func(r string) bool { return strings.HasPrefix(r, "-U") })
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("emitted\n  %v\nwant\n  %v", got, want)
+				}
+			}
+			want(step("+I a null", "+I b 5", "+I b null"), "+I[a, (null), (null), 1, (null)]", "+I[b, 5, 5, 2, 5]")
+			storage := state.Storage{Root: t.TempDir()}
+			if err := storage.Init(); err != nil {
+				t.Fatal(err)
+			}
+			if err := op.SnapshotState(ctx, checkpoint.Target{ID: 1, Dir: storage.Root}, out.emit, &checkpoint.SubtaskState{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := op.TakePersist()(ctx, &checkpoint.SubtaskState{}); err != nil {
+				t.Fatal(err)
+			}
+			// b's only non-null value goes: its sum is NULL again.
+			want(step("-D b 5"), "-U[b, 5, 5, 2, 5]", "+U[b, (null), (null), 1, (null)]")
+			// A value comes to a: the sum is that value.
+			want(step("+I a -3"), "-U[a, (null), (null), 1, (null)]", "+U[a, -3, -3, 2, -3]")
+			// A value that sums to 0 is not NULL: sum(-3, 3) is 0.
+			want(step("+I a 3"), "-U[a, -3, -3, 2, -3]", "+U[a, -3, 3, 3, 0]")
 		})
 	}
 }

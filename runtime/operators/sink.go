@@ -6,11 +6,14 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/runtime/sink"
 )
 
@@ -50,7 +53,7 @@ func sinkKind(opts Options) operator.Kind {
 			if err != nil {
 				return nil, err
 			}
-			p := &sinkProc{w: w, file: keepsState(c.Op.Node.GetSink())}
+			p := &sinkProc{w: w, file: keepsState(c.Op.Node.GetSink()), dropUpdateBefore: c.Op.DropUpdateBefore}
 			if p.file {
 				p.publishAtEnd = c.PublishAtEnd
 			}
@@ -71,10 +74,50 @@ type sinkProc struct {
 	// finished, so that a restart before then replays no row of a
 	// published part.
 	publishAtEnd func(sink.SinkState)
+	// dropUpdateBefore makes the retract stream of an aggregation that
+	// others read too an upsert stream by its keys (plan.Operator).
+	dropUpdateBefore bool
 }
 
-func (s *sinkProc) Process(_ context.Context, _ int, b arrow.RecordBatch, _ operator.Emit) error {
+func (s *sinkProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, _ operator.Emit) error {
+	if s.dropUpdateBefore {
+		upserts, err := withoutUpdateBefore(ctx, b)
+		if err != nil {
+			return err
+		}
+		defer upserts.Release()
+		if upserts.NumRows() == 0 {
+			return nil
+		}
+		b = upserts
+	}
 	return s.w.Write(b)
+}
+
+// withoutUpdateBefore is b without its -U rows (b retained when it has
+// none); each -U is followed by the +U or -D of its key, which replaces
+// the key's row in an upsert table.
+func withoutUpdateBefore(ctx context.Context, b arrow.RecordBatch) (arrow.RecordBatch, error) {
+	kinds := rowkind.KindsOf(b)
+	n := int(b.NumRows())
+	keep := make([]bool, n)
+	kept := 0
+	for r := range n {
+		keep[r] = rowkind.At(kinds, r) != rowkind.UpdateBefore
+		if keep[r] {
+			kept++
+		}
+	}
+	if kept == n {
+		b.Retain()
+		return b, nil
+	}
+	mb := array.NewBooleanBuilder(compute.GetAllocator(ctx))
+	defer mb.Release()
+	mb.AppendValues(keep, nil)
+	mask := mb.NewBooleanArray()
+	defer mask.Release()
+	return compute.FilterRecordBatch(ctx, b, mask, compute.DefaultFilterOptions())
 }
 
 func (s *sinkProc) Finish(context.Context, operator.Emit) error {

@@ -12,22 +12,36 @@ import (
 // (docs/semantics.md#changelogs), as Flink's changelog-mode inference: a
 // source is append-only; a keyed aggregation that emits updates makes a
 // retract stream (+I, -U/+U pairs, -D), or an upsert stream keyed by its
-// group keys when a file sink writing changelogs reads it directly or
-// through selects that keep the keys (Flink drops -U for sinks that accept
-// upserts); filter, select, UDFs, watermark
-// assigners, unions and sinks keep their input's kind. Operators that do
+// group keys when its only readers are file sinks writing changelogs,
+// directly or through selects that keep the keys (Flink drops -U for sinks
+// that accept upserts); filter, select, UDFs, watermark
+// assigners, unions and sinks keep their input's kind. The mode is derived
+// per output: when another operator reads the aggregation too (a second
+// aggregation, say), it stays a retract stream and each such sink drops
+// the -U rows itself (Operator.DropUpdateBefore). Operators that do
 // not take rows back refuse changelog inputs, and file sinks refuse what
 // they cannot write, naming the operator that makes the stream.
 func (b *builder) resolveChangelogs() {
-	upsert := map[int]bool{}
+	// upsertReaders[agg] are the changelog file sinks that read agg by its
+	// keys; retractReaders[agg] says another operator reads it.
+	upsertReaders := map[int][]int{}
 	for _, op := range b.g.Operators {
-		if op.Kind != KindSink || !op.Node.GetSink().GetFile().GetChangelog() {
+		if op.Kind != KindSink || !op.Node.GetSink().GetFile().GetChangelog() || len(b.g.Inputs(op.ID)) != 1 {
 			continue
 		}
-		for _, e := range b.g.Inputs(op.ID) {
-			if agg := b.upsertSource(e.From); agg != nil {
-				upsert[agg.ID] = true
-			}
+		if agg := b.upsertSource(b.g.Inputs(op.ID)[0].From); agg != nil {
+			upsertReaders[agg.ID] = append(upsertReaders[agg.ID], op.ID)
+		}
+	}
+	upsert := map[int]bool{}      // aggregations that emit an upsert stream
+	dropsUB := map[int][]string{} // sinks that make one of a retract stream, with its keys
+	for agg, sinks := range upsertReaders {
+		if b.onlyReaders(agg, sinks) {
+			upsert[agg] = true
+			continue
+		}
+		for _, s := range sinks {
+			dropsUB[s] = b.g.Operators[agg].Node.GetKeyedAggregate().GetKeys()
 		}
 	}
 	for _, op := range b.g.Operators { // topological order
@@ -75,6 +89,10 @@ func (b *builder) resolveChangelogs() {
 					opLabel(op), in, opLabel(from))
 			}
 		case KindSink:
+			if keys, ok := dropsUB[op.ID]; ok && in == rowkind.Retract {
+				op.Changelog, op.UpsertKey, op.DropUpdateBefore = rowkind.Upsert, keys, true
+				in = rowkind.Upsert
+			}
 			b.checkSinkChangelog(op, in, from)
 		default:
 			if in.IsChangelog() {
@@ -89,15 +107,12 @@ func (b *builder) resolveChangelogs() {
 // upsertSource returns the updating keyed aggregation whose output reaches
 // operator id unchanged by key, else nil: the aggregation itself, or through
 // selects (without UDFs) that keep each group key as a column of its own
-// name, each the only reader of its input. A filter would not do: a key
-// whose new row it drops would keep its old one in an upsert table.
+// name. A filter would not do: a key whose new row it drops would keep its
+// old one in an upsert table.
 func (b *builder) upsertSource(id int) *Operator {
 	var keep []*Operator
 	for {
 		op := b.g.Operators[id]
-		if len(b.g.Outputs(id)) != 1 {
-			return nil
-		}
 		switch op.Kind {
 		case KindKeyedAggregate:
 			if !op.EmitUpdates {
@@ -118,6 +133,28 @@ func (b *builder) upsertSource(id int) *Operator {
 			return nil
 		}
 	}
+}
+
+// onlyReaders reports whether the sinks are all that reads aggregation agg:
+// every operator downstream of agg, up to the sinks, is one of the selects
+// between them.
+func (b *builder) onlyReaders(agg int, sinks []int) bool {
+	todo := []int{agg}
+	for len(todo) > 0 {
+		id := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, e := range b.g.Outputs(id) {
+			to := b.g.Operators[e.To]
+			switch {
+			case slices.Contains(sinks, to.ID):
+			case to.Kind == KindSelect:
+				todo = append(todo, to.ID)
+			default:
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // keepsColumn reports whether a select passes column name through as is.
@@ -153,6 +190,9 @@ func (b *builder) checkSinkChangelog(op *Operator, in rowkind.Mode, from *Operat
 		return
 	}
 	switch {
+	case in == rowkind.Retract && file.GetChangelog():
+		b.problem("file sink %s cannot write the retract stream made by %s as an upsert changelog: %s",
+			opLabel(op), opLabel(from), b.notUpsertable(op, from))
 	case in == rowkind.Retract:
 		b.problem("file sink %s cannot write the retract stream made by %s: it takes rows back (-U/+U pairs, -D) and files cannot; "+
 			"write it with changelog=True after the aggregation, with at most selects that keep its group keys between (an upsert stream with a row_kind column), "+
@@ -165,6 +205,30 @@ func (b *builder) checkSinkChangelog(op *Operator, in rowkind.Mode, from *Operat
 	}
 }
 
+// notUpsertable says why the retract stream from reaching sink is not an
+// upsert stream by from's keys, and what to do.
+func (b *builder) notUpsertable(sink, from *Operator) string {
+	if from.Kind != KindKeyedAggregate {
+		return fmt.Sprintf("its rows have no key to update by (a %s's changelog takes back whole rows); "+
+			"collect()/print() it, or write the inputs of %s with changelog=True instead", from.Kind, describe(from))
+	}
+	keys := from.Node.GetKeyedAggregate().GetKeys()
+	for id := b.g.Inputs(sink.ID)[0].From; id != from.ID; id = b.g.Inputs(id)[0].From {
+		op := b.g.Operators[id]
+		if op.Kind != KindSelect {
+			return fmt.Sprintf("%s (%s) comes between, and an upsert table keeps a key's old row when its new one is dropped or changed there; "+
+				"apply it before the aggregation, or filter the written changelog when reading it", opLabel(op), op.Kind)
+		}
+		for _, k := range keys {
+			if !keepsColumn(op, k) {
+				return fmt.Sprintf("select %s does not keep the group key %q as a column of that name, and the upsert changelog is keyed by it; "+
+					"keep %q in the select", opLabel(op), k, k)
+			}
+		}
+	}
+	return "its rows do not reach the sink by the aggregation's keys"
+}
+
 // changelogLine is what explain() says of a changelog operator's output.
 func (g *Graph) changelogLine(op *Operator) string {
 	if !op.Changelog.IsChangelog() {
@@ -173,6 +237,9 @@ func (g *Graph) changelogLine(op *Operator) string {
 	what := rowkind.Describe(op.Changelog, op.UpsertKey)
 	if op.ChangelogFrom == op.ID {
 		return fmt.Sprintf("    changelog: %s (%s)\n", what, kindsOf(op.Changelog))
+	}
+	if op.DropUpdateBefore {
+		return fmt.Sprintf("    changelog: %s, of the retract stream made by #%d %s without its -U rows\n", what, op.ChangelogFrom, g.Operators[op.ChangelogFrom].Name)
 	}
 	return fmt.Sprintf("    changelog: %s, made by #%d %s\n", what, op.ChangelogFrom, g.Operators[op.ChangelogFrom].Name)
 }

@@ -71,13 +71,42 @@ func TestFileSinksAndChangelogs(t *testing.T) {
 	// which the sink refuses, naming the aggregation.
 	msg := planError(t, job(source(1, "src"), updatesAgg(2, "counts", 1, "x"),
 		selectNode(3, "sel", from(2), []*planpb.NamedExpr{as("n", col("n"))}), fileSink(4, "files", 3, true)), Options{})
-	wantContains(t, msg, `file sink "files" (uid "files") cannot write the retract stream made by "counts" (uid "counts")`, "changelog=True")
+	wantContains(t, msg, `file sink "files" (uid "files") cannot write the retract stream made by "counts" (uid "counts") as an upsert changelog`,
+		`select "sel" (uid "select-3") does not keep the group key "x"`, `keep "x" in the select`)
 	msg = planError(t, job(source(1, "src"), updatesAgg(2, "counts", 1, "x"),
 		filterNode(3, "big", from(2), fn("greater", col("n"), lit(2))), fileSink(4, "files", 3, true)), Options{})
-	wantContains(t, msg, `cannot write the retract stream made by "counts"`)
+	wantContains(t, msg, `cannot write the retract stream made by "counts"`, `"big" (uid "filter-3") (filter) comes between`, "apply it before the aggregation")
 
 	msg = planError(t, job(source(1, "src"), updatesAgg(2, "counts", 1, "x"), fileSink(3, "files", 2, false)), Options{})
 	wantContains(t, msg, `cannot write the retract stream made by "counts"`)
+}
+
+// The changelog mode is derived per output: an aggregation that a
+// changelog file sink and a second aggregation both read stays a retract
+// stream (the second aggregation needs the -U rows), and the sink drops
+// the -U rows itself, writing the upsert stream by the aggregation's keys.
+func TestChangelogSinkBesideASecondAggregation(t *testing.T) {
+	for _, between := range []bool{false, true} {
+		nodes := []*planpb.Node{source(1, "src"), updatesAgg(2, "counts", 1, "x")}
+		sinkIn := int32(2)
+		if between { // through a select that keeps the key
+			nodes = append(nodes, selectNode(5, "sel", from(2), []*planpb.NamedExpr{as("x", col("x")), as("n", col("n"))}, uid("sel")))
+			sinkIn = 5
+		}
+		nodes = append(nodes, fileSink(3, "files", sinkIn, true), updatesAgg(4, "buckets", 2, "n"), sink(6, "out", from(4), uid("out")))
+		g := mustPlan(t, job(nodes...), Options{})
+		if o := op(t, g, "counts"); o.Changelog != rowkind.Retract {
+			t.Errorf("between=%v: counts: %s, want retract (buckets reads it too)", between, o.Changelog)
+		}
+		if o := op(t, g, "buckets"); o.Changelog != rowkind.Retract {
+			t.Errorf("between=%v: buckets: %s, want retract", between, o.Changelog)
+		}
+		files := op(t, g, "files")
+		if files.Changelog != rowkind.Upsert || !files.DropUpdateBefore || len(files.UpsertKey) != 1 || files.UpsertKey[0] != "x" {
+			t.Errorf("between=%v: files: %s by %v (drops -U: %v), want upsert by [x] dropping -U",
+				between, files.Changelog, files.UpsertKey, files.DropUpdateBefore)
+		}
+	}
 }
 
 // A Kafka sink refuses any changelog (records cannot be taken back), naming

@@ -181,6 +181,12 @@ type Operator struct {
 	Changelog     rowkind.Mode
 	UpsertKey     []string
 	ChangelogFrom int
+	// DropUpdateBefore is set on a file sink writing changelogs whose input
+	// is the retract stream of an updating keyed aggregation that other
+	// operators read too: the sink drops the -U rows, which makes the
+	// stream an upsert stream by the aggregation's keys (Changelog,
+	// UpsertKey), as Flink's upsert sinks drop UPDATE_BEFORE.
+	DropUpdateBefore bool
 	// Schema is the operator's output schema when the graph was planned
 	// with Options.Schemas, else nil.
 	Schema *arrow.Schema

@@ -315,21 +315,49 @@ class Chain:
     async def _run_async(self, call: _Call, args: Sequence[pa.Array], num_rows: int) -> list[Any]:
         limit = asyncio.Semaphore(call.concurrency)
         timeout = self.async_timeout
+        columns = [a.to_pylist() for a in args]
+        rows = list(zip(*columns, strict=True)) if args else [()] * num_rows
+        loop = asyncio.get_running_loop()
 
-        async def one(row: tuple[Any, ...]) -> Any:
+        async def one(index: int, row: tuple[Any, ...]) -> Any:
             async with limit:
+                # The call runs in this task, not in one wait_for wraps it in: a
+                # user's error then carries the user's frames only, and the
+                # runtime's own deadline (expired) is told apart from a
+                # TimeoutError the user's code raised (aiohttp's, wait_for's).
+                expired = False
+                task = asyncio.current_task()
+                assert task is not None
+
+                def expire() -> None:
+                    nonlocal expired
+                    expired = True
+                    task.cancel()
+
+                deadline = loop.call_later(timeout, expire) if timeout is not None else None
                 try:
-                    return await asyncio.wait_for(call.func(*row), timeout)
-                except asyncio.TimeoutError as e:
+                    return await call.func(*row)
+                except asyncio.CancelledError:
+                    if not expired:
+                        raise  # cancelled from outside: another row failed
                     raise UdfCallError(
                         call.name,
-                        TimeoutError(f"async call did not finish within {timeout} s"),
-                    ) from e
+                        TimeoutError(
+                            f"async call did not finish within {timeout:g} s, the runtime's "
+                            "limit on one call of an async UDF (pluginrunner.Options."
+                            "AsyncTimeout, as Flink's table.exec.async-scalar.timeout): "
+                            "make the call return sooner, e.g. bound its waits with "
+                            "asyncio.wait_for and handle their TimeoutError"
+                        ),
+                        row=_describe_row(index, columns),
+                    ) from None
                 except Exception as e:
-                    raise UdfCallError(call.name, e) from e
+                    raise UdfCallError(call.name, e, row=_describe_row(index, columns)) from e
+                finally:
+                    if deadline is not None:
+                        deadline.cancel()
 
-        rows = list(zip(*(a.to_pylist() for a in args), strict=True)) if args else [()] * num_rows
-        tasks = [asyncio.ensure_future(one(row)) for row in rows]
+        tasks = [asyncio.ensure_future(one(i, row)) for i, row in enumerate(rows)]
         try:
             return await asyncio.gather(*tasks)
         finally:
