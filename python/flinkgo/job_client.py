@@ -276,8 +276,15 @@ class JobClient:
             If it has not ended within `timeout` seconds (a :exc:`TimeoutError`).
         JobFailedError, JobCanceledError, RuntimeConnectionError
             As :meth:`flinkgo.Environment.execute`.
+        KeyboardInterrupt
+            On Ctrl-C; the job is not canceled (:meth:`cancel` does that).
         """
-        if not self._done.wait(timeout):
+        try:
+            ended = self._done.wait(timeout)
+        except KeyboardInterrupt:
+            # Ctrl-C while waiting: threading's frames would say nothing; the job runs on.
+            raise KeyboardInterrupt from None
+        if not ended:
             raise JobTimeoutError(f"job {self.name!r} has not ended within {timeout} s")
         if self._error is not None:
             raise self._error
