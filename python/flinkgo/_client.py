@@ -41,6 +41,7 @@ import signal
 import sys
 import threading
 import time
+import types
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -322,7 +323,8 @@ class Client:
             Show a live status line and a summary on standard error when it is a
             terminal. Never shown when it is not one.
         on_event
-            Called from this thread with ``("started", job_id)``, with
+            Called from this thread with ``("started", job_id)``, ``("warning", text)``
+            for each of the planner's warnings (instead of :func:`warnings.warn`), with
             ``("state", state)`` on every change of the job's state, and with the
             final state when the job ends.
         detached
@@ -395,10 +397,13 @@ class Client:
                             if kind == "started":
                                 job_id, explain = item.started.job_id, item.started.explain
                                 for warning in item.started.warnings:
+                                    if on_event is not None:  # JobClient warns its caller
+                                        on_event("warning", f"flinkgo: job {name!r}: {warning}")
+                                        continue
                                     warnings.warn(
                                         f"flinkgo: job {name!r}: {warning}",
                                         UserWarning,
-                                        stacklevel=2,
+                                        stacklevel=_user_stacklevel(),
                                     )
                                 if on_event is not None:
                                     on_event("started", job_id)
@@ -571,6 +576,17 @@ def _outcome(
         traceback=err.traceback,
         kind=err.kind,
     )
+
+
+def _user_stacklevel() -> int:
+    # The stacklevel of warnings.warn, called by our caller, that points at the first
+    # frame outside the flinkgo package: the user's execute() call.
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _finished_state(state: int) -> str:

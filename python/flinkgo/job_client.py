@@ -15,6 +15,7 @@ a method needs them.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -71,6 +72,7 @@ class JobClient:
         self._done = threading.Event()
         self._running = threading.Event()  # the job left CREATED, or ended
         self._ran = False  # the job got past its start (RUNNING)
+        self._warnings: list[str] = []  # the planner's, for execute_async to warn of
         self._job_id = ""
         self._state = "CREATED"
         self._result: JobResult | None = None
@@ -107,7 +109,9 @@ class JobClient:
         if not self._running.wait(_START_TIMEOUT):
             return
         with self._lock:
-            ran = self._ran
+            ran, planner_warnings = self._ran, list(self._warnings)
+        for text in planner_warnings:  # at the user's execute_async call
+            warnings.warn(text, UserWarning, stacklevel=3)
         # Ended before it ran: its error follows the state that says so.
         if not ran and self._done.wait(_START_TIMEOUT) and self._error is not None:
             raise self._error
@@ -117,6 +121,8 @@ class JobClient:
             if kind == "started":
                 self._job_id = value
                 self._started.set()
+            elif kind == "warning":
+                self._warnings.append(value)
             elif kind == "state":
                 self._state = value
                 if value not in ("CREATED", "FAILED", "CANCELED"):
@@ -270,8 +276,15 @@ class JobClient:
             If it has not ended within `timeout` seconds (a :exc:`TimeoutError`).
         JobFailedError, JobCanceledError, RuntimeConnectionError
             As :meth:`flinkgo.Environment.execute`.
+        KeyboardInterrupt
+            On Ctrl-C; the job is not canceled (:meth:`cancel` does that).
         """
-        if not self._done.wait(timeout):
+        try:
+            ended = self._done.wait(timeout)
+        except KeyboardInterrupt:
+            # Ctrl-C while waiting: threading's frames would say nothing; the job runs on.
+            raise KeyboardInterrupt from None
+        if not ended:
             raise JobTimeoutError(f"job {self.name!r} has not ended within {timeout} s")
         if self._error is not None:
             raise self._error

@@ -145,13 +145,16 @@ import flinkgo as fg
 
 env = fg.Environment()
 _ = env.datagen(schema={"id": "int64"}, rows_per_second=20).print()
-env.execute("endless")
+WAIT
 """
 
 
-def test_ctrl_c_shows_no_frames_of_the_client() -> None:
+@pytest.mark.parametrize(
+    "wait", ['env.execute("endless")', 'env.execute_async("endless").result()']
+)
+def test_ctrl_c_shows_no_frames_of_the_client(wait: str) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_CTRL_C_SCRIPT)],
+        [sys.executable, "-c", textwrap.dedent(_CTRL_C_SCRIPT).replace("WAIT", wait)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -165,4 +168,5 @@ def test_ctrl_c_shows_no_frames_of_the_client() -> None:
         proc.kill()
         proc.wait()
     assert "KeyboardInterrupt" in err, err
-    assert "_client.py" not in err and "_with_client" not in err, err
+    for internal in ("flinkgo/_client.py", "_with_client", "threading.py"):
+        assert internal not in err, err

@@ -372,7 +372,9 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 	defer func() { s.archive(id, running, final, finalErr) }()
 	warnings := g.Warnings()
 	for _, w := range warnings {
-		log.Warn("job submitted with a warning", "warning", w)
+		// Info: the client shows it (at the default level warn the
+		// embedded runtime's log would show it a second time).
+		log.Info("job submitted with a warning", "warning", w)
 	}
 	if err := send(&jobpb.JobEvent{Kind: &jobpb.JobEvent_Started{Started: &jobpb.JobStarted{JobId: id, Explain: g.Explain(), Warnings: warnings}}}); err != nil {
 		return err
