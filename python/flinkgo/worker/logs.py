@@ -4,7 +4,6 @@ import datetime
 import json
 import logging
 import sys
-from typing import TextIO
 
 
 class HclogFormatter(logging.Formatter):
@@ -43,9 +42,3 @@ def setup(level: str) -> logging.Logger:
     root.propagate = False
     return logging.getLogger("flinkgo.worker")
 
-
-def set_stream(stream: TextIO) -> None:
-    """Write the ``flinkgo`` loggers' JSON lines to ``stream`` from now on."""
-    for handler in logging.getLogger("flinkgo").handlers:
-        if isinstance(handler, logging.StreamHandler):
-            handler.setStream(stream)

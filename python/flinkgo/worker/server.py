@@ -88,11 +88,12 @@ class StdioForwarder:
 
 
 class FdCapture:
-    """Point the worker's fds 1 and 2 at pipes whose reader threads forward to GRPCStdio.
+    """Point the worker's fd 1 at a pipe whose reader thread forwards it to GRPCStdio.
 
-    What reaches the fds themselves (a C extension's ``printf``, a subprocess that
-    inherited them) travels like ``print``; without this, fd 1 went to go-plugin's
-    stderr and was dropped as a log line that is not JSON.
+    What reaches fd 1 itself (a C extension's ``printf``, a subprocess that inherited
+    it) travels like ``print``. Fd 2 stays go-plugin's stderr, so what a crashing
+    worker wrote there last reaches the host's exit error; the host takes its lines
+    that are not the worker's JSON log lines for the UDF's stderr output.
     """
 
     def __init__(
@@ -100,10 +101,7 @@ class FdCapture:
     ) -> None:
         self._queue = out
         self._threads = []
-        for fd, channel in (
-            (1, grpc_stdio_pb2.StdioData.STDOUT),
-            (2, grpc_stdio_pb2.StdioData.STDERR),
-        ):
+        for fd, channel in ((1, grpc_stdio_pb2.StdioData.STDOUT),):
             read_end, write_end = os.pipe()
             os.dup2(write_end, fd)  # inheritable: a subprocess's output is captured too
             os.close(write_end)
@@ -127,7 +125,6 @@ class FdCapture:
         """
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
         os.close(devnull)
         deadline = time.monotonic() + timeout
         for thread in self._threads:
@@ -435,16 +432,11 @@ def main() -> int:
     real_stdout = sys.stdout
     real_stdout.write(f"1|{APP_PROTOCOL_VERSION}|unix|{socket_path}|grpc\n")
     real_stdout.flush()
-    # From here on nothing may reach the real fd 1: the worker's log handler
-    # keeps the real stderr (it writes the JSON lines go-plugin parses), and
-    # whatever reaches fds 1 and 2, or Python's stdout and stderr, travels to
-    # the host through GRPCStdio.
-    sys.stderr.flush()
-    real_stderr = os.fdopen(os.dup(2), "w", buffering=1)
-    logs.set_stream(real_stderr)
-    # A crash (SIGSEGV in a C extension) kills the thread that forwards fd 2:
-    # its traceback goes to the real stderr, into the host's exit error.
-    faulthandler.enable(file=real_stderr, all_threads=False)
+    # From here on nothing may reach the real fd 1: whatever reaches fd 1, or
+    # Python's stdout and stderr, travels to the host through GRPCStdio. The
+    # worker's log handler writes its JSON lines to fd 2, go-plugin's stderr,
+    # and so does a crash's traceback: into the host's exit error.
+    faulthandler.enable(file=sys.stderr, all_threads=False)
     captured = FdCapture(printed)
     sys.stdout = stdout
     sys.stderr = stderr

@@ -93,7 +93,8 @@ def _exit_as(status: int) -> None:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         with contextlib.suppress(OSError, ValueError):
-            signal.signal(sig, signal.SIG_DFL)
+            signal.signal(sig, signal.SIG_DFL)  # refused for SIGKILL, which needs none
+        with contextlib.suppress(OSError):
             os.kill(os.getpid(), sig)
             time.sleep(1)  # a signal whose default is to ignore falls through
         os._exit(128 + sig)

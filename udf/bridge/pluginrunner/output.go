@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -147,6 +148,45 @@ func (u *udfOutput) flush() {
 	if u.split.hasPending() {
 		u.emit(u.split.pending())
 		u.split.buf, u.split.dropped = u.split.buf[:0], 0
+	}
+}
+
+// stderrLines is what go-plugin copies of the worker's stderr: the last
+// lines for error messages, and the lines that are not the worker's JSON
+// log lines (a UDF's or a subprocess's writes to fd 2) as the UDF's stderr
+// output, which go-plugin alone would log at debug only.
+type stderrLines struct {
+	tail  *lineTail
+	out   *udfOutput
+	mu    sync.Mutex
+	split lineSplitter
+}
+
+func newStderrLines(tail *lineTail, out *udfOutput) *stderrLines {
+	return &stderrLines{tail: tail, out: out, split: lineSplitter{max: maxPrintedLineBytes}}
+}
+
+func (s *stderrLines) Write(b []byte) (int, error) {
+	_, _ = s.tail.Write(b)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.split.write(b, s.emit)
+	return len(b), nil
+}
+
+func (s *stderrLines) emit(line string) {
+	if !strings.HasPrefix(line, `{"@`) {
+		_, _ = s.out.Write([]byte(line + "\n"))
+	}
+}
+
+// flush hands on the line begun but not ended, once the worker ended.
+func (s *stderrLines) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.split.hasPending() {
+		s.emit(s.split.pending())
+		s.split.buf, s.split.dropped = s.split.buf[:0], 0
 	}
 }
 

@@ -90,6 +90,8 @@ type pluginProcess struct {
 	// workerPid is the pid of the process that runs the UDFs, from its Open
 	// answer (Pid).
 	workerPid atomic.Int64
+	// stderrOut takes go-plugin's copy of the worker's stderr.
+	stderrOut *stderrLines
 	// outputs are what the worker prints (stdout, stderr), each ending with
 	// a partial line once the worker is gone.
 	outputs []*udfOutput
@@ -128,6 +130,7 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 		newUDFOutput(log, pid, "udf stdout", opts.UDFOutput, prefix, silenced),
 		newUDFOutput(log, pid, "udf stderr", opts.UDFOutput, prefix, silenced),
 	}
+	stderrOut := newStderrLines(stderr, outputs[1])
 	extraEnv := append([]string{maxMessageEnv + "=" + strconv.Itoa(opts.MaxMessageBytes)}, opts.Env...)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: handshake,
@@ -141,7 +144,7 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     opts.StartTimeout,
 		Logger:           newSlogHCLog(log, pid, opts.Python).withSilenced(silenced),
-		Stderr:           stderr,
+		Stderr:           stderrOut,
 		SyncStdout:       outputs[0],
 		SyncStderr:       outputs[1],
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
@@ -149,7 +152,7 @@ func startProcess(ctx context.Context, opts Options, log *slog.Logger, pid *atom
 			grpc.MaxCallSendMsgSize(opts.MaxMessageBytes),
 		)},
 	})
-	p := &pluginProcess{client: client, stderr: stderr, outputs: outputs, prefix: prefix, silenced: silenced}
+	p := &pluginProcess{client: client, stderr: stderr, stderrOut: stderrOut, outputs: outputs, prefix: prefix, silenced: silenced}
 
 	type dispensed struct {
 		conn workerpb.UdfWorkerClient
@@ -320,6 +323,7 @@ func (p *pluginProcess) Stop(grace time.Duration) {
 
 // flushOutput emits what the ended worker printed without a final newline.
 func (p *pluginProcess) flushOutput() {
+	p.stderrOut.flush()
 	for _, o := range p.outputs {
 		o.flush()
 	}
