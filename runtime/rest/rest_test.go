@@ -608,8 +608,8 @@ func TestResourceRequirementsRescaleTheJob(t *testing.T) {
 		}
 	}
 	var e object
-	if code := f.call("PUT", path, "", `{}`, &e); code != http.StatusUnauthorized {
-		t.Errorf("PUT without the token: %d %v, want 401", code, e)
+	if code := f.call("PUT", path, "wrong", `{}`, &e); code != http.StatusUnauthorized {
+		t.Errorf("PUT with a wrong token: %d %v, want 401", code, e)
 	}
 	if code := f.call("PUT", path, token, `{"`+sink+`": {"parallelism": {"lowerBound": 1, "upperBound": 3}}}`, nil); code != http.StatusOK {
 		t.Fatalf("PUT upperBound 3: %d", code)
