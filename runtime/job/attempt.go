@@ -60,7 +60,7 @@ func (a *attempt) publishFinalParts() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for op, states := range a.mu.finalParts {
-		if err := operators.PublishFinalParts(op, states); err != nil {
+		if err := operators.PublishFinalParts(op, states, a.job.opts.Paths); err != nil {
 			return fmt.Errorf("job: %w", err)
 		}
 	}
@@ -107,7 +107,7 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 	j.mu.Lock()
 	g, taskMetrics, udfMetrics, opts := j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics, j.opts
 	j.mu.Unlock()
-	if err := operators.RecoverSinks(g, from, j.Attempts() > 0); err != nil {
+	if err := operators.RecoverSinks(g, from, j.Attempts() > 0, j.opts.Paths); err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
 	if from != nil {

@@ -297,7 +297,7 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 	}
 	// Once per job, before any task writes; a restore finds its own parts.
 	g := j.graph()
-	prev, err := operators.PrepareSinks(g, j.config.Restore.Path != "")
+	prev, err := operators.PrepareSinks(g, j.config.Restore.Path != "", j.opts.Paths)
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
@@ -203,7 +204,7 @@ func restoredSink(op *checkpoint.OperatorState, subtask int) (*sink.SinkState, e
 // after it, before any task runs. A restart without a snapshot deletes
 // everything hidden the failed attempt wrote; the first attempt of a fresh
 // job touches nothing.
-func RecoverSinks(g *plan.Graph, from *checkpoint.RestorePoint, restarting bool) error {
+func RecoverSinks(g *plan.Graph, from *checkpoint.RestorePoint, restarting bool, paths beneath.Paths) error {
 	for _, op := range g.Operators {
 		if k := op.Node.GetSink().GetKafka(); op.Kind == plan.KindSink && k != nil {
 			if err := recoverKafka(op, k, from); err != nil {
@@ -227,7 +228,7 @@ func RecoverSinks(g *plan.Graph, from *checkpoint.RestorePoint, restarting bool)
 		} else if from == nil && !restarting {
 			continue
 		}
-		if err := sink.Recover(file, states); err != nil {
+		if err := sink.RecoverBeneath(paths, file, states); err != nil {
 			return fmt.Errorf("recovering the sink %q (uid %s): %w", op.Name, op.UID, err)
 		}
 	}
@@ -259,14 +260,14 @@ func recoverKafka(op *plan.Operator, k *planpb.KafkaSink, from *checkpoint.Resto
 // job submission (sink.Prepare): it refuses a non-empty directory in mode
 // "error" and returns what mode "overwrite" deletes once the job's output
 // is committed. restoring: the job starts from a checkpoint or savepoint.
-func PrepareSinks(g *plan.Graph, restoring bool) ([]*sink.Previous, error) {
+func PrepareSinks(g *plan.Graph, restoring bool, paths beneath.Paths) ([]*sink.Previous, error) {
 	var prev []*sink.Previous
 	for _, op := range g.Operators {
 		file := op.Node.GetSink().GetFile()
 		if op.Kind != plan.KindSink || file == nil {
 			continue
 		}
-		p, err := sink.Prepare(file, restoring)
+		p, err := sink.PrepareBeneath(paths, file, restoring)
 		if err != nil {
 			return nil, fmt.Errorf("the sink %q (uid %s): %w", op.Name, op.UID, err)
 		}
@@ -292,7 +293,7 @@ func KeepsOutputUntilEnd(g *plan.Graph) bool {
 // PublishFinalParts publishes the last parts file sink subtasks kept for
 // the job's end (operator.Context.PublishAtEnd), once every task has
 // finished.
-func PublishFinalParts(op *plan.Operator, states []sink.SinkState) error {
+func PublishFinalParts(op *plan.Operator, states []sink.SinkState, paths beneath.Paths) error {
 	if k := op.Node.GetSink().GetKafka(); k != nil {
 		var txns []sink.KafkaTransaction
 		for _, st := range states {
@@ -303,7 +304,7 @@ func PublishFinalParts(op *plan.Operator, states []sink.SinkState) error {
 		}
 		return nil
 	}
-	if err := sink.Recover(op.Node.GetSink().GetFile(), states); err != nil {
+	if err := sink.RecoverBeneath(paths, op.Node.GetSink().GetFile(), states); err != nil {
 		return fmt.Errorf("publishing the parts of the sink %q (uid %s): %w", op.Name, op.UID, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/internal/fsutil"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -120,9 +121,31 @@ func commit(c Committable) error {
 // states. An error wrapping ErrCommittableLost does not go away by retrying.
 // A directory that does not exist holds nothing to recover.
 func Recover(s *planpb.FileSink, states []SinkState) error {
+	return RecoverBeneath(nil, s, states)
+}
+
+// RecoverBeneath is Recover with the sink's directory opened through paths
+// (see beneath.Paths; nil: by name): its renames and removals are made in
+// the directory opened from the allowed root, not through a link swapped
+// in since the check.
+func RecoverBeneath(paths beneath.Paths, s *planpb.FileSink, states []SinkState) error {
 	dir := s.GetPath()
 	if dir == "" {
 		return errors.New("sink: recover: the file sink has no path")
+	}
+	pin, err := beneath.OpenDir(paths, "the file sink's directory", dir, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		pin, err = beneath.Named(dir, false) // nothing there: the commits below fail, naming what is lost
+	}
+	if err != nil {
+		return fmt.Errorf("sink: recover: %w", err)
+	}
+	defer pin.Close()
+	work := func(p string) string {
+		if filepath.Clean(filepath.Dir(p)) == filepath.Clean(dir) {
+			return filepath.Join(pin.Path(), filepath.Base(p))
+		}
+		return p
 	}
 	// Check every committable before renaming any.
 	var errs []error
@@ -141,11 +164,11 @@ func Recover(s *planpb.FileSink, states []SinkState) error {
 	dirs := map[string]bool{}
 	for _, st := range states {
 		for _, c := range st.Pending {
-			if err := commit(c); err != nil {
+			if err := commit(Committable{Pending: work(c.Pending), Final: work(c.Final)}); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			dirs[filepath.Dir(c.Final)] = true
+			dirs[filepath.Dir(work(c.Final))] = true
 		}
 	}
 	for d := range dirs {
@@ -157,7 +180,7 @@ func Recover(s *planpb.FileSink, states []SinkState) error {
 		return fmt.Errorf("sink: recover %s: %w", dir, errors.Join(errs...))
 	}
 
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(pin.Path())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -170,14 +193,14 @@ func Recover(s *planpb.FileSink, states []SinkState) error {
 		if e.IsDir() || !isHiddenPart(e.Name()) || named[filepath.Clean(path)] {
 			continue
 		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(work(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 			continue
 		}
 		removed = true
 	}
 	if removed {
-		if err := fsutil.SyncDir(dir); err != nil {
+		if err := fsutil.SyncDir(pin.Path()); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/internal/fsutil"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -18,8 +19,9 @@ import (
 // submitted, kept by mode "overwrite" to delete once the job's output is
 // committed. A nil *Previous deletes nothing.
 type Previous struct {
-	dir string
-	mu  struct {
+	dir   string
+	paths beneath.Paths // opens dir (nil: by name)
+	mu    struct {
 		sync.Mutex
 		names []string // visible entries still to delete
 	}
@@ -50,11 +52,19 @@ func (p *Previous) Names() []string {
 //
 // It returns nil and no error when there is nothing to delete later.
 func Prepare(s *planpb.FileSink, restoring bool) (*Previous, error) {
+	return PrepareBeneath(nil, s, restoring)
+}
+
+// PrepareBeneath is Prepare with the sink's directory opened through paths
+// (see beneath.Paths; nil: by name), here and in Previous.Delete: what
+// mode "overwrite" deletes is deleted in the directory opened from the
+// allowed root, never through a link swapped in since the check.
+func PrepareBeneath(paths beneath.Paths, s *planpb.FileSink, restoring bool) (*Previous, error) {
 	dir := s.GetPath()
 	if restoring || s.GetMode() == planpb.FileSink_APPEND {
 		return nil, nil
 	}
-	names, err := visibleEntries(dir)
+	names, err := visibleEntries(paths, dir)
 	if err != nil {
 		return nil, fmt.Errorf("sink: %s: %w", dir, err)
 	}
@@ -68,7 +78,7 @@ func Prepare(s *planpb.FileSink, restoring bool) (*Previous, error) {
 			"or write into an empty or new directory",
 			dir, len(names), listed(names, 3))
 	case planpb.FileSink_OVERWRITE:
-		p := &Previous{dir: dir}
+		p := &Previous{dir: dir, paths: paths}
 		p.mu.names = names
 		return p, nil
 	}
@@ -87,15 +97,25 @@ func (p *Previous) Delete() error {
 	if len(p.mu.names) == 0 {
 		return nil
 	}
+	pin, err := beneath.OpenDir(p.paths, "the file sink's directory", p.dir, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		p.mu.names = nil // gone with everything in it
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sink: overwriting %s: deleting the previous output: %w", p.dir, err)
+	}
+	defer pin.Close()
 	var errs []error
 	var left []string
 	for _, name := range p.mu.names {
-		if err := os.RemoveAll(filepath.Join(p.dir, name)); err != nil {
+		// RemoveAll does not follow links below the directory it is given.
+		if err := os.RemoveAll(filepath.Join(pin.Path(), name)); err != nil {
 			errs = append(errs, err)
 			left = append(left, name)
 		}
 	}
-	if err := fsutil.SyncDir(p.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := fsutil.SyncDir(pin.Path()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
 		left = p.mu.names
 	}
@@ -108,8 +128,16 @@ func (p *Previous) Delete() error {
 
 // visibleEntries lists the names in dir not starting with "." or "_",
 // sorted; none when dir does not exist.
-func visibleEntries(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+func visibleEntries(paths beneath.Paths, dir string) ([]string, error) {
+	pin, err := beneath.OpenDir(paths, "the file sink's directory", dir, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer pin.Close()
+	entries, err := os.ReadDir(pin.Path())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

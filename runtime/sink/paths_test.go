@@ -87,3 +87,46 @@ func TestAFileSinkDoesNotWriteThroughALinkSwappedInAfterTheCheck(t *testing.T) {
 		t.Fatalf("the part is not in the directory the sink opened: %v", entries)
 	}
 }
+
+// Mode "overwrite" deletes the previous output at the job's end, and
+// recovery removes a failed attempt's hidden parts: with the directory
+// swapped for a link since the check, neither deletes anything through it.
+func TestOverwriteAndRecoveryDoNotDeleteThroughASwappedLink(t *testing.T) {
+	base := t.TempDir()
+	root, secret := filepath.Join(base, "allowed"), filepath.Join(base, "secret")
+	out := filepath.Join(root, "out")
+	for _, d := range []string{out, secret} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(out, "old.csv"), filepath.Join(secret, "old.csv"), filepath.Join(secret, ".part-x-0-0.csv.inprogress")} {
+		if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots, err := allowpath.New([]string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &planpb.FileSink{Format: planpb.FileSource_CSV, Path: out, Mode: planpb.FileSink_OVERWRITE}
+	prev, err := PrepareBeneath(roots, s, false)
+	if err != nil || len(prev.Names()) != 1 {
+		t.Fatalf("prepare: %v %v", prev.Names(), err)
+	}
+	if err := os.Rename(out, out+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := prev.Delete(); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("the overwrite's delete through the link: %v", err)
+	}
+	if err := RecoverBeneath(roots, s, nil); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("the recovery through the link: %v", err)
+	}
+	if entries, _ := os.ReadDir(secret); len(entries) != 2 {
+		t.Errorf("files behind the link were deleted: %v", entries)
+	}
+}
