@@ -1,6 +1,9 @@
 package server
 
 import (
+	"fmt"
+	"sync"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
@@ -26,6 +29,34 @@ type eventCodec struct{ encoding.CodecV2 }
 // inPlaceBytes is the smallest IPC stream sent without a copy: below it
 // the copy costs less than a buffer of its own.
 const inPlaceBytes = 64 << 10
+
+// undecodable holds the decoding error of each request that is not valid
+// protobuf (malformed bytes, a string that is not UTF-8), by the message
+// it was decoded into, until the guard's interceptors take it. gRPC turns
+// any error of a codec's Unmarshal into INTERNAL "error unmarshalling
+// request", which says the runtime failed; the guard answers
+// INVALID_ARGUMENT, which says the request did.
+var undecodable sync.Map
+
+// Unmarshal decodes a request. A request that is not valid protobuf
+// leaves v empty and its error in undecodable: never an error here (see
+// undecodable).
+func (c eventCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	err := c.CodecV2.Unmarshal(data, v)
+	if err != nil {
+		undecodable.Store(v, fmt.Errorf("the request is not a valid protobuf message of the job service (%d bytes): %w", data.Len(), err))
+	}
+	return nil
+}
+
+// takeDecodeError returns (and forgets) the decoding error of the request
+// decoded into v, or nil.
+func takeDecodeError(v any) error {
+	if err, ok := undecodable.LoadAndDelete(v); ok {
+		return err.(error)
+	}
+	return nil
+}
 
 func (c eventCodec) Marshal(v any) (mem.BufferSlice, error) {
 	ev, ok := v.(*jobpb.JobEvent)
