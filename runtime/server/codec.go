@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
+	protov2 "google.golang.org/protobuf/proto"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 )
@@ -41,9 +42,20 @@ var undecodable sync.Map
 // Unmarshal decodes a request. A request that is not valid protobuf
 // leaves v empty and its error in undecodable: never an error here (see
 // undecodable).
+// A request over the limits of one request (scanWire) is refused the same
+// way, before it is decoded.
 func (c eventCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	err := c.CodecV2.Unmarshal(data, v)
-	if err != nil {
+	m, ok := v.(protov2.Message)
+	if !ok {
+		return c.CodecV2.Unmarshal(data, v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	if err := scanWire(buf.ReadOnlyData(), m.ProtoReflect().Descriptor()); err != nil {
+		undecodable.Store(v, err)
+		return nil
+	}
+	if err := protov2.Unmarshal(buf.ReadOnlyData(), m); err != nil {
 		undecodable.Store(v, fmt.Errorf("the request is not a valid protobuf message of the job service (%d bytes): %w", data.Len(), err))
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
@@ -250,6 +251,109 @@ func (w *limitWalker) single(fd protoreflect.FieldDescriptor, v protoreflect.Val
 func (w *limitWalker) name(_ protoreflect.FieldDescriptor, s string, path fieldPath) error {
 	if len(s) > MaxNameBytes {
 		return checkName(path.String(), s)
+	}
+	return nil
+}
+
+// columnLists are the list fields checked against MaxColumns.
+var columnLists = map[protoreflect.FullName]string{
+	"flinkgo.plan.v1.Select.columns":             "a select selects",
+	"flinkgo.plan.v1.KeyedAggregate.aggregates":  "an aggregation has",
+	"flinkgo.plan.v1.WindowAggregate.aggregates": "a window aggregation has",
+}
+
+// maxScanDepth bounds the nesting scanWire follows (protobuf's decoder
+// refuses deeper messages at 10 000 levels; what scanWire does not reach,
+// checkLimits checks after decoding).
+const maxScanDepth = 100
+
+// scanWire checks the encoded request b, a message of md, against the
+// limits before it is decoded, so that a refused request costs its bytes
+// only, not their decoded copies: names longer than MaxNameBytes, column
+// lists over MaxColumns, more than MaxPlanElements parts. It reads only
+// what it can parse: malformed bytes are the decoder's to report. It
+// counts parts as checkLimits does, or fewer.
+func scanWire(b []byte, md protoreflect.MessageDescriptor) error {
+	parts := 0
+	return scanMessage(b, md, 0, &parts)
+}
+
+func scanMessage(b []byte, md protoreflect.MessageDescriptor, depth int, parts *int) error {
+	if err := scanColumnCounts(b, md); err != nil {
+		return err
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil
+		}
+		b = b[n:]
+		fd := md.Fields().ByNumber(num)
+		if typ != protowire.BytesType || fd == nil {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return nil
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil
+		}
+		b = b[n:]
+		if fd.IsList() {
+			*parts++
+		}
+		switch fd.Kind() {
+		case protoreflect.StringKind:
+			if len(v) > MaxNameBytes && !longStrings[fd.FullName()] && !fd.ContainingMessage().IsMapEntry() {
+				return limitErrorf("a %s is %d bytes long; names may be at most %d bytes", fd.FullName(), len(v), MaxNameBytes)
+			}
+		case protoreflect.MessageKind:
+			*parts++
+			if *parts > MaxPlanElements {
+				return limitErrorf("it has more than %d parts (nodes, expressions, columns, list entries); split the job or compute wide rows in a UDF", MaxPlanElements)
+			}
+			if depth < maxScanDepth && !fd.IsMap() {
+				if err := scanMessage(v, fd.Message(), depth+1, parts); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// scanColumnCounts counts the entries of md's column lists in b, before
+// they are visited (so that a wide select says so, not that the plan has
+// too many parts).
+func scanColumnCounts(b []byte, md protoreflect.MessageDescriptor) error {
+	var lists []protoreflect.FieldDescriptor
+	for i := range md.Fields().Len() {
+		if _, ok := columnLists[md.Fields().Get(i).FullName()]; ok {
+			lists = append(lists, md.Fields().Get(i))
+		}
+	}
+	for _, fd := range lists {
+		count := 0
+		for rest := b; len(rest) > 0; {
+			num, typ, n := protowire.ConsumeTag(rest)
+			if n < 0 {
+				break
+			}
+			rest = rest[n:]
+			if n = protowire.ConsumeFieldValue(num, typ, rest); n < 0 {
+				break
+			}
+			rest = rest[n:]
+			if num == fd.Number() {
+				count++
+			}
+		}
+		if count > MaxColumns {
+			return limitErrorf("%s %d columns; a node may have at most %d", columnLists[fd.FullName()], count, MaxColumns)
+		}
 	}
 	return nil
 }
