@@ -1,7 +1,7 @@
 // Command flinkgo is the flinkgo runtime:
 //
 //	flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]...
-//	    [--allow-group GROUP] [--token-file PATH] [--udf-output log|stderr] [LOG FLAGS]
+//	    [--allow-endpoint HOST:PORT]... [--allow-group GROUP] [--token-file PATH] [--udf-output log|stderr] [LOG FLAGS]
 //	    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
 //	    [--max-message-size BYTES]                   run a runtime server
 //	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [LOG FLAGS] PIPELINE.py [ARGS...]
@@ -62,6 +62,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/rest"
 	"github.com/flinkgo/flinkgo/runtime/server"
+	"github.com/flinkgo/flinkgo/runtime/server/allowendpoint"
 	"github.com/flinkgo/flinkgo/runtime/server/allowpath"
 	"github.com/flinkgo/flinkgo/runtime/server/listen"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -124,7 +125,8 @@ func usage() { printUsage(os.Stderr) }
 // printUsage prints every command's usage to w.
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, `usage:
-  flinkgo serve [--listen ADDR] [--parent-pid N] [--reuse-workers] [--allow-path DIR]... [--allow-group GROUP]
+  flinkgo serve [--listen ADDR] [--parent-pid N] [--reuse-workers] [--allow-path DIR]... [--allow-endpoint HOST:PORT]...
+                [--allow-group GROUP]
                 [--token-file PATH] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
                 [--max-message-size BYTES (default 64MiB)]
                 [--udf-output log|stderr] [--log-level LEVEL] [--log-format text|json]
@@ -187,6 +189,23 @@ func (r *repeatedFlag) Set(v string) error {
 // $PATH; "/" allows any path (the embedded runtime sets it so).
 const AllowPathEnv = "FLINKGO_ALLOW_PATH"
 
+// AllowEndpointEnv lists further endpoints clients may name, separated by
+// commas; "*" allows any (the embedded runtime sets it so).
+const AllowEndpointEnv = "FLINKGO_ALLOW_ENDPOINT"
+
+// endpointList returns the endpoints clients may name (Kafka bootstrap
+// servers, s3.endpoint): the --allow-endpoint flags and
+// $FLINKGO_ALLOW_ENDPOINT; none when neither is given.
+func endpointList(flags []string) (*allowendpoint.List, error) {
+	entries := slices.Clone(flags)
+	for e := range strings.SplitSeq(os.Getenv(AllowEndpointEnv), ",") {
+		if strings.TrimSpace(e) != "" {
+			entries = append(entries, e)
+		}
+	}
+	return allowendpoint.New(entries)
+}
+
 func serve(args []string) error {
 	fs := newFlagSet("serve", args)
 	addr := fs.String("listen", "", "unix:///path.sock or host:port (default: unix://"+filepath.Join(listen.DefaultDir(), listen.SocketName)+", a private directory)")
@@ -202,6 +221,8 @@ func serve(args []string) error {
 	udfOutput := fs.String("udf-output", "log", "where what UDFs print goes: log (the server's log, at info) or stderr (prefixed with the UDF and subtask, for the runtime embedded in a user's program)")
 	var allowPaths repeatedFlag
 	fs.Var(&allowPaths, "allow-path", "a directory under which clients may read and write files, checkpoints and savepoints (repeatable; default: the working directory and $TMPDIR/flinkgo-<uid>, made 0700; / allows any path, s3:// included); s3://BUCKET/PREFIX allows checkpoints and savepoints under that object-storage prefix")
+	var allowEndpoints repeatedFlag
+	fs.Var(&allowEndpoints, "allow-endpoint", "a Kafka bootstrap server or S3 endpoint (s3.endpoint) that jobs may name: host:port, a host (any port), a URL, or * for any (repeatable; default: none, S3 at AWS needs no entry)")
 	restAddress := fs.String("rest-address", rest.DefaultAddress, "the address of the REST API and Prometheus endpoint; another than loopback needs a REST token (--rest-auth-token-file or $"+RESTTokenEnv+")")
 	restPort := fs.Int("rest-port", -1, "serve Flink's REST API (and /metrics) on this port (0: a free one); default none")
 	promPort := fs.Int("prom-port", -1, "serve the jobs' metrics for Prometheus at /metrics on this port (metrics.reporter.prom.port); default none")
@@ -240,6 +261,10 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	reach, err := endpointList(allowEndpoints)
+	if err != nil {
+		return err
+	}
 	var printed io.Writer
 	switch *udfOutput {
 	case "log":
@@ -275,8 +300,11 @@ func serve(args []string) error {
 	if !roots.AllowsAny() {
 		fmt.Fprintf(os.Stderr, "flinkgo: clients may use paths under %s (--allow-path adds more)\n", roots)
 	}
+	if !reach.AllowsAny() {
+		fmt.Fprintf(os.Stderr, "flinkgo: jobs may connect to these Kafka and S3 endpoints: %s (--allow-endpoint adds more)\n", reach)
+	}
 	fmt.Printf("flinkgo: serving on %s\n", lis.Address)
-	return serveOn(ctx, lis, nil, logger, printed, roots, int(maxMessage), *reuse, endpoints, lis.ServerOptions()...)
+	return serveOn(ctx, lis, nil, logger, printed, roots, reach, int(maxMessage), *reuse, endpoints, lis.ServerOptions()...)
 }
 
 // RESTTokenEnv holds the REST API's token when no flag gives it.
@@ -374,13 +402,14 @@ func userTempRoot(tmp string) (string, error) {
 // logs; what UDFs print goes to udfOutput when set (see
 // pluginrunner.Options.UDFOutput), else to logger. Clients may use the
 // paths under roots and send requests of up to maxMessage bytes; guard are
-// the listener's server options (token check, TLS). With reuseWorkers, the
+// the listener's server options (token check, TLS). Jobs may name the
+// Kafka and S3 endpoints of reach. With reuseWorkers, the
 // Python workers of an ended job may serve the next one.
 // serveOn serves the job service on lis, and the REST API and Prometheus
 // endpoint that endpoints asks for; a job's rest.port and
 // metrics.reporter.prom.port start them later when not started here.
-func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, udfOutput io.Writer, roots *allowpath.Roots, maxMessage int, reuseWorkers bool, endpoints rest.Listen, guard ...grpc.ServerOption) error {
-	opts := append([]grpc.ServerOption{grpc.MaxSendMsgSize(maxSendMessage), server.Codec()}, server.Guard(logger, maxMessage)...)
+func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, logger *slog.Logger, udfOutput io.Writer, roots *allowpath.Roots, reach *allowendpoint.List, maxMessage int, reuseWorkers bool, endpoints rest.Listen, guard ...grpc.ServerOption) error {
+	opts := append([]grpc.ServerOption{grpc.MaxSendMsgSize(maxSendMessage)}, server.Guard(logger, maxMessage)...)
 	srv := grpc.NewServer(append(opts, guard...)...)
 	jobOpts := job.Options{Logger: logger, Runner: pluginrunner.Options{UDFOutput: udfOutput}}
 	if reuseWorkers {
@@ -392,6 +421,7 @@ func serveOn(ctx context.Context, lis net.Listener, defaults map[string]string, 
 	}
 	jobs := server.New(jobOpts, defaults)
 	jobs.AllowPaths(roots)
+	jobs.AllowEndpoints(reach)
 	ep := rest.NewEndpoints(jobs, logger)
 	defer ep.Close()
 	if err := ep.Start(endpoints); err != nil {
@@ -520,10 +550,10 @@ func run(args []string) error {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	served := make(chan error, 1)
-	// The pipeline runs as this user: any path is its to choose, and what
+	// The pipeline runs as this user: any path and endpoint is its to choose, and what
 	// its UDFs print is shown to the user, as the embedded runtime does.
 	go func() {
-		served <- serveOn(ctx, lis, defaults, logger, os.Stderr, allowpath.Any(), localMaxMessage, true, rest.Listen{RESTPort: -1, PromPort: -1})
+		served <- serveOn(ctx, lis, defaults, logger, os.Stderr, allowpath.Any(), allowendpoint.Any(), localMaxMessage, true, rest.Listen{RESTPort: -1, PromPort: -1})
 	}()
 
 	python := os.Getenv(pluginrunner.PythonEnv)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -23,7 +25,8 @@ import (
 )
 
 // Options configure the S3 client (config keys s3.*, docs/semantics.md#checkpoints).
-// Empty fields fall back to the AWS environment variables and files.
+// Empty fields fall back to the AWS environment variables and files;
+// the EC2 instance metadata service only with InstanceMetadata.
 type Options struct {
 	// Endpoint is the store's URL (http://127.0.0.1:9000 for a local
 	// server); empty for AWS itself (or AWS_ENDPOINT_URL_S3).
@@ -36,6 +39,11 @@ type Options struct {
 	// PathStyle addresses buckets as endpoint/bucket/key rather than
 	// bucket.endpoint/key (most S3-compatible servers need it).
 	PathStyle bool
+	// InstanceMetadata lets the SDK ask the EC2 instance metadata service
+	// for credentials and the region when nothing else gives them. Off,
+	// the client never calls it: the instance's role is the server's, and
+	// a job must not borrow it unless the runtime is set up to.
+	InstanceMetadata bool
 	// Concurrency bounds the requests in flight (uploads of files and of
 	// parts). Default 8.
 	Concurrency int
@@ -78,6 +86,9 @@ func NewS3(ctx context.Context, o Options) (*S3, error) {
 			return nil, errors.New("objstore: s3.access-key and s3.secret-key go together: set both or neither")
 		}
 		loads = append(loads, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(o.AccessKey, o.SecretKey, "")))
+	}
+	if !o.InstanceMetadata {
+		loads = append(loads, awsconfig.WithEC2IMDSClientEnableState(imds.ClientDisabled))
 	}
 	// A store that accepts a connection but never answers must fail the
 	// request, not hang the checkpoint: the SDK's transport has no
@@ -140,6 +151,10 @@ func (s *S3) wrap(op, url string, err error) error {
 	var ae smithy.APIError
 	if errors.As(err, &ae) && (ae.ErrorCode() == "PreconditionFailed" || ae.ErrorCode() == "ConditionalRequestConflict") {
 		return fmt.Errorf("objstore: %s %s: %w", op, url, ErrExists)
+	}
+	if strings.Contains(err.Error(), "failed to refresh cached credentials") { // the SDK has no type for it
+		return fmt.Errorf("objstore: %s %s on %s: no S3 credentials: set s3.access-key and s3.secret-key, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "+
+			"or a profile in the shared AWS files (on EC2, s3.credentials.instance-metadata=true takes the instance's role): %w", op, url, s.endpoint, err)
 	}
 	return fmt.Errorf("objstore: %s %s on %s: %w", op, url, s.endpoint, err)
 }

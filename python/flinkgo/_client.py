@@ -194,6 +194,8 @@ class Client:
                 job_pb2.ExplainRequest(plan=plan), metadata=self._metadata
             )
         except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.INVALID_ARGUMENT:  # over a limit of one request
+                raise InvalidPlanError(e.details() or "") from None
             raise self._rpc_error(e, "explain") from None
         if response.error:
             raise InvalidPlanError(response.error)

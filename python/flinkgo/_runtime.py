@@ -13,8 +13,9 @@ this package), ``go build ./cmd/flinkgo`` into a cache directory
 (``$FLINKGO_CACHE_DIR``, else ``$XDG_CACHE_HOME/flinkgo``, else ``~/.cache/flinkgo``),
 rebuilt when a non-test ``.go`` file, ``go.mod`` or ``go.sum`` is newer than it.
 
-The runtime's environment is this process's, plus ``FLINKGO_ALLOW_PATH=/`` (its jobs may
-use any path: it runs as this user, for this process only), ``FLINKGO_PYTHON`` (this
+The runtime's environment is this process's, plus ``FLINKGO_ALLOW_PATH=/`` and
+``FLINKGO_ALLOW_ENDPOINT=*`` (its jobs may use any path and reach any Kafka or S3 endpoint:
+it runs as this user, for this process only), ``FLINKGO_PYTHON`` (this
 interpreter, so workers run it with this flinkgo) and a ``PYTHONPATH`` holding the
 entries of :data:`sys.path` that are outside the interpreter's own directories (the
 script's directory, a source checkout, a test directory), so workers import the modules
@@ -288,6 +289,9 @@ class LocalRuntime:
         # read and write any path this user may (a `flinkgo serve` started by hand
         # allows only the directories it is given).
         env["FLINKGO_ALLOW_PATH"] = os.sep
+        # Likewise any Kafka or S3 endpoint: this process could connect to it itself (a
+        # `flinkgo serve` started by hand reaches only its --allow-endpoint list).
+        env["FLINKGO_ALLOW_ENDPOINT"] = "*"
         # The embedded runtime's only client is this process, as this user: in-memory
         # tables of up to 1 GiB (a `flinkgo serve` takes 64 MiB), and the workers of one
         # job may serve the next (python.worker.idle-timeout): a second collect() skips

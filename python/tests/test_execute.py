@@ -730,6 +730,21 @@ def test_explain_invalid_plan():
     assert info.value.kind == "PLAN"
 
 
+def test_requests_over_the_limits_are_refused_with_their_limit():
+    # A job name over 4 KiB or a select of more than 10 000 columns is refused before
+    # planning (INVALID_ARGUMENT), saying which limit, never quoting the content.
+    env = fg.Environment(parallelism=1)
+    env.from_pandas(BASE).print()
+    with pytest.raises(fg.JobFailedError, match="names may be at most 4096 bytes") as info:
+        env.execute("n" * 5000)
+    # (The client's own message names the job; the server's part does not quote it.)
+    assert info.value.kind == "PLAN" and "nnnn" not in str(info.value).split("failed: ", 1)[1]
+    wide = fg.Environment(parallelism=1)
+    wide.from_pandas(BASE).select(*[fg.col("x").alias(f"c{i}") for i in range(10_001)]).print()
+    with pytest.raises(fg.InvalidPlanError, match="10001 columns; a node may have at most 10000"):
+        wide.explain()
+
+
 def test_endpoint_argument_and_env_variable(runtime, monkeypatch):
     env = fg.Environment(endpoint=runtime.endpoint)
     assert env.endpoint == runtime.endpoint

@@ -25,6 +25,7 @@ const (
 	ConfigS3AccessKey               = "s3.access-key"
 	ConfigS3SecretKey               = "s3.secret-key"
 	ConfigS3PathStyle               = "s3.path-style-access"
+	ConfigS3InstanceMetadata        = "s3.credentials.instance-metadata"
 	ConfigCheckpointRetention       = "execution.checkpointing.externalized-checkpoint-retention"
 	ConfigCreateDirsOnCheckpoint    = "execution.checkpointing.create-dirs-on-first-checkpoint"
 	ConfigSavepointDir              = "execution.checkpointing.savepoint-dir"
@@ -247,9 +248,9 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	cp.S3 = objstore.Options{
 		Endpoint: p.str(ConfigS3Endpoint, ""), Region: p.str(ConfigS3Region, ""),
 		AccessKey: p.str(ConfigS3AccessKey, ""), SecretKey: p.str(ConfigS3SecretKey, ""),
-		PathStyle: p.boolean(ConfigS3PathStyle, false),
+		PathStyle: p.boolean(ConfigS3PathStyle, false), InstanceMetadata: p.boolean(ConfigS3InstanceMetadata, false),
 	}
-	for _, k := range []string{ConfigS3Endpoint, ConfigS3Region, ConfigS3AccessKey, ConfigS3SecretKey, ConfigS3PathStyle} {
+	for _, k := range []string{ConfigS3Endpoint, ConfigS3Region, ConfigS3AccessKey, ConfigS3SecretKey, ConfigS3PathStyle, ConfigS3InstanceMetadata} {
 		if _, ok := p.cfg[k]; ok {
 			cp.S3Set = true
 		}

@@ -265,6 +265,11 @@ func Known() Registry {
 			Description: "Address buckets as <endpoint>/<bucket> rather than <bucket>.<endpoint> (most S3-compatible servers need true).",
 		},
 		{
+			Name: "s3.credentials.instance-metadata", Type: TypeBool, Default: "false", ReadBy: readByS3,
+			Description: "Let the S3 client take credentials (and the region) from the EC2 instance metadata service when the job, the environment and the shared AWS files give none. " +
+				"Off by default: the instance's role is the server's, not its clients'; a runtime on EC2 that checkpoints with its instance role sets it.",
+		},
+		{
 			Name: "execution.state-recovery.path", Type: TypePath, ReadBy: readByRestore,
 			Description: "Savepoint, retained checkpoint (chk-<n>) or _metadata file the job starts from; unset for a fresh start.",
 		},

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"fmt"
+	"sync"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
+	protov2 "google.golang.org/protobuf/proto"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 )
@@ -26,6 +30,45 @@ type eventCodec struct{ encoding.CodecV2 }
 // inPlaceBytes is the smallest IPC stream sent without a copy: below it
 // the copy costs less than a buffer of its own.
 const inPlaceBytes = 64 << 10
+
+// undecodable holds the decoding error of each request that is not valid
+// protobuf (malformed bytes, a string that is not UTF-8), by the message
+// it was decoded into, until the guard's interceptors take it. gRPC turns
+// any error of a codec's Unmarshal into INTERNAL "error unmarshalling
+// request", which says the runtime failed; the guard answers
+// INVALID_ARGUMENT, which says the request did.
+var undecodable sync.Map
+
+// Unmarshal decodes a request. A request that is not valid protobuf
+// leaves v empty and its error in undecodable: never an error here (see
+// undecodable).
+// A request over the limits of one request (scanWire) is refused the same
+// way, before it is decoded.
+func (c eventCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(protov2.Message)
+	if !ok {
+		return c.CodecV2.Unmarshal(data, v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	if err := scanWire(buf.ReadOnlyData(), m.ProtoReflect().Descriptor()); err != nil {
+		undecodable.Store(v, err)
+		return nil
+	}
+	if err := protov2.Unmarshal(buf.ReadOnlyData(), m); err != nil {
+		undecodable.Store(v, fmt.Errorf("the request is not a valid protobuf message of the job service (%d bytes): %w", data.Len(), err))
+	}
+	return nil
+}
+
+// takeDecodeError returns (and forgets) the decoding error of the request
+// decoded into v, or nil.
+func takeDecodeError(v any) error {
+	if err, ok := undecodable.LoadAndDelete(v); ok {
+		return err.(error)
+	}
+	return nil
+}
 
 func (c eventCodec) Marshal(v any) (mem.BufferSlice, error) {
 	ev, ok := v.(*jobpb.JobEvent)

@@ -33,10 +33,14 @@ const DefaultMaxMessageBytes = 64 << 20
 // before it is read. gRPC itself answers that refusal, RESOURCE_EXHAUSTED
 // "received message larger than max (N vs. M)", which no handler can
 // reword: the clients add which option raises it (--max-message-size).
-// Clients may ping during calls as often as every KeepaliveMinTime.
+// A request that is not valid protobuf (malformed, or a string that is not
+// UTF-8) or over the limits of one request (limits.go) is answered
+// INVALID_ARGUMENT with what is wrong, before any handler runs. Clients may ping during calls as often as every
+// KeepaliveMinTime. The options include Codec's.
 func Guard(log *slog.Logger, maxMessage int) []grpc.ServerOption {
 	g := &guard{log: log}
 	return []grpc.ServerOption{
+		Codec(),
 		grpc.MaxRecvMsgSize(maxMessage),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveMinTime}),
 		grpc.ChainUnaryInterceptor(g.unary),
@@ -57,6 +61,9 @@ func (g *guard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 			resp, err = nil, g.recovered(info.FullMethod, r)
 		}
 	}()
+	if err := takeDecodeError(req); err != nil {
+		return nil, g.refused(info.FullMethod, err)
+	}
 	return handler(ctx, req)
 }
 
@@ -66,5 +73,30 @@ func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 			err = g.recovered(info.FullMethod, r)
 		}
 	}()
-	return handler(srv, ss)
+	return handler(srv, decodeCheckedStream{ss, g, info.FullMethod})
+}
+
+// refused logs a request refused before its handler ran (its error holds
+// none of its content) and returns its INVALID_ARGUMENT status.
+func (g *guard) refused(method string, err error) error {
+	g.log.Info("request refused: over a limit of one request, or not valid protobuf", "method", method, "error", err)
+	return status.Error(codes.InvalidArgument, err.Error())
+}
+
+// decodeCheckedStream answers a streamed request that is not valid
+// protobuf with INVALID_ARGUMENT (see undecodable).
+type decodeCheckedStream struct {
+	grpc.ServerStream
+	guard  *guard
+	method string
+}
+
+func (s decodeCheckedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if err := takeDecodeError(m); err != nil {
+		return s.guard.refused(s.method, err)
+	}
+	return nil
 }

@@ -24,6 +24,15 @@
 // and the --allow-path flag. `flinkgo serve` allows its working directory
 // and the temp dir unless given --allow-path; the embedded runtime, which
 // runs as its only client's user, allows any path.
+//
+// Endpoints that clients name (Kafka bootstrap servers, s3.endpoint) are
+// checked the same way against AllowEndpoints (package allowendpoint):
+// `flinkgo serve` allows none unless given --allow-endpoint; the embedded
+// runtime allows any.
+//
+// What one request may cost is bounded before it is planned (limits.go:
+// names, columns, parts of a plan; INVALID_ARGUMENT), and so is the number
+// of plannings at once.
 package server
 
 import (
@@ -36,8 +45,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -55,6 +66,7 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/server/allowendpoint"
 	"github.com/flinkgo/flinkgo/runtime/server/allowpath"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 )
@@ -83,6 +95,8 @@ type Server struct {
 	// savepointChecked, when set (tests), runs after a savepoint
 	// directory's check, before its use.
 	savepointChecked func()
+	// endpointsAllowed are the endpoints clients may name; nil allows any.
+	endpointsAllowed *allowendpoint.List
 
 	mu struct {
 		sync.Mutex
@@ -93,6 +107,10 @@ type Server struct {
 	// endpoints, when set, is called with every planned job's
 	// configuration (see SetEndpoints).
 	endpoints func(cfg map[string]string) error
+	// planSlots bounds the plannings that run at once (what planning a
+	// request costs is bounded by checkLimits; this bounds how many pay it
+	// together).
+	planSlots chan struct{}
 	// running counts Execute calls, so a stopping server can wait for its
 	// jobs (and their workers) to be gone.
 	running sync.WaitGroup
@@ -160,6 +178,7 @@ const CollectBatchBytes = 4 << 20
 func New(opts job.Options, defaults map[string]string) *Server {
 	s := &Server{jobOptions: opts, defaults: defaults, log: logging.OrDiscard(opts.Logger)}
 	s.jobsCtx, s.cancelJobs = context.WithCancelCause(context.Background())
+	s.planSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 	s.mu.jobs = map[string]*runningJob{}
 	return s
 }
@@ -200,6 +219,9 @@ func (s *Server) planWithReplan(jp *planpb.JobPlan) (*plan.Graph, func(map[strin
 		return nil, nil, err
 	}
 	if err := s.checkPaths(jp); err != nil {
+		return nil, nil, err
+	}
+	if err := s.checkEndpoints(jp); err != nil {
 		return nil, nil, err
 	}
 	opts, err := job.PlanOptions(jp)
@@ -304,9 +326,31 @@ func (s *Server) ListJobs(_ context.Context, req *jobpb.ListJobsRequest) (*jobpb
 	return resp, nil
 }
 
+// admit checks a request's plan against the limits of one request and
+// waits for a planning slot: an error is the call's status
+// (INVALID_ARGUMENT, or the call's end), logged without the request's
+// content. On success, call the returned function once the plan is made.
+func (s *Server) admit(ctx context.Context, method string, jp *planpb.JobPlan) (done func(), err error) {
+	if err := checkLimits(jp); err != nil {
+		s.log.Info("request refused: over a limit of one request", "method", method, "bytes", proto.Size(jp), "error", err)
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	select {
+	case s.planSlots <- struct{}{}:
+		return func() { <-s.planSlots }, nil
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+}
+
 // Explain plans a job without running it.
-func (s *Server) Explain(_ context.Context, req *jobpb.ExplainRequest) (*jobpb.ExplainResponse, error) {
+func (s *Server) Explain(ctx context.Context, req *jobpb.ExplainRequest) (*jobpb.ExplainResponse, error) {
+	planned, err := s.admit(ctx, "Explain", req.GetPlan())
+	if err != nil {
+		return nil, err
+	}
 	g, err := s.plan(req.GetPlan())
+	planned()
 	if err != nil {
 		return &jobpb.ExplainResponse{Error: err.Error()}, nil
 	}
@@ -335,10 +379,15 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		defer sendMu.Unlock()
 		return stream.Send(ev)
 	}
+	planned, err := s.admit(stream.Context(), "Execute", req.GetPlan())
+	if err != nil {
+		return err
+	}
 	g, replan, err := s.planWithReplan(req.GetPlan())
+	planned()
 	if err != nil {
 		sent := send(finished(jobpb.JobFinished_FAILED, &jobpb.JobError{Message: err.Error(), Kind: "PLAN"}, nil))
-		s.log.Log(context.Background(), failureLevel(sent), "job rejected: it cannot be planned", "name", req.GetPlan().GetName(), "error", err)
+		s.log.Log(context.Background(), failureLevel(sent), "job rejected: it cannot be planned", "name", req.GetPlan().GetName(), "error", logText(err.Error()))
 		return sent
 	}
 	if s.endpoints != nil {
@@ -422,7 +471,7 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		// The client follows the job's state: it ends FAILED, as REST says.
 		_ = send(stateChanged(job.Failed, time.Since(start)))
 		sent := send(finished(jobpb.JobFinished_FAILED, jobError(err), nil))
-		log.Log(context.Background(), failureLevel(sent), "job failed to start", "error", err)
+		log.Log(context.Background(), failureLevel(sent), "job failed to start", "error", logText(err.Error()))
 		return sent
 	}
 	rates, history := startSampling(j)
@@ -455,9 +504,25 @@ func (s *Server) Execute(req *jobpb.ExecuteRequest, stream jobpb.JobService_Exec
 		return nil
 	default:
 		sent := send(finished(jobpb.JobFinished_FAILED, jobError(err), metrics))
-		log.Log(context.Background(), failureLevel(sent), "job ended", "state", job.Failed, "error", err)
+		log.Log(context.Background(), failureLevel(sent), "job ended", "state", job.Failed, "error", logText(err.Error()))
 		return sent
 	}
+}
+
+// maxLoggedText bounds what a log record quotes of a client's request (an
+// error that quotes a long literal of a plan): the log keeps its start.
+const maxLoggedText = 1024
+
+// logText is s for a log record, cut to maxLoggedText bytes.
+func logText(s string) string {
+	if len(s) <= maxLoggedText {
+		return s
+	}
+	cut := maxLoggedText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes more)", s[:cut], len(s)-cut)
 }
 
 // failureLevel is the level of a job's failure in the log: info when the
