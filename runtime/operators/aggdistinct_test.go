@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
+	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
@@ -22,6 +24,13 @@ import (
 // Pebble backend with a cache of one group (checkpoints move groups out of
 // memory); changelog: the input carries row kinds.
 func distinctAgg(t testing.TB, mem memory.Allocator, changelog bool, ttlMs int64) (operator.Operator, *arrow.Schema, error) {
+	t.Helper()
+	return distinctAggAt(t, mem, changelog, ttlMs, state.KeyGroupRange{Start: 0, End: 127}, 0, 1, nil, "")
+}
+
+// distinctAggAt is distinctAgg as subtask of parallelism, owning groups,
+// restored from restored (nil: a fresh start).
+func distinctAggAt(t testing.TB, mem memory.Allocator, changelog bool, ttlMs int64, groups state.KeyGroupRange, subtask, parallelism int, restored *checkpoint.OperatorState, base string) (operator.Operator, *arrow.Schema, error) {
 	t.Helper()
 	in := arrow.NewSchema([]arrow.Field{
 		{Name: "k", Type: arrow.BinaryTypes.String, Nullable: true},
@@ -43,8 +52,9 @@ func distinctAgg(t testing.TB, mem memory.Allocator, changelog bool, ttlMs int64
 				Keys: []string{"k"}, StateTtlMs: ttlMs, Aggregates: []*planpb.Aggregate{
 					{Function: "count_distinct", Column: "v", Name: "d"}, {Function: "count", Name: "n"},
 				}}}}},
-		Parallelism: 1, MaxParallelism: 128, In: []*arrow.Schema{in}, Out: out, Allocator: mem,
-		Keyed: &operator.KeyedContext{KeyGroups: state.KeyGroupRange{Start: 0, End: 127}, StateDir: t.TempDir()},
+		Subtask: subtask, Parallelism: parallelism, MaxParallelism: 128, In: []*arrow.Schema{in}, Out: out, Allocator: mem,
+		Restored: restored, RestoreBase: base,
+		Keyed: &operator.KeyedContext{KeyGroups: groups, StateDir: t.TempDir()},
 	}
 	op, err := keyedAggregateKind(Options{KeyedCacheGroups: 1, UpdateInterval: 1 << 62}).New(c)
 	return op, in, err
@@ -179,5 +189,101 @@ func TestKeyedCountDistinctRefusesAStateTTL(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "count_distinct cannot be combined with a state TTL") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// The value sets are keyed state: a job checkpointed at parallelism 1 and
+// restored at 2 (each subtask half the key groups) counts the values seen
+// before the checkpoint once, not again.
+func TestKeyedCountDistinctRestoresAtAnotherParallelism(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	var rows []string
+	for i := range 400 {
+		rows = append(rows, fmt.Sprintf("k%d %d", i%13, (i*7)%31))
+	}
+	var out printed
+	feed := func(ops []operator.Operator, ranges []state.KeyGroupRange, in *arrow.Schema, rows []string) {
+		t.Helper()
+		b := appendRows(mem, in, rows...)
+		defer b.Release()
+		groups, err := partition.KeyGroups(b, []int{0}, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range ops {
+			var mine []string
+			for row, g := range groups {
+				if ranges[i].Start <= int(g) && int(g) <= ranges[i].End {
+					mine = append(mine, rows[row])
+				}
+			}
+			part := appendRows(mem, in, mine...)
+			if err := o.Process(ctx, 0, part, out.emit); err != nil {
+				t.Fatal(err)
+			}
+			part.Release()
+			if err := o.OnTimer(ctx, out.emit); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all := state.KeyGroupRange{Start: 0, End: 127}
+	first, in, err := distinctAgg(t, mem, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed([]operator.Operator{first}, []state.KeyGroupRange{all}, in, rows[:250])
+	storage := state.Storage{Root: t.TempDir()}
+	if err := storage.Init(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.SnapshotState(ctx, checkpoint.Target{ID: 1, Dir: storage.Root}, out.emit, &checkpoint.SubtaskState{}); err != nil {
+		t.Fatal(err)
+	}
+	st := checkpoint.SubtaskState{Subtask: 0}
+	if err := first.TakePersist()(ctx, &st); err != nil || st.Keyed == nil {
+		t.Fatalf("persist: %v, state %v", err, st.Keyed)
+	}
+	first.Release()
+	restored := &checkpoint.OperatorState{UID: "agg", Parallelism: 1, Subtasks: []checkpoint.SubtaskState{st}}
+	ranges := []state.KeyGroupRange{{Start: 0, End: 63}, {Start: 64, End: 127}}
+	var second []operator.Operator
+	for i, r := range ranges {
+		op, _, err := distinctAggAt(t, mem, false, 0, r, i, 2, restored, storage.Root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer op.Release()
+		second = append(second, op)
+	}
+	// The rows before the checkpoint come again too (a replay): no value
+	// may count twice.
+	feed(second, ranges, in, rows[200:])
+	last := map[string]string{}
+	for _, r := range out.take() {
+		if strings.HasPrefix(r, "+") {
+			k, _, _ := strings.Cut(strings.TrimPrefix(r[3:], ""), ",")
+			last[k] = r[2:]
+		}
+	}
+	want := map[string]map[string]bool{}
+	counts := map[string]int{}
+	for _, r := range append(slices.Clone(rows), rows[200:250]...) {
+		k, v, _ := strings.Cut(r, " ")
+		if want[k] == nil {
+			want[k] = map[string]bool{}
+		}
+		want[k][v] = true
+		counts[k]++
+	}
+	if len(last) != 13 {
+		t.Fatalf("%d keys emitted, want 13: %v", len(last), last)
+	}
+	for k, vs := range want {
+		if got, w := last[k], fmt.Sprintf("[%s, %d, %d]", k, len(vs), counts[k]); got != w {
+			t.Errorf("key %s: %s, want %s", k, got, w)
+		}
 	}
 }
