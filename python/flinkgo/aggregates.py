@@ -16,8 +16,10 @@ non-null values of the column, ``count()`` the rows; the others ignore nulls, as
 
 In windows (:meth:`WindowedDataFrame.agg <flinkgo.dataframe.WindowedDataFrame.agg>`),
 ``first`` and ``last`` take the value of the row with the earliest and the latest event
-time (nulls skipped; among rows of the same time, any), and ``count_distinct`` counts
-the distinct non-null values (int64).
+time (nulls skipped; among rows of the same time, any). ``count_distinct`` counts the
+distinct non-null values (int64), in windows and in keyed aggregations; there each key's
+values are kept as keyed state (checkpointed, rescaled with the key), and a changelog's
+retractions take values out again.
 
 This module defines ``sum``, ``min`` and ``max``, shadowing the builtins inside it; it
 depends on nothing but :mod:`flinkgo.expr`.
@@ -69,7 +71,7 @@ AggregateFunction = Literal[
 ]
 """The plan's aggregate function names (``"udaf"``: a Python aggregate function)."""
 
-WINDOW_ONLY = ("first", "last", "count_distinct")
+WINDOW_ONLY = ("first", "last")
 """The aggregates only windows compute (first and last need an event time)."""
 
 
@@ -308,14 +310,22 @@ def last(column: str | Expr) -> Aggregate:
 
 
 def count_distinct(column: str | Expr) -> Aggregate:
-    """Count the distinct non-null values of a column, per window (int64).
+    """Count the distinct non-null values of a column, per key or per window (int64).
 
-    Only in windows (:meth:`~flinkgo.dataframe.WindowedDataFrame.agg`).
+    As SQL's ``COUNT(DISTINCT x)``. In a keyed aggregation each key's values are keyed
+    state; over a changelog a value leaves when its last row is retracted. A state TTL
+    is not supported with it yet.
 
     Examples
     --------
+    >>> import pandas as pd
     >>> import flinkgo as fg
-    >>> fg.count_distinct("user")
-    <Aggregate count_distinct(user)>
+    >>> df = fg.Environment().from_pandas(
+    ...     pd.DataFrame({"shop": ["a", "a", "a", "b"], "user": [1, 1, 2, None]})
+    ... )
+    >>> df.key_by("shop").agg(fg.count_distinct("user")).to_pandas().sort_values("shop")
+      shop  user
+    0    a     2
+    1    b     0
     """
     return _make("count_distinct", column)

@@ -1991,10 +1991,11 @@ class KeyedDataFrame:
         ----------
         *aggregates
             At least one of :func:`flinkgo.sum`, :func:`~flinkgo.count`,
-            :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`; over a
-            bounded input also pandas UDAFs (:func:`flinkgo.udaf`), computed once per key
-            at the end of the input (a job whose source never ends is refused when it is
-            planned, as PyFlink allows them in batch group aggregations only).
+            :func:`~flinkgo.min`, :func:`~flinkgo.max`, :func:`~flinkgo.mean`,
+            :func:`~flinkgo.count_distinct`; over a bounded input also pandas UDAFs
+            (:func:`flinkgo.udaf`), computed once per key at the end of the input (a job
+            whose source never ends is refused when it is planned, as PyFlink allows them
+            in batch group aggregations only).
         emit
             When results come out. ``"final"``: one row per key when the input ends.
             ``"updates"``: the current row of every key that changed, every
@@ -2056,7 +2057,13 @@ class KeyedDataFrame:
                 raise InvalidArgumentError(
                     f"agg: {a.function} is computed in windows only "
                     "(key_by(...).window(...).agg(...)); a keyed aggregation offers sum, count, "
-                    "min, max and mean"
+                    "min, max, mean and count_distinct"
+                )
+            if isinstance(a, Aggregate) and a.function == "count_distinct" and state_ttl:
+                raise InvalidArgumentError(
+                    "agg: count_distinct cannot be combined with state_ttl yet (the key's value "
+                    "set and its count would expire apart); drop state_ttl or aggregate per "
+                    "window"
                 )
         fields, messages = _aggregate_fields(op, self._df.schema, self._keys, aggregates)
         from flinkgo._proto import plan_pb2 as pb

@@ -281,3 +281,61 @@ def test_argument_errors():
         col("s").str.substring(0, -1)
     with pytest.raises(SchemaError, match="'n' of .* has the name of another aggregate"):
         df.key_by("t").agg(fg.sum("i").alias("n"), fg.max("f").alias("n"))
+
+
+# --- count_distinct in keyed aggregations -------------------------------------------------
+
+
+@pytest.mark.parametrize("emit", ["final", "updates"])
+def test_keyed_count_distinct_equals_pandas(env, emit):
+    df = env.from_pandas(BASE)
+    got = (
+        df.key_by("t")
+        .agg(fg.count_distinct("d"), fg.count_distinct("s").alias("ds"), fg.count(), emit=emit)
+        .to_pandas()
+    )
+    want = BASE.groupby("t", dropna=False).agg(d=("d", "nunique"), ds=("s", "nunique"))
+    got_rows = {(_py(r.t), int(r.d), int(r.ds)) for r in got.itertuples()}
+    want_rows = {(_py(t), int(r.d), int(r.ds)) for t, r in want.iterrows()}
+    assert got_rows == want_rows
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_keyed_count_distinct_over_a_changelog(runtime, parallelism):
+    # Per key a running total of a 6000-row stream, updated every 20 ms (a changelog
+    # with -U/+U); per bucket the distinct totals' tens: every update of a key's total
+    # retracts its old value from its old bucket's set.
+    env = fg.Environment(
+        parallelism=parallelism,
+        config={"pipeline.keyed-aggregate.update-interval": "20 ms"},
+    )
+    rows = env.datagen(rows=6000, rows_per_second=20000, schema={"id": "int64"})
+    sums = (
+        rows.with_column("k", col("id") % 40)
+        .key_by("k")
+        .agg(fg.sum("id").alias("total"), emit="updates")
+    )
+    buckets = (
+        sums.with_column("bucket", col("total") % 7)
+        .with_column("tens", col("total") // 10)
+        .key_by("bucket")
+        .agg(
+            fg.count_distinct("tens").alias("tens"),
+            fg.count_distinct("k").alias("keys"),
+            emit="updates",
+        )
+    )
+    got = buckets.to_pandas().sort_values("bucket").reset_index(drop=True)
+    ids = pd.DataFrame({"id": range(6000)})
+    totals = ids.groupby(ids["id"] % 40)["id"].sum().rename("total").reset_index()
+    totals["bucket"], totals["tens"] = totals["total"] % 7, totals["total"] // 10
+    want = totals.groupby("bucket").agg(tens=("tens", "nunique"), keys=("id", "nunique"))
+    assert got["bucket"].tolist() == want.index.tolist()
+    assert got["tens"].tolist() == want["tens"].tolist()
+    assert got["keys"].tolist() == want["keys"].tolist()
+
+
+def test_keyed_count_distinct_refuses_a_state_ttl():
+    df = fg.Environment().from_pandas(BASE)
+    with pytest.raises(InvalidArgumentError, match="count_distinct cannot be combined"):
+        df.key_by("t").agg(fg.count_distinct("i"), state_ttl="1 h")

@@ -547,6 +547,9 @@ def test_package_exports():
         "last",
         "count_distinct",
         "when",
+        # built-in functions (test_builtins.py)
+        "coalesce",
+        "concat",
         # event time (test_windows.py)
         "Window",
         "WindowedDataFrame",

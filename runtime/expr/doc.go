@@ -16,9 +16,12 @@
 // is_in, between and case_when follow SQL's null rules (conditional.go);
 // timestamps take durations, subtract to durations and have .dt fields and
 // truncate, in their zone's wall-clock time or UTC when naive (temporal.go).
-// Where arrow-go has no kernel (modulo, case_when, the .dt fields) the
-// function is a loop over the operands' Arrow buffers, never over rows
-// boxed one by one.
+// floor_divide (Python's //), abs, round, floor, ceil and coalesce are in
+// builtins.go, the string functions and concat in strings.go.
+// Where arrow-go has no kernel (modulo, floor_divide, case_when, the .dt
+// fields, the string functions) the function is a loop over the operands'
+// Arrow buffers, never over rows boxed one by one. (arrow-go's one string
+// kernel, starts_with, is not used: one loop serves all the predicates.)
 //
 // UDF calls are not expressions here: the planner moves them into UDF
 // operators (package runtime/operators). This package must not import the bridge

@@ -21,7 +21,7 @@ import (
 // keyedAggregateFunctions and windowAggregateFunctions are the aggregates
 // each operator offers; first and last need an event time.
 var (
-	keyedAggregateFunctions  = []string{"sum", "count", "min", "max", "mean"}
+	keyedAggregateFunctions  = []string{"sum", "count", "min", "max", "mean", "count_distinct"}
 	windowAggregateFunctions = []string{"sum", "count", "min", "max", "mean", "first", "last", "count_distinct"}
 )
 
@@ -404,9 +404,9 @@ func appendAggregate(b array.Builder, a aggSpec, acc accumulator) error {
 			v = pick(a.isInt, acc.imax, acc.fmax)
 		}
 	case "count_distinct":
-		v = int64(0)
+		v = acc.count // keyed: the distinct values in the key's value set (aggdistinct.go)
 		if acc.ext != nil {
-			v = int64(len(acc.ext.distinct))
+			v = int64(len(acc.ext.distinct)) // windows
 		}
 	case "first", "last":
 		e := acc.ext

@@ -33,7 +33,7 @@ func keyedAggregateKind(opts Options) operator.Kind {
 			}
 			return rowkind.WithColumn(s), nil
 		},
-		State: operator.StateDescriptor{Keyed: true, What: "one accumulator row per key; over a changelog, the values of min and max per key"},
+		State: operator.StateDescriptor{Keyed: true, What: "one accumulator row per key; the distinct values of count_distinct per key; over a changelog, the values of min and max per key"},
 		New: func(c *operator.Context) (operator.Operator, error) {
 			p, err := newAggProc(c.Op.Node, c.Input(), c.Out, c.Allocator, c.MaxParallelism, c.Op.EmitUpdates, opts.UpdateInterval)
 			if err != nil {
@@ -41,11 +41,16 @@ func keyedAggregateKind(opts Options) operator.Kind {
 			}
 			p.name, p.mode = c.Op.Name, c.Op.Changelog
 			p.ttl = aggStateTTL(c.Op.Node.GetKeyedAggregate(), opts, p.updates)
+			if p.ttl > 0 && p.hasCountDistinct() {
+				// A value set whose entries expire apart from their group
+				// would count a value twice or not at all.
+				return nil, fmt.Errorf("%s: count_distinct cannot be combined with a state TTL (%s, from agg(state_ttl=) or table.exec.state.ttl) yet: the key's value set and its count would expire apart; drop the TTL or aggregate per window", c.Op.Name, p.ttl)
+			}
 			if err := p.setupState(context.Background(), c, opts.KeyedCacheGroups); err != nil {
 				p.Release()
 				return nil, err
 			}
-			if rowkind.Has(c.Input()) {
+			if rowkind.Has(c.Input()) || p.hasCountDistinct() {
 				if err := p.openMultisets(); err != nil {
 					p.Release()
 					return nil, err
@@ -209,6 +214,12 @@ func (p *aggProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, _ ope
 		}
 		for row, g := range gids {
 			targets[row] = &p.list[g].acc[i]
+		}
+		if a.fn == "count_distinct" {
+			if err := p.updateDistinct(i, a, b, gids, targets); err != nil {
+				return fmt.Errorf("aggregate %s: %w", p.schema.Field(len(p.keys)+i).Name, err)
+			}
+			continue
 		}
 		accumulateColumn(a, b, targets, nil)
 	}

@@ -34,7 +34,7 @@ func (p *aggProc) openMultisets() error {
 	}
 	p.sets = make(multisets, len(p.aggs))
 	for i, a := range p.aggs {
-		if a.fn != "min" && a.fn != "max" {
+		if a.fn != "min" && a.fn != "max" && a.fn != "count_distinct" {
 			continue
 		}
 		m, err := state.NewMap(p.keyed.backend, fmt.Sprintf("multiset-%d", i), state.BytesCodec{}, state.Int64Codec{}, p.ttlOptions()...)
@@ -58,6 +58,12 @@ func (p *aggProc) processChangelog(b arrow.RecordBatch, kinds *array.Int8, gids 
 			} else {
 				add[row], retract[row] = nil, acc
 			}
+		}
+		if a.fn == "count_distinct" {
+			if err := p.updateDistinct(i, a, b, gids, add); err != nil {
+				return fmt.Errorf("aggregate %s: %w", p.schema.Field(len(p.keys)+i).Name, err)
+			}
+			continue
 		}
 		accumulateColumn(a, b, add, nil)
 		if set := p.sets[i]; set != nil {
@@ -323,6 +329,8 @@ func outputValue(a aggSpec, acc *accumulator) any {
 			return pick(a.isInt, acc.imax, acc.fmax)
 		}
 		return acc.max
+	case "count_distinct":
+		return acc.count
 	}
 	return nil
 }
