@@ -309,6 +309,9 @@ func restCall(t *testing.T, method, url, body string, out any) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json") // the REST API takes JSON bodies only
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,10 @@
 //	flinkgo serve [--listen ADDR] [--parent-pid N] [--allow-path DIR]...
 //	    [--allow-endpoint HOST:PORT]... [--allow-group GROUP] [--token-file PATH] [--udf-output log|stderr] [LOG FLAGS]
 //	    [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
-//	    [--max-message-size BYTES]                   run a runtime server
+//	    [--max-message-size BYTES]
+//	    [--rest-port N] [--prom-port N] [--rest-address HOST] [--rest-auth-token-file PATH]
+//	    [--rest-read-access owner|any] [--rest-allowed-hosts NAMES]
+//	                                                  run a runtime server
 //	flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [LOG FLAGS] PIPELINE.py [ARGS...]
 //	                                                  run a pipeline file on a runtime started for it
 //	flinkgo list [--endpoint ADDR] [--all]            list the running (--all: and ended) jobs of a server
@@ -129,6 +132,8 @@ func printUsage(w io.Writer) {
                 [--allow-group GROUP]
                 [--token-file PATH] [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]
                 [--max-message-size BYTES (default 64MiB)]
+                [--rest-port N] [--prom-port N] [--rest-address HOST] [--rest-auth-token-file PATH]
+                [--rest-read-access owner|any] [--rest-allowed-hosts NAMES]
                 [--udf-output log|stderr] [--log-level LEVEL] [--log-format text|json]
   flinkgo run [--from-savepoint PATH] [--allow-non-restored-state] [--log-level LEVEL] [--log-format text|json] PIPELINE.py [ARGS...]
   flinkgo list [--endpoint ADDR] [--all]
