@@ -12,9 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	arrowcsv "github.com/apache/arrow-go/v18/arrow/csv"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -122,10 +125,19 @@ func (it *csvIter) next(context.Context) (arrow.RecordBatch, error) {
 		return b, nil
 	}
 	if err := it.r.Err(); err != nil {
-		if where := locateCSVError(it.cfg, it.path, it.src); where != "" {
-			return nil, fmt.Errorf("%s: %w", where, err)
+		where := locateCSVError(it.cfg, it.path, it.src)
+		if where == "" {
+			// A value of a type the locator does not check: the rows of
+			// the batch it is in.
+			where = fmt.Sprintf("in data rows %d to %d (the header not counted)", it.rows+1, it.rows+int64(it.cfg.BatchRows))
 		}
-		return nil, err
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			// Its line counts from where the reader started (after a
+			// restore, mid-file); where has the file's line.
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return nil, io.EOF
 }
@@ -194,24 +206,31 @@ func locateCSVError(cfg Config, path string, src *planpb.FileSource) string {
 }
 
 // checkCSVValue reports why v does not parse as t ("" when it does, or when
-// t is not one it checks).
+// t is not one it checks), as arrow-go's CSV reader parses it.
 func checkCSVValue(v string, t arrow.DataType) string {
 	if v == "" {
 		return "" // null
 	}
 	var err error
-	switch t.ID() {
-	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
-		_, err = strconv.ParseInt(v, 10, 64)
-	case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
-		_, err = strconv.ParseUint(v, 10, 64)
-	case arrow.FLOAT32, arrow.FLOAT64:
-		_, err = strconv.ParseFloat(v, 64)
-	case arrow.BOOL:
-		switch strings.ToLower(v) {
-		case "true", "false", "1", "0":
-		default:
-			err = errors.New("not a bool")
+	switch t := t.(type) {
+	case arrow.FixedWidthDataType:
+		switch t.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+			_, err = strconv.ParseInt(v, 10, t.BitWidth())
+		case arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+			_, err = strconv.ParseUint(v, 10, t.BitWidth())
+		case arrow.FLOAT32, arrow.FLOAT64:
+			_, err = strconv.ParseFloat(v, t.BitWidth())
+		case arrow.BOOL:
+			_, err = strconv.ParseBool(v)
+		case arrow.DATE32, arrow.DATE64:
+			_, err = time.Parse("2006-01-02", v)
+		case arrow.TIMESTAMP:
+			// The reader appends through the builder: the same parse, zone
+			// rules included.
+			b := array.NewTimestampBuilder(memory.DefaultAllocator, t.(*arrow.TimestampType))
+			defer b.Release()
+			err = b.AppendValueFromString(v)
 		}
 	}
 	if err != nil {
