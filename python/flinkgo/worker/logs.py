@@ -41,4 +41,3 @@ def setup(level: str) -> logging.Logger:
     root.setLevel(level.upper())
     root.propagate = False
     return logging.getLogger("flinkgo.worker")
-
