@@ -341,8 +341,13 @@ func (j *Job) run(ctx context.Context, a *attempt) {
 			return
 		}
 		if ctx.Err() != nil {
-			// The cancel's cause, not a task's "context canceled": it says who canceled.
-			j.end(ctx, context.Cause(ctx), Canceled, Canceling)
+			// A task's bare "context canceled" says nothing: the cancel's
+			// cause says who canceled. A real failure that raced the
+			// cancel (a worker's exit) stays the job's error.
+			if errors.Is(err, context.Canceled) {
+				err = context.Cause(ctx)
+			}
+			j.end(ctx, err, Canceled, Canceling)
 			return
 		}
 		if j.lifecycle.state() != Restarting {

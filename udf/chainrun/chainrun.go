@@ -240,7 +240,9 @@ func Run(ctx context.Context, chain Chain, opts Options, in <-chan arrow.RecordB
 	merged := make(chan error, 1)
 	go func() {
 		err := m.run(ctx)
-		if err != nil {
+		// errJobStopping only echoes the job's own end: canceling the job
+		// with it would hide the job's failure.
+		if err != nil && !errors.Is(err, errJobStopping) {
 			cancel(err)
 			cancelJob(err)
 		}
