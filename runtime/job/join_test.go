@@ -221,8 +221,11 @@ func TestEquiJoinRestoresAtAnotherParallelism(t *testing.T) {
 				waitHeld(t, j, held, 2) // both streams' sources
 				// A checkpoint that began once both held comes after every
 				// row of the halves read: the changelog so far, applied, is
-				// the batch result of those halves.
-				waitForCheckpoints(t, j, completedCheckpoints(j)+1)
+				// the batch result of those halves. One checkpoint at a
+				// time: the next to complete may have begun before the
+				// hold (under load it often has), the one after it began
+				// after it.
+				waitForCheckpoints(t, j, completedCheckpoints(j)+2)
 				waitForCheckpoints(t, j, 2)
 				got.mu.Lock()
 				checkEquiJoin(t, got, rows/2, how)
