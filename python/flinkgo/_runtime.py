@@ -181,7 +181,7 @@ def build_from_source(repo: Path) -> str:
         print(
             f"flinkgo: building the runtime binary (go build ./cmd/flinkgo in {repo}), as this "
             "source checkout has no up-to-date build; with a cold Go cache this downloads the "
-            "Go modules and compiles about 400 packages (Arrow, gRPC, Pebble, the AWS SDK), "
+            "Go modules and compiles some 780 packages (Arrow, gRPC, Pebble, the AWS SDK), "
             f"{_COLD_BUILD_HINT}; later builds take seconds",
             file=sys.stderr,
             flush=True,

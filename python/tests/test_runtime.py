@@ -178,14 +178,17 @@ def checkout(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     count = tmp_path / "builds"
-    # A fake go: counts builds and writes an executable at -o.
+    # A fake go: counts builds, names 50 compiled packages on stderr as
+    # `go build -v` does, and writes an executable at -o.
     script(
         bin_dir / "go",
         f"""\
         echo build >> {count}
         [ -n "$FAIL" ] && {{ echo "cmd/flinkgo/main.go:1: syntax error" >&2; exit 1; }}
-        printf '#!/bin/sh\\n' > "$3"
-        chmod +x "$3"
+        for i in $(seq 1 50); do echo "example.com/p$i" >&2; done
+        while [ "$1" != -o ]; do shift; done
+        printf '#!/bin/sh\\n' > "$2"
+        chmod +x "$2"
         """,
     )
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
@@ -203,7 +206,11 @@ def test_build_on_demand_and_reuse(checkout, capsys):
     binary = _runtime.build_from_source(repo)
     assert os.access(binary, os.X_OK)
     assert binary.startswith(str(_runtime.cache_dir(repo)))
-    assert "building the runtime" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "building the runtime" in err
+    # The build's progress is shown, off a terminal a line per 50 packages.
+    assert "50 packages compiled" in err
+    assert "runtime built in" in err
     assert _runtime.build_from_source(repo) == binary
     assert builds(count) == 1
     # A newer test file does not change the binary; a newer source file does.
