@@ -1037,16 +1037,15 @@ class StrAccessor:
     --------
     >>> import pandas as pd
     >>> import flinkgo as fg
-    >>> df = fg.Environment().from_pandas(pd.DataFrame({"s": [" Ada ", "bob", None]}))
+    >>> df = fg.Environment().from_pandas(pd.DataFrame({"s": [" Ada ", "bob"]}))
     >>> df.select(
     ...     fg.col("s").str.trim().str.upper().alias("up"),
     ...     fg.col("s").str.length().alias("n"),
     ...     fg.col("s").str.contains("b").alias("has_b"),
     ... ).to_pandas()
-        up    n  has_b
-    0  ADA  5.0  False
-    1  BOB  3.0   True
-    2  NaN  NaN   None
+        up  n  has_b
+    0  ADA  5  False
+    1  BOB  3   True
     """
 
     __slots__ = ("_expr",)
