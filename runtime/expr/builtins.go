@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 )
 
@@ -37,55 +36,21 @@ func compileFloorDivide(out *Expr) error {
 	return nil
 }
 
+// floorDivide computes args[0] // args[1] for n rows, as Python does.
 func floorDivide(ctx context.Context, typ arrow.DataType, args []compute.Datum, n int) (compute.Datum, error) {
-	mem := compute.GetAllocator(ctx)
-	cols, err := numericOperands(ctx, typ, args, n)
-	if err != nil {
-		return nil, err
-	}
-	defer cols[0].Release()
-	defer cols[1].Release()
-	var res arrow.Array
-	if typ.ID() == arrow.INT64 {
-		a, b := cols[0].(*array.Int64), cols[1].(*array.Int64)
-		out := array.NewInt64Builder(mem)
-		defer out.Release()
-		out.Reserve(n)
-		for i := range n {
-			if a.IsNull(i) || b.IsNull(i) {
-				out.AppendNull()
-				continue
-			}
-			x, y := a.Value(i), b.Value(i)
-			switch {
-			case y == 0:
-				return nil, errDivideByZero
-			case y == -1 && x == math.MinInt64:
-				return nil, errDivOverflow
-			}
-			q := x / y
-			if (x%y != 0) && ((x < 0) != (y < 0)) {
-				q-- // Go truncates toward zero; Python floors
-			}
-			out.UnsafeAppend(q)
+	return numericBinary(ctx, typ, args, n, func(x, y int64) (int64, error) {
+		switch {
+		case y == 0:
+			return 0, errDivideByZero
+		case y == -1 && x == math.MinInt64:
+			return 0, errDivOverflow
 		}
-		res = out.NewArray()
-	} else {
-		a, b := cols[0].(*array.Float64), cols[1].(*array.Float64)
-		out := array.NewFloat64Builder(mem)
-		defer out.Release()
-		out.Reserve(n)
-		for i := range n {
-			if a.IsNull(i) || b.IsNull(i) {
-				out.AppendNull()
-				continue
-			}
-			out.UnsafeAppend(pyFloorDivide(a.Value(i), b.Value(i)))
+		q := x / y
+		if (x%y != 0) && ((x < 0) != (y < 0)) {
+			q-- // Go truncates toward zero; Python floors
 		}
-		res = out.NewArray()
-	}
-	defer res.Release()
-	return compute.NewDatum(res), nil
+		return q, nil
+	}, pyFloorDivide)
 }
 
 // pyFloorDivide is CPython's float floor division (float_floor_div), so

@@ -63,6 +63,29 @@ func numericOperands(ctx context.Context, typ arrow.DataType, args []compute.Dat
 
 // modulo computes args[0] % args[1] for n rows.
 func modulo(ctx context.Context, typ arrow.DataType, args []compute.Datum, n int) (compute.Datum, error) {
+	return numericBinary(ctx, typ, args, n, func(x, y int64) (int64, error) {
+		if y == 0 {
+			return 0, errModuloByZero
+		}
+		r := x % y
+		if r != 0 && (r < 0) != (y < 0) {
+			r += y
+		}
+		return r, nil
+	}, func(x, y float64) float64 {
+		r := math.Mod(x, y)
+		if r != 0 && (r < 0) != (y < 0) {
+			r += y
+		}
+		return r
+	})
+}
+
+// numericBinary applies an operator of two numeric operands row by row:
+// intOp when typ is int64, floatOp otherwise (float64); a NULL operand
+// gives NULL. The first error of intOp fails the whole batch.
+func numericBinary(ctx context.Context, typ arrow.DataType, args []compute.Datum, n int,
+	intOp func(x, y int64) (int64, error), floatOp func(x, y float64) float64) (compute.Datum, error) {
 	mem := compute.GetAllocator(ctx)
 	cols, err := numericOperands(ctx, typ, args, n)
 	if err != nil {
@@ -70,6 +93,7 @@ func modulo(ctx context.Context, typ arrow.DataType, args []compute.Datum, n int
 	}
 	defer cols[0].Release()
 	defer cols[1].Release()
+	var res arrow.Array
 	if typ.ID() == arrow.INT64 {
 		a, b := cols[0].(*array.Int64), cols[1].(*array.Int64)
 		out := array.NewInt64Builder(mem)
@@ -80,37 +104,27 @@ func modulo(ctx context.Context, typ arrow.DataType, args []compute.Datum, n int
 				out.AppendNull()
 				continue
 			}
-			x, y := a.Value(i), b.Value(i)
-			if y == 0 {
-				return nil, errModuloByZero
+			v, err := intOp(a.Value(i), b.Value(i))
+			if err != nil {
+				return nil, err
 			}
-			r := x % y
-			if r != 0 && (r < 0) != (y < 0) {
-				r += y
+			out.UnsafeAppend(v)
+		}
+		res = out.NewArray()
+	} else {
+		a, b := cols[0].(*array.Float64), cols[1].(*array.Float64)
+		out := array.NewFloat64Builder(mem)
+		defer out.Release()
+		out.Reserve(n)
+		for i := range n {
+			if a.IsNull(i) || b.IsNull(i) {
+				out.AppendNull()
+				continue
 			}
-			out.UnsafeAppend(r)
+			out.UnsafeAppend(floatOp(a.Value(i), b.Value(i)))
 		}
-		res := out.NewArray()
-		defer res.Release()
-		return compute.NewDatum(res), nil
+		res = out.NewArray()
 	}
-	a, b := cols[0].(*array.Float64), cols[1].(*array.Float64)
-	out := array.NewFloat64Builder(mem)
-	defer out.Release()
-	out.Reserve(n)
-	for i := range n {
-		if a.IsNull(i) || b.IsNull(i) {
-			out.AppendNull()
-			continue
-		}
-		x, y := a.Value(i), b.Value(i)
-		r := math.Mod(x, y)
-		if r != 0 && (r < 0) != (y < 0) {
-			r += y
-		}
-		out.UnsafeAppend(r)
-	}
-	res := out.NewArray()
 	defer res.Release()
 	return compute.NewDatum(res), nil
 }
