@@ -95,7 +95,7 @@ func TestChaos(t *testing.T) {
 }
 
 // logCancelFigures logs the cancel latencies by UDF state: count, p50, p99
-// and max (the README's chaos table comes from these lines).
+// and max (docs/benchmarks.md's chaos table comes from these lines).
 func logCancelFigures(t *testing.T) {
 	t.Logf("FIGURES chaos rounds by fault: %v", roundsDone)
 	for _, a := range []chaosAction{actCancel, actStopThen, actCancelChild, actCancelGIL, actCancelSetsidChild} {

@@ -16,7 +16,7 @@ topic and, on the embedded local runtime:
    checkpoint completes, and the checkpoints (Kafka offsets, open windows, pending
    transactions) go to S3.
 
-Run it against a local broker and S3 server (README.md, "The Kafka and S3 example",
+Run it against a local broker and S3 server (docs/kafka.md, "The Kafka and S3 example",
 gives the steps that start both)::
 
     python examples/python/kafka_s3.py prepare        # topics, bucket, 20 000 purchases

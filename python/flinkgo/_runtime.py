@@ -70,7 +70,7 @@ STOP_GRACE = 5.0
 _EXE = ".exe" if os.name == "nt" else ""
 _STDERR_TAIL = 40
 _GO_HINT = "Go 1.26 or newer (https://go.dev/dl/)"
-# A cold build as measured on an idle 2-core machine (README, "First hour").
+# A cold build as measured on an idle 2-core machine (docs/benchmarks.md, "First use").
 _COLD_BUILD_HINT = "about 4.5 minutes on an idle 2-core machine"
 # Off a terminal, the build's progress is a line per this many compiled packages.
 _BUILD_PROGRESS_EVERY = 50
