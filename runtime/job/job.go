@@ -286,7 +286,7 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 	if cp.S3Set {
 		// The S3 client is the runtime's (package objstore): a job
 		// giving other s3.* settings than one before it is refused.
-		if err := objstore.Configure(cp.S3); err != nil {
+		if err := objstore.Configure(objectStoreOptions(cp.S3)); err != nil {
 			return nil, fmt.Errorf("job: %w", err)
 		}
 	}
