@@ -46,7 +46,7 @@ $(VENV)/.installed: python/pyproject.toml python/setup.py scripts/genproto-requi
 example: setup
 	$(PY) examples/python/sensors.py
 
-# The Go API demo: pandas UDFs over generated rows, run on the runtime by package chainrun.
+# The Go API demo: pandas UDFs over generated rows, run on the runtime through the Go API (package pipeline).
 example-bridge: setup
 	go run ./examples/go/bridge
 

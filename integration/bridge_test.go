@@ -19,10 +19,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/pipeline"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
-	"github.com/flinkgo/flinkgo/udf/chainrun"
 )
 
 // TestMain stops the Kafka broker of kafkasink_test.go, if one started, and
@@ -44,8 +44,8 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, mem: mem}
 }
 
-func (e *env) options(parallelism int) chainrun.Options {
-	return chainrun.Options{
+func (e *env) options(parallelism int) pipeline.Options {
+	return pipeline.Options{
 		Parallelism: parallelism,
 		Allocator:   e.mem,
 		Name:        e.t.Name(),
@@ -79,8 +79,8 @@ func release(batches []arrow.RecordBatch) {
 
 // run runs chain over batches and returns the results, all released at the
 // end of the test.
-func (e *env) run(ctx context.Context, chain chainrun.Chain, opts chainrun.Options, batches []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
-	out, err := chainrun.RunBatches(ctx, chain, opts, batches)
+func (e *env) run(ctx context.Context, chain pipeline.Chain, opts pipeline.Options, batches []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+	out, err := pipeline.RunBatches(ctx, chain, opts, batches)
 	e.t.Cleanup(func() { release(out) })
 	return out, err
 }
@@ -97,8 +97,8 @@ func column(batches []arrow.RecordBatch, i int) []string {
 	return out
 }
 
-func chainOf(schema *arrow.Schema, calls ...*workerpb.UdfCall) chainrun.Chain {
-	return chainrun.Chain{Calls: calls, InputSchema: schema}
+func chainOf(schema *arrow.Schema, calls ...*workerpb.UdfCall) pipeline.Chain {
+	return pipeline.Chain{Calls: calls, InputSchema: schema}
 }
 
 const kindsSource = `
@@ -207,11 +207,15 @@ def whoami(x):
 	inputs := e.int64Batches(6, 50)
 	defer release(inputs)
 	chain := chainOf(inputs[0].Schema(), testkit.Call(specs["whoami"], "pid", "x"))
-	res, err := chainrun.Resolve(chain, e.options(1))
+	// The workers take batches of batch_size rows round robin: 50-row
+	// batches give each of them two.
+	opts := e.options(1)
+	opts.BatchSize = 50
+	res, err := pipeline.Resolve(chain, opts)
 	if err != nil || res.Parallelism != 3 {
 		t.Fatalf("Resolve = %+v, %v; want parallelism 3", res, err)
 	}
-	out, err := e.run(context.Background(), chain, e.options(1), inputs)
+	out, err := e.run(context.Background(), chain, opts, inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +255,7 @@ async def overlap(x):
 	inputs := e.int64Batches(2, 40)
 	defer release(inputs)
 	chain := chainOf(inputs[0].Schema(), testkit.Call(specs["overlap"], "o", "x"))
-	res, err := chainrun.Resolve(chain, e.options(1))
+	res, err := pipeline.Resolve(chain, e.options(1))
 	if err != nil || res.Parallelism != 1 {
 		t.Fatalf("Resolve = %+v, %v; an async UDF's concurrency must not set parallelism", res, err)
 	}
@@ -410,7 +414,7 @@ func TestWorkerKilledMidBundleFailsTheRun(t *testing.T) {
 	defer release(inputs)
 	done := make(chan error, 1)
 	go func() {
-		_, err := chainrun.RunBatches(context.Background(), chainOf(inputs[0].Schema(), testkit.Call(specs["nap"], "y", "x")), e.options(2), inputs)
+		_, err := pipeline.RunBatches(context.Background(), chainOf(inputs[0].Schema(), testkit.Call(specs["nap"], "y", "x")), e.options(2), inputs)
 		done <- err
 	}()
 	pid := waitForPid(t, dir)
@@ -438,7 +442,7 @@ func TestCancelReturnsWhileWorkerHangs(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				_, err := chainrun.RunBatches(ctx, chainOf(inputs[0].Schema(), testkit.Call(specs["nap"], "y", "x")), e.options(2), inputs)
+				_, err := pipeline.RunBatches(ctx, chainOf(inputs[0].Schema(), testkit.Call(specs["nap"], "y", "x")), e.options(2), inputs)
 				done <- err
 			}()
 			pid := waitForPid(t, dir)

@@ -20,10 +20,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/pipeline"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
-	"github.com/flinkgo/flinkgo/udf/chainrun"
 )
 
 // chaosRounds is how many rounds TestChaos runs: $FLINKGO_CHAOS_ROUNDS
@@ -162,7 +162,7 @@ def slow_double(x):
 		}
 	}()
 	go func() {
-		done <- chainrun.Run(ctx, chain, opts, in, func(b arrow.RecordBatch) error {
+		done <- pipeline.Run(ctx, chain, opts, in, func(b arrow.RecordBatch) error {
 			defer b.Release()
 			for i := range int(b.NumRows()) {
 				got = append(got, b.Column(0).(*array.Int64).Value(i))

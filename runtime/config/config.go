@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/flinkgo/flinkgo/internal/objstore"
 )
 
 // Plan config keys the runtime reads, with Flink's names where Flink has
@@ -125,8 +123,18 @@ type CheckpointConfig struct {
 	Unaligned bool
 	// S3 are the s3.* options of the S3 client for s3:// paths; S3Set
 	// reports whether the config sets any of them.
-	S3    objstore.Options
+	S3    S3Options
 	S3Set bool
+}
+
+// S3Options are the s3.* keys of a config, as values: the runtime hands
+// them to internal/objstore (this package imports only the standard
+// library, so reading a config never pulls in an object-store SDK).
+type S3Options struct {
+	Endpoint, Region     string
+	AccessKey, SecretKey string
+	PathStyle            bool
+	InstanceMetadata     bool
 }
 
 // RestoreConfig says which checkpoint or savepoint a job starts from.
@@ -245,7 +253,7 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	cp.CreateDirsOnFirstCheckpoint = p.boolean(ConfigCreateDirsOnCheckpoint, false)
 	cp.SavepointDir = p.str(ConfigSavepointDir, "")
 	cp.Unaligned = p.boolean(ConfigUnalignedCheckpoints, false)
-	cp.S3 = objstore.Options{
+	cp.S3 = S3Options{
 		Endpoint: p.str(ConfigS3Endpoint, ""), Region: p.str(ConfigS3Region, ""),
 		AccessKey: p.str(ConfigS3AccessKey, ""), SecretKey: p.str(ConfigS3SecretKey, ""),
 		PathStyle: p.boolean(ConfigS3PathStyle, false), InstanceMetadata: p.boolean(ConfigS3InstanceMetadata, false),

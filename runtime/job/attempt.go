@@ -118,6 +118,7 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 	cfg := task.Config{
 		Graph: g, Registry: j.registry, Counters: j.count, TaskMetrics: taskMetrics, UDFMetrics: udfMetrics, ChannelCapacity: opts.ChannelCapacity,
 		Allocator: opts.Allocator, StateDir: opts.StateDir, From: from, Logger: opts.Logger, WorkerPools: j.workers,
+		ErrorNamesOrigin: operators.ErrorNamesOrigin,
 	}
 	if j.config.Checkpoint.Interval > 0 || from != nil || j.config.Restart.Strategy != "none" || operators.KeepsOutputUntilEnd(g) {
 		// Attempts may follow, or a sink writes beside older files: part

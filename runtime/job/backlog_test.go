@@ -13,6 +13,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -38,20 +39,13 @@ func sourceMetrics(t *testing.T, j *Job, uid string) (pending, in float64) {
 	return 0, 0
 }
 
-// waitUntil polls cond every 10 ms until it holds (hang guard: a minute),
-// failing with what last returns.
+// waitUntil polls cond until it holds (hang guard: a minute), failing with
+// what it last returned.
 func waitUntil(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %s", what, last)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var last string
+	if !poll.Within(time.Minute, func() (ok bool) { ok, last = cond(); return ok }) {
+		t.Fatalf("waiting for %s: %s", what, last)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -103,8 +104,7 @@ func wantExactly(t *testing.T, ids []int64, n int64) {
 // waitForCheckpoints waits until j completed n checkpoints.
 func waitForCheckpoints(t *testing.T, j *Job, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // hang guard
-	for time.Now().Before(deadline) {
+	completed := func() bool {
 		done := 0
 		for _, c := range j.Checkpoints() {
 			if c.Status == "completed" && !c.Savepoint {
@@ -113,12 +113,11 @@ func waitForCheckpoints(t *testing.T, j *Job, n int) {
 				t.Fatalf("checkpoint %d failed: %v", c.ID, c.Err)
 			}
 		}
-		if done >= n {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+		return done >= n
 	}
-	t.Fatalf("no %d checkpoints completed: %+v", n, j.Checkpoints())
+	if !poll.Within(30*time.Second, completed) { // hang guard
+		t.Fatalf("no %d checkpoints completed: %+v", n, j.Checkpoints())
+	}
 }
 
 // completedCheckpoints counts j's completed checkpoints (not savepoints).

@@ -58,6 +58,16 @@ func PlanOptions(job *planpb.JobPlan) (plan.Options, error) {
 	return opts, nil
 }
 
+// objectStoreOptions turns a config's s3.* values into the S3 client's
+// options (the client's own defaults fill the rest).
+func objectStoreOptions(s3 config.S3Options) objstore.Options {
+	return objstore.Options{
+		Endpoint: s3.Endpoint, Region: s3.Region,
+		AccessKey: s3.AccessKey, SecretKey: s3.SecretKey,
+		PathStyle: s3.PathStyle, InstanceMetadata: s3.InstanceMetadata,
+	}
+}
+
 // configureObjects configures the runtime's S3 client (package objstore)
 // from a job config's s3.* keys, before anything reads an s3:// path: the
 // planner reads a restored snapshot's _metadata before the job starts.
@@ -69,7 +79,7 @@ func configureObjects(cfg map[string]string) error {
 	if !rt.Checkpoint.S3Set {
 		return nil
 	}
-	if err := objstore.Configure(rt.Checkpoint.S3); err != nil {
+	if err := objstore.Configure(objectStoreOptions(rt.Checkpoint.S3)); err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
@@ -91,17 +92,16 @@ func (r *heldReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 // if j ends first.
 func waitHeld(t *testing.T, j *Job, held *atomic.Int64, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // hang guard
-	for held.Load() < n {
+	allHeld := func() bool {
 		select {
 		case <-j.Done():
 			_, err := j.Wait()
 			t.Fatalf("the job ended (%v) before %d sources held", err, n)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d sources hold after 30 s", held.Load(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return held.Load() >= n
+	}
+	if !poll.Within(30*time.Second, allHeld) { // hang guard
+		t.Fatalf("%d of %d sources hold after 30 s", held.Load(), n)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 
 	"time"
@@ -82,8 +84,14 @@ type Options struct {
 	// Registry, when set, builds the job's operators instead of
 	// operators.Registry of these options (whose operator fields, Runner to
 	// Collect and KeyedCacheGroups, then go unused): a program embedding
-	// the runtime replaces a row, as package chainrun its source.
+	// the runtime replaces a row, as package pipeline its source.
 	Registry *operator.Registry
+	// Workers, when set, is the Python workers each listed UDF or
+	// map_batches operator (by uid) starts with, spread over its subtasks
+	// (at least one each), as an in-place rescale leaves them: package
+	// pipeline runs a chain in one subtask over a pool of workers whose
+	// results leave in input order.
+	Workers map[string]int
 	// OnStateChange, when set, is called on every change of the job's
 	// state (see JobState), in order, from the goroutine that made it. It
 	// must not block.
@@ -250,6 +258,9 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	if j.id == "" {
 		j.id = NewJobID()
 	}
+	if err := startWorkers(g, j.workers, opts.Workers); err != nil {
+		return nil, err
+	}
 	j.mu.graph = g
 	j.mu.taskMetrics, j.mu.udfMetrics = newTaskMetrics(g), metrics.NewUDFs()
 	j.opts.Logger = logging.OrDiscard(opts.Logger).With("job", j.id)
@@ -279,6 +290,20 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	return j, nil
 }
 
+// startWorkers records the workers Options.Workers gives operators of g.
+func startWorkers(g *plan.Graph, pools *operator.WorkerPools, workers map[string]int) error {
+	for _, uid := range slices.Sorted(maps.Keys(workers)) {
+		i := slices.IndexFunc(g.Operators, func(op *plan.Operator) bool { return op.UID == uid })
+		if i < 0 || (g.Operators[i].Kind != plan.KindUDF && g.Operators[i].Kind != plan.KindMapBatches) {
+			return fmt.Errorf("job: Options.Workers names uid %q, which is no UDF or map_batches operator of the job", uid)
+		}
+		if err := pools.Resize(uid, g.Operators[i].Parallelism, workers[uid]); err != nil {
+			return fmt.Errorf("job: Options.Workers: %w", err)
+		}
+	}
+	return nil
+}
+
 // firstAttempt prepares the checkpoint storage and the snapshot to start
 // from, and builds the first attempt.
 func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
@@ -286,7 +311,7 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 	if cp.S3Set {
 		// The S3 client is the runtime's (package objstore): a job
 		// giving other s3.* settings than one before it is refused.
-		if err := objstore.Configure(cp.S3); err != nil {
+		if err := objstore.Configure(objectStoreOptions(cp.S3)); err != nil {
 			return nil, fmt.Errorf("job: %w", err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -132,14 +133,9 @@ func TestKafkaSinkRestoresAtAnotherParallelismAndAbortsLingering(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nothing stays open (the commit markers can trail the job's end).
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		lso, end := stableAndEnd(t, adm, topic)
-		if lso == end {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the last stable offsets %s stay below the ends %s: the zombie's transaction was not aborted", lso, end)
-		}
+	var lso, end string
+	if !poll.Within(time.Minute, func() bool { lso, end = stableAndEnd(t, adm, topic); return lso == end }) {
+		t.Fatalf("the last stable offsets %s stay below the ends %s: the zombie's transaction was not aborted", lso, end)
 	}
 	counts := map[int64]int{}
 	for _, r := range b.Records(t, topic, true) {

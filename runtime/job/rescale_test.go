@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -288,6 +289,12 @@ func TestRescaleStatelessUDFInPlace(t *testing.T) {
 	made := make(chan *bridgetest.Runner, 16)
 	var mu sync.Mutex
 	var got [][2]int64
+	var madeSoFar []*bridgetest.Runner // under mu
+	remember := func(r *bridgetest.Runner) {
+		mu.Lock()
+		defer mu.Unlock()
+		madeSoFar = append(madeSoFar, r)
+	}
 	collect := func(_ *plan.Operator, _ int, b arrow.RecordBatch) error {
 		defer b.Release()
 		ids, ys := b.Column(0).(*array.Int64), b.Column(1).(*array.Int64)
@@ -301,7 +308,7 @@ func TestRescaleStatelessUDFInPlace(t *testing.T) {
 	const rows = 6000
 	g := affineJob(t, goworker.UDF("affine", goworker.Affine, arrow.PrimitiveTypes.Int64), rows, 3000, 1)
 	j, err := Start(context.Background(), g, Options{Allocator: mem, SourceBatchRows: 50, Collect: collect,
-		NewRunner: fakeAffine(made, nil), BundleSize: 200})
+		NewRunner: fakeAffine(made, remember), BundleSize: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +342,20 @@ func TestRescaleStatelessUDFInPlace(t *testing.T) {
 			t.Fatalf("Workers = %d after the rescale to %d", w, n)
 		}
 		if n == 3 {
-			time.Sleep(300 * time.Millisecond) // let the three take batches
+			poll.Until(t, time.Minute, "each of the three workers to take a batch", func() bool {
+				if j.State().Terminal() {
+					t.Fatal("the job ended before the three workers took batches: raise the rows")
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				took := 0
+				for _, r := range madeSoFar {
+					if len(r.ProcessedRows()) > 0 {
+						took++
+					}
+				}
+				return took >= 3
+			})
 		}
 	}
 	same, err := j.Rescale(map[string]int{"scored": 1})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/internal/objstore"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
@@ -179,15 +180,18 @@ func TestS3OutageFailsOnlyThatCheckpoint(t *testing.T) {
 // waitForCheckpoint waits for a checkpoint after id with status.
 func waitForCheckpoint(t *testing.T, j *Job, status string, after int64) CheckpointStats {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second) // hang guard
-	for time.Now().Before(deadline) {
+	var found CheckpointStats
+	seen := func() bool {
 		for _, c := range j.Checkpoints() {
 			if c.ID > after && c.Status == status && !c.Savepoint {
-				return c
+				found = c
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
 	}
-	t.Fatalf("no %s checkpoint after %d: %+v", status, after, j.Checkpoints())
-	return CheckpointStats{}
+	if !poll.Within(60*time.Second, seen) { // hang guard
+		t.Fatalf("no %s checkpoint after %d: %+v", status, after, j.Checkpoints())
+	}
+	return found
 }

@@ -46,6 +46,12 @@ type Config struct {
 	// PublishAtEnd, when set, receives a file sink subtask's last parts,
 	// to publish when the job ends (operator.Context.PublishAtEnd).
 	PublishAtEnd func(op *plan.Operator, st sink.SinkState)
+	// ErrorNamesOrigin reports whether an operator's error already says
+	// where it happened (a Python worker's error names the UDF and the
+	// worker): the task keeps such an error as it is rather than naming the
+	// operator in it. The operators supply it (operators.ErrorNamesOrigin);
+	// nil: every error is named after its operator.
+	ErrorNamesOrigin func(error) bool
 }
 
 type buildContext struct {

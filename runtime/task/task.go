@@ -19,7 +19,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/source"
 	"github.com/flinkgo/flinkgo/runtime/watermark"
 	"github.com/flinkgo/flinkgo/state"
-	"github.com/flinkgo/flinkgo/udf/bridge"
 )
 
 // Coordinator is the checkpoint coordinator as a task sees it (package
@@ -90,6 +89,8 @@ type link struct {
 	// forwarded, status the last status forwarded (watermark.go).
 	wmIn, wmOut watermark.Watermark
 	status      watermark.Status
+	// namesOrigin is Config.ErrorNamesOrigin (nil: no error does).
+	namesOrigin func(error) bool
 }
 
 // isChained reports whether op runs in the task of an upstream operator.
@@ -112,7 +113,7 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	}
 	var add func(op *plan.Operator, fromOutput int) (*link, error)
 	add = func(op *plan.Operator, fromOutput int) (*link, error) {
-		l := &link{op: op, subtask: i, count: &bc.Counters[op.ID], task: t.metrics, outs: bc.outs[op.ID][i],
+		l := &link{op: op, subtask: i, count: &bc.Counters[op.ID], task: t.metrics, outs: bc.outs[op.ID][i], namesOrigin: bc.ErrorNamesOrigin,
 			fromOutput: fromOutput, wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
 		t.links = append(t.links, l)
 		if err := t.build(bc, l); err != nil {
@@ -303,12 +304,11 @@ func (l *link) call(step func() error) (err error) {
 }
 
 // named makes err name l's operator unless an operator further down the
-// chain, or a Python worker, is named in it already.
+// chain is named in it already, or it names its own origin (a Python
+// worker's error, as Config.ErrorNamesOrigin says).
 func (l *link) named(err error) error {
 	var taskErr *TaskError
-	var udfErr *bridge.UDFError
-	if err == nil || errors.As(err, &taskErr) || errors.As(err, &udfErr) ||
-		errors.Is(err, bridge.ErrWorkerLost) || errors.Is(err, bridge.ErrWorkerStart) {
+	if err == nil || errors.As(err, &taskErr) || (l.namesOrigin != nil && l.namesOrigin(err)) {
 		return err
 	}
 	return &TaskError{Operator: l.op.Name, UID: l.op.UID, Subtask: l.subtask, Err: err}

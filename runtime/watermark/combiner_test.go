@@ -5,37 +5,7 @@ import (
 	"testing"
 )
 
-// A two-input operator takes the minimum of both inputs, leaves an idle one
-// out, and is idle when both are (Flink's AbstractStreamOperator with
-// IndexedCombinedWatermarkStatus).
-func TestInputCombiner(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
-		{"minimum of both inputs", []step{
-			wm(0, 10), wm(1, 5, "W5"), wm(1, 12, "W10"), wm(0, 20, "W12"),
-		}},
-		{"never goes back", []step{wm(0, 10), wm(1, 10, "W10"), wm(0, 3), wm(1, 4)}},
-		{"an idle input is left out", []step{
-			wm(0, 10), idle(1, "W10"), wm(0, 15, "W15"),
-		}},
-		{"both idle: idle; one back: active first", []step{
-			wm(0, 10), wm(1, 20, "W10"),
-			idle(0, "W20"), idle(1, "IDLE"),
-			active(0, "ACTIVE"), // its 10 is behind 20: no watermark
-			wm(0, 25, "W25"),
-		}},
-		{"a watermark on an idle input makes it active", []step{
-			idle(0), idle(1, "IDLE"), wm(1, 7, "ACTIVE", "W7"),
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := NewInputCombiner(2)
-			runSteps(t, tc.steps, c.InputWatermark, c.InputStatus)
-		})
-	}
-}
+// The combiner's own cases are in testdata/combiner.
 
 // Valves in front of a combiner: what each valve sends is fed as it is.
 func TestValvesIntoCombiner(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/goleak"
 
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest"
 	"github.com/flinkgo/flinkgo/udf/workerpool"
@@ -156,13 +157,7 @@ func newPool(t *testing.T, workers int, f *fakes) (*driver, memory.Allocator) {
 // (a hang, not a slow machine).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, time.Minute, what, cond)
 }
 
 // A member that answers only at Flush holds back the later answers of the
@@ -472,9 +467,9 @@ func TestPoolCancelDoesNotWaitForStuckMembers(t *testing.T) {
 	// A real runner's Cancel ends its Close; the fake's needs a release.
 	go func() {
 		for id := range 3 {
-			for f.get(id).Log().Index("runner.Cancel") < 0 {
-				time.Sleep(time.Millisecond)
-			}
+			// Off the test's goroutine: a Cancel that never comes shows as
+			// the Close below never returning.
+			poll.Within(time.Minute, func() bool { return f.get(id).Log().Index("runner.Cancel") >= 0 })
 		}
 		for id := range 3 {
 			f.get(id).ReleaseClose()

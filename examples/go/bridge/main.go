@@ -1,6 +1,6 @@
 // Command bridge pushes a generated data set of sensor readings through two
 // fused pandas UDFs (examples/python/bridge_udfs.py) on real Python workers,
-// run on the runtime through the Go API (package chainrun),
+// run on the runtime through the Go API (package pipeline),
 // prints the first results and the throughput. It runs with `make example`.
 package main
 
@@ -18,9 +18,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/pipeline"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
-	"github.com/flinkgo/flinkgo/udf/chainrun"
 	"github.com/flinkgo/flinkgo/udf/pyspec"
 )
 
@@ -48,14 +48,14 @@ func run(rows, workers int, udfFile string) error {
 		{Name: "sensor", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "celsius", Type: arrow.PrimitiveTypes.Float64},
 	}, nil)
-	chain := chainrun.Chain{
+	chain := pipeline.Chain{
 		InputSchema: schema,
 		Calls: []*workerpb.UdfCall{
 			{Udf: specs["to_fahrenheit"], Args: []string{"celsius"}, Output: "fahrenheit"},
 			{Udf: specs["classify"], Args: []string{"fahrenheit"}, Output: "label"},
 		},
 	}
-	opts := chainrun.Options{
+	opts := pipeline.Options{
 		Parallelism: workers,
 		Name:        "sensors",
 		Runner: pluginrunner.Options{
@@ -63,7 +63,7 @@ func run(rows, workers int, udfFile string) error {
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		},
 	}
-	resolved, err := chainrun.Resolve(chain, opts)
+	resolved, err := pipeline.Resolve(chain, opts)
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func run(rows, workers int, udfFile string) error {
 	var seen int64
 	counts := map[string]int64{}
 	var sample []string
-	err = chainrun.Run(ctx, chain, opts, in, func(b arrow.RecordBatch) error {
+	err = pipeline.Run(ctx, chain, opts, in, func(b arrow.RecordBatch) error {
 		defer b.Release()
 		f := b.Column(0).(*array.Float64)
 		labels := b.Column(1).(*array.String)

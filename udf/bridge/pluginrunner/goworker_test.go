@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -88,10 +89,7 @@ func TestWorkerHangingAtStart(t *testing.T) {
 		opened := make(chan error, 1)
 		go func() { opened <- r.Open(ctx) }()
 		// The process exists before it hangs; then the start is canceled.
-		deadline := time.Now().Add(hangGuard)
-		for len(testkit.ChildPids()) == 0 && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		poll.Until(t, hangGuard, "the worker process to start", func() bool { return len(testkit.ChildPids()) > 0 })
 		cancel()
 		if err := <-opened; !errors.Is(err, bridge.ErrWorkerStart) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("Open: %v, want ErrWorkerStart wrapping context.Canceled", err)

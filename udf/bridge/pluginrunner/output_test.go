@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -115,10 +116,7 @@ func TestPrintedOutputIsPrefixedAndBounded(t *testing.T) {
 				want = 1 // its stderr is the worker's own (fd 2)
 			}
 			// Printed output travels through go-plugin's stdio stream, asynchronously.
-			deadline := time.Now().Add(hangGuard)
-			for strings.Count(out.String(), "\n") < want && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			poll.Within(hangGuard, func() bool { return strings.Count(out.String(), "\n") >= want }) // the count is checked below
 			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 			if len(lines) != want {
 				t.Fatalf("want %d printed lines, got %d: %.300q", want, len(lines), out.String())
@@ -162,10 +160,8 @@ func TestReusedWorkerPrintsUnderItsNewRunner(t *testing.T) {
 		for _, res := range results {
 			res.Batch.Release()
 		}
-		for deadline := time.Now().Add(hangGuard); !strings.Contains(out.String(), want); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("output lacks %q: %q", want, out.String())
-			}
+		if !poll.Within(hangGuard, func() bool { return strings.Contains(out.String(), want) }) {
+			t.Fatalf("output lacks %q: %q", want, out.String())
 		}
 	}
 	first := open("loud", 0)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -55,11 +56,8 @@ func TestCancelKillsChildrenTheUDFStarted(t *testing.T) {
 	}
 	pgid := r.Pid()
 	// Without a group of its own the worker's child never shows up here.
-	for deadline := time.Now().Add(10 * time.Second); len(groupMembers(pgid)) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the UDF's child is not in the worker's process group %d: %v", pgid, groupMembers(pgid))
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll.Within(10*time.Second, func() bool { return len(groupMembers(pgid)) >= 2 }) {
+		t.Fatalf("the UDF's child is not in the worker's process group %d: %v", pgid, groupMembers(pgid))
 	}
 	start := time.Now()
 	r.Cancel()

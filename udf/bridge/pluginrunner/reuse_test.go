@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
@@ -87,13 +89,7 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // waitGone waits until process pid has been reaped.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("worker %d still runs", pid)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 30*time.Second, "worker "+strconv.Itoa(pid)+" to be reaped", func() bool { return !alive(pid) })
 }
 
 // A worker that reported a UDF's exception ends its batch stream; that end

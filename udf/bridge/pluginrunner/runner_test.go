@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -714,10 +715,7 @@ def chatty(x):
 	}
 	flushAndRelease(t, r)
 	// stdout travels through go-plugin's stdio stream, asynchronously.
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(logs.String(), "printed by the udf 42") && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Within(20*time.Second, func() bool { return strings.Contains(logs.String(), "printed by the udf 42") }) // checked below
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -882,11 +880,7 @@ func TestCanceledOpenIsNoLostWorker(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	opened := make(chan error, 1)
 	go func() { opened <- r.Open(ctx) }()
-	for deadline := time.Now().Add(60 * time.Second); r.Pid() == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the worker did not start")
-		}
-	}
+	poll.Until(t, 60*time.Second, "the worker to start", func() bool { return r.Pid() != 0 })
 	cancel()
 	if err := <-opened; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Open returned %v, want the cancel", err)

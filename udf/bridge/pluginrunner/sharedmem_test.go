@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 )
 
@@ -32,10 +33,8 @@ func sharedMappings(t *testing.T, pid string) int {
 // waitNoSharedMappings waits until pid maps no shared region.
 func waitNoSharedMappings(t *testing.T, pid string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); sharedMappings(t, pid) > 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %s still maps %d shared regions", pid, sharedMappings(t, pid))
-		}
+	if !poll.Within(10*time.Second, func() bool { return sharedMappings(t, pid) == 0 }) {
+		t.Fatalf("process %s still maps %d shared regions", pid, sharedMappings(t, pid))
 	}
 }
 

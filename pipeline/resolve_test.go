@@ -1,4 +1,4 @@
-package chainrun
+package pipeline
 
 import (
 	"strings"

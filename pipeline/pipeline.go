@@ -1,8 +1,7 @@
-package chainrun
+package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -86,11 +85,11 @@ func planChain(chain Chain, opts Options) (*plan.Graph, Resolved, error) {
 		bad = append(bad, "the chain needs calls and an input schema")
 	}
 	if len(bad) > 0 {
-		return nil, Resolved{}, fmt.Errorf("chainrun: invalid run of udf %q: %s (zero means the default)", label(chain), strings.Join(bad, "; "))
+		return nil, Resolved{}, fmt.Errorf("pipeline: invalid run of udf %q: %s (zero means the default)", label(chain), strings.Join(bad, "; "))
 	}
 	p := max(opts.Parallelism, 1)
 	for {
-		g, err := planAt(chain, opts, p)
+		g, err := planAt(chain, opts, p, plan.Options{})
 		if err != nil {
 			return nil, Resolved{}, err
 		}
@@ -102,7 +101,7 @@ func planChain(chain Chain, opts Options) (*plan.Graph, Resolved, error) {
 		}
 		if len(udfs) > 1 {
 			a, b := udfs[0].UDF, udfs[1].UDF
-			return nil, Resolved{}, fmt.Errorf("chainrun: udf %q (concurrency=%d) and udf %q (concurrency=%d) cannot share a chain: "+
+			return nil, Resolved{}, fmt.Errorf("pipeline: udf %q (concurrency=%d) and udf %q (concurrency=%d) cannot share a chain: "+
 				"UDFs with different concurrency run in separate operators",
 				a.Calls[0].GetUdf().GetName(), a.Concurrency, b.Calls[0].GetUdf().GetName(), b.Concurrency)
 		}
@@ -115,7 +114,7 @@ func planChain(chain Chain, opts Options) (*plan.Graph, Resolved, error) {
 }
 
 // planAt plans the chain with every node at parallelism p.
-func planAt(chain Chain, opts Options, p int) (*plan.Graph, error) {
+func planAt(chain Chain, opts Options, p int, popts plan.Options) (*plan.Graph, error) {
 	schema, err := arrowipc.EncodeSchema(chain.InputSchema)
 	if err != nil {
 		return nil, err
@@ -165,28 +164,32 @@ func planAt(chain Chain, opts Options, p int) (*plan.Graph, error) {
 	return plan.Plan(&planpb.JobPlan{Name: name, Config: config, Nodes: []*planpb.Node{
 		{Id: 1, Uid: "input", Name: "input", Parallelism: par, OutputSchema: schema,
 			Kind: &planpb.Node_Source{Source: &planpb.Source{Kind: &planpb.Source_Arrow{Arrow: &planpb.ArrowSource{}}}}},
-		{Id: 2, Uid: "chain", Name: label(chain), Parallelism: par, Inputs: []*planpb.Input{{Node: 1}},
+		{Id: 2, Uid: chainUID, Name: label(chain), Parallelism: par, Inputs: []*planpb.Input{{Node: 1}},
 			Kind: &planpb.Node_Select{Select: &planpb.Select{Columns: columns}}},
 		{Id: 3, Uid: "results", Name: "results", Parallelism: par, Inputs: []*planpb.Input{{Node: 2}},
 			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
-	}}, plan.Options{})
+	}}, popts)
 }
+
+// chainUID is the uid of the chain's node.
+const chainUID = "chain"
 
 // Run runs chain over the batches read from in until in is closed, and calls
 // emit with the results in input order: the k-th result row belongs to the
 // k-th input row. Result batches need not align with input batches.
 //
-// The chain runs on the runtime (package job): per subtask one task reading
-// its share of in (round robin), the runtime's UDF operator, and a collect
-// sink; a merger restores input order across subtasks.
+// The chain runs on the runtime (package job) as one task: the source
+// reading in, the runtime's UDF operator over a pool of Resolve's
+// parallelism in workers (results in input order), and a collect sink
+// calling emit, from one goroutine at a time.
 //
 // Run takes ownership of every batch it reads from in; emit owns each batch
 // it is given and must Release it. Run blocks until every worker is gone.
-// When ctx ends or anything fails, every worker is canceled (never waited
-// on), Run stops reading in (what is left there stays the caller's) and
-// returns the first error.
+// When ctx ends or anything fails (emit's error included), every worker is
+// canceled (never waited on), Run stops reading in (what is left there
+// stays the caller's) and returns the first error.
 func Run(ctx context.Context, chain Chain, opts Options, in <-chan arrow.RecordBatch, emit func(arrow.RecordBatch) error) error {
-	g, res, err := planChain(chain, opts)
+	g, err := planRun(chain, opts)
 	if err != nil {
 		drain(in)
 		return err
@@ -194,89 +197,55 @@ func Run(ctx context.Context, chain Chain, opts Options, in <-chan arrow.RecordB
 	if opts.Allocator == nil {
 		opts.Allocator = memory.DefaultAllocator
 	}
-	// The job's ctx ends with the caller's or on a merger failure, never by
-	// stopping: under the run's own ctx, which stopping cancels as the job
-	// fails, the job could end canceled by errJobStopping instead of with
-	// its failure.
-	jobCtx, cancelJob := context.WithCancelCause(ctx)
-	defer cancelJob(nil)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	subtasks := make([]*subtask, res.Parallelism)
-	for i := range subtasks {
-		subtasks[i] = &subtask{in: make(chan arrow.RecordBatch, inBuffer), out: make(chan arrow.RecordBatch, outBuffer)}
-	}
-	collect := func(_ *plan.Operator, i int, b arrow.RecordBatch) error {
-		select {
-		case subtasks[i].out <- b:
-			return nil
-		case <-ctx.Done():
-			b.Release()
-			return context.Cause(ctx)
+	collect := func(_ *plan.Operator, _ int, b arrow.RecordBatch) error {
+		if err := emit(b); err != nil {
+			return fmt.Errorf("pipeline: emit: %w", err)
 		}
+		return nil
 	}
 	reg, err := operators.Registry(operators.Options{
 		Runner: opts.Runner, BundleSize: opts.BundleSize, BundleTime: opts.BundleTime, Collect: collect,
-	}).With(channelSource(chain.InputSchema, subtasks))
+	}).With(channelSource(chain.InputSchema, in))
 	if err != nil {
 		drain(in)
 		return err
 	}
-	// A task blocked in collect (its subtask's results wait for the merger,
-	// which waits for another subtask) sees only ctx: once the job fails or
-	// is canceled, ctx ends too, or that task would never stop and the job
-	// never end.
-	stopping := func(c job.StateChange) {
-		if c.State == job.Failing || c.State == job.Canceling {
-			cancel(errJobStopping)
-		}
-	}
-	j, err := job.Start(jobCtx, g, job.Options{Allocator: opts.Allocator, Registry: reg, OnStateChange: stopping})
+	j, err := job.Start(ctx, g.graph, job.Options{Allocator: opts.Allocator, Registry: reg, Workers: map[string]int{g.udfUID: g.workers}})
 	if err != nil {
 		drain(in)
 		return err
 	}
-	m := newMerger(subtasks, emit)
-	merged := make(chan error, 1)
-	go func() {
-		err := m.run(ctx)
-		// errJobStopping only echoes the job's own end: canceling the job
-		// with it would hide the job's failure.
-		if err != nil && !errors.Is(err, errJobStopping) {
-			cancel(err)
-			cancelJob(err)
-		}
-		merged <- err
-	}()
-	distributed := make(chan error, 1)
-	go func() { distributed <- distribute(ctx, in, subtasks, m) }()
-	_, runErr := j.Wait()
-	if runErr != nil {
-		cancel(runErr)
-	}
-	distErr := <-distributed
-	for _, s := range subtasks {
-		close(s.out) // every task has ended: nothing sends any more
-		s.releaseInput()
-	}
-	mergeErr := <-merged
-	m.release()
-	switch {
-	case mergeErr != nil && !errors.Is(mergeErr, context.Canceled) && !errors.Is(mergeErr, runErr) && !errors.Is(mergeErr, errJobStopping):
-		return mergeErr
-	case runErr != nil:
-		return runErr
-	case distErr != nil:
-		return distErr
-	case mergeErr != nil:
-		return mergeErr
-	}
-	return m.checkComplete()
+	_, err = j.Wait()
+	return err
 }
 
-// errJobStopping ends a run's own goroutines once its job fails or is
-// canceled; Run reports the job's error, never this one.
-var errJobStopping = errors.New("chainrun: the job is failing or canceled")
+// runGraph is how Run runs a chain: one subtask of every operator, the
+// UDF operator (uid udfUID) with a pool of workers.
+type runGraph struct {
+	graph   *plan.Graph
+	udfUID  string
+	workers int
+}
+
+// planRun plans the chain as Resolve does, then again with every operator
+// at one subtask (the chain's node rescaled to 1, as an in-place rescale
+// leaves it) to run Resolve's parallelism as workers of that subtask.
+func planRun(chain Chain, opts Options) (runGraph, error) {
+	_, res, err := planChain(chain, opts)
+	if err != nil {
+		return runGraph{}, err
+	}
+	g, err := planAt(chain, opts, 1, plan.Options{Parallelism: map[string]int{chainUID: 1}})
+	if err != nil {
+		return runGraph{}, err
+	}
+	for _, op := range g.Operators {
+		if op.Kind == plan.KindUDF {
+			return runGraph{graph: g, udfUID: op.UID, workers: res.Parallelism}, nil
+		}
+	}
+	return runGraph{}, fmt.Errorf("pipeline: udf %q: the plan has no UDF operator", label(chain))
+}
 
 // RunBatches runs chain over batches (ownership stays with the caller) and
 // returns the results in input order; the caller releases them.
@@ -312,48 +281,6 @@ func RunBatches(ctx context.Context, chain Chain, opts Options, batches []arrow.
 	return out, nil
 }
 
-// distribute hands input batches to subtasks round robin and tells the
-// merger each batch's row count, in input order.
-func distribute(ctx context.Context, in <-chan arrow.RecordBatch, subtasks []*subtask, m *merger) error {
-	defer func() {
-		for _, s := range subtasks {
-			close(s.in)
-		}
-		close(m.sizes)
-	}()
-	next := 0
-	for {
-		var b arrow.RecordBatch
-		var ok bool
-		select {
-		case b, ok = <-in:
-			if !ok {
-				return nil
-			}
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		if b.NumRows() == 0 {
-			b.Release()
-			continue
-		}
-		s := subtasks[next]
-		select {
-		case m.sizes <- inputSize{subtask: next, rows: b.NumRows()}:
-		case <-ctx.Done():
-			b.Release()
-			return context.Cause(ctx)
-		}
-		select {
-		case s.in <- b:
-		case <-ctx.Done():
-			b.Release()
-			return context.Cause(ctx)
-		}
-		next = (next + 1) % len(subtasks)
-	}
-}
-
 // drain releases every batch left in in, so the producer can finish.
 func drain(in <-chan arrow.RecordBatch) {
 	for b := range in {
@@ -369,6 +296,3 @@ func label(chain Chain) string {
 	}
 	return strings.Join(names, "+")
 }
-
-// errIncomplete means the workers answered fewer rows than were sent.
-var errIncomplete = errors.New("chainrun: results missing")
