@@ -43,7 +43,7 @@ func batchSizes(t *testing.T, bundleSizeEntry string) map[int64]int {
 	src := strings.Replace(batchSizesPipeline, "BUNDLE_SIZE", bundleSizeEntry, 1)
 	jp := testkit.JobPlan(t, src, t.TempDir())
 	collectInstead(jp)
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

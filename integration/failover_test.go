@@ -70,7 +70,7 @@ keyed = doubled.with_column("k", fg.col("id") % 10).key_by("k").agg(fg.sum("y").
 keyed.write_csv(os.path.join(DIR, "sums"))
 plan = env.plan("failover")
 `, dir)
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,7 @@ doubled.write_kafka(%q, bootstrap_servers=%q, key="id", transactional_id_prefix=
 doubled.write_kafka(%q, bootstrap_servers=%q, delivery="at-least-once")
 plan = env.plan("kafka-failover")
 `, rows, exact, b.Addr, "failover-"+exact, atLeast, b.Addr), dir)
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func partsOf(t *testing.T, body string, sinkParallelism int) [][]int {
 	testkit.NoLeakedWorkers(t)
 	dir := t.TempDir()
 	jp := testkit.JobPlan(t, pipelinePrelude+body, dir)
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ src = env.datagen(rows=10, schema={"id": "int64"}).set_parallelism(2)
 src.select("id").write_csv(OUT).set_parallelism(3)
 plan = env.plan()
 `, t.TempDir())
-	_, err := plan.Plan(jp, plan.Options{})
+	_, err := plan.PlanWire(jp, plan.Options{})
 	if err == nil {
 		t.Fatal("planning succeeded under pipeline.forward-mismatch=fail")
 	}

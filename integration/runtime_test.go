@@ -65,7 +65,7 @@ func runPipeline(t *testing.T, body string, parallelism int) *job.Metrics {
 	dir := t.TempDir()
 	t.Setenv("FLINKGO_TEST_PARALLELISM", fmt.Sprint(parallelism))
 	jp := testkit.JobPlan(t, pipelinePrelude+body, dir)
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ def fragile(t):
 env.from_pandas(readings).with_column("x", fragile(fg.col("temp"))).write_csv(OUT)
 plan = env.plan("failing")
 `, dir)
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ def slow(t):
 env.datagen(schema={"id": "int64", "temp": "float64"}).with_column("x", slow(fg.col("temp"))).write_csv(OUT)
 plan = env.plan("cancel")
 `, dir)
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ def slow(v):
 env.datagen(schema={"id": "int64", "v": "float64"}).with_column("w", slow(fg.col("v"))).write_csv(OUT)
 plan = env.plan("backpressure")
 `, dir)
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ env.from_pandas(readings).with_column("c", calibrated(fg.col("temp"))).write_csv
 plan = env.plan("missing-module")
 `, dir)
 	os.Unsetenv("PYTHONPATH")
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ import (
 // into another: a backlog of batches waits in the UDF's inboxes.
 func backpressuredJob(t testing.TB, dir string, rows int, costMs float64, unaligned bool, interval string) *plan.Graph {
 	t.Helper()
-	g, err := plan.Plan(backpressuredPlan(t, dir, rows, costMs, unaligned, interval), plan.Options{})
+	g, err := plan.PlanWire(backpressuredPlan(t, dir, rows, costMs, unaligned, interval), plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestUnalignedCheckpointCompletesUnderBackpressure(t *testing.T) {
 	jp := backpressuredPlan(t, dir, 10_000_000, 1, true, "300 ms")
 	jp.Config[config.ConfigRestorePath] = c.Path
 	jp.DefaultParallelism = 3 // the UDF and everything after it
-	rescaled, err := plan.Plan(jp, plan.Options{RestoredMaxParallelism: m.MaxParallelism})
+	rescaled, err := plan.PlanWire(jp, plan.Options{RestoredMaxParallelism: m.MaxParallelism})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ func planAt(chain Chain, opts Options, p int, popts plan.Options) (*plan.Graph, 
 	if err != nil {
 		return nil, err
 	}
-	exprs := map[string]*planpb.Expr{}
+	exprs := map[string]plan.Expr{}
 	var outputs []string
 	for i, c := range chain.Calls {
 		output := c.GetOutput()
@@ -127,15 +127,15 @@ func planAt(chain Chain, opts Options, p int, popts plan.Options) (*plan.Graph, 
 			// Resolve may be asked about specs alone: name the result.
 			output = fmt.Sprintf("result_%d", i)
 		}
-		args := make([]*planpb.Expr, len(c.GetArgs()))
+		args := make([]plan.Expr, len(c.GetArgs()))
 		for i, a := range c.GetArgs() {
 			if e, ok := exprs[a]; ok {
 				args[i] = e // an earlier call's output: nested, the planner fuses it
 			} else {
-				args[i] = &planpb.Expr{Kind: &planpb.Expr_Column{Column: a}}
+				args[i] = &plan.Column{Name: a}
 			}
 		}
-		exprs[output] = &planpb.Expr{Kind: &planpb.Expr_Udf{Udf: &planpb.UdfExpr{Udf: c.GetUdf(), Args: args}}}
+		exprs[output] = &plan.UDFCall{UDF: c.GetUdf(), Args: args}
 		outputs = append(outputs, output)
 	}
 	if chain.OutputSchema != nil {
@@ -144,13 +144,13 @@ func planAt(chain Chain, opts Options, p int, popts plan.Options) (*plan.Graph, 
 			outputs = append(outputs, f.Name)
 		}
 	}
-	var columns []*planpb.NamedExpr
+	var columns []*plan.NamedExpr
 	for _, name := range outputs {
 		e, ok := exprs[name]
 		if !ok {
-			e = &planpb.Expr{Kind: &planpb.Expr_Column{Column: name}}
+			e = &plan.Column{Name: name}
 		}
-		columns = append(columns, &planpb.NamedExpr{Name: name, Expr: e})
+		columns = append(columns, &plan.NamedExpr{Name: name, Expr: e})
 	}
 	name := opts.Name
 	if name == "" {
@@ -160,14 +160,13 @@ func planAt(chain Chain, opts Options, p int, popts plan.Options) (*plan.Graph, 
 	if opts.BatchSize > 0 {
 		config[plan.ConfigBatchSize] = strconv.Itoa(opts.BatchSize)
 	}
-	par := int32(p)
-	return plan.Plan(&planpb.JobPlan{Name: name, Config: config, Nodes: []*planpb.Node{
-		{Id: 1, Uid: "input", Name: "input", Parallelism: par, OutputSchema: schema,
-			Kind: &planpb.Node_Source{Source: &planpb.Source{Kind: &planpb.Source_Arrow{Arrow: &planpb.ArrowSource{}}}}},
-		{Id: 2, Uid: chainUID, Name: label(chain), Parallelism: par, Inputs: []*planpb.Input{{Node: 1}},
-			Kind: &planpb.Node_Select{Select: &planpb.Select{Columns: columns}}},
-		{Id: 3, Uid: "results", Name: "results", Parallelism: par, Inputs: []*planpb.Input{{Node: 2}},
-			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
+	return plan.Plan(&plan.JobPlan{Name: name, Config: config, Nodes: []*plan.Node{
+		{ID: 1, UID: "input", Name: "input", Parallelism: p, OutputSchema: schema, Kind: plan.KindSource,
+			Source: &plan.Source{Config: &planpb.Source{Kind: &planpb.Source_Arrow{Arrow: &planpb.ArrowSource{}}}}},
+		{ID: 2, UID: chainUID, Name: label(chain), Parallelism: p, Inputs: []*plan.Input{{Node: 1}},
+			Kind: plan.KindSelect, Select: &plan.Select{Columns: columns}},
+		{ID: 3, UID: "results", Name: "results", Parallelism: p, Inputs: []*plan.Input{{Node: 2}}, Kind: plan.KindSink,
+			Sink: &plan.Sink{Config: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
 	}}, popts)
 }
 

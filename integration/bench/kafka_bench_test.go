@@ -58,7 +58,7 @@ df.with_column("y", affine(fg.col("x"))).write_kafka(
     %q, bootstrap_servers=%q, delivery=%q, transactional_id_prefix="bench-" + %q)
 plan = env.plan("kafka-bench")
 `, p, source, broker.Addr, target, broker.Addr, delivery, target), dir)
-					g, err := plan.Plan(jp, plan.Options{})
+					g, err := plan.PlanWire(jp, plan.Options{})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -26,7 +26,7 @@ func collectGraph(b *testing.B, jp *planpb.JobPlan) *plan.Graph {
 			n.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
 		}
 	}
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
 var builtinSchema = arrow.NewSchema([]arrow.Field{
@@ -36,7 +36,7 @@ func builtinBatch(mem memory.Allocator) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
-func evalBuiltin(t *testing.T, e *planpb.Expr) (string, string) {
+func evalBuiltin(t *testing.T, e plan.Expr) (string, string) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -60,7 +60,7 @@ func evalBuiltin(t *testing.T, e *planpb.Expr) (string, string) {
 func TestBuiltins(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		expr *planpb.Expr
+		expr plan.Expr
 		typ  string
 		want string
 	}{
@@ -111,7 +111,7 @@ func TestBuiltins(t *testing.T) {
 func TestBuiltinErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		expr *planpb.Expr
+		expr plan.Expr
 		want string
 	}{
 		{"// of a string", call("floor_divide", col("s"), intLit(2)), "expr: (s // 2): // needs numbers, got s (utf8)"},
@@ -137,7 +137,7 @@ func TestBuiltinErrors(t *testing.T) {
 func TestFloorDivideErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		expr *planpb.Expr
+		expr plan.Expr
 		want string
 	}{
 		{"by zero", call("floor_divide", col("i"), call("subtract", col("j"), intLit(2))), "expr: evaluating (i // (j - 2)): integer division by zero"},

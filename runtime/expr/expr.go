@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
 // ErrUnsupported means the expression uses something this evaluator does
@@ -90,7 +90,7 @@ func (e *Expr) String() string { return e.text }
 // Compile resolves e against schema and checks that every function applies
 // to its argument types. Errors name the expression and, for an unknown
 // column, the columns there are.
-func Compile(e *planpb.Expr, schema *arrow.Schema) (*Expr, error) {
+func Compile(e plan.Expr, schema *arrow.Schema) (*Expr, error) {
 	c, err := compile(e, schema)
 	if err != nil {
 		return nil, err
@@ -98,31 +98,31 @@ func Compile(e *planpb.Expr, schema *arrow.Schema) (*Expr, error) {
 	return c, nil
 }
 
-func compile(e *planpb.Expr, schema *arrow.Schema) (*Expr, error) {
-	switch k := e.GetKind().(type) {
-	case *planpb.Expr_Column:
-		idx := schema.FieldIndices(k.Column)
+func compile(e plan.Expr, schema *arrow.Schema) (*Expr, error) {
+	switch e := e.(type) {
+	case *plan.Column:
+		idx := schema.FieldIndices(e.Name)
 		if len(idx) == 0 {
-			return nil, fmt.Errorf("expr: unknown column %q; columns are %v", k.Column, fieldNames(schema))
+			return nil, fmt.Errorf("expr: unknown column %q; columns are %v", e.Name, fieldNames(schema))
 		}
-		return &Expr{text: k.Column, typ: schema.Field(idx[0]).Type, column: idx[0]}, nil
-	case *planpb.Expr_Literal:
-		sc, err := literal(k.Literal)
+		return &Expr{text: e.Name, typ: schema.Field(idx[0]).Type, column: idx[0]}, nil
+	case *plan.Literal:
+		sc, err := literal(e)
 		if err != nil {
 			return nil, err
 		}
 		return &Expr{text: sc.String(), typ: sc.DataType(), column: -1, lit: sc}, nil
-	case *planpb.Expr_Call:
-		return compileCall(k.Call, schema)
-	case *planpb.Expr_Udf:
-		return nil, fmt.Errorf("%w: udf %q must be planned into a UDF operator, not evaluated here", ErrUnsupported, k.Udf.GetUdf().GetName())
+	case *plan.Call:
+		return compileCall(e, schema)
+	case *plan.UDFCall:
+		return nil, fmt.Errorf("%w: udf %q must be planned into a UDF operator, not evaluated here", ErrUnsupported, e.UDF.GetName())
 	}
 	return nil, fmt.Errorf("%w: empty expression", ErrUnsupported)
 }
 
-func compileArgs(call *planpb.Call, schema *arrow.Schema) ([]*Expr, error) {
-	args := make([]*Expr, 0, len(call.GetArgs()))
-	for _, a := range call.GetArgs() {
+func compileArgs(call *plan.Call, schema *arrow.Schema) ([]*Expr, error) {
+	args := make([]*Expr, 0, len(call.Args))
+	for _, a := range call.Args {
 		arg, err := compile(a, schema)
 		if err != nil {
 			return nil, err
@@ -132,13 +132,13 @@ func compileArgs(call *planpb.Call, schema *arrow.Schema) ([]*Expr, error) {
 	return args, nil
 }
 
-func compileSpecial(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
-	fn := call.GetFunction()
+func compileSpecial(call *plan.Call, schema *arrow.Schema) (*Expr, error) {
+	fn := call.Function
 	sp := specials[fn]
-	if sp.arity >= 0 && len(call.GetArgs()) != sp.arity {
-		return nil, fmt.Errorf("expr: %s takes %d argument(s), got %d", fn, sp.arity, len(call.GetArgs()))
+	if sp.arity >= 0 && len(call.Args) != sp.arity {
+		return nil, fmt.Errorf("expr: %s takes %d argument(s), got %d", fn, sp.arity, len(call.Args))
 	}
-	if len(call.GetArgs()) == 0 {
+	if len(call.Args) == 0 {
 		return nil, fmt.Errorf("expr: %s takes at least one argument", fn)
 	}
 	args, err := compileArgs(call, schema)
@@ -153,16 +153,16 @@ func compileSpecial(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
 	return out, nil
 }
 
-func compileCall(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
-	if _, ok := specials[call.GetFunction()]; ok {
+func compileCall(call *plan.Call, schema *arrow.Schema) (*Expr, error) {
+	if _, ok := specials[call.Function]; ok {
 		return compileSpecial(call, schema)
 	}
-	k, ok := kernels[call.GetFunction()]
+	k, ok := kernels[call.Function]
 	if !ok {
-		return nil, fmt.Errorf("%w: function %q", ErrUnsupported, call.GetFunction())
+		return nil, fmt.Errorf("%w: function %q", ErrUnsupported, call.Function)
 	}
-	if len(call.GetArgs()) != k.arity {
-		return nil, fmt.Errorf("expr: %s takes %d argument(s), got %d", call.GetFunction(), k.arity, len(call.GetArgs()))
+	if len(call.Args) != k.arity {
+		return nil, fmt.Errorf("expr: %s takes %d argument(s), got %d", call.Function, k.arity, len(call.Args))
 	}
 	args, err := compileArgs(call, schema)
 	if err != nil {
@@ -172,7 +172,7 @@ func compileCall(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
 	if k.arity == 2 {
 		alignUnits(out.args)
 	}
-	if call.GetFunction() == "divide" {
+	if call.Function == "divide" {
 		// True division: integers become float64 first.
 		floats := true
 		for i, a := range out.args {
@@ -186,17 +186,17 @@ func compileCall(call *planpb.Call, schema *arrow.Schema) (*Expr, error) {
 			out.fn = "divide_unchecked"
 		}
 	}
-	if call.GetFunction() == "cast" {
-		t, err := ParseType(call.GetCastTo())
+	if call.Function == "cast" {
+		t, err := ParseType(call.CastTo)
 		if err != nil {
 			return nil, err
 		}
 		out.castTo = t
 	}
-	out.text = render(call.GetFunction(), out)
-	switch call.GetFunction() {
+	out.text = render(call.Function, out)
+	switch call.Function {
 	case "add", "subtract", "multiply", "divide":
-		if err := checkTemporalArithmetic(call.GetFunction(), out.args[0].typ, out.args[1].typ); err != nil {
+		if err := checkTemporalArithmetic(call.Function, out.args[0].typ, out.args[1].typ); err != nil {
 			return nil, fmt.Errorf("expr: %s: %w", out.text, err)
 		}
 	}
@@ -362,19 +362,19 @@ func releaseAll(ds []compute.Datum) {
 	}
 }
 
-func literal(l *planpb.Literal) (scalar.Scalar, error) {
+func literal(l *plan.Literal) (scalar.Scalar, error) {
 	var sc scalar.Scalar
-	switch v := l.GetValue().(type) {
-	case *planpb.Literal_BoolValue:
-		sc = scalar.NewBooleanScalar(v.BoolValue)
-	case *planpb.Literal_IntValue:
-		sc = scalar.NewInt64Scalar(v.IntValue)
-	case *planpb.Literal_FloatValue:
-		sc = scalar.NewFloat64Scalar(v.FloatValue)
-	case *planpb.Literal_StringValue:
-		sc = scalar.NewStringScalar(v.StringValue)
-	case *planpb.Literal_Null:
-		t, err := ParseType(cmpOr(l.GetType(), "null"))
+	switch l.Kind {
+	case plan.LiteralBool:
+		sc = scalar.NewBooleanScalar(l.Bool)
+	case plan.LiteralInt:
+		sc = scalar.NewInt64Scalar(l.Int)
+	case plan.LiteralFloat:
+		sc = scalar.NewFloat64Scalar(l.Float)
+	case plan.LiteralString:
+		sc = scalar.NewStringScalar(l.String)
+	case plan.LiteralNull:
+		t, err := ParseType(cmpOr(l.Type, "null"))
 		if err != nil {
 			return nil, err
 		}
@@ -382,21 +382,20 @@ func literal(l *planpb.Literal) (scalar.Scalar, error) {
 	default:
 		return nil, fmt.Errorf("%w: literal without a value", ErrUnsupported)
 	}
-	if l.GetType() == "" {
+	if l.Type == "" {
 		return sc, nil
 	}
-	t, err := ParseType(l.GetType())
+	t, err := ParseType(l.Type)
 	if err != nil {
 		return nil, err
 	}
 	if d, ok := t.(*arrow.DurationType); ok {
 		// A duration travels as an integer count of its unit (arrow-go
 		// has no scalar cast from int64 to duration).
-		v, isInt := l.GetValue().(*planpb.Literal_IntValue)
-		if !isInt {
+		if l.Kind != plan.LiteralInt {
 			return nil, fmt.Errorf("expr: a %s literal must be an integer count of %s, got %s", d, d.Unit, sc)
 		}
-		return scalar.NewDurationScalar(arrow.Duration(v.IntValue), d), nil
+		return scalar.NewDurationScalar(arrow.Duration(l.Int), d), nil
 	}
 	cast, err := sc.CastTo(t)
 	if err != nil {

@@ -12,30 +12,30 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/goleak"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Expression builders, as the Python client writes them.
-func col(name string) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Column{Column: name}}
+func col(name string) plan.Expr {
+	return &plan.Column{Name: name}
 }
-func intLit(v int64) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_IntValue{IntValue: v}}}}
+func intLit(v int64) plan.Expr {
+	return &plan.Literal{Kind: plan.LiteralInt, Int: v}
 }
-func floatLit(v float64) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_FloatValue{FloatValue: v}}}}
+func floatLit(v float64) plan.Expr {
+	return &plan.Literal{Kind: plan.LiteralFloat, Float: v}
 }
-func strLit(v string) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_StringValue{StringValue: v}}}}
+func strLit(v string) plan.Expr {
+	return &plan.Literal{Kind: plan.LiteralString, String: v}
 }
-func call(fn string, args ...*planpb.Expr) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Call{Call: &planpb.Call{Function: fn, Args: args}}}
+func call(fn string, args ...plan.Expr) plan.Expr {
+	return &plan.Call{Function: fn, Args: args}
 }
-func cast(e *planpb.Expr, to string) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Call{Call: &planpb.Call{Function: "cast", Args: []*planpb.Expr{e}, CastTo: to}}}
+func cast(e plan.Expr, to string) plan.Expr {
+	return &plan.Call{Function: "cast", Args: []plan.Expr{e}, CastTo: to}
 }
 
 var testSchema = arrow.NewSchema([]arrow.Field{
@@ -58,7 +58,7 @@ func testBatch(mem memory.Allocator) arrow.RecordBatch {
 func TestEval(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		expr *planpb.Expr
+		expr plan.Expr
 		typ  string
 		want string
 	}{
@@ -105,10 +105,10 @@ func TestEval(t *testing.T) {
 }
 
 func TestCompileErrors(t *testing.T) {
-	udf := &planpb.Expr{Kind: &planpb.Expr_Udf{Udf: &planpb.UdfExpr{Udf: &workerpb.UdfSpec{Name: "score"}}}}
+	udf := &plan.UDFCall{UDF: &workerpb.UdfSpec{Name: "score"}}
 	for _, tc := range []struct {
 		name string
-		expr *planpb.Expr
+		expr plan.Expr
 		want string
 	}{
 		{"unknown column", call("add", col("temprature"), intLit(1)), `unknown column "temprature"; columns are [x y s b]`},

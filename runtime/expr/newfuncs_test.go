@@ -11,19 +11,19 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
-func typedLit(v int64, typ string) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_IntValue{IntValue: v}, Type: typ}}}
+func typedLit(v int64, typ string) plan.Expr {
+	return &plan.Literal{Kind: plan.LiteralInt, Int: v, Type: typ}
 }
 
-func nullLit(typ string) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_Null{Null: true}, Type: typ}}}
+func nullLit(typ string) plan.Expr {
+	return &plan.Literal{Kind: plan.LiteralNull, Type: typ}
 }
 
-func typedStrLit(v, typ string) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_StringValue{StringValue: v}, Type: typ}}}
+func typedStrLit(v, typ string) plan.Expr {
+	return &plan.Literal{Kind: plan.LiteralString, String: v, Type: typ}
 }
 
 // Rows (UTC): 2024-03-10 23:59:30, 2024-12-31 13:45:10.5, null, 1969-12-31 23:15:00.
@@ -89,7 +89,7 @@ func renderValues(a arrow.Array) string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-func evalOn(t *testing.T, e *planpb.Expr) (string, string) {
+func evalOn(t *testing.T, e plan.Expr) (string, string) {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -110,7 +110,7 @@ func evalOn(t *testing.T, e *planpb.Expr) (string, string) {
 	return c.Type().String(), renderValues(got)
 }
 
-func msDuration(d time.Duration) *planpb.Expr { return typedLit(d.Milliseconds(), "duration[ms]") }
+func msDuration(d time.Duration) plan.Expr { return typedLit(d.Milliseconds(), "duration[ms]") }
 
 func TestDtFields(t *testing.T) {
 	for _, tc := range []struct {
@@ -167,7 +167,7 @@ func TestTruncate(t *testing.T) {
 func TestTimestampArithmetic(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		expr *planpb.Expr
+		expr plan.Expr
 		typ  string
 		want string
 	}{
@@ -202,7 +202,7 @@ func TestTimestampArithmetic(t *testing.T) {
 func TestIsInBetweenWhen(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		expr *planpb.Expr
+		expr plan.Expr
 		typ  string
 		want string
 	}{
@@ -239,7 +239,7 @@ func TestIsInBetweenWhen(t *testing.T) {
 func TestNewFunctionTypeErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		expr *planpb.Expr
+		expr plan.Expr
 		want string
 	}{
 		{"year of int", call("year", col("x")), `expr: x.dt.year(): dt.year needs a timestamp, got int64; parse or cast the column first`},

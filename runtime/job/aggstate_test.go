@@ -59,7 +59,7 @@ func keyedSums(t *testing.T, rows int64, rowsPerSecond float64, p int, out strin
 			// changelog: the file sink writes it with its row kinds.
 			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{Format: planpb.FileSource_CSV, Path: out, Changelog: rows == 0}}}}},
 	}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "keyed", DefaultParallelism: int32(p), Config: config, Nodes: nodes}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "keyed", DefaultParallelism: int32(p), Config: config, Nodes: nodes}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,9 +212,9 @@ func TestKeyedAggregationEmitsUpdatesOfAnUnboundedInput(t *testing.T) {
 	g := keyedSums(t, 0, 20000, 1, t.TempDir(), map[string]string{config.ConfigUpdateInterval: "100 ms"})
 	// Collect instead of files, and the aggregation at parallelism 2 (the
 	// source at 1 generates ids in increasing order).
-	g = replan(t, g, func(j *planpb.JobPlan) {
+	g = replan(t, g, func(j *plan.JobPlan) {
 		j.Nodes[2].Parallelism = 2
-		j.Nodes[3].Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
+		j.Nodes[3].Sink = &plan.Sink{Config: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
 		j.Nodes[3].Parallelism = 2
 	})
 	ctx, cancel := context.WithCancel(context.Background())

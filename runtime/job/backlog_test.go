@@ -125,7 +125,7 @@ func TestNexmarkSourcePendingRecordsAreBidsBehindSchedule(t *testing.T) {
 	sink := &planpb.Node{Id: 2, Uid: "out", Name: "collect", OutputSchema: schema, Parallelism: 1,
 		Inputs: []*planpb.Input{{Node: 1, Partitioning: &planpb.Partitioning{Kind: planpb.Partitioning_REBALANCE}}},
 		Kind:   &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "nexmark", Nodes: []*planpb.Node{src, sink}}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "nexmark", Nodes: []*planpb.Node{src, sink}}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

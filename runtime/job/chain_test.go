@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // A chain runs in one goroutine per subtask: datagen → filter → collect at
@@ -17,26 +16,26 @@ import (
 func TestChainedOperatorsRunInOneTask(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		sinkInput planpb.Partitioning_Kind
+		sinkInput plan.Partitioning
 		wantTasks int
 	}{
-		{"forward", planpb.Partitioning_FORWARD, 2},
-		{"rebalance", planpb.Partitioning_REBALANCE, 4},
+		{"forward", plan.PartitionForward, 2},
+		{"rebalance", plan.PartitionRebalance, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := datagenToCollect(t, 1000)
-			even := &planpb.Expr{Kind: &planpb.Expr_Call{Call: &planpb.Call{Function: "equal", Args: []*planpb.Expr{
-				{Kind: &planpb.Expr_Call{Call: &planpb.Call{Function: "modulo", Args: []*planpb.Expr{
-					columnExpr("id"), {Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_IntValue{IntValue: 2}}}},
-				}}}},
-				{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_IntValue{IntValue: 0}}}},
-			}}}}
-			g = replan(t, g, func(j *planpb.JobPlan) {
+			even := &plan.Call{Function: "equal", Args: []plan.Expr{
+				&plan.Call{Function: "modulo", Args: []plan.Expr{
+					&plan.Column{Name: "id"}, &plan.Literal{Kind: plan.LiteralInt, Int: 2},
+				}},
+				&plan.Literal{Kind: plan.LiteralInt, Int: 0},
+			}}
+			g = replan(t, g, func(j *plan.JobPlan) {
 				src, sink := j.Nodes[0], j.Nodes[1]
-				filter := &planpb.Node{Id: 3, Name: "even", OutputSchema: src.OutputSchema, Inputs: []*planpb.Input{{Node: 1}},
-					Kind: &planpb.Node_Filter{Filter: &planpb.Filter{Predicate: even}}}
-				sink.Inputs = []*planpb.Input{{Node: 3, Partitioning: &planpb.Partitioning{Kind: tc.sinkInput}}}
-				j.Nodes = []*planpb.Node{src, filter, sink}
+				filter := &plan.Node{ID: 3, Name: "even", OutputSchema: src.OutputSchema, Inputs: []*plan.Input{{Node: 1}},
+					Kind: plan.KindFilter, Filter: &plan.Filter{Predicate: even}}
+				sink.Inputs = []*plan.Input{{Node: 3, Partitioning: tc.sinkInput}}
+				j.Nodes = []*plan.Node{src, filter, sink}
 			})
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
@@ -85,13 +84,14 @@ func TestChainedOperatorsRunInOneTask(t *testing.T) {
 }
 
 // replan edits the plan g came from and plans it again.
-func replan(t *testing.T, g *plan.Graph, edit func(*planpb.JobPlan)) *plan.Graph {
+func replan(t *testing.T, g *plan.Graph, edit func(*plan.JobPlan)) *plan.Graph {
 	t.Helper()
-	var nodes []*planpb.Node
+	var nodes []*plan.Node
 	for _, op := range g.Operators {
-		nodes = append(nodes, op.Node)
+		n := *op.Node // edit copies: the graph's nodes are read-only
+		nodes = append(nodes, &n)
 	}
-	j := &planpb.JobPlan{Name: g.Name, DefaultParallelism: int32(g.DefaultParallelism), Config: g.Config, Nodes: nodes}
+	j := &plan.JobPlan{Name: g.Name, DefaultParallelism: g.DefaultParallelism, Config: g.Config, Nodes: nodes}
 	edit(j)
 	out, err := plan.Plan(j, plan.Options{})
 	if err != nil {

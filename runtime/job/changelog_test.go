@@ -74,7 +74,7 @@ func bucketCounts(t *testing.T, rows int64, rowsPerSecond float64, p int, out st
 		{Id: 6, Uid: "out", Name: "write_csv", Inputs: []*planpb.Input{{Node: 5}}, OutputSchema: schema("bucket", "keys", "lo", "hi", "total"),
 			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{Format: planpb.FileSource_CSV, Path: out, Changelog: true}}}}},
 	}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "buckets", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "buckets", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func datagenToCSV(t *testing.T, rows int64, rowsPerSecond float64, p, q int, out
 		Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{
 			Format: planpb.FileSource_CSV, Path: out,
 		}}}}}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "checkpointed", Config: config, Nodes: []*planpb.Node{src, sink}}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "checkpointed", Config: config, Nodes: []*planpb.Node{src, sink}}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestCheckpointOnDemandAndRestoredMaxParallelism(t *testing.T) {
 
 	// The snapshot's max parallelism (128) is the job's: 200 subtasks of
 	// the aggregation are refused, naming the operator and both numbers.
-	job := &planpb.JobPlan{Name: "too wide", DefaultParallelism: 200, Config: map[string]string{config.ConfigRestorePath: chk}}
+	job := &plan.JobPlan{Name: "too wide", DefaultParallelism: 200, Config: map[string]string{config.ConfigRestorePath: chk}}
 	for _, op := range keyedSums(t, 0, 5000, 2, out, nil).Operators {
 		job.Nodes = append(job.Nodes, op.Node)
 	}
@@ -460,7 +460,7 @@ func TestSinksThatFinishedBeforeARestartPublishOnce(t *testing.T) {
 		{Id: 4, Uid: "collect", Name: "collect", OutputSchema: schema, Inputs: []*planpb.Input{{Node: 3}},
 			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
 	}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "two", DefaultParallelism: 2, Nodes: nodes, Config: map[string]string{
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "two", DefaultParallelism: 2, Nodes: nodes, Config: map[string]string{
 		config.ConfigRestartStrategy: "fixed-delay", config.ConfigFixedDelayAttempts: "1", config.ConfigFixedDelay: "10 ms",
 	}}, plan.Options{})
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // The checkpoint types a job's callers see, from package checkpoint.
@@ -41,13 +40,13 @@ func NewJobID() string {
 // problem fails the planning), and when the config restores a snapshot
 // (config.ConfigRestorePath), the snapshot's max parallelism, which the job
 // must keep.
-func PlanOptions(job *planpb.JobPlan) (plan.Options, error) {
+func PlanOptions(job *plan.JobPlan) (plan.Options, error) {
 	opts := plan.Options{Schemas: operators.Registry(operators.Options{})}
-	path := strings.TrimSpace(job.GetConfig()[config.ConfigRestorePath])
+	path := strings.TrimSpace(job.Config[config.ConfigRestorePath])
 	if path == "" {
 		return opts, nil
 	}
-	if err := configureObjects(job.GetConfig()); err != nil {
+	if err := configureObjects(job.Config); err != nil {
 		return plan.Options{}, err
 	}
 	m, _, err := LoadMetadata(path)

@@ -30,7 +30,7 @@ func TestCollectJoinsBatchesInACheckpointedJob(t *testing.T) {
 	sink := &planpb.Node{Id: 2, Uid: "collect", Name: "collect", OutputSchema: schema, Parallelism: 1,
 		Inputs: []*planpb.Input{{Node: 1}},
 		Kind:   &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "collect", Config: checkpointConfig(t.TempDir()), Nodes: []*planpb.Node{src, sink}}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "collect", Config: checkpointConfig(t.TempDir()), Nodes: []*planpb.Node{src, sink}}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func firstOfEachKey(t *testing.T, rows int64, rowsPerSecond float64, p int, out 
 			Kind: &planpb.Node_DropDuplicates{DropDuplicates: &planpb.DropDuplicates{Subset: []string{"k"}}}},
 		{Id: 4, Uid: "out", Name: "out", OutputSchema: schema, Inputs: []*planpb.Input{{Node: 3}}, Kind: &planpb.Node_Sink{Sink: sink}},
 	}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "dedup", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "dedup", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func eventTimeJob(t *testing.T, paths []string, delayMs int64, rebalance, extrac
 		Kind: &planpb.Node_Select{Select: &planpb.Select{Columns: []*planpb.NamedExpr{{Name: "id", Expr: columnExpr("id")}, {Name: "ts", Expr: columnExpr("ts")}}}}}
 	sink := &planpb.Node{Id: 4, Name: "collect", OutputSchema: schema, Inputs: []*planpb.Input{{Node: 3}},
 		Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "event time", DefaultParallelism: 1, Nodes: []*planpb.Node{src, wm, record, sink}}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "event time", DefaultParallelism: 1, Nodes: []*planpb.Node{src, wm, record, sink}}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestUDFFinishesItsBundleBeforeTheWatermark(t *testing.T) {
 		{Id: 5, Name: "collect", OutputSchema: out, Inputs: []*planpb.Input{{Node: 4}},
 			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
 	}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "udf and watermarks", DefaultParallelism: 1, Nodes: nodes}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "udf and watermarks", DefaultParallelism: 1, Nodes: nodes}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

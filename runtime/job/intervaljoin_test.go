@@ -73,7 +73,7 @@ func joinedStreams(t *testing.T, rows int64, rowsPerSecond float64, p int, out s
 		&planpb.Node{Id: 6, Uid: "out", Name: "out", OutputSchema: joined, Inputs: []*planpb.Input{{Node: 5}},
 			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{Format: planpb.FileSource_CSV, Path: out}}}}},
 	)
-	g, err := plan.Plan(&planpb.JobPlan{Name: "join", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "join", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func equiJoinStreams(t *testing.T, rows int64, p int, how planpb.Join_How, cfg m
 	nodes, joined := equiJoinNodes(t, rows, 0, how)
 	nodes = append(nodes, &planpb.Node{Id: 6, Uid: "out", Name: "collect", OutputSchema: joined, Inputs: []*planpb.Input{{Node: 5}},
 		Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}})
-	g, err := plan.Plan(&planpb.JobPlan{Name: "join", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "join", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func matchesPerOrder(t *testing.T, rows int64, rowsPerSecond float64, p int, out
 		&planpb.Node{Id: 7, Uid: "out", Name: "write_csv", OutputSchema: counts, Inputs: []*planpb.Input{{Node: 6}},
 			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{Format: planpb.FileSource_CSV, Path: out, Changelog: true}}}}},
 	)
-	g, err := plan.Plan(&planpb.JobPlan{Name: "matches", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "matches", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func kafkaToCollect(t *testing.T, src *planpb.Node, cfg map[string]string) *plan
 	sink := &planpb.Node{Id: 2, Uid: "out", Name: "collect", OutputSchema: src.OutputSchema, Parallelism: 1,
 		Inputs: []*planpb.Input{{Node: 1, Partitioning: &planpb.Partitioning{Kind: planpb.Partitioning_REBALANCE}}},
 		Kind:   &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "kafka", Config: cfg, Nodes: []*planpb.Node{src, sink}}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "kafka", Config: cfg, Nodes: []*planpb.Node{src, sink}}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func kafkaToCSV(t *testing.T, src *planpb.Node, out string, cfg map[string]strin
 		Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{
 			Format: planpb.FileSource_CSV, Path: out,
 		}}}}}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "kafka", Config: cfg, Nodes: []*planpb.Node{src, sink}}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "kafka", Config: cfg, Nodes: []*planpb.Node{src, sink}}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

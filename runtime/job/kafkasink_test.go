@@ -38,7 +38,7 @@ func datagenToKafka(t *testing.T, rows int64, rowsPerSecond float64, p int, b *t
 		Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Kafka{Kafka: &planpb.KafkaSink{
 			Topic: topic, BootstrapServers: b.Addr, TransactionalIdPrefix: prefix, Delivery: planpb.KafkaSink_EXACTLY_ONCE,
 		}}}}}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "to-kafka", Config: cfg, Nodes: []*planpb.Node{src, out}}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "to-kafka", Config: cfg, Nodes: []*planpb.Node{src, out}}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

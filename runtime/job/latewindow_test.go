@@ -71,7 +71,7 @@ func lateRowsJob(t *testing.T, path string, p int) *plan.Graph {
 		{Id: 6, Uid: "late-single", Name: "late-single", OutputSchema: input, Parallelism: 1,
 			Inputs: []*planpb.Input{late(planpb.Partitioning_REBALANCE)}, Kind: &planpb.Node_Sink{Sink: collect}},
 	}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "late rows", DefaultParallelism: int32(p), Nodes: nodes}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "late rows", DefaultParallelism: int32(p), Nodes: nodes}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func datagenToCollect(t *testing.T, rows int64) *plan.Graph {
 	}}}
 	sink := &planpb.Node{Id: 2, Name: "collect", OutputSchema: schema, Inputs: []*planpb.Input{{Node: 1}},
 		Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "lifecycle", DefaultParallelism: 2, Nodes: []*planpb.Node{src, sink}}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "lifecycle", DefaultParallelism: 2, Nodes: []*planpb.Node{src, sink}}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

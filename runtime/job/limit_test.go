@@ -34,7 +34,7 @@ func limitPlan(t *testing.T, rows, n int64, p int, withLimit bool) (*plan.Graph,
 	}
 	nodes = append(nodes, &planpb.Node{Id: 3, Uid: "out", Name: "out", OutputSchema: schema, Inputs: []*planpb.Input{{Node: last}},
 		Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}})
-	return plan.Plan(&planpb.JobPlan{Name: "limit", DefaultParallelism: int32(p), Nodes: nodes}, plan.Options{CollectMustEnd: true})
+	return plan.PlanWire(&planpb.JobPlan{Name: "limit", DefaultParallelism: int32(p), Nodes: nodes}, plan.Options{CollectMustEnd: true})
 }
 
 // A limit passes exactly n rows and ends the job, over an endless source

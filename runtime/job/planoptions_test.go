@@ -5,18 +5,17 @@ import (
 	"testing"
 
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // PlanOptions plans with the runtime's operators deriving every output
 // schema: Explain shows them, the select's computed from its expressions.
 func TestPlanOptionsDeriveOutputSchemas(t *testing.T) {
 	g := keyedSums(t, 100, 0, 2, t.TempDir(), nil)
-	var nodes []*planpb.Node
+	var nodes []*plan.Node
 	for _, op := range g.Operators {
 		nodes = append(nodes, op.Node)
 	}
-	jp := &planpb.JobPlan{Name: "keyed", Nodes: nodes}
+	jp := &plan.JobPlan{Name: "keyed", Nodes: nodes}
 	opts, err := PlanOptions(jp)
 	if err != nil {
 		t.Fatal(err)

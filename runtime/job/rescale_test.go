@@ -17,7 +17,6 @@ import (
 	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest/goworker"
 )
@@ -26,11 +25,11 @@ import (
 // that map to one operator each), as the server builds it from the
 // client's plan.
 func replanner(g *plan.Graph) func(map[string]int) (*plan.Graph, error) {
-	var nodes []*planpb.Node
+	var nodes []*plan.Node
 	for _, op := range g.Operators {
 		nodes = append(nodes, op.Node)
 	}
-	jp := &planpb.JobPlan{Name: g.Name, DefaultParallelism: int32(g.DefaultParallelism), Config: g.Config, Nodes: nodes}
+	jp := &plan.JobPlan{Name: g.Name, DefaultParallelism: g.DefaultParallelism, Config: g.Config, Nodes: nodes}
 	return func(p map[string]int) (*plan.Graph, error) {
 		return plan.Plan(jp, plan.Options{Parallelism: p, RestoredMaxParallelism: g.MaxParallelism})
 	}

@@ -47,13 +47,13 @@ func TestCheckpointRescaleKeepsAnInPlaceResize(t *testing.T) {
 			Inputs: []*planpb.Input{{Node: 2, Partitioning: rebalance}},
 			Kind:   &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_File{File: &planpb.FileSink{Format: planpb.FileSource_CSV, Path: t.TempDir()}}}}},
 	}}
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The server's Replan: the client's plan at the asked parallelism.
 	replan := func(p map[string]int) (*plan.Graph, error) {
-		return plan.Plan(jp, plan.Options{Parallelism: p, RestoredMaxParallelism: g.MaxParallelism})
+		return plan.PlanWire(jp, plan.Options{Parallelism: p, RestoredMaxParallelism: g.MaxParallelism})
 	}
 	udf := ""
 	for _, op := range g.Operators {

@@ -16,7 +16,7 @@ import (
 	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
 // s3Config starts a real S3 API server (moto) with a bucket and returns
@@ -128,7 +128,7 @@ func TestKeyedJobCheckpointsToS3AndRestores(t *testing.T) {
 	delete(cfg, config.ConfigCheckpointRetention)
 	// The planner reads the snapshot's max parallelism from S3 before the
 	// job starts, with the client the job's s3.* keys configure.
-	if opts, err := PlanOptions(&planpb.JobPlan{Name: "keyed", Config: cfg}); err != nil || opts.RestoredMaxParallelism == 0 {
+	if opts, err := PlanOptions(&plan.JobPlan{Name: "keyed", Config: cfg}); err != nil || opts.RestoredMaxParallelism == 0 {
 		t.Fatalf("planning the restore from %s: %+v, %v", latest, opts, err)
 	}
 	j2, err := Start(context.Background(), keyedSums(t, rows, 0, 3, out, cfg), Options{Allocator: mem})

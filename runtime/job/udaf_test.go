@@ -39,7 +39,7 @@ windows.write_csv(os.environ["UDAF_TEST_OUT"])
 plan = env.plan("udaf-windows")
 `, rows, windowKeys), t.TempDir())
 	jp.Config = cfg
-	g, err := plan.Plan(jp, plan.Options{})
+	g, err := plan.PlanWire(jp, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

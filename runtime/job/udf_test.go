@@ -52,7 +52,7 @@ func affineJob(t *testing.T, spec *workerpb.UdfSpec, rows int64, rowsPerSecond f
 		{Id: 3, Uid: "out", Name: "collect", OutputSchema: outSchema, Inputs: []*planpb.Input{{Node: 2}},
 			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
 	}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "affine", DefaultParallelism: int32(p), Nodes: nodes}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "affine", DefaultParallelism: int32(p), Nodes: nodes}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/watermark"
 )
 
@@ -82,16 +81,16 @@ func (r *recordOp) OnWatermark(_ context.Context, wm operator.Watermark, _ opera
 // watermark last.
 func TestWatermarksTravelThroughTheExchange(t *testing.T) {
 	g := datagenToCollect(t, 5000)
-	g = replan(t, g, func(j *planpb.JobPlan) {
+	g = replan(t, g, func(j *plan.JobPlan) {
 		src, sink := j.Nodes[0], j.Nodes[1]
-		stamp := &planpb.Node{Id: 3, Name: "stamp", OutputSchema: src.OutputSchema, Inputs: []*planpb.Input{{Node: 1}},
-			Kind: &planpb.Node_Filter{Filter: &planpb.Filter{Predicate: &planpb.Expr{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_BoolValue{BoolValue: true}}}}}}}
-		record := &planpb.Node{Id: 4, Name: "record", OutputSchema: src.OutputSchema, Parallelism: 1,
-			Inputs: []*planpb.Input{{Node: 3, Partitioning: &planpb.Partitioning{Kind: planpb.Partitioning_REBALANCE}}},
-			Kind:   &planpb.Node_Select{Select: &planpb.Select{Columns: []*planpb.NamedExpr{{Name: "id", Expr: columnExpr("id")}, {Name: "x", Expr: columnExpr("x")}}}}}
-		sink.Inputs = []*planpb.Input{{Node: 4}}
+		stamp := &plan.Node{ID: 3, Name: "stamp", OutputSchema: src.OutputSchema, Inputs: []*plan.Input{{Node: 1}},
+			Kind: plan.KindFilter, Filter: &plan.Filter{Predicate: &plan.Literal{Kind: plan.LiteralBool, Bool: true}}}
+		record := &plan.Node{ID: 4, Name: "record", OutputSchema: src.OutputSchema, Parallelism: 1,
+			Inputs: []*plan.Input{{Node: 3, Partitioning: plan.PartitionRebalance}},
+			Kind:   plan.KindSelect, Select: &plan.Select{Columns: []*plan.NamedExpr{{Name: "id", Expr: &plan.Column{Name: "id"}}, {Name: "x", Expr: &plan.Column{Name: "x"}}}}}
+		sink.Inputs = []*plan.Input{{Node: 4}}
 		sink.Parallelism = 1
-		j.Nodes = []*planpb.Node{src, stamp, record, sink}
+		j.Nodes = []*plan.Node{src, stamp, record, sink}
 	})
 	var (
 		mu    sync.Mutex

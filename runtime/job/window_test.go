@@ -57,7 +57,7 @@ func tumblingCounts(t *testing.T, rows int64, rowsPerSecond float64, p int, out 
 				Aggregates: []*planpb.Aggregate{{Function: "count", Name: "n"}, {Function: "sum", Column: "id", Name: "total"}}}}},
 		{Id: 4, Uid: "out", Name: "out", OutputSchema: windowed, Inputs: []*planpb.Input{{Node: 3}}, Kind: &planpb.Node_Sink{Sink: sink}},
 	}
-	g, err := plan.Plan(&planpb.JobPlan{Name: "windows", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
+	g, err := plan.PlanWire(&planpb.JobPlan{Name: "windows", DefaultParallelism: int32(p), Config: cfg, Nodes: nodes}, plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
 // The built-in aggregates shared by the keyed aggregation and the window
@@ -33,27 +33,27 @@ type aggSpec struct {
 }
 
 // parseAggSpec resolves one plan aggregate against the input schema.
-func parseAggSpec(a *planpb.Aggregate, in *arrow.Schema, allowed []string) (aggSpec, error) {
-	s := aggSpec{fn: a.GetFunction(), column: -1}
+func parseAggSpec(a *plan.Aggregate, in *arrow.Schema, allowed []string) (aggSpec, error) {
+	s := aggSpec{fn: a.Function, column: -1}
 	if !slices.Contains(allowed, s.fn) {
 		return s, fmt.Errorf("unknown aggregate %q (%s)", s.fn, strings.Join(allowed, ", "))
 	}
-	if a.GetColumn() == "" {
+	if a.Column == "" {
 		if s.fn != "count" {
 			return s, fmt.Errorf("aggregate %s needs a column", s.fn)
 		}
 		return s, nil
 	}
-	idx := in.FieldIndices(a.GetColumn())
+	idx := in.FieldIndices(a.Column)
 	if len(idx) == 0 {
-		return s, fmt.Errorf("aggregate %s(%s): unknown column; columns are %s", s.fn, a.GetColumn(), in)
+		return s, fmt.Errorf("aggregate %s(%s): unknown column; columns are %s", s.fn, a.Column, in)
 	}
 	s.column = idx[0]
 	t := in.Field(idx[0]).Type
 	s.isInt = arrow.IsInteger(t.ID())
 	s.isStr = arrow.IsBaseBinary(t.ID())
 	if s.isStr && (s.fn == "sum" || s.fn == "mean") {
-		return s, fmt.Errorf("aggregate %s(%s): the column is %s, not numeric", s.fn, a.GetColumn(), t)
+		return s, fmt.Errorf("aggregate %s(%s): the column is %s, not numeric", s.fn, a.Column, t)
 	}
 	// The accumulators keep int64, float64 or strings: a uint64 above
 	// 2^63-1 would come out wrong, so it is refused. Timestamps, dates and
@@ -65,14 +65,14 @@ func parseAggSpec(a *planpb.Aggregate, in *arrow.Schema, allowed []string) (aggS
 	switch {
 	case (s.fn == "sum" || s.fn == "mean") && !numeric:
 		return s, fmt.Errorf("aggregate %s(%s): columns of type %s are not supported (signed and unsigned integers up to 32 bits, int64, floats are): cast the column first, e.g. col(%q).cast(\"int64\")",
-			s.fn, a.GetColumn(), t, a.GetColumn())
+			s.fn, a.Column, t, a.Column)
 	case (s.fn == "min" || s.fn == "max") && !numeric && !s.isStr:
 		return s, fmt.Errorf("aggregate %s(%s): columns of type %s are not supported yet (integers but uint64, floats, strings, timestamps, dates and durations are): cast the column first, e.g. col(%q).cast(\"int64\")",
-			s.fn, a.GetColumn(), t, a.GetColumn())
+			s.fn, a.Column, t, a.Column)
 	}
 	if (s.fn == "first" || s.fn == "last") && !scalarSupported(t) {
 		return s, fmt.Errorf("aggregate %s(%s): columns of type %s are not supported (numbers, strings, booleans, timestamps, dates, durations are)",
-			s.fn, a.GetColumn(), t)
+			s.fn, a.Column, t)
 	}
 	return s, nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
 // An aggregate whose accumulator would come out wrong for the column's
@@ -29,7 +29,7 @@ func TestAggregatesRefuseTypesTheyWouldGetWrong(t *testing.T) {
 		{"min", "ts", false}, {"max", "ts", false},
 		{"sum", "u", true}, {"max", "u", true}, {"max", "b", true}, {"sum", "s", true}, {"mean", "ts", true}, {"sum", "ts", true},
 	} {
-		_, err := parseAggSpec(&planpb.Aggregate{Function: tc.fn, Column: tc.column}, in, keyedAggregateFunctions)
+		_, err := parseAggSpec(&plan.Aggregate{Function: tc.fn, Column: tc.column}, in, keyedAggregateFunctions)
 		switch {
 		case tc.refused && (err == nil || !strings.Contains(err.Error(), tc.fn+"("+tc.column+")")):
 			t.Errorf("%s(%s): want an error naming it, got %v", tc.fn, tc.column, err)

@@ -15,7 +15,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/state"
 )
@@ -48,10 +47,10 @@ func distinctAggAt(t testing.TB, mem memory.Allocator, changelog bool, ttlMs int
 	out = rowkind.WithColumn(out)
 	c := &operator.Context{
 		Op: &plan.Operator{Name: "agg", UID: "agg", Kind: plan.KindKeyedAggregate, EmitUpdates: true, Changelog: mode,
-			Node: &planpb.Node{Kind: &planpb.Node_KeyedAggregate{KeyedAggregate: &planpb.KeyedAggregate{
-				Keys: []string{"k"}, StateTtlMs: ttlMs, Aggregates: []*planpb.Aggregate{
+			Node: &plan.Node{Kind: plan.KindKeyedAggregate, KeyedAggregate: &plan.KeyedAggregate{
+				Keys: []string{"k"}, StateTTLMs: ttlMs, Aggregates: []*plan.Aggregate{
 					{Function: "count_distinct", Column: "v", Name: "d"}, {Function: "count", Name: "n"},
-				}}}}},
+				}}}},
 		Subtask: subtask, Parallelism: parallelism, MaxParallelism: 128, In: []*arrow.Schema{in}, Out: out, Allocator: mem,
 		Restored: restored, RestoreBase: base,
 		Keyed: &operator.KeyedContext{KeyGroups: groups, StateDir: t.TempDir()},

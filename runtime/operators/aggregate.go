@@ -16,7 +16,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/state"
 )
@@ -40,7 +39,7 @@ func keyedAggregateKind(opts Options) operator.Kind {
 				return nil, err
 			}
 			p.name, p.mode = c.Op.Name, c.Op.Changelog
-			p.ttl = aggStateTTL(c.Op.Node.GetKeyedAggregate(), opts, p.updates)
+			p.ttl = aggStateTTL(c.Op.Node.KeyedAggregate, opts, p.updates)
 			if p.ttl > 0 && p.hasCountDistinct() {
 				// A value set whose entries expire apart from their group
 				// would count a value twice or not at all.
@@ -56,7 +55,7 @@ func keyedAggregateKind(opts Options) operator.Kind {
 					return nil, err
 				}
 			}
-			if p.udafs, err = newPandasUDAFs(c, opts, c.Op.Node.GetKeyedAggregate().GetAggregates(), len(p.keys)); err != nil {
+			if p.udafs, err = newPandasUDAFs(c, opts, c.Op.Node.KeyedAggregate.Aggregates, len(p.keys)); err != nil {
 				p.Release()
 				return nil, err
 			}
@@ -145,19 +144,19 @@ type group struct {
 	touched int64
 }
 
-func newAggProc(node *planpb.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int, updates bool, interval time.Duration) (*aggProc, error) {
-	spec := node.GetKeyedAggregate()
+func newAggProc(node *plan.Node, in, out *arrow.Schema, mem memory.Allocator, maxP int, updates bool, interval time.Duration) (*aggProc, error) {
+	spec := node.KeyedAggregate
 	p := &aggProc{schema: out, mem: mem, index: map[string]int{}, maxP: maxP,
 		updates: updates, updateInterval: interval, nextUpdate: time.Now().Add(interval)}
-	for _, k := range spec.GetKeys() {
+	for _, k := range spec.Keys {
 		idx := in.FieldIndices(k)
 		if len(idx) == 0 {
 			return nil, fmt.Errorf("key %q is not a column of %s", k, in)
 		}
 		p.keys = append(p.keys, idx[0])
 	}
-	for _, a := range spec.GetAggregates() {
-		if a.GetFunction() == plan.UDAFFunction {
+	for _, a := range spec.Aggregates {
+		if a.Function == plan.UDAFFunction {
 			p.aggs = append(p.aggs, aggSpec{fn: plan.UDAFFunction, column: -1})
 			continue
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/state"
 )
@@ -41,11 +40,11 @@ func changelogAgg(t testing.TB, mem memory.Allocator, mode rowkind.Mode) (operat
 	}, nil))
 	c := &operator.Context{
 		Op: &plan.Operator{Name: "agg", UID: "agg", Kind: plan.KindKeyedAggregate, EmitUpdates: true, Changelog: mode,
-			Node: &planpb.Node{Kind: &planpb.Node_KeyedAggregate{KeyedAggregate: &planpb.KeyedAggregate{
-				Keys: []string{"k"}, Aggregates: []*planpb.Aggregate{
+			Node: &plan.Node{Kind: plan.KindKeyedAggregate, KeyedAggregate: &plan.KeyedAggregate{
+				Keys: []string{"k"}, Aggregates: []*plan.Aggregate{
 					{Function: "min", Column: "v", Name: "lo"}, {Function: "max", Column: "v", Name: "hi"},
 					{Function: "count", Name: "n"}, {Function: "sum", Column: "v", Name: "s"},
-				}}}}},
+				}}}},
 		Parallelism: 1, MaxParallelism: 128, In: []*arrow.Schema{in}, Out: out, Allocator: mem,
 		Keyed: &operator.KeyedContext{KeyGroups: state.KeyGroupRange{Start: 0, End: 127}, StateDir: t.TempDir()},
 	}

@@ -3,7 +3,7 @@ package operators
 import (
 	"time"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/state"
 )
 
@@ -17,11 +17,11 @@ import (
 // forgotten in memory and expired there is not loaded back.
 
 // aggStateTTL is the aggregation's TTL: its own, else the job's.
-func aggStateTTL(spec *planpb.KeyedAggregate, opts Options, updates bool) time.Duration {
+func aggStateTTL(spec *plan.KeyedAggregate, opts Options, updates bool) time.Duration {
 	if !updates {
 		return 0
 	}
-	if ms := spec.GetStateTtlMs(); ms > 0 {
+	if ms := spec.StateTTLMs; ms > 0 {
 		return time.Duration(ms) * time.Millisecond
 	}
 	return opts.StateTTL

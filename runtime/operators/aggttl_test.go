@@ -15,7 +15,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/state"
 )
 
@@ -26,16 +25,16 @@ func TestKeyedAggregateStateTTL(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	node := &planpb.Node{Kind: &planpb.Node_KeyedAggregate{KeyedAggregate: &planpb.KeyedAggregate{
-		Keys: []string{"k"}, Aggregates: []*planpb.Aggregate{{Function: "sum", Column: "v", Name: "v"}},
-		Emit: planpb.KeyedAggregate_EMIT_UPDATES, StateTtlMs: time.Hour.Milliseconds()}}}
+	node := &plan.Node{Kind: plan.KindKeyedAggregate, KeyedAggregate: &plan.KeyedAggregate{
+		Keys: []string{"k"}, Aggregates: []*plan.Aggregate{{Function: "sum", Column: "v", Name: "v"}},
+		Emit: plan.EmitUpdates, StateTTLMs: time.Hour.Milliseconds()}}
 	op := &plan.Operator{Name: "agg", UID: "agg", Kind: plan.KindKeyedAggregate, Node: node, EmitUpdates: true}
 	now := time.UnixMilli(5_000_000)
 	p, err := newAggProc(node, schema, schema, mem, 128, true, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.ttl = aggStateTTL(node.GetKeyedAggregate(), Options{}, true)
+	p.ttl = aggStateTTL(node.KeyedAggregate, Options{}, true)
 	p.keyed.clock = func() time.Time { return now }
 	c := &operator.Context{Op: op, Parallelism: 1, MaxParallelism: 128, In: []*arrow.Schema{schema}, Out: schema,
 		Allocator: mem, Logger: slog.New(slog.DiscardHandler),

@@ -28,7 +28,7 @@ func dropDuplicatesKind(opts Options) operator.Kind {
 		New: func(c *operator.Context) (operator.Operator, error) {
 			p := &dropDuplicates{seen: map[string]struct{}{}, maxP: c.MaxParallelism}
 			in := c.Input()
-			for _, name := range c.Op.Node.GetDropDuplicates().GetSubset() {
+			for _, name := range c.Op.Node.DropDuplicates.Subset {
 				idx := in.FieldIndices(name)
 				if len(idx) == 0 {
 					return nil, fmt.Errorf("subset column %q is not a column of %s", name, in)

@@ -12,7 +12,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/state"
 )
 
@@ -29,7 +28,7 @@ func TestDropDuplicatesAcrossBatchesAndCheckpoints(t *testing.T) {
 	}, nil)
 	c := &operator.Context{
 		Op: &plan.Operator{Name: "dedup", UID: "dedup", Kind: plan.KindDropDuplicates,
-			Node: &planpb.Node{Kind: &planpb.Node_DropDuplicates{DropDuplicates: &planpb.DropDuplicates{Subset: []string{"k"}}}}},
+			Node: &plan.Node{Kind: plan.KindDropDuplicates, DropDuplicates: &plan.DropDuplicates{Subset: []string{"k"}}}},
 		Parallelism: 1, MaxParallelism: 128, In: []*arrow.Schema{schema}, Out: schema, Allocator: mem,
 		Keyed: &operator.KeyedContext{KeyGroups: state.KeyGroupRange{Start: 0, End: 127}, StateDir: t.TempDir()},
 	}

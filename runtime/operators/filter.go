@@ -15,7 +15,7 @@ var filterKind = operator.Kind{
 	Kind:   plan.KindFilter,
 	Schema: sameAsInput,
 	New: func(c *operator.Context) (operator.Operator, error) {
-		pred, err := expr.Compile(c.Op.Node.GetFilter().GetPredicate(), c.Input())
+		pred, err := expr.Compile(c.Op.Node.Filter.Predicate, c.Input())
 		if err != nil {
 			return nil, err
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/watermark"
 	"github.com/flinkgo/flinkgo/state"
 )
@@ -161,20 +160,20 @@ func newIntervalJoin(c *operator.Context, opts Options) (operator.Operator, erro
 }
 
 func configureIntervalJoin(c *operator.Context) (*intervalJoin, error) {
-	spec := c.Op.Node.GetIntervalJoin()
+	spec := c.Op.Node.IntervalJoin
 	if len(c.In) != 2 {
 		return nil, fmt.Errorf("interval_join has %d inputs, needs 2", len(c.In))
 	}
-	j := &intervalJoin{c: c, lower: spec.GetLowerNs(), upper: spec.GetUpperNs(), out: c.Out,
+	j := &intervalJoin{c: c, lower: spec.LowerNs, upper: spec.UpperNs, out: c.Out,
 		buffers: map[string]*keyBuffer{}, dirty: map[string]int{}}
-	if spec.GetLateRows() == planpb.WindowAggregate_KEEP {
+	if spec.LateRows == plan.KeepLateRows {
 		copy(j.lateRows[:], c.LateRows)
 	}
-	how := spec.GetHow()
-	j.side[0] = joinSide{name: "left", outer: how == planpb.IntervalJoin_LEFT || how == planpb.IntervalJoin_FULL, cleanupAfter: max(0, j.upper)}
-	j.side[1] = joinSide{name: "right", outer: how == planpb.IntervalJoin_RIGHT || how == planpb.IntervalJoin_FULL, cleanupAfter: max(0, -j.lower)}
-	keyNames := [2][]string{spec.GetLeftKeys(), spec.GetRightKeys()}
-	timeNames := [2]string{spec.GetLeftTime(), spec.GetRightTime()}
+	how := spec.How
+	j.side[0] = joinSide{name: "left", outer: how == plan.LeftJoin || how == plan.FullJoin, cleanupAfter: max(0, j.upper)}
+	j.side[1] = joinSide{name: "right", outer: how == plan.RightJoin || how == plan.FullJoin, cleanupAfter: max(0, -j.lower)}
+	keyNames := [2][]string{spec.LeftKeys, spec.RightKeys}
+	timeNames := [2]string{spec.LeftTime, spec.RightTime}
 	if len(keyNames[0]) == 0 || len(keyNames[0]) != len(keyNames[1]) {
 		return nil, fmt.Errorf("interval_join needs as many left keys as right keys, at least one; it has %v and %v", keyNames[0], keyNames[1])
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/state"
 )
 
@@ -62,7 +61,7 @@ func joinBatch(mem memory.Allocator, schema *arrow.Schema, rows []joinRow) arrow
 }
 
 // referenceJoin is the join by its definition, over all rows at once.
-func referenceJoin(left, right []joinRow, lower, upper int64, how planpb.IntervalJoin_How) []string {
+func referenceJoin(left, right []joinRow, lower, upper int64, how plan.JoinType) []string {
 	var out []string
 	rightMatched := make([]bool, len(right))
 	for _, l := range left {
@@ -76,12 +75,12 @@ func referenceJoin(left, right []joinRow, lower, upper int64, how planpb.Interva
 				matched, rightMatched[i] = true, true
 			}
 		}
-		if !matched && (how == planpb.IntervalJoin_LEFT || how == planpb.IntervalJoin_FULL) {
+		if !matched && (how == plan.LeftJoin || how == plan.FullJoin) {
 			out = append(out, fmt.Sprintf("%d|-", l.id))
 		}
 	}
 	for i, r := range right {
-		if !rightMatched[i] && (how == planpb.IntervalJoin_RIGHT || how == planpb.IntervalJoin_FULL) {
+		if !rightMatched[i] && (how == plan.RightJoin || how == plan.FullJoin) {
 			out = append(out, fmt.Sprintf("-|%d", r.id))
 		}
 	}
@@ -91,15 +90,15 @@ func referenceJoin(left, right []joinRow, lower, upper int64, how planpb.Interva
 
 // newTestJoin builds an interval join; with late emits (left, right) it has
 // late_rows=KEEP and sends its late rows there.
-func newTestJoin(t testing.TB, mem memory.Allocator, lower, upper int64, how planpb.IntervalJoin_How, units [2]arrow.TimeUnit, late ...operator.Emit) operator.Operator {
+func newTestJoin(t testing.TB, mem memory.Allocator, lower, upper int64, how plan.JoinType, units [2]arrow.TimeUnit, late ...operator.Emit) operator.Operator {
 	t.Helper()
 	in := []*arrow.Schema{joinSchema("l", units[0]), joinSchema("r", units[1])}
-	node := &planpb.Node{Kind: &planpb.Node_IntervalJoin{IntervalJoin: &planpb.IntervalJoin{
+	node := &plan.Node{Kind: plan.KindIntervalJoin, IntervalJoin: &plan.IntervalJoin{
 		LeftKeys: []string{"k"}, RightKeys: []string{"k"}, LeftTime: "t", RightTime: "t",
 		LowerNs: lower * 1e6, UpperNs: upper * 1e6, How: how,
-	}}}
+	}}
 	if len(late) > 0 {
-		node.GetIntervalJoin().LateRows = planpb.WindowAggregate_KEEP
+		node.IntervalJoin.LateRows = plan.KeepLateRows
 	}
 	op := &plan.Operator{Name: "join", UID: "join", Kind: plan.KindIntervalJoin, Node: node}
 	out, err := intervalJoinSchema(op, in)
@@ -151,7 +150,7 @@ func TestIntervalJoinMatchesTheDefinition(t *testing.T) {
 		{"right before left", -90, -20, [2]arrow.TimeUnit{arrow.Nanosecond, arrow.Millisecond}},
 		{"equal times only", 0, 0, [2]arrow.TimeUnit{arrow.Millisecond, arrow.Millisecond}},
 	} {
-		for _, how := range []planpb.IntervalJoin_How{planpb.IntervalJoin_INNER, planpb.IntervalJoin_LEFT, planpb.IntervalJoin_RIGHT, planpb.IntervalJoin_FULL} {
+		for _, how := range []plan.JoinType{plan.InnerJoin, plan.LeftJoin, plan.RightJoin, plan.FullJoin} {
 			t.Run(tc.name+"/"+how.String(), func(t *testing.T) {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 				defer mem.AssertSize(t, 0)
@@ -234,7 +233,7 @@ func TestIntervalJoinExpiresOnWatermarks(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	ctx := compute.WithAllocator(context.Background(), mem)
 	units := [2]arrow.TimeUnit{arrow.Millisecond, arrow.Millisecond}
-	j := newTestJoin(t, mem, -10, 20, planpb.IntervalJoin_FULL, units)
+	j := newTestJoin(t, mem, -10, 20, plan.FullJoin, units)
 	defer j.Release()
 	var got []string
 	emit := collectJoined(&got)
@@ -306,7 +305,7 @@ func TestIntervalJoinKeepsLateRows(t *testing.T) {
 		}
 	}
 	units := [2]arrow.TimeUnit{arrow.Millisecond, arrow.Second}
-	j := newTestJoin(t, mem, -10, 20, planpb.IntervalJoin_INNER, units, keep(0, joinSchema("l", arrow.Millisecond)), keep(1, joinSchema("r", arrow.Second)))
+	j := newTestJoin(t, mem, -10, 20, plan.InnerJoin, units, keep(0, joinSchema("l", arrow.Millisecond)), keep(1, joinSchema("r", arrow.Second)))
 	defer j.Release()
 	var got []string
 	emit := collectJoined(&got)
@@ -337,7 +336,7 @@ func TestIntervalJoinKeepsLateRows(t *testing.T) {
 
 	// Only the left side's late rows are read.
 	late = [2][]string{}
-	j2 := newTestJoin(t, mem, 0, 0, planpb.IntervalJoin_INNER, [2]arrow.TimeUnit{arrow.Millisecond, arrow.Millisecond}, keep(0, joinSchema("l", arrow.Millisecond)))
+	j2 := newTestJoin(t, mem, 0, 0, plan.InnerJoin, [2]arrow.TimeUnit{arrow.Millisecond, arrow.Millisecond}, keep(0, joinSchema("l", arrow.Millisecond)))
 	defer j2.Release()
 	if _, err := j2.OnWatermark(ctx, 100, emit); err != nil {
 		t.Fatal(err)
@@ -360,14 +359,14 @@ func TestIntervalJoinErrors(t *testing.T) {
 	}, nil)}
 	for _, tc := range []struct {
 		name string
-		spec *planpb.IntervalJoin
+		spec *plan.IntervalJoin
 		want string
 	}{
-		{"key types", &planpb.IntervalJoin{LeftKeys: []string{"k"}, RightKeys: []string{"k"}, LeftTime: "t", RightTime: "k"}, "right time column \"k\" is utf8, not a timestamp"},
-		{"unknown key", &planpb.IntervalJoin{LeftKeys: []string{"kk"}, RightKeys: []string{"k"}, LeftTime: "t", RightTime: "t"}, "left key \"kk\" is not a column"},
+		{"key types", &plan.IntervalJoin{LeftKeys: []string{"k"}, RightKeys: []string{"k"}, LeftTime: "t", RightTime: "k"}, "right time column \"k\" is utf8, not a timestamp"},
+		{"unknown key", &plan.IntervalJoin{LeftKeys: []string{"kk"}, RightKeys: []string{"k"}, LeftTime: "t", RightTime: "t"}, "left key \"kk\" is not a column"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			op := &plan.Operator{Name: "join", Kind: plan.KindIntervalJoin, Node: &planpb.Node{Kind: &planpb.Node_IntervalJoin{IntervalJoin: tc.spec}}}
+			op := &plan.Operator{Name: "join", Kind: plan.KindIntervalJoin, Node: &plan.Node{Kind: plan.KindIntervalJoin, IntervalJoin: tc.spec}}
 			_, err := configureIntervalJoin(&operator.Context{Op: op, In: in})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want %q", err, tc.want)
@@ -401,12 +400,12 @@ func TestIntervalJoinCheckpointRestoreRescale(t *testing.T) {
 	}
 	left, right := gen(200, 0), gen(200, 1000)
 	const lower, upper = -40, 60
-	how := planpb.IntervalJoin_FULL
+	how := plan.FullJoin
 	in := []*arrow.Schema{schemas[0], schemas[1]}
-	node := &planpb.Node{Kind: &planpb.Node_IntervalJoin{IntervalJoin: &planpb.IntervalJoin{
+	node := &plan.Node{Kind: plan.KindIntervalJoin, IntervalJoin: &plan.IntervalJoin{
 		LeftKeys: []string{"k"}, RightKeys: []string{"k"}, LeftTime: "t", RightTime: "t",
 		LowerNs: lower * 1e6, UpperNs: upper * 1e6, How: how,
-	}}}
+	}}
 	op := &plan.Operator{Name: "join", UID: "join", Kind: plan.KindIntervalJoin, Node: node}
 	out, err := intervalJoinSchema(op, in)
 	if err != nil {
@@ -531,7 +530,7 @@ func BenchmarkIntervalJoin(b *testing.B) {
 	mem := memory.NewGoAllocator()
 	ctx := compute.WithAllocator(context.Background(), mem)
 	units := [2]arrow.TimeUnit{arrow.Millisecond, arrow.Millisecond}
-	j := newTestJoin(b, mem, -5, 5, planpb.IntervalJoin_INNER, units)
+	j := newTestJoin(b, mem, -5, 5, plan.InnerJoin, units)
 	defer j.Release()
 	schemas := []*arrow.Schema{joinSchema("l", units[0]), joinSchema("r", units[1])}
 	const rows = 1000

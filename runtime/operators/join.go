@@ -14,7 +14,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/state"
 )
@@ -45,8 +44,8 @@ func joinKind(opts Options) operator.Kind {
 
 // joinChangelog reports whether a join emits a changelog (with the
 // row-kind column): an outer join, or an input that is one.
-func joinChangelog(j *planpb.Join, in []*arrow.Schema) bool {
-	return j.GetHow() != planpb.Join_INNER || rowkind.Has(in[0]) || rowkind.Has(in[1])
+func joinChangelog(j *plan.Join, in []*arrow.Schema) bool {
+	return j.How != plan.InnerJoin || rowkind.Has(in[0]) || rowkind.Has(in[1])
 }
 
 // joinSchemaOf is the left columns then the right ones (a right name that
@@ -56,8 +55,8 @@ func joinSchemaOf(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) 
 	if len(in) != 2 {
 		return nil, fmt.Errorf("join has %d inputs, needs 2", len(in))
 	}
-	spec := op.Node.GetJoin()
-	suffix := spec.GetSuffix()
+	spec := op.Node.Join
+	suffix := spec.Suffix
 	if suffix == "" {
 		suffix = "_right"
 	}
@@ -137,23 +136,23 @@ func newEquiJoin(c *operator.Context, opts Options) (operator.Operator, error) {
 }
 
 func configureEquiJoin(c *operator.Context, opts Options) (*equiJoin, error) {
-	spec := c.Op.Node.GetJoin()
+	spec := c.Op.Node.Join
 	if len(c.In) != 2 {
 		return nil, fmt.Errorf("join has %d inputs, needs 2", len(c.In))
 	}
 	if c.Keyed == nil {
 		return nil, errors.New("join: no keyed state context")
 	}
-	how := spec.GetHow()
-	j := &equiJoin{c: c, nullsEqual: spec.GetNullsEqual(), changelog: joinChangelog(spec, c.In), ttl: opts.StateTTL,
+	how := spec.How
+	j := &equiJoin{c: c, nullsEqual: spec.NullsEqual, changelog: joinChangelog(spec, c.In), ttl: opts.StateTTL,
 		cacheKeys: opts.KeyedCacheGroups}
-	if spec.GetStateTtlMs() > 0 {
-		j.ttl = time.Duration(spec.GetStateTtlMs()) * time.Millisecond
+	if spec.StateTTLMs > 0 {
+		j.ttl = time.Duration(spec.StateTTLMs) * time.Millisecond
 	}
-	j.side[0] = equiSide{name: "left", outer: how == planpb.Join_LEFT || how == planpb.Join_FULL}
-	j.side[1] = equiSide{name: "right", outer: how == planpb.Join_RIGHT || how == planpb.Join_FULL}
-	keyNames := [2][]string{spec.GetLeftKeys(), spec.GetRightKeys()}
-	uniqueNames := [2][]string{spec.GetLeftUniqueKey(), spec.GetRightUniqueKey()}
+	j.side[0] = equiSide{name: "left", outer: how == plan.LeftJoin || how == plan.FullJoin}
+	j.side[1] = equiSide{name: "right", outer: how == plan.RightJoin || how == plan.FullJoin}
+	keyNames := [2][]string{spec.LeftKeys, spec.RightKeys}
+	uniqueNames := [2][]string{spec.LeftUniqueKey, spec.RightUniqueKey}
 	if len(keyNames[0]) == 0 || len(keyNames[0]) != len(keyNames[1]) {
 		return nil, fmt.Errorf("join needs as many left keys as right keys, at least one; it has %v and %v", keyNames[0], keyNames[1])
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/plan"
 )
 
 // BenchmarkEquiJoin drives one join subtask directly (real Pebble): both
@@ -17,7 +17,7 @@ import (
 //
 //	go test -run '^$' -bench EquiJoin -benchtime 200000x ./runtime/operators/
 func BenchmarkEquiJoin(b *testing.B) {
-	for _, how := range []planpb.Join_How{planpb.Join_INNER, planpb.Join_LEFT} {
+	for _, how := range []plan.JoinType{plan.InnerJoin, plan.LeftJoin} {
 		b.Run(how.String(), func(b *testing.B) {
 			mem := memory.NewGoAllocator()
 			j, _ := newEqJoin(b, mem, eqSpec{how: how})

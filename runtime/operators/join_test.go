@@ -19,7 +19,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/state"
 )
@@ -64,7 +63,7 @@ func eqBatch(mem memory.Allocator, schema *arrow.Schema, rows []eqRow) arrow.Rec
 }
 
 type eqSpec struct {
-	how          planpb.Join_How
+	how          plan.JoinType
 	nullsEqual   bool
 	changelogIn  bool
 	uniqueLeft   bool // lid is the left input's unique key
@@ -77,12 +76,12 @@ type eqSpec struct {
 func newEqJoin(t testing.TB, mem memory.Allocator, spec eqSpec) (*equiJoin, *arrow.Schema) {
 	t.Helper()
 	in := []*arrow.Schema{eqSchema("l", spec.changelogIn), eqSchema("r", spec.changelogIn)}
-	j := &planpb.Join{LeftKeys: []string{"k"}, RightKeys: []string{"k"}, How: spec.how, NullsEqual: spec.nullsEqual,
-		StateTtlMs: spec.ttl.Milliseconds()}
+	j := &plan.Join{LeftKeys: []string{"k"}, RightKeys: []string{"k"}, How: spec.how, NullsEqual: spec.nullsEqual,
+		StateTTLMs: spec.ttl.Milliseconds()}
 	if spec.uniqueLeft {
 		j.LeftUniqueKey = []string{"lid"}
 	}
-	op := &plan.Operator{Name: "join", UID: "join", Kind: plan.KindJoin, Node: &planpb.Node{Kind: &planpb.Node_Join{Join: j}}}
+	op := &plan.Operator{Name: "join", UID: "join", Kind: plan.KindJoin, Node: &plan.Node{Kind: plan.KindJoin, Join: j}}
 	out, err := joinSchemaOf(op, in)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +151,7 @@ func (c *changelogTable) sorted() []string {
 }
 
 // eqReference is SQL's result over the final input multisets.
-func eqReference(left, right []eqRow, how planpb.Join_How, nullsEqual bool) []string {
+func eqReference(left, right []eqRow, how plan.JoinType, nullsEqual bool) []string {
 	final := func(rows []eqRow) []eqRow {
 		var live []eqRow
 		for _, r := range rows {
@@ -176,12 +175,12 @@ func eqReference(left, right []eqRow, how planpb.Join_How, nullsEqual bool) []st
 				matched, rightMatched[i] = true, true
 			}
 		}
-		if !matched && (how == planpb.Join_LEFT || how == planpb.Join_FULL) {
+		if !matched && (how == plan.LeftJoin || how == plan.FullJoin) {
 			out = append(out, fmt.Sprintf("%d|-", l.id))
 		}
 	}
 	for i, r := range right {
-		if !rightMatched[i] && (how == planpb.Join_RIGHT || how == planpb.Join_FULL) {
+		if !rightMatched[i] && (how == plan.RightJoin || how == plan.FullJoin) {
 			out = append(out, fmt.Sprintf("-|%d", r.id))
 		}
 	}
@@ -285,7 +284,7 @@ func runEq(t *testing.T, mem memory.Allocator, j *equiJoin, rng *rand.Rand, left
 }
 
 func TestEquiJoinEqualsSQL(t *testing.T) {
-	hows := []planpb.Join_How{planpb.Join_INNER, planpb.Join_LEFT, planpb.Join_RIGHT, planpb.Join_FULL}
+	hows := []plan.JoinType{plan.InnerJoin, plan.LeftJoin, plan.RightJoin, plan.FullJoin}
 	for _, how := range hows {
 		for _, nullShare := range []float64{0, 0.3} {
 			for _, nullsEqual := range []bool{false, true} {
@@ -315,12 +314,12 @@ func TestEquiJoinEqualsSQL(t *testing.T) {
 func TestEquiJoinAppendOnlyInnerHasNoRowKinds(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	j, out := newEqJoin(t, mem, eqSpec{how: planpb.Join_INNER})
+	j, out := newEqJoin(t, mem, eqSpec{how: plan.InnerJoin})
 	defer j.Release()
 	if rowkind.Has(out) {
 		t.Fatalf("inner join of append-only inputs has a row-kind column: %s", out)
 	}
-	_, outer := newEqJoin(t, mem, eqSpec{how: planpb.Join_LEFT})
+	_, outer := newEqJoin(t, mem, eqSpec{how: plan.LeftJoin})
 	if !rowkind.Has(outer) {
 		t.Fatalf("left join has no row-kind column: %s", outer)
 	}
@@ -332,7 +331,7 @@ func TestEquiJoinAppendOnlyInnerHasNoRowKinds(t *testing.T) {
 func TestEquiJoinOuterRetractsPadded(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	j, _ := newEqJoin(t, mem, eqSpec{how: planpb.Join_LEFT, changelogIn: true})
+	j, _ := newEqJoin(t, mem, eqSpec{how: plan.LeftJoin, changelogIn: true})
 	defer j.Release()
 	var log []string
 	emit := func(_ context.Context, b arrow.RecordBatch) error {
@@ -370,7 +369,7 @@ func TestEquiJoinOuterRetractsPadded(t *testing.T) {
 func TestEquiJoinUniqueKeyView(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	j, _ := newEqJoin(t, mem, eqSpec{how: planpb.Join_FULL, changelogIn: true, uniqueLeft: true})
+	j, _ := newEqJoin(t, mem, eqSpec{how: plan.FullJoin, changelogIn: true, uniqueLeft: true})
 	defer j.Release()
 	got := &changelogTable{rows: map[string]int{}}
 	k1, k2 := int64(1), int64(2)
@@ -417,7 +416,7 @@ func TestEquiJoinStateTTL(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	now := time.UnixMilli(1_000_000)
-	j, _ := newEqJoin(t, mem, eqSpec{how: planpb.Join_INNER, ttl: time.Hour, clock: func() time.Time { return now }})
+	j, _ := newEqJoin(t, mem, eqSpec{how: plan.InnerJoin, ttl: time.Hour, clock: func() time.Time { return now }})
 	defer j.Release()
 	got := &changelogTable{rows: map[string]int{}}
 	k := int64(1)
@@ -446,7 +445,7 @@ func TestEquiJoinStateTTL(t *testing.T) {
 // the outputs are equal and the state (Pebble's files after a flush, and
 // the checkpoint written) is smaller with the rule.
 func TestEquiJoinNullKeyRuleSavesState(t *testing.T) {
-	for _, how := range []planpb.Join_How{planpb.Join_INNER, planpb.Join_FULL} {
+	for _, how := range []plan.JoinType{plan.InnerJoin, plan.FullJoin} {
 		t.Run(how.String(), func(t *testing.T) {
 			var outputs [2][]string
 			var dbBytes, chkBytes [2]int64

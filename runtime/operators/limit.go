@@ -25,7 +25,7 @@ func limitKind() operator.Kind {
 		Schema: sameAsInput,
 		State:  operator.StateDescriptor{What: "the number of rows passed"},
 		New: func(c *operator.Context) (operator.Operator, error) {
-			l := &limitProc{n: c.Op.Node.GetLimit().GetN(), endInput: c.EndInput}
+			l := &limitProc{n: c.Op.Node.Limit.N, endInput: c.EndInput}
 			if l.n < 1 {
 				return nil, fmt.Errorf("limit n is %d, must be at least 1", l.n)
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // A limit passes exactly n rows over several batches, ends its input once
@@ -35,7 +34,7 @@ func TestLimitPassesNRowsAndRestoresItsCount(t *testing.T) {
 	build := func(n int64, restored *checkpoint.OperatorState) (operator.Operator, *int) {
 		ended := 0
 		c := &operator.Context{
-			Op:          &plan.Operator{Name: "limit", UID: "limit", Kind: plan.KindLimit, Node: &planpb.Node{Kind: &planpb.Node_Limit{Limit: &planpb.Limit{N: n}}}},
+			Op:          &plan.Operator{Name: "limit", UID: "limit", Kind: plan.KindLimit, Node: &plan.Node{Kind: plan.KindLimit, Limit: &plan.Limit{N: n}}},
 			Parallelism: 1, In: []*arrow.Schema{schema}, Out: schema, Allocator: mem, Restored: restored,
 			EndInput: func() { ended++ },
 		}

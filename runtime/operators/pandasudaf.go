@@ -16,7 +16,6 @@ import (
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -95,7 +94,7 @@ func (r *udafRows) moveFrom(o *udafRows) {
 
 // newPandasUDAFs prepares the UDAFs of aggs (nil when there are none);
 // their workers start in open. offset is the output column of aggs[0].
-func newPandasUDAFs(c *operator.Context, opts Options, aggs []*planpb.Aggregate, offset int) (*pandasUDAFs, error) {
+func newPandasUDAFs(c *operator.Context, opts Options, aggs []*plan.Aggregate, offset int) (*pandasUDAFs, error) {
 	in := c.Input()
 	u := &pandasUDAFs{mem: c.Allocator, slotOf: map[*udafRows]int32{},
 		name: fmt.Sprintf("%q (uid %s, subtask %d)", c.Op.Name, c.Op.UID, c.Subtask)}
@@ -104,17 +103,17 @@ func newPandasUDAFs(c *operator.Context, opts Options, aggs []*planpb.Aggregate,
 	var kept []arrow.Field
 	concurrency := 1
 	for i, a := range aggs {
-		if a.GetFunction() != plan.UDAFFunction {
+		if a.Function != plan.UDAFFunction {
 			continue
 		}
-		spec := a.GetUdf()
+		spec := a.UDF
 		if spec == nil || spec.GetFuncType() != workerpb.FuncType_FUNC_TYPE_PANDAS_AGGREGATE {
-			return nil, fmt.Errorf("aggregate %q: a udaf needs a pandas aggregate function spec", a.GetName())
+			return nil, fmt.Errorf("aggregate %q: a udaf needs a pandas aggregate function spec", a.Name)
 		}
-		for _, arg := range a.GetArgs() {
+		for _, arg := range a.Args {
 			idx := in.FieldIndices(arg)
 			if len(idx) == 0 {
-				return nil, fmt.Errorf("aggregate %q: udaf %q: the argument column %q is not a column of the input (%s)", a.GetName(), spec.GetName(), arg, in)
+				return nil, fmt.Errorf("aggregate %q: udaf %q: the argument column %q is not a column of the input (%s)", a.Name, spec.GetName(), arg, in)
 			}
 			if !slices.Contains(u.cols, idx[0]) {
 				u.cols = append(u.cols, idx[0])
@@ -123,13 +122,13 @@ func newPandasUDAFs(c *operator.Context, opts Options, aggs []*planpb.Aggregate,
 		}
 		rs, err := decodeSchema(spec.GetReturnSchema())
 		if err != nil || rs.NumFields() != 1 {
-			return nil, fmt.Errorf("aggregate %q: udaf %q: return_schema is not an Arrow schema with one field", a.GetName(), spec.GetName())
+			return nil, fmt.Errorf("aggregate %q: udaf %q: return_schema is not an Arrow schema with one field", a.Name, spec.GetName())
 		}
 		if want := c.Out.Field(offset + i).Type; !arrow.TypeEqual(rs.Field(0).Type, want) {
-			return nil, fmt.Errorf("aggregate %q: udaf %q returns %s, but the declared output column is %s", a.GetName(), spec.GetName(), rs.Field(0).Type, want)
+			return nil, fmt.Errorf("aggregate %q: udaf %q returns %s, but the declared output column is %s", a.Name, spec.GetName(), rs.Field(0).Type, want)
 		}
-		results = append(results, arrow.Field{Name: a.GetName(), Type: rs.Field(0).Type, Nullable: true})
-		calls = append(calls, &workerpb.UdfCall{Udf: spec, Args: a.GetArgs(), Output: a.GetName()})
+		results = append(results, arrow.Field{Name: a.Name, Type: rs.Field(0).Type, Nullable: true})
+		calls = append(calls, &workerpb.UdfCall{Udf: spec, Args: a.Args, Output: a.Name})
 		u.aggs = append(u.aggs, i)
 		concurrency = max(concurrency, int(spec.GetConcurrency()))
 	}

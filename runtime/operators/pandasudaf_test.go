@@ -18,7 +18,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/state"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest"
@@ -33,15 +32,15 @@ import (
 
 // udafSpec is windowSpec's window with count, sum(v) and a UDAF of v
 // (concurrency workers).
-func udafSpec(kind planpb.WindowAggregate_Kind, size, slide, gap, lateness int64, concurrency int32) *planpb.WindowAggregate {
+func udafSpec(kind plan.WindowKind, size, slide, gap, lateness int64, concurrency int32) *plan.WindowAggregate {
 	w := windowSpec(kind, size, slide, gap, lateness, true)
 	rs, err := arrowipc.EncodeSchema(arrow.NewSchema([]arrow.Field{{Name: "gosum", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil))
 	if err != nil {
 		panic(err)
 	}
-	w.Aggregates = []*planpb.Aggregate{
+	w.Aggregates = []*plan.Aggregate{
 		{Function: "count", Name: "n"}, {Function: "sum", Column: "v", Name: "sum"},
-		{Function: plan.UDAFFunction, Name: "gosum", Args: []string{"v"}, Udf: &workerpb.UdfSpec{
+		{Function: plan.UDAFFunction, Name: "gosum", Args: []string{"v"}, UDF: &workerpb.UdfSpec{
 			Name: "gosum", Payload: []byte{1}, FuncType: workerpb.FuncType_FUNC_TYPE_PANDAS_AGGREGATE, ReturnSchema: rs, Concurrency: concurrency}},
 	}
 	return w
@@ -153,12 +152,12 @@ func checkUDAFColumn(t *testing.T, rows []string) {
 func TestWindowUDAFBatchesManyWindows(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		spec *planpb.WindowAggregate
+		spec *plan.WindowAggregate
 	}{
-		{"tumble", udafSpec(planpb.WindowAggregate_TUMBLE, 50, 0, 0, 0, 2)},
-		{"hop with lateness", udafSpec(planpb.WindowAggregate_HOP, 100, 20, 0, 30, 2)},
-		{"session with lateness", udafSpec(planpb.WindowAggregate_SESSION, 0, 0, 30, 30, 2)},
-		{"cumulate", udafSpec(planpb.WindowAggregate_CUMULATE, 100, 25, 0, 0, 2)},
+		{"tumble", udafSpec(plan.Tumble, 50, 0, 0, 0, 2)},
+		{"hop with lateness", udafSpec(plan.Hop, 100, 20, 0, 30, 2)},
+		{"session with lateness", udafSpec(plan.Session, 0, 0, 30, 30, 2)},
+		{"cumulate", udafSpec(plan.Cumulate, 100, 25, 0, 0, 2)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const batch = 40
@@ -210,10 +209,10 @@ func TestWindowUDAFBatchesManyWindows(t *testing.T) {
 func TestWindowUDAFRestoresAtAnotherParallelism(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		spec *planpb.WindowAggregate
+		spec *plan.WindowAggregate
 	}{
-		{"hop", udafSpec(planpb.WindowAggregate_HOP, 100, 20, 0, 30, 1)},
-		{"session", udafSpec(planpb.WindowAggregate_SESSION, 0, 0, 30, 30, 1)},
+		{"hop", udafSpec(plan.Hop, 100, 20, 0, 30, 1)},
+		{"session", udafSpec(plan.Session, 0, 0, 30, 30, 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const disorder = 40
@@ -258,7 +257,7 @@ func TestWindowUDAFRestoresAtAnotherParallelism(t *testing.T) {
 func TestWindowUDAFErrorFailsTheFiring(t *testing.T) {
 	fakes := &fakeUDAFs{fail: fmt.Errorf("udaf %q raised ZeroDivisionError", "gosum")}
 	opts := Options{KeyedCacheGroups: 2, NewRunner: fakes.newRunner}
-	h := newWindowHarnessWith(t, udafSpec(planpb.WindowAggregate_TUMBLE, 50, 0, 0, 0, 1), udafOutputSchema(), opts, 0, state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h := newWindowHarnessWith(t, udafSpec(plan.Tumble, 50, 0, 0, 0, 1), udafOutputSchema(), opts, 0, state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
 	h.process(windowRow{k: "a", t: 1, v: 2}, windowRow{k: "b", t: 70, v: 3})
 	_, err := h.op.OnWatermark(t.Context(), 200, h.emit)
 	if err == nil || !strings.Contains(err.Error(), "gosum") || !strings.Contains(err.Error(), "pandas UDAF") {
@@ -278,9 +277,9 @@ func TestKeyedAggregateUDAFAcrossCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := &planpb.KeyedAggregate{Keys: []string{"k"}, Aggregates: []*planpb.Aggregate{
+	spec := &plan.KeyedAggregate{Keys: []string{"k"}, Aggregates: []*plan.Aggregate{
 		{Function: "sum", Column: "v", Name: "sum"},
-		{Function: plan.UDAFFunction, Name: "gosum", Args: []string{"v"}, Udf: &workerpb.UdfSpec{
+		{Function: plan.UDAFFunction, Name: "gosum", Args: []string{"v"}, UDF: &workerpb.UdfSpec{
 			Name: "gosum", Payload: []byte{1}, FuncType: workerpb.FuncType_FUNC_TYPE_PANDAS_AGGREGATE, ReturnSchema: rs}},
 	}}
 	out := arrow.NewSchema([]arrow.Field{
@@ -295,7 +294,7 @@ func TestKeyedAggregateUDAFAcrossCheckpoints(t *testing.T) {
 	}
 	c := &operator.Context{
 		Op: &plan.Operator{Name: "agg", UID: "agg", Kind: plan.KindKeyedAggregate, BatchSize: 1000,
-			Node: &planpb.Node{Kind: &planpb.Node_KeyedAggregate{KeyedAggregate: spec}}},
+			Node: &plan.Node{Kind: plan.KindKeyedAggregate, KeyedAggregate: spec}},
 		Parallelism: 1, MaxParallelism: 128, In: []*arrow.Schema{windowTestInput}, Out: out, Allocator: mem,
 		Counters: &operator.Counters{},
 		Keyed:    &operator.KeyedContext{KeyGroups: state.KeyGroupRange{Start: 0, End: 127}, StateDir: t.TempDir()},

@@ -9,7 +9,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/expr"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 )
 
@@ -56,8 +55,8 @@ func (s *selectProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, em
 	return emit(ctx, out)
 }
 
-func columnExpr(name string) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Column{Column: name}}
+func columnExpr(name string) plan.Expr {
+	return &plan.Column{Name: name}
 }
 
 // compileSelect compiles a select's columns and returns them with its
@@ -76,13 +75,13 @@ func compileSelect(op *plan.Operator, in *arrow.Schema) ([]*expr.Expr, *arrow.Sc
 			}
 		}
 	}
-	for _, c := range op.Node.GetSelect().GetColumns() {
-		e, err := expr.Compile(c.GetExpr(), in)
+	for _, c := range op.Node.Select.Columns {
+		e, err := expr.Compile(c.Expr, in)
 		if err != nil {
 			return nil, nil, err
 		}
 		exprs = append(exprs, e)
-		fields = append(fields, arrow.Field{Name: c.GetName(), Type: e.Type(), Nullable: true})
+		fields = append(fields, arrow.Field{Name: c.Name, Type: e.Type(), Nullable: true})
 	}
 	if rowkind.Has(in) {
 		// A projection keeps each row's kind: the column stays last.

@@ -36,11 +36,11 @@ func mapBatchesKind(opts Options) operator.Kind {
 	return operator.Kind{
 		Kind: plan.KindMapBatches,
 		Schema: func(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) {
-			s, err := decodeSchema(op.Node.GetMapBatches().GetFunction().GetReturnSchema())
+			s, err := decodeSchema(op.Node.MapBatches.Function.GetReturnSchema())
 			if err != nil {
 				return nil, err
 			}
-			if !op.Node.GetMapBatches().GetHandlesRowKinds() {
+			if !op.Node.MapBatches.HandlesRowKinds {
 				if rowkind.Has(in[0]) {
 					return nil, fmt.Errorf("map_batches %q reads a changelog stream but does not declare that it handles row kinds", op.Name)
 				}
@@ -101,12 +101,12 @@ func newUDFProc(c *operator.Context, opts Options) (*udfProc, error) {
 	var workerIn *arrow.Schema
 	if op.Kind == plan.KindMapBatches {
 		p.batchMap = true
-		calls = []*workerpb.UdfCall{{Udf: op.Node.GetMapBatches().GetFunction()}}
+		calls = []*workerpb.UdfCall{{Udf: op.Node.MapBatches.Function}}
 		workerIn = in
 		for i := range in.NumFields() {
 			p.argCols = append(p.argCols, i)
 		}
-		p.rowKinds = op.Node.GetMapBatches().GetHandlesRowKinds()
+		p.rowKinds = op.Node.MapBatches.HandlesRowKinds
 		if p.rowKinds && !rowkind.Has(in) {
 			p.appendOnly, workerIn = true, rowkind.WithColumn(in)
 		}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/bridgetest"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -30,7 +29,7 @@ func TestUDFForwardsWatermarkAfterItsBundle(t *testing.T) {
 	runner.HoldUntilFlush = true
 	c := &operator.Context{
 		Op: &plan.Operator{Name: "identity", UID: "identity", Kind: plan.KindMapBatches,
-			Node: &planpb.Node{Kind: &planpb.Node_MapBatches{MapBatches: &planpb.MapBatches{Function: &workerpb.UdfSpec{Name: "identity"}}}}},
+			Node: &plan.Node{Kind: plan.KindMapBatches, MapBatches: &plan.MapBatches{Function: &workerpb.UdfSpec{Name: "identity"}}}},
 		Parallelism: 1, MaxParallelism: 128, In: []*arrow.Schema{schema}, Out: schema, Allocator: mem,
 	}
 	op, err := newUDFProc(c, Options{BundleSize: 1 << 20, BundleTime: time.Hour,

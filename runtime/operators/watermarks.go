@@ -61,7 +61,7 @@ func watermarkSchema(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, erro
 // timeColumn returns the index of op's time column in s, or an error naming
 // the column and its type.
 func timeColumn(op *plan.Operator, s *arrow.Schema) (int, error) {
-	name := op.Node.GetWatermarkAssigner().GetTimeColumn()
+	name := op.Node.WatermarkAssigner.TimeColumn
 	idx := s.FieldIndices(name)
 	if len(idx) != 1 {
 		return 0, fmt.Errorf("with_watermark: the input has no column %q (columns: %v)", name, fieldNames(s))
@@ -99,8 +99,8 @@ func newWatermarkAssigner(c *operator.Context, interval time.Duration, clock wat
 	if err != nil {
 		return nil, err
 	}
-	wa := c.Op.Node.GetWatermarkAssigner()
-	delay, idle := wa.GetMaxOutOfOrdernessMs(), wa.GetIdleTimeoutMs()
+	wa := c.Op.Node.WatermarkAssigner
+	delay, idle := wa.MaxOutOfOrdernessMs, wa.IdleTimeoutMs
 	newGenerator := func() (watermark.Generator, error) {
 		g, err := watermark.NewBoundedOutOfOrderness(delay)
 		if err != nil || idle == 0 {
@@ -109,7 +109,7 @@ func newWatermarkAssigner(c *operator.Context, interval time.Duration, clock wat
 		return watermark.NewWithIdleness(g, time.Duration(idle)*time.Millisecond, clock)
 	}
 	a := &watermarkAssigner{
-		out: c.Watermarks, column: col, name: wa.GetTimeColumn(), interval: interval, now: clock.Now,
+		out: c.Watermarks, column: col, name: wa.TimeColumn, interval: interval, now: clock.Now,
 		toMillis: toMillis(c.Input().Field(col).Type.(*arrow.TimestampType).Unit),
 	}
 	if c.SourceSplits != nil {

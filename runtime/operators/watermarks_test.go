@@ -14,7 +14,6 @@ import (
 
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/source"
 	"github.com/flinkgo/flinkgo/runtime/watermark"
 )
@@ -75,8 +74,8 @@ func newAssignerTest(t testing.TB, unit arrow.TimeUnit, delayMs, idleMs int64, s
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "ts", Type: &arrow.TimestampType{Unit: unit}}}, nil)
 	c := &operator.Context{
 		Op: &plan.Operator{Name: "wm", UID: "ts/watermarks", Kind: plan.KindWatermarkAssigner,
-			Node: &planpb.Node{Kind: &planpb.Node_WatermarkAssigner{WatermarkAssigner: &planpb.WatermarkAssigner{
-				TimeColumn: "ts", MaxOutOfOrdernessMs: delayMs, IdleTimeoutMs: idleMs}}}},
+			Node: &plan.Node{Kind: plan.KindWatermarkAssigner, WatermarkAssigner: &plan.WatermarkAssigner{
+				TimeColumn: "ts", MaxOutOfOrdernessMs: delayMs, IdleTimeoutMs: idleMs}}},
 		Parallelism: 1, In: []*arrow.Schema{schema}, Out: schema, Allocator: mem, Watermarks: at.out,
 	}
 	if splits != nil {
@@ -246,8 +245,7 @@ func TestWatermarkAssignerRefusesNullTimes(t *testing.T) {
 }
 
 func TestWatermarkAssignerSchemaNamesTheColumnAndType(t *testing.T) {
-	op := &plan.Operator{Kind: plan.KindWatermarkAssigner, Node: &planpb.Node{Kind: &planpb.Node_WatermarkAssigner{
-		WatermarkAssigner: &planpb.WatermarkAssigner{TimeColumn: "ts"}}}}
+	op := &plan.Operator{Kind: plan.KindWatermarkAssigner, Node: &plan.Node{Kind: plan.KindWatermarkAssigner, WatermarkAssigner: &plan.WatermarkAssigner{TimeColumn: "ts"}}}
 	for _, tc := range []struct {
 		schema *arrow.Schema
 		want   string

@@ -17,7 +17,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/window"
 	"github.com/flinkgo/flinkgo/state"
 )
@@ -28,9 +27,9 @@ func windowAggregateKind(opts Options) operator.Kind {
 	return operator.Kind{
 		Kind: plan.KindWindowAggregate,
 		Schema: func(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) {
-			w := op.Node.GetWindowAggregate()
+			w := op.Node.WindowAggregate
 			if len(in) == 1 {
-				if _, err := windowTimeColumn(in[0], w.GetTimeColumn()); err != nil {
+				if _, err := windowTimeColumn(in[0], w.TimeColumn); err != nil {
 					return nil, err
 				}
 			}
@@ -174,15 +173,15 @@ const (
 )
 
 func newWindowProc(c *operator.Context, opts Options) (*windowProc, error) {
-	spec := c.Op.Node.GetWindowAggregate()
+	spec := c.Op.Node.WindowAggregate
 	in, out := c.Input(), c.Out
 	assigner, err := plan.WindowAssigner(spec)
 	if err != nil {
 		return nil, err
 	}
 	p := &windowProc{schema: out, mem: c.Allocator, maxP: c.MaxParallelism, dropped: &c.Counters.LateRecordsDropped,
-		index: map[string]*winKey{}, deleted: map[string]state.Key{}, wm: math.MinInt64, lateness: spec.GetAllowedLatenessMs()}
-	if spec.GetLateRows() == planpb.WindowAggregate_KEEP && len(c.LateRows) > 0 {
+		index: map[string]*winKey{}, deleted: map[string]state.Key{}, wm: math.MinInt64, lateness: spec.AllowedLatenessMs}
+	if spec.LateRows == plan.KeepLateRows && len(c.LateRows) > 0 {
 		p.lateRows = c.LateRows[0] // nil when nothing reads them: dropped and counted
 	}
 	if s, ok := assigner.(window.Session); ok {
@@ -190,21 +189,21 @@ func newWindowProc(c *operator.Context, opts Options) (*windowProc, error) {
 	} else {
 		p.slicer = assigner.(window.Slicer)
 	}
-	if p.timeCol, err = windowTimeColumn(in, spec.GetTimeColumn()); err != nil {
+	if p.timeCol, err = windowTimeColumn(in, spec.TimeColumn); err != nil {
 		return nil, err
 	}
 	if unit := in.Field(p.timeCol).Type.(*arrow.TimestampType).Unit; unit != arrow.Millisecond {
 		p.toMillis = toMillis(unit)
 	}
-	for _, k := range spec.GetKeys() {
+	for _, k := range spec.Keys {
 		idx := in.FieldIndices(k)
 		if len(idx) == 0 {
 			return nil, fmt.Errorf("window key %q is not a column of %s", k, in)
 		}
 		p.keys = append(p.keys, idx[0])
 	}
-	for _, a := range spec.GetAggregates() {
-		if a.GetFunction() == plan.UDAFFunction {
+	for _, a := range spec.Aggregates {
+		if a.Function == plan.UDAFFunction {
 			p.aggs = append(p.aggs, aggSpec{fn: plan.UDAFFunction, column: -1})
 			continue
 		}
@@ -222,7 +221,7 @@ func newWindowProc(c *operator.Context, opts Options) (*windowProc, error) {
 			return nil, fmt.Errorf("window: declared output column %s must be timestamp[ms]", out.Field(i))
 		}
 	}
-	if p.udafs, err = newPandasUDAFs(c, opts, spec.GetAggregates(), len(p.keys)+2); err != nil {
+	if p.udafs, err = newPandasUDAFs(c, opts, spec.Aggregates, len(p.keys)+2); err != nil {
 		return nil, err
 	}
 	return p, nil

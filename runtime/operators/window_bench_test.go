@@ -12,7 +12,6 @@ import (
 
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/state"
 )
 
@@ -38,8 +37,8 @@ func BenchmarkWindowHopCount(b *testing.B) {
 		{"size/slide=100", 100_000, 1_000},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			benchWindow(b, &planpb.WindowAggregate{TimeColumn: "t", Kind: planpb.WindowAggregate_HOP, SizeMs: tc.size, SlideMs: tc.slide,
-				Keys: []string{"k"}, Aggregates: []*planpb.Aggregate{{Function: "count", Name: "n"}}})
+			benchWindow(b, &plan.WindowAggregate{TimeColumn: "t", Kind: plan.Hop, SizeMs: tc.size, SlideMs: tc.slide,
+				Keys: []string{"k"}, Aggregates: []*plan.Aggregate{{Function: "count", Name: "n"}}})
 		})
 	}
 }
@@ -47,11 +46,11 @@ func BenchmarkWindowHopCount(b *testing.B) {
 // BenchmarkWindowTumbleCount is Nexmark q7's shape, per key: a 10 s
 // tumbling count.
 func BenchmarkWindowTumbleCount(b *testing.B) {
-	benchWindow(b, &planpb.WindowAggregate{TimeColumn: "t", Kind: planpb.WindowAggregate_TUMBLE, SizeMs: 10_000,
-		Keys: []string{"k"}, Aggregates: []*planpb.Aggregate{{Function: "count", Name: "n"}}})
+	benchWindow(b, &plan.WindowAggregate{TimeColumn: "t", Kind: plan.Tumble, SizeMs: 10_000,
+		Keys: []string{"k"}, Aggregates: []*plan.Aggregate{{Function: "count", Name: "n"}}})
 }
 
-func benchWindow(b *testing.B, spec *planpb.WindowAggregate) {
+func benchWindow(b *testing.B, spec *plan.WindowAggregate) {
 	const batchRows, keys, rowsPerMs, disorder = 10_000, 100, 10, 1_000
 	mem := memory.NewGoAllocator()
 	in := arrow.NewSchema([]arrow.Field{
@@ -63,7 +62,7 @@ func benchWindow(b *testing.B, spec *planpb.WindowAggregate) {
 		{Name: "window_end", Type: ts}, {Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	c := &operator.Context{
 		Op: &plan.Operator{Name: "window", UID: "window", Kind: plan.KindWindowAggregate,
-			Node: &planpb.Node{Kind: &planpb.Node_WindowAggregate{WindowAggregate: spec}}},
+			Node: &plan.Node{Kind: plan.KindWindowAggregate, WindowAggregate: spec}},
 		Parallelism: 1, MaxParallelism: 128, In: []*arrow.Schema{in}, Out: out, Allocator: mem, Counters: &operator.Counters{},
 		Keyed: &operator.KeyedContext{KeyGroups: state.KeyGroupRange{Start: 0, End: 127}, StateDir: b.TempDir()},
 	}

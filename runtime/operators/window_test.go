@@ -17,7 +17,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/window"
 	"github.com/flinkgo/flinkgo/state"
 )
@@ -61,21 +60,21 @@ type windowHarness struct {
 	late []string
 }
 
-func windowSpec(kind planpb.WindowAggregate_Kind, size, slide, gap, lateness int64, keyed bool) *planpb.WindowAggregate {
-	w := &planpb.WindowAggregate{TimeColumn: "t", Kind: kind, AllowedLatenessMs: lateness, Aggregates: []*planpb.Aggregate{
+func windowSpec(kind plan.WindowKind, size, slide, gap, lateness int64, keyed bool) *plan.WindowAggregate {
+	w := &plan.WindowAggregate{TimeColumn: "t", Kind: kind, AllowedLatenessMs: lateness, Aggregates: []*plan.Aggregate{
 		{Function: "count", Name: "n"}, {Function: "sum", Column: "v", Name: "sum"},
 		{Function: "min", Column: "v", Name: "min"}, {Function: "max", Column: "v", Name: "max"},
 		{Function: "first", Column: "s", Name: "first"}, {Function: "last", Column: "s", Name: "last"},
 		{Function: "count_distinct", Column: "s", Name: "distinct"}, {Function: "mean", Column: "v", Name: "mean"},
 	}}
 	switch kind {
-	case planpb.WindowAggregate_TUMBLE:
+	case plan.Tumble:
 		w.SizeMs = size
-	case planpb.WindowAggregate_HOP:
+	case plan.Hop:
 		w.SizeMs, w.SlideMs = size, slide
-	case planpb.WindowAggregate_CUMULATE:
+	case plan.Cumulate:
 		w.SizeMs, w.StepMs = size, slide
-	case planpb.WindowAggregate_SESSION:
+	case plan.Session:
 		w.GapMs = gap
 	}
 	if keyed {
@@ -100,25 +99,25 @@ func windowOutputSchema(keyed bool) *arrow.Schema {
 
 // newWindowHarness builds one subtask of a window aggregation owning key
 // groups kgs of 128, restored from restored when not nil.
-func newWindowHarness(t *testing.T, spec *planpb.WindowAggregate, kgs state.KeyGroupRange, parallelism, subtask int, restored *checkpoint.OperatorState, base string) *windowHarness {
+func newWindowHarness(t *testing.T, spec *plan.WindowAggregate, kgs state.KeyGroupRange, parallelism, subtask int, restored *checkpoint.OperatorState, base string) *windowHarness {
 	t.Helper()
-	return newWindowHarnessWith(t, spec, windowOutputSchema(len(spec.GetKeys()) > 0), Options{KeyedCacheGroups: 2}, 0, kgs, parallelism, subtask, restored, base)
+	return newWindowHarnessWith(t, spec, windowOutputSchema(len(spec.Keys) > 0), Options{KeyedCacheGroups: 2}, 0, kgs, parallelism, subtask, restored, base)
 }
 
 // newWindowHarnessWith is newWindowHarness with the output schema, the
 // operators' options and the batch size of UDAFs given.
-func newWindowHarnessWith(t *testing.T, spec *planpb.WindowAggregate, out *arrow.Schema, opts Options, batchSize int, kgs state.KeyGroupRange, parallelism, subtask int, restored *checkpoint.OperatorState, base string) *windowHarness {
+func newWindowHarnessWith(t *testing.T, spec *plan.WindowAggregate, out *arrow.Schema, opts Options, batchSize int, kgs state.KeyGroupRange, parallelism, subtask int, restored *checkpoint.OperatorState, base string) *windowHarness {
 	t.Helper()
-	h := &windowHarness{t: t, mem: memory.NewCheckedAllocator(memory.NewGoAllocator()), counters: &operator.Counters{}, keyed: len(spec.GetKeys()) > 0}
+	h := &windowHarness{t: t, mem: memory.NewCheckedAllocator(memory.NewGoAllocator()), counters: &operator.Counters{}, keyed: len(spec.Keys) > 0}
 	c := &operator.Context{
 		Op: &plan.Operator{Name: "window", UID: "window", Kind: plan.KindWindowAggregate, BatchSize: batchSize,
-			Node: &planpb.Node{Kind: &planpb.Node_WindowAggregate{WindowAggregate: spec}}},
+			Node: &plan.Node{Kind: plan.KindWindowAggregate, WindowAggregate: spec}},
 		Subtask: subtask, Parallelism: parallelism, MaxParallelism: 128,
 		In: []*arrow.Schema{windowTestInput}, Out: out, Allocator: h.mem, Counters: h.counters,
 		Keyed:    &operator.KeyedContext{KeyGroups: kgs, StateDir: t.TempDir()},
 		Restored: restored, RestoreBase: base,
 	}
-	if spec.GetLateRows() == planpb.WindowAggregate_KEEP {
+	if spec.LateRows == plan.KeepLateRows {
 		c.LateRows = []operator.Emit{h.keepLate}
 	}
 	op, err := windowAggregateKind(opts).New(c)
@@ -218,7 +217,7 @@ func expectRows(t *testing.T, what string, got []string, want ...string) {
 // A tumbling window fires when the watermark reaches its end - 1, not
 // before, once per key.
 func TestWindowTumbleFiresOnWatermark(t *testing.T) {
-	h := newWindowHarness(t, windowSpec(planpb.WindowAggregate_TUMBLE, 1000, 0, 0, 0, true), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h := newWindowHarness(t, windowSpec(plan.Tumble, 1000, 0, 0, 0, true), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
 	h.process(windowRow{k: "a", t: 1000, v: 1, s: "x"}, windowRow{k: "b", t: 1500, v: 5, s: "y"}, windowRow{k: "a", t: 1999, v: 3, s: "z"},
 		windowRow{k: "a", t: 2000, v: 7, s: "w"}, windowRow{k: "a", t: 1200, v: 2, s: "x"})
 	h.watermark(1998)
@@ -234,7 +233,7 @@ func TestWindowTumbleFiresOnWatermark(t *testing.T) {
 // lateness updates it and fires it again; after end - 1 + lateness it is
 // dropped and counted.
 func TestWindowLatenessRefiresThenDrops(t *testing.T) {
-	h := newWindowHarness(t, windowSpec(planpb.WindowAggregate_TUMBLE, 1000, 0, 0, 500, true), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h := newWindowHarness(t, windowSpec(plan.Tumble, 1000, 0, 0, 500, true), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
 	h.process(windowRow{k: "a", t: 100, v: 1, s: "x"})
 	h.watermark(999)
 	expectRows(t, "fired", h.take(), "a [0,1000) 1 1 1 1 x x 1 1")
@@ -258,7 +257,7 @@ func TestWindowLatenessRefiresThenDrops(t *testing.T) {
 // windows of its slice that have not fired; only a row too late for all
 // of them is dropped.
 func TestWindowHopLateRowGoesToUnfiredWindows(t *testing.T) {
-	h := newWindowHarness(t, windowSpec(planpb.WindowAggregate_HOP, 2000, 1000, 0, 0, false), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h := newWindowHarness(t, windowSpec(plan.Hop, 2000, 1000, 0, 0, false), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
 	h.process(windowRow{t: 500, v: 1, s: "a"})
 	h.watermark(999)
 	expectRows(t, "first window", h.take(), " [-1000,1000) 1 1 1 1 a a 1 1")
@@ -276,7 +275,7 @@ func TestWindowHopLateRowGoesToUnfiredWindows(t *testing.T) {
 // Session windows merge when a row bridges them; timers of merged windows
 // go, the merged window fires once at its end - 1.
 func TestWindowSessionsMerge(t *testing.T) {
-	h := newWindowHarness(t, windowSpec(planpb.WindowAggregate_SESSION, 0, 0, 100, 0, true), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h := newWindowHarness(t, windowSpec(plan.Session, 0, 0, 100, 0, true), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
 	h.process(windowRow{k: "a", t: 0, v: 1, s: "p"}, windowRow{k: "a", t: 300, v: 2, s: "q"}, windowRow{k: "b", t: 0, v: 3, s: "r"})
 	h.process(windowRow{k: "a", t: 50, v: 4, s: "s"}, windowRow{k: "a", t: 200, v: 5, s: "t"}) // [0,150); [200,300) touches [300,400)
 	h.watermark(148)
@@ -311,7 +310,7 @@ func randomRows(rng *rand.Rand, n int, disorder int64) []windowRow {
 
 // referenceWindows computes every window's result from the assigner
 // directly (sessions: by sorting each key's times), with no late row.
-func referenceWindows(spec *planpb.WindowAggregate, rows []windowRow) []string {
+func referenceWindows(spec *plan.WindowAggregate, rows []windowRow) []string {
 	a, err := plan.WindowAssigner(spec)
 	if err != nil {
 		panic(err)
@@ -322,7 +321,7 @@ func referenceWindows(spec *planpb.WindowAggregate, rows []windowRow) []string {
 	}
 	members := map[wk][]windowRow{}
 	keyOf := func(r windowRow) string {
-		if len(spec.GetKeys()) == 0 {
+		if len(spec.Keys) == 0 {
 			return ""
 		}
 		return r.k
@@ -393,18 +392,18 @@ func referenceWindows(spec *planpb.WindowAggregate, rows []windowRow) []string {
 func TestWindowKindsMatchReference(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		spec *planpb.WindowAggregate
+		spec *plan.WindowAggregate
 	}{
-		{"tumble", windowSpec(planpb.WindowAggregate_TUMBLE, 100, 0, 0, 0, true)},
-		{"hop", windowSpec(planpb.WindowAggregate_HOP, 100, 20, 0, 0, true)},
-		{"cumulate", windowSpec(planpb.WindowAggregate_CUMULATE, 100, 25, 0, 0, true)},
-		{"session", windowSpec(planpb.WindowAggregate_SESSION, 0, 0, 30, 0, true)},
-		{"tumble non-keyed", windowSpec(planpb.WindowAggregate_TUMBLE, 100, 0, 0, 0, false)},
-		{"hop non-keyed", windowSpec(planpb.WindowAggregate_HOP, 100, 50, 0, 0, false)},
-		{"cumulate non-keyed", windowSpec(planpb.WindowAggregate_CUMULATE, 60, 20, 0, 0, false)},
-		{"session non-keyed", windowSpec(planpb.WindowAggregate_SESSION, 0, 0, 3, 0, false)},
-		{"hop with lateness", windowSpec(planpb.WindowAggregate_HOP, 100, 20, 0, 50, true)},
-		{"session with lateness", windowSpec(planpb.WindowAggregate_SESSION, 0, 0, 30, 50, true)},
+		{"tumble", windowSpec(plan.Tumble, 100, 0, 0, 0, true)},
+		{"hop", windowSpec(plan.Hop, 100, 20, 0, 0, true)},
+		{"cumulate", windowSpec(plan.Cumulate, 100, 25, 0, 0, true)},
+		{"session", windowSpec(plan.Session, 0, 0, 30, 0, true)},
+		{"tumble non-keyed", windowSpec(plan.Tumble, 100, 0, 0, 0, false)},
+		{"hop non-keyed", windowSpec(plan.Hop, 100, 50, 0, 0, false)},
+		{"cumulate non-keyed", windowSpec(plan.Cumulate, 60, 20, 0, 0, false)},
+		{"session non-keyed", windowSpec(plan.Session, 0, 0, 3, 0, false)},
+		{"hop with lateness", windowSpec(plan.Hop, 100, 20, 0, 50, true)},
+		{"session with lateness", windowSpec(plan.Session, 0, 0, 30, 50, true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(tc.name))))
@@ -454,11 +453,11 @@ func (h *windowHarness) checkpoint(id int64, root string) checkpoint.SubtaskStat
 func TestWindowRestoreAtAnotherParallelism(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		spec *planpb.WindowAggregate
+		spec *plan.WindowAggregate
 	}{
-		{"hop", windowSpec(planpb.WindowAggregate_HOP, 100, 20, 0, 30, true)},
-		{"session", windowSpec(planpb.WindowAggregate_SESSION, 0, 0, 30, 30, true)},
-		{"cumulate", windowSpec(planpb.WindowAggregate_CUMULATE, 100, 25, 0, 0, true)},
+		{"hop", windowSpec(plan.Hop, 100, 20, 0, 30, true)},
+		{"session", windowSpec(plan.Session, 0, 0, 30, 30, true)},
+		{"cumulate", windowSpec(plan.Cumulate, 100, 25, 0, 0, true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 7))
@@ -543,10 +542,10 @@ func kgOf(t *testing.T, key string) int {
 
 // The plan's errors: a time column that is not a timestamp.
 func TestWindowRefusesBadPlans(t *testing.T) {
-	spec := windowSpec(planpb.WindowAggregate_TUMBLE, 100, 0, 0, 0, true)
+	spec := windowSpec(plan.Tumble, 100, 0, 0, 0, true)
 	spec.TimeColumn = "v"
 	kind := windowAggregateKind(Options{})
-	op := &plan.Operator{Node: &planpb.Node{Kind: &planpb.Node_WindowAggregate{WindowAggregate: spec}}}
+	op := &plan.Operator{Node: &plan.Node{Kind: plan.KindWindowAggregate, WindowAggregate: spec}}
 	if _, err := kind.Schema(op, []*arrow.Schema{windowTestInput}); err == nil || !strings.Contains(err.Error(), `the time column "v" is int64, not a timestamp`) {
 		t.Fatalf("non-timestamp time column: %v", err)
 	}
@@ -558,8 +557,8 @@ func TestWindowRefusesBadPlans(t *testing.T) {
 // within the lateness re-fires its window and is not a late row; a hop
 // row with a window not fired yet is not late.
 func TestWindowKeepsLateRows(t *testing.T) {
-	tumble := windowSpec(planpb.WindowAggregate_TUMBLE, 1000, 0, 0, 500, true)
-	tumble.LateRows = planpb.WindowAggregate_KEEP
+	tumble := windowSpec(plan.Tumble, 1000, 0, 0, 500, true)
+	tumble.LateRows = plan.KeepLateRows
 	h := newWindowHarness(t, tumble, state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
 	h.process(windowRow{k: "a", t: 100, v: 1, s: "x"})
 	h.watermark(999)
@@ -579,8 +578,8 @@ func TestWindowKeepsLateRows(t *testing.T) {
 	h.watermark(math.MaxInt64)
 	expectRows(t, "at the end", h.take(), "b [1000,2000) 1 6 6 6 v v 1 6")
 
-	hop := windowSpec(planpb.WindowAggregate_HOP, 2000, 1000, 0, 0, false)
-	hop.LateRows = planpb.WindowAggregate_KEEP
+	hop := windowSpec(plan.Hop, 2000, 1000, 0, 0, false)
+	hop.LateRows = plan.KeepLateRows
 	h = newWindowHarness(t, hop, state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
 	h.process(windowRow{t: 500, v: 1, s: "a"})
 	h.watermark(999)
@@ -592,8 +591,8 @@ func TestWindowKeepsLateRows(t *testing.T) {
 	expectRows(t, "hop windows", h.take(), " [-1000,1000) 1 1 1 1 a a 1 1", " [0,2000) 2 3 1 2 a b 2 1.5",
 		" [1000,3000) 1 5 5 5 d d 1 5")
 
-	session := windowSpec(planpb.WindowAggregate_SESSION, 0, 0, 100, 0, true)
-	session.LateRows = planpb.WindowAggregate_KEEP
+	session := windowSpec(plan.Session, 0, 0, 100, 0, true)
+	session.LateRows = plan.KeepLateRows
 	h = newWindowHarness(t, session, state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
 	h.process(windowRow{k: "a", t: 0, v: 1, s: "p"})
 	h.watermark(150)
@@ -609,8 +608,8 @@ func TestWindowKeepsLateRows(t *testing.T) {
 
 // late_rows=KEEP with no edge reading the late rows drops and counts them.
 func TestWindowLateRowsUnreadAreCounted(t *testing.T) {
-	spec := windowSpec(planpb.WindowAggregate_TUMBLE, 1000, 0, 0, 0, true)
-	spec.LateRows = planpb.WindowAggregate_KEEP
+	spec := windowSpec(plan.Tumble, 1000, 0, 0, 0, true)
+	spec.LateRows = plan.KeepLateRows
 	h := newWindowHarnessWith(t, spec, windowOutputSchema(true), Options{KeyedCacheGroups: 2}, 0, state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
 	h.watermark(999)
 	h.op.(*windowProc).lateRows = nil // as the task builds it when no edge reads them
@@ -627,7 +626,7 @@ var partitionKeyGroups = partition.KeyGroups
 // the merged end - 1); a late row inside a fired, not cleaned up session
 // fires it again; after the cleanup a row is dropped and counted.
 func TestWindowSessionLatenessMergesAndRefires(t *testing.T) {
-	h := newWindowHarness(t, windowSpec(planpb.WindowAggregate_SESSION, 0, 0, 100, 200, true), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
+	h := newWindowHarness(t, windowSpec(plan.Session, 0, 0, 100, 200, true), state.KeyGroupRange{Start: 0, End: 127}, 1, 0, nil, "")
 	h.process(windowRow{k: "a", t: 0, v: 1, s: "p"})
 	h.watermark(99)
 	expectRows(t, "first session", h.take(), "a [0,100) 1 1 1 1 p p 1 1")
@@ -655,13 +654,13 @@ func TestWindowTimeColumn(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	in := arrow.NewSchema([]arrow.Field{{Name: "t", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true}}, nil)
-	spec := &planpb.WindowAggregate{TimeColumn: "t", Kind: planpb.WindowAggregate_TUMBLE, SizeMs: 10,
-		Aggregates: []*planpb.Aggregate{{Function: "count", Name: "n"}}}
+	spec := &plan.WindowAggregate{TimeColumn: "t", Kind: plan.Tumble, SizeMs: 10,
+		Aggregates: []*plan.Aggregate{{Function: "count", Name: "n"}}}
 	ts := &arrow.TimestampType{Unit: arrow.Millisecond}
 	out := arrow.NewSchema([]arrow.Field{{Name: "window_start", Type: ts}, {Name: "window_end", Type: ts}, {Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	c := &operator.Context{
 		Op: &plan.Operator{Name: "window", UID: "window", Kind: plan.KindWindowAggregate,
-			Node: &planpb.Node{Kind: &planpb.Node_WindowAggregate{WindowAggregate: spec}}},
+			Node: &plan.Node{Kind: plan.KindWindowAggregate, WindowAggregate: spec}},
 		Parallelism: 1, MaxParallelism: 128, In: []*arrow.Schema{in}, Out: out, Allocator: mem, Counters: &operator.Counters{},
 		Keyed: &operator.KeyedContext{KeyGroups: state.KeyGroupRange{Start: 0, End: 127}, StateDir: t.TempDir()},
 	}

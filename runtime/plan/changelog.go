@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 )
 
@@ -41,7 +40,7 @@ func (b *builder) resolveChangelogs() {
 			continue
 		}
 		for _, s := range sinks {
-			dropsUB[s] = b.g.Operators[agg].Node.GetKeyedAggregate().GetKeys()
+			dropsUB[s] = b.g.Operators[agg].Node.KeyedAggregate.Keys
 		}
 	}
 	for _, op := range b.g.Operators { // topological order
@@ -59,7 +58,7 @@ func (b *builder) resolveChangelogs() {
 		switch op.Kind {
 		case KindSource:
 		case KindKeyedAggregate:
-			if in.IsChangelog() && hasUDAF(op.Node.GetKeyedAggregate().GetAggregates()) {
+			if in.IsChangelog() && hasUDAF(op.Node.KeyedAggregate.Aggregates) {
 				b.problem("%s has pandas UDAFs, which cannot take rows back: its input is a %s stream made by %s (-U, -D); "+
 					"aggregate that input with emit=\"final\" over a bounded input (append-only), or use built-in aggregates",
 					opLabel(op), in, opLabel(from))
@@ -69,7 +68,7 @@ func (b *builder) resolveChangelogs() {
 			if op.EmitUpdates {
 				op.Changelog, op.ChangelogFrom = rowkind.Retract, op.ID
 				if upsert[op.ID] {
-					op.Changelog, op.UpsertKey = rowkind.Upsert, op.Node.GetKeyedAggregate().GetKeys()
+					op.Changelog, op.UpsertKey = rowkind.Upsert, op.Node.KeyedAggregate.Keys
 				}
 			}
 		case KindJoin:
@@ -78,12 +77,12 @@ func (b *builder) resolveChangelogs() {
 			// stream when it is outer (padded rows are retracted) or an
 			// input is a changelog.
 			op.Changelog, op.ChangelogFrom, op.UpsertKey = rowkind.AppendOnly, -1, nil
-			if in.IsChangelog() || op.Node.GetJoin().GetHow() != planpb.Join_INNER {
+			if in.IsChangelog() || op.Node.Join.How != InnerJoin {
 				op.Changelog, op.ChangelogFrom = rowkind.Retract, op.ID
 			}
 		case KindSelect, KindFilter, KindUDF, KindWatermarkAssigner, KindUnion:
 		case KindMapBatches:
-			if in.IsChangelog() && !op.Node.GetMapBatches().GetHandlesRowKinds() {
+			if in.IsChangelog() && !op.Node.MapBatches.HandlesRowKinds {
 				b.problem("%s reads a %s stream made by %s, whose rows carry row kinds (+I, -U, +U, -D) that a map_batches function does not see: "+
 					"compute with select/with_column/filter (they keep each row's kind), or apply map_batches before the aggregation",
 					opLabel(op), in, opLabel(from))
@@ -119,7 +118,7 @@ func (b *builder) upsertSource(id int) *Operator {
 				return nil
 			}
 			for _, sel := range keep {
-				for _, k := range op.Node.GetKeyedAggregate().GetKeys() {
+				for _, k := range op.Node.KeyedAggregate.Keys {
 					if !keepsColumn(sel, k) {
 						return nil
 					}
@@ -162,8 +161,8 @@ func keepsColumn(sel *Operator, name string) bool {
 	if sel.KeepInput {
 		return !slices.Contains(sel.DropColumns, name)
 	}
-	for _, c := range sel.Node.GetSelect().GetColumns() {
-		if c.GetName() == name && c.GetExpr().GetColumn() == name {
+	for _, c := range sel.Node.Select.Columns {
+		if c.Name == name && ColumnName(c.Expr) == name {
 			return true
 		}
 	}
@@ -212,7 +211,7 @@ func (b *builder) notUpsertable(sink, from *Operator) string {
 		return fmt.Sprintf("its rows have no key to update by (a %s's changelog takes back whole rows); "+
 			"collect()/print() it, or write the inputs of %s with changelog=True instead", from.Kind, describe(from))
 	}
-	keys := from.Node.GetKeyedAggregate().GetKeys()
+	keys := from.Node.KeyedAggregate.Keys
 	for id := b.g.Inputs(sink.ID)[0].From; id != from.ID; id = b.g.Inputs(id)[0].From {
 		op := b.g.Operators[id]
 		if op.Kind != KindSelect {

@@ -8,7 +8,7 @@ import (
 )
 
 func updatesAgg(id int32, name string, in int32, keys ...string) *planpb.Node {
-	agg := keyedAgg(id, name, fromP(in, planpb.Partitioning_HASH, keys...), keys, uid(name))
+	agg := keyedAgg(id, name, fromP(in, PartitionHash, keys...), keys, uid(name))
 	agg.GetKeyedAggregate().Emit = planpb.KeyedAggregate_EMIT_UPDATES
 	return agg
 }
@@ -23,7 +23,7 @@ func fileSink(id int32, name string, in int32, changelog bool) *planpb.Node {
 // keep and a second aggregation consumes; a final one stays append-only;
 // explain shows each operator's kind and who made it.
 func TestChangelogModes(t *testing.T) {
-	final := keyedAgg(5, "final", fromP(4, planpb.Partitioning_HASH, "n"), []string{"n"}, uid("final"))
+	final := keyedAgg(5, "final", fromP(4, PartitionHash, "n"), []string{"n"}, uid("final"))
 	g := mustPlan(t, job(
 		source(1, "src", uid("src")),
 		updatesAgg(2, "counts", 1, "x"),

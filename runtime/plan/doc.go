@@ -1,5 +1,8 @@
-// Package plan is the physical planner: it turns a job plan (planpb.JobPlan,
-// logical nodes in topological order) into a physical Graph and explains it.
+// Package plan is the runtime's model of a job plan and the physical
+// planner. Decode (decode.go, the one place that reads the wire form
+// planpb) turns the client's plan into the model (JobPlan: logical nodes
+// in topological order, model.go; expressions, expr.go) once, validating
+// it; Plan turns the model into a physical Graph and explains it.
 // It takes the Python UDF calls out of selects and filters into fused UDF
 // operators, sets every operator's parallelism and stable uid, resolves
 // forward edges between operators of different parallelism, and chains
@@ -10,8 +13,8 @@
 // The package only reads the plan and describes a graph. It does not execute
 // anything, start processes or touch Arrow data: it decodes no batch and
 // takes output schemas from the runtime's registry (Options.Schemas) when
-// given one; of bundle it takes only DefaultBatchSize, and it imports
-// nothing of udf/bridge's runners. Evaluating expressions, checking
+// given one; it imports neither bundle (DefaultBatchSize is the config
+// registry's) nor anything of udf/bridge's runners. Evaluating expressions, checking
 // function names and types, and running UDFs belong to the runtime.
 //
 // Decisions taken where Flink and PyFlink are silent (docs/semantics.md

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // ErrInvalidPlan is what every planning error wraps: the job plan or the
@@ -16,20 +14,20 @@ import (
 var ErrInvalidPlan = errors.New("plan: invalid job plan")
 
 // invalid wraps every problem into one error.
-func invalid(job *planpb.JobPlan, problems []string) error {
+func invalid(job *JobPlan, problems []string) error {
 	if len(problems) == 1 {
-		return fmt.Errorf("%w %q: %s", ErrInvalidPlan, job.GetName(), problems[0])
+		return fmt.Errorf("%w %q: %s", ErrInvalidPlan, job.Name, problems[0])
 	}
-	return fmt.Errorf("%w %q: %d problems: %s", ErrInvalidPlan, job.GetName(), len(problems), strings.Join(problems, "; "))
+	return fmt.Errorf("%w %q: %d problems: %s", ErrInvalidPlan, job.Name, len(problems), strings.Join(problems, "; "))
 }
 
 // nodeLabel names a node in problems: id, name and uid.
-func nodeLabel(n *planpb.Node) string {
+func nodeLabel(n *Node) string {
 	uid := "no uid"
-	if n.GetUid() != "" {
-		uid = fmt.Sprintf("uid %q", n.GetUid())
+	if n.UID != "" {
+		uid = fmt.Sprintf("uid %q", n.UID)
 	}
-	return fmt.Sprintf("node %d %q (%s)", n.GetId(), n.GetName(), uid)
+	return fmt.Sprintf("node %d %q (%s)", n.ID, n.Name, uid)
 }
 
 // opLabel names an operator in problems: kind, name and uid.

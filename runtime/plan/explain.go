@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
@@ -92,7 +91,7 @@ func explainWork(sb *strings.Builder, op *Operator) {
 		fmt.Fprintf(sb, "    worker reads %s, returns %s; emits %s\n",
 			list(op.UDF.InputColumns), list(op.UDF.ResultColumns), out)
 	case op.Kind == KindMapBatches:
-		fn := op.Node.GetMapBatches().GetFunction()
+		fn := op.Node.MapBatches.Function
 		fmt.Fprintf(sb, "    function %s (batch size %d)\n", explainSpec(fn.GetName(), fn), op.BatchSize)
 	case op.Kind == KindKeyedAggregate:
 		mode := "final: one row per key when its input ends"
@@ -100,53 +99,53 @@ func explainWork(sb *strings.Builder, op *Operator) {
 			mode = "updates: the keys that changed, every pipeline.keyed-aggregate.update-interval"
 		}
 		how := "as the plan asks"
-		if op.Node.GetKeyedAggregate().GetEmit() == planpb.KeyedAggregate_EMIT_AUTO {
+		if op.Node.KeyedAggregate.Emit == EmitAuto {
 			how = "auto, input unbounded"
 			if op.Bounded {
 				how = "auto, input bounded"
 			}
 		}
 		fmt.Fprintf(sb, "    emits %s (%s)\n", mode, how)
-		explainUDAFs(sb, op, op.Node.GetKeyedAggregate().GetAggregates())
+		explainUDAFs(sb, op, op.Node.KeyedAggregate.Aggregates)
 	case op.Kind == KindDropDuplicates:
-		fmt.Fprintf(sb, "    keeps the first row of each (%s)\n", strings.Join(op.Node.GetDropDuplicates().GetSubset(), ", "))
+		fmt.Fprintf(sb, "    keeps the first row of each (%s)\n", strings.Join(op.Node.DropDuplicates.Subset, ", "))
 	case op.Kind == KindIntervalJoin:
-		j := op.Node.GetIntervalJoin()
+		j := op.Node.IntervalJoin
 		late := "rows behind the watermark dropped"
-		if j.GetLateRows() == planpb.WindowAggregate_KEEP {
+		if j.LateRows == KeepLateRows {
 			late = "rows behind the watermark to the late-rows outputs of their side"
 		}
 		fmt.Fprintf(sb, "    %s join of (%s) with (%s) where left.%s + %s <= right.%s <= left.%s + %s; %s\n",
-			strings.ToLower(j.GetHow().String()), strings.Join(j.GetLeftKeys(), ", "), strings.Join(j.GetRightKeys(), ", "),
-			j.GetLeftTime(), time.Duration(j.GetLowerNs()), j.GetRightTime(), j.GetLeftTime(), time.Duration(j.GetUpperNs()), late)
+			strings.ToLower(j.How.String()), strings.Join(j.LeftKeys, ", "), strings.Join(j.RightKeys, ", "),
+			j.LeftTime, time.Duration(j.LowerNs), j.RightTime, j.LeftTime, time.Duration(j.UpperNs), late)
 	case op.Kind == KindJoin:
-		fmt.Fprintf(sb, "    %s\n", explainJoin(op.Node.GetJoin()))
+		fmt.Fprintf(sb, "    %s\n", explainJoin(op.Node.Join))
 	case op.Kind == KindWindowAggregate:
-		fmt.Fprintf(sb, "    %s\n", explainWindow(op.Node.GetWindowAggregate()))
-		explainUDAFs(sb, op, op.Node.GetWindowAggregate().GetAggregates())
+		fmt.Fprintf(sb, "    %s\n", explainWindow(op.Node.WindowAggregate))
+		explainUDAFs(sb, op, op.Node.WindowAggregate.Aggregates)
 	case op.Kind == KindLimit:
 		fmt.Fprintf(sb, "    passes the first %d rows (of every subtask upstream, in arrival order), then %s\n",
-			op.Node.GetLimit().GetN(), limitEnds(op))
+			op.Node.Limit.N, limitEnds(op))
 	case op.Kind == KindWatermarkAssigner:
-		wa := op.Node.GetWatermarkAssigner()
+		wa := op.Node.WatermarkAssigner
 		idle := "never idle"
-		if wa.GetIdleTimeoutMs() > 0 {
-			idle = fmt.Sprintf("idle after %d ms without rows", wa.GetIdleTimeoutMs())
+		if wa.IdleTimeoutMs > 0 {
+			idle = fmt.Sprintf("idle after %d ms without rows", wa.IdleTimeoutMs)
 		}
 		fmt.Fprintf(sb, "    event time %s; watermark = max %s - %d ms - 1 ms, every pipeline.auto-watermark-interval when it advanced; %s\n",
-			wa.GetTimeColumn(), wa.GetTimeColumn(), wa.GetMaxOutOfOrdernessMs(), idle)
+			wa.TimeColumn, wa.TimeColumn, wa.MaxOutOfOrdernessMs, idle)
 	case op.Role == "":
 	case op.Kind == KindSelect:
-		cols := make([]string, len(op.Node.GetSelect().GetColumns()))
-		for i, c := range op.Node.GetSelect().GetColumns() {
-			cols[i] = c.GetName()
-			if c.GetExpr().GetColumn() != c.GetName() {
-				cols[i] += " = " + formatExpr(c.GetExpr())
+		cols := make([]string, len(op.Node.Select.Columns))
+		for i, c := range op.Node.Select.Columns {
+			cols[i] = c.Name
+			if ColumnName(c.Expr) != c.Name {
+				cols[i] += " = " + formatExpr(c.Expr)
 			}
 		}
 		fmt.Fprintf(sb, "    computes %s\n", strings.Join(nonEmpty(keep, strings.Join(cols, ", ")), ", then "))
 	case op.Kind == KindFilter:
-		fmt.Fprintf(sb, "    keeps rows where %s\n", formatExpr(op.Node.GetFilter().GetPredicate()))
+		fmt.Fprintf(sb, "    keeps rows where %s\n", formatExpr(op.Node.Filter.Predicate))
 	}
 }
 
@@ -198,61 +197,61 @@ func list(names []string) string {
 // "hash(k1, k2)", ...
 func partitioningName(e *Edge) string {
 	name := kindName(e.Partitioning)
-	if e.Partitioning == planpb.Partitioning_HASH {
+	if e.Partitioning == PartitionHash {
 		name += "(" + strings.Join(e.Keys, ", ") + ")"
 	}
 	return name
 }
 
-func kindName(k planpb.Partitioning_Kind) string {
-	if k == planpb.Partitioning_FORWARD_IMPLICIT {
+func kindName(k Partitioning) string {
+	if k == PartitionUnset {
 		return "forward"
 	}
 	return strings.ToLower(k.String())
 }
 
 // formatExpr writes an expression compactly, e.g. add(x, 1).
-func formatExpr(e *planpb.Expr) string {
-	switch k := e.GetKind().(type) {
-	case *planpb.Expr_Column:
-		return k.Column
-	case *planpb.Expr_Literal:
-		return formatLiteral(k.Literal)
-	case *planpb.Expr_Call:
-		args := make([]string, len(k.Call.GetArgs()), len(k.Call.GetArgs())+1)
-		for i, a := range k.Call.GetArgs() {
+func formatExpr(e Expr) string {
+	switch e := e.(type) {
+	case *Column:
+		return e.Name
+	case *Literal:
+		return formatLiteral(e)
+	case *Call:
+		args := make([]string, len(e.Args), len(e.Args)+1)
+		for i, a := range e.Args {
 			args[i] = formatExpr(a)
 		}
-		if k.Call.GetCastTo() != "" {
-			args = append(args, k.Call.GetCastTo())
+		if e.CastTo != "" {
+			args = append(args, e.CastTo)
 		}
-		return k.Call.GetFunction() + "(" + strings.Join(args, ", ") + ")"
-	case *planpb.Expr_Udf:
-		args := make([]string, len(k.Udf.GetArgs()))
-		for i, a := range k.Udf.GetArgs() {
+		return e.Function + "(" + strings.Join(args, ", ") + ")"
+	case *UDFCall:
+		args := make([]string, len(e.Args))
+		for i, a := range e.Args {
 			args[i] = formatExpr(a)
 		}
-		return k.Udf.GetUdf().GetName() + "(" + strings.Join(args, ", ") + ")"
+		return e.UDF.GetName() + "(" + strings.Join(args, ", ") + ")"
 	}
 	return "?"
 }
 
-func formatLiteral(l *planpb.Literal) string {
+func formatLiteral(l *Literal) string {
 	var s string
-	switch v := l.GetValue().(type) {
-	case *planpb.Literal_BoolValue:
-		s = strconv.FormatBool(v.BoolValue)
-	case *planpb.Literal_IntValue:
-		s = strconv.FormatInt(v.IntValue, 10)
-	case *planpb.Literal_FloatValue:
-		s = strconv.FormatFloat(v.FloatValue, 'g', -1, 64)
-	case *planpb.Literal_StringValue:
-		s = strconv.Quote(v.StringValue)
+	switch l.Kind {
+	case LiteralBool:
+		s = strconv.FormatBool(l.Bool)
+	case LiteralInt:
+		s = strconv.FormatInt(l.Int, 10)
+	case LiteralFloat:
+		s = strconv.FormatFloat(l.Float, 'g', -1, 64)
+	case LiteralString:
+		s = strconv.Quote(l.String)
 	default:
 		s = "null"
 	}
-	if l.GetType() != "" {
-		s += "::" + l.GetType()
+	if l.Type != "" {
+		s += "::" + l.Type
 	}
 	return s
 }
@@ -266,27 +265,27 @@ func limitEnds(op *Operator) string {
 }
 
 // explainJoin says what a regular join matches, keeps and emits.
-func explainJoin(j *planpb.Join) string {
-	pairs := make([]string, len(j.GetLeftKeys()))
-	for i, l := range j.GetLeftKeys() {
+func explainJoin(j *Join) string {
+	pairs := make([]string, len(j.LeftKeys))
+	for i, l := range j.LeftKeys {
 		r := ""
-		if i < len(j.GetRightKeys()) {
-			r = j.GetRightKeys()[i]
+		if i < len(j.RightKeys) {
+			r = j.RightKeys[i]
 		}
 		pairs[i] = "left." + l + " = right." + r
 	}
 	cmp := "=, a NULL key never matches and is not stored"
-	if j.GetNullsEqual() {
+	if j.NullsEqual {
 		cmp = "IS NOT DISTINCT FROM"
 	}
 	ttl := "kept forever (or table.exec.state.ttl)"
-	if j.GetStateTtlMs() > 0 {
-		ttl = fmt.Sprintf("kept %s after their last write", time.Duration(j.GetStateTtlMs())*time.Millisecond)
+	if j.StateTTLMs > 0 {
+		ttl = fmt.Sprintf("kept %s after their last write", time.Duration(j.StateTTLMs)*time.Millisecond)
 	}
 	out := "append-only when both inputs are"
-	if j.GetHow() != planpb.Join_INNER {
+	if j.How != InnerJoin {
 		out = "a retract changelog (padded rows retracted when a match arrives)"
 	}
 	return fmt.Sprintf("%s join on %s (%s); both sides stored in keyed state, %s; emits %s",
-		strings.ToLower(j.GetHow().String()), strings.Join(pairs, " and "), cmp, ttl, out)
+		strings.ToLower(j.How.String()), strings.Join(pairs, " and "), cmp, ttl, out)
 }

@@ -18,7 +18,7 @@ func TestExplainGolden(t *testing.T) {
 			as("x", col("x")),
 			as("s", fn("multiply", call(spec("score", 4, 500, false), fn("add", col("x"), lit(1))), lit(2))),
 		}, uid("sc"), par(2)),
-		sink(4, "out", fromP(3, planpb.Partitioning_HASH, "x"), uid("out")),
+		sink(4, "out", fromP(3, PartitionHash, "x"), uid("out")),
 	}}
 	const golden = `job "demo": 6 operators in 4 chains; default parallelism 1, max parallelism 128, pipeline.forward-mismatch=rebalance
 max parallelism 128 from the default for the highest parallelism 4: 1.5x rounded up to a power of two, within [128, 32768]; set pipeline.max-parallelism before the first savepoint to rescale beyond it later
@@ -91,7 +91,7 @@ func TestExplainKeyedAggregationEmitMode(t *testing.T) {
 			"    emits updates: the keys that changed, every pipeline.keyed-aggregate.update-interval (as the plan asks)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			agg := keyedAgg(2, "counts", fromP(1, planpb.Partitioning_HASH, "x"), []string{"x"})
+			agg := keyedAgg(2, "counts", fromP(1, PartitionHash, "x"), []string{"x"})
 			agg.GetKeyedAggregate().Emit = tc.emit
 			g := mustPlan(t, job(tc.src, agg, sink(3, "out", from(2))), Options{})
 			op := g.Operators[1]
@@ -123,7 +123,7 @@ func TestExplainShowsDerivedSchemas(t *testing.T) {
 	if g.Operators[1].Schema.Field(0).Name != "out" {
 		t.Fatalf("sink schema %s", g.Operators[1].Schema)
 	}
-	_, err := Plan(job(source(1, "src"), sink(2, "bad", from(1))), Options{Schemas: schemaOf{}})
+	_, err := PlanWire(job(source(1, "src"), sink(2, "bad", from(1))), Options{Schemas: schemaOf{}})
 	if !errors.Is(err, ErrInvalidPlan) || !strings.Contains(err.Error(), `"bad"`) || !strings.Contains(err.Error(), "output schema: no such column") {
 		t.Fatalf("got %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
@@ -66,8 +65,8 @@ const (
 )
 
 // Graph is the physical job graph: operators in topological order and the
-// edges between them. It shares messages (nodes, expressions, UDF specs) with
-// the JobPlan it was planned from; treat both as read-only.
+// edges between them. It shares the model (nodes, expressions, UDF specs)
+// with the JobPlan it was planned from; treat both as read-only.
 type Graph struct {
 	// Name is the job's name.
 	Name string
@@ -133,7 +132,7 @@ type Operator struct {
 	// nodes: use the Graph's edges instead). For a select or filter the
 	// planner added around UDF calls it is a new node holding only the
 	// select's columns or the filter's predicate. Nil for UDF operators.
-	Node *planpb.Node
+	Node *Node
 	// UDF is the fused chain of a UDF operator; nil for other kinds.
 	UDF *UDFChain
 	// KeepInput is set on the selects and UDF operators the planner adds for
@@ -238,9 +237,9 @@ type UDFChain struct {
 type Edge struct {
 	// From and To are operator IDs.
 	From, To int
-	// Partitioning is never FORWARD_IMPLICIT: an edge nobody asked anything
-	// of is FORWARD with Explicit false.
-	Partitioning planpb.Partitioning_Kind
+	// Partitioning is never PartitionUnset: an edge nobody asked anything
+	// of is PartitionForward with Explicit false.
+	Partitioning Partitioning
 	// Keys are the key columns of a HASH edge.
 	Keys []string
 	// Explicit is set when the plan asked for this partitioning (the
@@ -292,7 +291,7 @@ func (g *Graph) EdgeSchema(e *Edge, out []*arrow.Schema) *arrow.Schema {
 type Change struct {
 	// Edge is the index in Graph.Edges.
 	Edge     int
-	From, To planpb.Partitioning_Kind
+	From, To Partitioning
 	// Reason, e.g. `forward edge from "filter" (p=2) to udf "score" (p=4):
 	// parallelism differs; pipeline.forward-mismatch=rebalance`.
 	Reason string

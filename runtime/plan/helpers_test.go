@@ -11,7 +11,7 @@ import (
 
 // Expressions.
 
-func col(name string) *planpb.Expr { return columnExpr(name) }
+func col(name string) *planpb.Expr { return &planpb.Expr{Kind: &planpb.Expr_Column{Column: name}} }
 
 func lit(v int64) *planpb.Expr {
 	return &planpb.Expr{Kind: &planpb.Expr_Literal{Literal: &planpb.Literal{Value: &planpb.Literal_IntValue{IntValue: v}}}}
@@ -37,8 +37,8 @@ func as(name string, e *planpb.Expr) *planpb.NamedExpr { return &planpb.NamedExp
 
 func from(id int32) *planpb.Input { return &planpb.Input{Node: id} }
 
-func fromP(id int32, kind planpb.Partitioning_Kind, keys ...string) *planpb.Input {
-	return &planpb.Input{Node: id, Partitioning: &planpb.Partitioning{Kind: kind, Keys: keys}}
+func fromP(id int32, kind Partitioning, keys ...string) *planpb.Input {
+	return &planpb.Input{Node: id, Partitioning: &planpb.Partitioning{Kind: planpb.Partitioning_Kind(kind), Keys: keys}}
 }
 
 // Nodes. Options come after the kind-specific arguments.
@@ -114,7 +114,7 @@ func jobWith(config map[string]string, nodes ...*planpb.Node) *planpb.JobPlan {
 
 func mustPlan(t *testing.T, j *planpb.JobPlan, opts Options) *Graph {
 	t.Helper()
-	g, err := Plan(j, opts)
+	g, err := PlanWire(j, opts)
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
@@ -124,7 +124,7 @@ func mustPlan(t *testing.T, j *planpb.JobPlan, opts Options) *Graph {
 // planError plans j, expects it to fail, and returns the message.
 func planError(t *testing.T, j *planpb.JobPlan, opts Options) string {
 	t.Helper()
-	g, err := Plan(j, opts)
+	g, err := PlanWire(j, opts)
 	if err == nil {
 		t.Fatalf("Plan succeeded, want an error; graph:\n%s", g.Explain())
 	}

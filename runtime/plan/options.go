@@ -7,9 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/flinkgo/flinkgo/bundle"
 	"github.com/flinkgo/flinkgo/internal/keygroup"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/config"
 )
 
 // Plan config keys the planner reads (JobPlan.config).
@@ -52,9 +51,22 @@ const (
 )
 
 // DefaultBatchSize is the rows per batch sent to Python when neither a UDF
-// nor the plan sets one (python.fn-execution.arrow.batch.size): bundle's,
-// the one default, which says why it is not PyFlink's.
-const DefaultBatchSize = bundle.DefaultBatchSize
+// nor the plan sets one: the default of python.fn-execution.arrow.batch.size
+// in the config registry, the one place it is written (package bundle says
+// why it is not PyFlink's).
+var DefaultBatchSize = registryInt(ConfigBatchSize)
+
+// registryInt is the default of an integer key of the config registry. A
+// key missing there, or not an integer, is a bug of the registry, which
+// its own tests catch: the package refuses to load.
+func registryInt(name string) int {
+	k, ok := config.Known().Lookup(name)
+	n, err := strconv.Atoi(k.Default)
+	if !ok || err != nil {
+		panic(fmt.Sprintf("plan: the config registry has no integer default for %s (%q)", name, k.Default))
+	}
+	return n
+}
 
 // Options tune planning. A zero field takes its default; the caller's
 // struct is never modified.
@@ -114,12 +126,12 @@ type settings struct {
 
 // resolve copies opts, fills its defaults from the plan and the package
 // defaults, and reports every problem found.
-func resolve(opts Options, job *planpb.JobPlan) (settings, []string) {
+func resolve(opts Options, job *JobPlan) (settings, []string) {
 	var problems []string
 	s := settings{batchSize: DefaultBatchSize, parallelism: opts.Parallelism, pruneColumns: true}
-	cfg := job.GetConfig()
+	cfg := job.Config
 
-	switch dp := job.GetDefaultParallelism(); {
+	switch dp := job.DefaultParallelism; {
 	case dp < 0:
 		problems = append(problems, fmt.Sprintf("default_parallelism is %d, must not be negative (0 means the runtime's default)", dp))
 	case dp > ParallelismLimit:

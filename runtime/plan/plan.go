@@ -9,13 +9,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/internal/keygroup"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	readsource "github.com/flinkgo/flinkgo/runtime/source" // aliased: the tests have a source helper
 )
 
 // nodeInfo is what the planner derives for one logical node.
 type nodeInfo struct {
-	node *planpb.Node
+	node *Node
 	kind Kind
 	// uid is the user's uid, else "<kind>-<id>".
 	uid string
@@ -25,14 +24,16 @@ type nodeInfo struct {
 	parallelismFrom string
 }
 
-// Plan turns a job plan into a physical graph: it splits selects and filters
+// Plan turns a job plan (the model: Decode it from the wire form first, or
+// build it in Go) into a physical graph: it validates it as Decode does,
+// splits selects and filters
 // that call Python UDFs into projections and fused UDF operators, sets every
 // operator's parallelism and uid, resolves forward edges between operators
 // of different parallelism, and chains operators.
 //
-// opts is copied; job is not modified, and the graph shares its messages.
+// opts is copied; job is not modified, and the graph shares its nodes.
 // Every error wraps ErrInvalidPlan and lists every problem found.
-func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
+func Plan(job *JobPlan, opts Options) (*Graph, error) {
 	if job == nil {
 		return nil, fmt.Errorf("%w: the job plan is nil", ErrInvalidPlan)
 	}
@@ -43,17 +44,17 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 	}
 	b := &builder{
 		s:        s,
-		nodes:    map[int32]nodeInfo{},
+		nodes:    map[int]nodeInfo{},
 		rescaled: map[string]bool{},
-		output:   map[int32]int{},
+		output:   map[int]int{},
 		g: &Graph{
-			Name:               job.GetName(),
+			Name:               job.Name,
 			DefaultParallelism: s.defaultParallelism,
 			ForwardMismatch:    s.forwardMismatch,
-			Config:             job.GetConfig(),
+			Config:             job.Config,
 		},
 	}
-	for _, n := range job.GetNodes() {
+	for _, n := range job.Nodes {
 		b.add(n)
 	}
 	b.checkRescaledUIDs()
@@ -88,10 +89,10 @@ func Plan(job *planpb.JobPlan, opts Options) (*Graph, error) {
 type builder struct {
 	s     settings
 	g     *Graph
-	nodes map[int32]nodeInfo
+	nodes map[int]nodeInfo
 	// rescaled: the uids of Options.Parallelism that matched.
 	rescaled map[string]bool
-	output   map[int32]int // node id -> the operator producing its output
+	output   map[int]int // node id -> the operator producing its output
 	problems []string
 }
 
@@ -100,15 +101,15 @@ func (b *builder) problem(format string, args ...any) {
 }
 
 // info derives a node's uid, name and parallelism.
-func (b *builder) info(n *planpb.Node) nodeInfo {
-	info := nodeInfo{node: n, kind: nodeKind(n), uid: n.GetUid(), name: n.GetName()}
+func (b *builder) info(n *Node) nodeInfo {
+	info := nodeInfo{node: n, kind: n.Kind, uid: n.UID, name: n.Name}
 	if info.uid == "" {
-		info.uid = fmt.Sprintf("%s-%d", info.kind, n.GetId())
+		info.uid = fmt.Sprintf("%s-%d", info.kind, n.ID)
 	}
 	if info.name == "" {
 		info.name = info.uid
 	}
-	info.parallelism, info.parallelismFrom = int(n.GetParallelism()), FromExplicit
+	info.parallelism, info.parallelismFrom = n.Parallelism, FromExplicit
 	if info.parallelism == 0 {
 		info.parallelism, info.parallelismFrom = b.s.defaultParallelism, FromDefault
 	}
@@ -117,26 +118,27 @@ func (b *builder) info(n *planpb.Node) nodeInfo {
 
 // add appends the operators of one node, its internal edges and its input
 // edges.
-func (b *builder) add(n *planpb.Node) {
+func (b *builder) add(n *Node) {
 	info := b.info(n)
-	b.nodes[n.GetId()] = info
+	b.nodes[n.ID] = info
 	var ops []*Operator
 	switch {
-	case info.kind == KindSelect && slices.ContainsFunc(n.GetSelect().GetColumns(), func(c *planpb.NamedExpr) bool { return hasUDF(c.GetExpr()) }),
-		info.kind == KindFilter && hasUDF(n.GetFilter().GetPredicate()):
+	case info.kind == KindSelect && slices.ContainsFunc(n.Select.Columns, func(c *NamedExpr) bool { return hasUDF(c.Expr) }),
+		info.kind == KindFilter && hasUDF(n.Filter.Predicate):
 		ops = expand(info, b.s)
 	case info.kind == KindWatermarkAssigner:
 		ops = watermarkOps(info, b.s)
 	default:
 		op := &Operator{
-			UID: info.uid, Name: info.name, Kind: info.kind, NodeID: int(n.GetId()),
+			UID: info.uid, Name: info.name, Kind: info.kind, NodeID: n.ID,
 			Parallelism: info.parallelism, ParallelismFrom: info.parallelismFrom,
-			Node: n, OutputSchema: n.GetOutputSchema(),
+			Node: n, OutputSchema: n.OutputSchema,
 		}
 		if info.kind == KindKeyedAggregate {
-			op.BatchSize = udafBatchSize(n.GetKeyedAggregate().GetAggregates(), b.s.batchSize)
+			op.BatchSize = udafBatchSize(n.KeyedAggregate.Aggregates, b.s.batchSize)
 		}
-		if fn := n.GetMapBatches().GetFunction(); fn != nil {
+		if info.kind == KindMapBatches && n.MapBatches.Function != nil {
+			fn := n.MapBatches.Function
 			op.BatchSize = b.s.batchSize
 			if bs := int(fn.GetBatchSize()); bs > 0 {
 				op.BatchSize = bs
@@ -150,10 +152,10 @@ func (b *builder) add(n *planpb.Node) {
 			b.limitParallelism(info, op)
 		}
 		if info.kind == KindWindowAggregate {
-			if len(n.GetWindowAggregate().GetKeys()) == 0 {
+			if len(n.WindowAggregate.Keys) == 0 {
 				b.windowAllParallelism(info, op)
 			}
-			op.BatchSize = udafBatchSize(n.GetWindowAggregate().GetAggregates(), b.s.batchSize)
+			op.BatchSize = udafBatchSize(n.WindowAggregate.Aggregates, b.s.batchSize)
 		}
 		ops = []*Operator{op}
 	}
@@ -162,28 +164,28 @@ func (b *builder) add(n *planpb.Node) {
 		op.ID = len(b.g.Operators)
 		b.g.Operators = append(b.g.Operators, op)
 		if i > 0 {
-			b.g.Edges = append(b.g.Edges, &Edge{From: op.ID - 1, To: op.ID, Partitioning: planpb.Partitioning_FORWARD})
+			b.g.Edges = append(b.g.Edges, &Edge{From: op.ID - 1, To: op.ID, Partitioning: PartitionForward})
 		}
 	}
 	first := ops[0]
-	for j, in := range n.GetInputs() {
+	for j, in := range n.Inputs {
 		e := &Edge{
-			From:         b.output[in.GetNode()],
+			From:         b.output[in.Node],
 			To:           first.ID,
-			Partitioning: in.GetPartitioning().GetKind(),
-			Keys:         in.GetPartitioning().GetKeys(),
-			Explicit:     in.GetPartitioning().GetKind() != planpb.Partitioning_FORWARD_IMPLICIT,
-			FromOutput:   int(in.GetOutput()),
+			Partitioning: in.Partitioning,
+			Keys:         in.Keys,
+			Explicit:     in.Partitioning != PartitionUnset,
+			FromOutput:   in.Output,
 		}
 		if !e.Explicit {
-			e.Partitioning = planpb.Partitioning_FORWARD
+			e.Partitioning = PartitionForward
 		}
 		if keys, keyed := keyedBy(n, j); keyed {
 			b.keyedInput(info, first, e, keys)
 		}
 		if info.kind == KindLimit && !e.Explicit && b.g.Operators[e.From].Parallelism != 1 {
 			// Every row goes to the limit's one subtask, which counts them.
-			e.Partitioning = planpb.Partitioning_GLOBAL
+			e.Partitioning = PartitionGlobal
 		}
 		// Internal edges of a node come before its input edges in the list;
 		// keep Edges sorted by downstream operator.
@@ -193,30 +195,30 @@ func (b *builder) add(n *planpb.Node) {
 		}
 		b.g.Edges = slices.Insert(b.g.Edges, at, e)
 	}
-	b.output[n.GetId()] = ops[len(ops)-1].ID
+	b.output[n.ID] = ops[len(ops)-1].ID
 }
 
 // keyedBy returns the keys by which a node reads its input number input
 // (over keyed state): a keyed aggregation's group keys, drop_duplicates'
 // subset, an interval or regular join's left or right keys.
-func keyedBy(n *planpb.Node, input int) ([]string, bool) {
-	switch k := n.GetKind().(type) {
-	case *planpb.Node_IntervalJoin:
+func keyedBy(n *Node, input int) ([]string, bool) {
+	switch n.Kind {
+	case KindIntervalJoin:
 		if input == 0 {
-			return k.IntervalJoin.GetLeftKeys(), true
+			return n.IntervalJoin.LeftKeys, true
 		}
-		return k.IntervalJoin.GetRightKeys(), true
-	case *planpb.Node_Join:
+		return n.IntervalJoin.RightKeys, true
+	case KindJoin:
 		if input == 0 {
-			return k.Join.GetLeftKeys(), true
+			return n.Join.LeftKeys, true
 		}
-		return k.Join.GetRightKeys(), true
-	case *planpb.Node_KeyedAggregate:
-		return k.KeyedAggregate.GetKeys(), true
-	case *planpb.Node_DropDuplicates:
-		return k.DropDuplicates.GetSubset(), true
-	case *planpb.Node_WindowAggregate:
-		return k.WindowAggregate.GetKeys(), true
+		return n.Join.RightKeys, true
+	case KindKeyedAggregate:
+		return n.KeyedAggregate.Keys, true
+	case KindDropDuplicates:
+		return n.DropDuplicates.Subset, true
+	case KindWindowAggregate:
+		return n.WindowAggregate.Keys, true
 	}
 	return nil, false
 }
@@ -226,19 +228,19 @@ func keyedBy(n *planpb.Node, input int) ([]string, bool) {
 // one must send all rows of a key to one subtask.
 func (b *builder) keyedInput(info nodeInfo, op *Operator, e *Edge, keys []string) {
 	switch e.Partitioning {
-	case planpb.Partitioning_FORWARD:
+	case PartitionForward:
 		if e.Explicit {
 			break
 		}
 		if len(keys) == 0 {
-			e.Partitioning = planpb.Partitioning_GLOBAL
+			e.Partitioning = PartitionGlobal
 		} else {
-			e.Partitioning, e.Keys = planpb.Partitioning_HASH, slices.Clone(keys)
+			e.Partitioning, e.Keys = PartitionHash, slices.Clone(keys)
 		}
 		return
-	case planpb.Partitioning_GLOBAL:
+	case PartitionGlobal:
 		return
-	case planpb.Partitioning_HASH:
+	case PartitionHash:
 		if !slices.ContainsFunc(e.Keys, func(k string) bool { return !slices.Contains(keys, k) }) {
 			return
 		}
@@ -257,7 +259,7 @@ func (b *builder) checkUIDs() {
 	for _, op := range b.g.Operators {
 		if prev, dup := seen[op.UID]; dup {
 			b.problem("%s of %s and %s of %s have the same uid %q: give one of the nodes another uid",
-				describe(prev), nodeLabel(b.nodes[int32(prev.NodeID)].node), describe(op), nodeLabel(b.nodes[int32(op.NodeID)].node), op.UID)
+				describe(prev), nodeLabel(b.nodes[prev.NodeID].node), describe(op), nodeLabel(b.nodes[op.NodeID].node), op.UID)
 			continue
 		}
 		seen[op.UID] = op
@@ -305,7 +307,7 @@ func (b *builder) resolveForwardMismatch() {
 	setting := ConfigForwardMismatch + "=" + policy
 	for i, e := range b.g.Edges {
 		from, to := b.g.Operators[e.From], b.g.Operators[e.To]
-		if e.Partitioning != planpb.Partitioning_FORWARD || from.Parallelism == to.Parallelism {
+		if e.Partitioning != PartitionForward || from.Parallelism == to.Parallelism {
 			continue
 		}
 		if policy == ForwardMismatchFail {
@@ -318,12 +320,12 @@ func (b *builder) resolveForwardMismatch() {
 		c := Change{
 			Edge: i,
 			From: e.Partitioning,
-			To:   planpb.Partitioning_REBALANCE,
+			To:   PartitionRebalance,
 			Reason: fmt.Sprintf("forward edge from %s (p=%d) to %s (p=%d): parallelism differs; %s",
 				describe(from), from.Parallelism, describe(to), to.Parallelism, setting),
 		}
 		if policy == ForwardMismatchRescale {
-			c.To = planpb.Partitioning_RESCALE
+			c.To = PartitionRescale
 		}
 		e.Partitioning, e.ChangedBy = c.To, setting
 		b.g.Changes = append(b.g.Changes, c)
@@ -352,7 +354,7 @@ func (b *builder) chain() {
 	// edge to it is read.
 	for _, e := range b.g.Edges {
 		from, to := b.g.Operators[e.From], b.g.Operators[e.To]
-		if e.Partitioning == planpb.Partitioning_FORWARD && from.Parallelism == to.Parallelism && inputs[e.To] == 1 &&
+		if e.Partitioning == PartitionForward && from.Parallelism == to.Parallelism && inputs[e.To] == 1 &&
 			from.Kind != KindUDF && from.Kind != KindMapBatches {
 			head[e.To] = head[e.From]
 		}
@@ -386,10 +388,10 @@ func (b *builder) resolveBoundedness() {
 			}
 		}
 		if op.Kind == KindKeyedAggregate {
-			switch op.Node.GetKeyedAggregate().GetEmit() {
-			case planpb.KeyedAggregate_EMIT_FINAL:
+			switch op.Node.KeyedAggregate.Emit {
+			case EmitFinal:
 				op.EmitUpdates = false
-			case planpb.KeyedAggregate_EMIT_UPDATES:
+			case EmitUpdates:
 				op.EmitUpdates = true
 			default:
 				op.EmitUpdates = !op.Bounded
@@ -404,18 +406,18 @@ func (b *builder) resolveBoundedness() {
 // rows once, all of them (PyFlink runs pandas UDAFs in group aggregations
 // in batch mode only).
 func (b *builder) checkKeyedUDAFs(op *Operator) {
-	for _, a := range op.Node.GetKeyedAggregate().GetAggregates() {
-		if a.GetFunction() != UDAFFunction {
+	for _, a := range op.Node.KeyedAggregate.Aggregates {
+		if a.Function != UDAFFunction {
 			continue
 		}
 		switch {
 		case !op.Bounded:
 			b.problem("%s: the pandas UDAF %q aggregates a key's rows once, at the end of the input, but a source upstream never ends "+
 				"(as PyFlink, pandas UDAFs in a keyed aggregation need a bounded input): aggregate per window with key_by(...).window(...).agg(...), "+
-				"or bound the source (datagen rows=..., a limit)", nodeLabel(b.nodes[op.Node.GetId()].node), a.GetUdf().GetName())
+				"or bound the source (datagen rows=..., a limit)", nodeLabel(b.nodes[op.Node.ID].node), a.UDF.GetName())
 		case op.EmitUpdates:
 			b.problem("%s: the pandas UDAF %q aggregates a key's rows once, at the end of the input; emit=\"updates\" would need it "+
-				"to be incremental: use emit=\"final\" (or \"auto\")", nodeLabel(b.nodes[op.Node.GetId()].node), a.GetUdf().GetName())
+				"to be incremental: use emit=\"final\" (or \"auto\")", nodeLabel(b.nodes[op.Node.ID].node), a.UDF.GetName())
 		}
 	}
 }

@@ -29,12 +29,12 @@ func TestChaining(t *testing.T) {
 		{"forward pipeline is one chain", job(
 			source(1, "src"),
 			filterNode(2, "f", from(1), fn("greater", col("x"), lit(3))),
-			selectNode(3, "s", fromP(2, planpb.Partitioning_FORWARD), []*planpb.NamedExpr{as("x", col("x"))}),
+			selectNode(3, "s", fromP(2, PartitionForward), []*planpb.NamedExpr{as("x", col("x"))}),
 			sink(4, "out", from(3)),
 		), []int{0, 0, 0, 0}},
 		{"partitioned edge breaks the chain", job(
 			source(1, "src"),
-			selectNode(2, "s", fromP(1, planpb.Partitioning_REBALANCE), []*planpb.NamedExpr{as("x", col("x"))}),
+			selectNode(2, "s", fromP(1, PartitionRebalance), []*planpb.NamedExpr{as("x", col("x"))}),
 			sink(3, "out", from(2)),
 		), []int{0, 1, 1}},
 		{"different parallelism breaks the chain", job(
@@ -73,14 +73,14 @@ func TestChaining(t *testing.T) {
 }
 
 func TestExplicitPartitioningKept(t *testing.T) {
-	for _, kind := range []planpb.Partitioning_Kind{
-		planpb.Partitioning_FORWARD, planpb.Partitioning_REBALANCE, planpb.Partitioning_RESCALE,
-		planpb.Partitioning_SHUFFLE, planpb.Partitioning_BROADCAST, planpb.Partitioning_GLOBAL,
-		planpb.Partitioning_HASH,
+	for _, kind := range []Partitioning{
+		PartitionForward, PartitionRebalance, PartitionRescale,
+		PartitionShuffle, PartitionBroadcast, PartitionGlobal,
+		PartitionHash,
 	} {
 		t.Run(kind.String(), func(t *testing.T) {
 			var keys []string
-			if kind == planpb.Partitioning_HASH {
+			if kind == PartitionHash {
 				keys = []string{"k1", "k2"}
 			}
 			g := mustPlan(t, job(
@@ -92,7 +92,7 @@ func TestExplicitPartitioningKept(t *testing.T) {
 				t.Fatalf("edge %+v, want %s %v explicit", e, kind, keys)
 			}
 			chained := g.Operators[0].ChainID == g.Operators[1].ChainID
-			if chained != (kind == planpb.Partitioning_FORWARD) {
+			if chained != (kind == PartitionForward) {
 				t.Fatalf("chained = %v for %s", chained, kind)
 			}
 			if len(g.Changes) != 0 {
@@ -102,7 +102,7 @@ func TestExplicitPartitioningKept(t *testing.T) {
 	}
 	t.Run("implicit", func(t *testing.T) {
 		g := mustPlan(t, job(source(1, "src", uid("src")), sink(2, "out", from(1), uid("out"))), Options{})
-		if e := edge(t, g, "src", "out"); e.Partitioning != planpb.Partitioning_FORWARD || e.Explicit {
+		if e := edge(t, g, "src", "out"); e.Partitioning != PartitionForward || e.Explicit {
 			t.Fatalf("implicit edge %+v, want FORWARD, not explicit", e)
 		}
 	})
@@ -110,7 +110,7 @@ func TestExplicitPartitioningKept(t *testing.T) {
 
 // mismatchJob: a filter at p=2 feeding a select whose UDF has concurrency 4,
 // then a sink at the default parallelism 1.
-func mismatchJob(config map[string]string, forward planpb.Partitioning_Kind) *planpb.JobPlan {
+func mismatchJob(config map[string]string, forward Partitioning) *planpb.JobPlan {
 	return jobWith(config,
 		source(1, "src", uid("src"), par(2)),
 		filterNode(2, "filter", from(1), fn("greater", col("x"), lit(0)), uid("flt"), par(2)),
@@ -124,15 +124,15 @@ func TestForwardMismatch(t *testing.T) {
 		name   string
 		config map[string]string
 		opts   Options
-		want   planpb.Partitioning_Kind
+		want   Partitioning
 		policy string
 	}{
-		{"default rebalance", nil, Options{}, planpb.Partitioning_REBALANCE, "rebalance"},
-		{"config rescale", map[string]string{ConfigForwardMismatch: "rescale"}, Options{}, planpb.Partitioning_RESCALE, "rescale"},
-		{"config ignores case", map[string]string{ConfigForwardMismatch: " Rescale"}, Options{}, planpb.Partitioning_RESCALE, "rescale"},
-		{"options override config", map[string]string{ConfigForwardMismatch: "fail"}, Options{ForwardMismatch: "rebalance"}, planpb.Partitioning_REBALANCE, "rebalance"},
+		{"default rebalance", nil, Options{}, PartitionRebalance, "rebalance"},
+		{"config rescale", map[string]string{ConfigForwardMismatch: "rescale"}, Options{}, PartitionRescale, "rescale"},
+		{"config ignores case", map[string]string{ConfigForwardMismatch: " Rescale"}, Options{}, PartitionRescale, "rescale"},
+		{"options override config", map[string]string{ConfigForwardMismatch: "fail"}, Options{ForwardMismatch: "rebalance"}, PartitionRebalance, "rebalance"},
 	} {
-		for _, forward := range []planpb.Partitioning_Kind{planpb.Partitioning_FORWARD_IMPLICIT, planpb.Partitioning_FORWARD} {
+		for _, forward := range []Partitioning{PartitionUnset, PartitionForward} {
 			t.Run(fmt.Sprintf("%s/%s", tc.name, forward), func(t *testing.T) {
 				g := mustPlan(t, mismatchJob(tc.config, forward), tc.opts)
 				if g.ForwardMismatch != tc.policy {
@@ -146,13 +146,13 @@ func TestForwardMismatch(t *testing.T) {
 						t.Fatalf("edge %+v, want %s changed by %s", e, tc.want, setting)
 					}
 				}
-				if in.Explicit != (forward == planpb.Partitioning_FORWARD) {
+				if in.Explicit != (forward == PartitionForward) {
 					t.Fatalf("explicit = %v for %s", in.Explicit, forward)
 				}
 				want := []Change{
-					{Edge: slices.Index(g.Edges, in), From: planpb.Partitioning_FORWARD, To: tc.want,
+					{Edge: slices.Index(g.Edges, in), From: PartitionForward, To: tc.want,
 						Reason: `forward edge from "filter" (p=2) to udf "score" (p=4): parallelism differs; ` + setting},
-					{Edge: slices.Index(g.Edges, out), From: planpb.Partitioning_FORWARD, To: tc.want,
+					{Edge: slices.Index(g.Edges, out), From: PartitionForward, To: tc.want,
 						Reason: `forward edge from udf "score" (p=4) to "out" (p=1): parallelism differs; ` + setting},
 				}
 				if !slices.Equal(g.Changes, want) {
@@ -179,7 +179,7 @@ func TestForwardMismatchFail(t *testing.T) {
 		{"options", nil, Options{ForwardMismatch: "FAIL"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msg := planError(t, mismatchJob(tc.config, planpb.Partitioning_FORWARD_IMPLICIT), tc.opts)
+			msg := planError(t, mismatchJob(tc.config, PartitionUnset), tc.opts)
 			wantContains(t, msg,
 				`forward edge from "filter" (uid "flt", p=2) to udf "score" (uid "sc/udf-0", p=4)`,
 				`forward edge from udf "score" (uid "sc/udf-0", p=4) to "out" (uid "out", p=1)`,
@@ -243,14 +243,14 @@ func TestKeyedAggregateInput(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		job      *planpb.JobPlan
-		want     planpb.Partitioning_Kind
+		want     Partitioning
 		keys     []string
 		explicit bool
 	}{
-		{"implicit becomes hash on the group keys", agg(from(1), []string{"k", "j"}), planpb.Partitioning_HASH, []string{"k", "j"}, false},
-		{"implicit without keys becomes global", agg(from(1), nil), planpb.Partitioning_GLOBAL, nil, false},
-		{"hash on a subset of the keys", agg(fromP(1, planpb.Partitioning_HASH, "k"), []string{"k", "j"}), planpb.Partitioning_HASH, []string{"k"}, true},
-		{"anything at parallelism 1", agg(fromP(1, planpb.Partitioning_REBALANCE), []string{"k"}, par(1)), planpb.Partitioning_REBALANCE, nil, true},
+		{"implicit becomes hash on the group keys", agg(from(1), []string{"k", "j"}), PartitionHash, []string{"k", "j"}, false},
+		{"implicit without keys becomes global", agg(from(1), nil), PartitionGlobal, nil, false},
+		{"hash on a subset of the keys", agg(fromP(1, PartitionHash, "k"), []string{"k", "j"}), PartitionHash, []string{"k"}, true},
+		{"anything at parallelism 1", agg(fromP(1, PartitionRebalance), []string{"k"}, par(1)), PartitionRebalance, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := mustPlan(t, tc.job, Options{DefaultParallelism: 4})
@@ -260,7 +260,7 @@ func TestKeyedAggregateInput(t *testing.T) {
 			}
 		})
 	}
-	msg := planError(t, agg(fromP(1, planpb.Partitioning_HASH, "other"), []string{"k"}), Options{DefaultParallelism: 4})
+	msg := planError(t, agg(fromP(1, PartitionHash, "other"), []string{"k"}), Options{DefaultParallelism: 4})
 	wantContains(t, msg, `node 2 "agg" (uid "agg"): keyed_aggregate with parallelism 4 reads "src" (uid "src") with hash(other) partitioning`, "group keys [k]")
 }
 
@@ -353,7 +353,7 @@ func TestMaxParallelism(t *testing.T) {
 }
 
 func TestPlanDoesNotModifyItsInput(t *testing.T) {
-	j := mismatchJob(map[string]string{ConfigBatchSize: "123"}, planpb.Partitioning_FORWARD_IMPLICIT)
+	j := mismatchJob(map[string]string{ConfigBatchSize: "123"}, PartitionUnset)
 	j.Nodes = append(j.Nodes,
 		filterNode(5, "f", from(2), fn("and", call(spec("p", 2, 0, false), fn("add", col("x"), lit(1))), col("y"))),
 		keyedAgg(6, "agg", from(5), []string{"k"}),
@@ -384,7 +384,7 @@ func TestLimitRule(t *testing.T) {
 	limit := &planpb.Node{Id: 2, Name: "limit", Inputs: []*planpb.Input{from(1)}, Kind: &planpb.Node_Limit{Limit: &planpb.Limit{N: 5}}}
 	collect := sink(3, "out", from(2))
 	collect.Kind = &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}
-	g, err := Plan(jobWith(nil, endless(1), limit, collect), Options{DefaultParallelism: 3})
+	g, err := PlanWire(jobWith(nil, endless(1), limit, collect), Options{DefaultParallelism: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestLimitRule(t *testing.T) {
 	if lim.Kind != KindLimit || lim.Parallelism != 1 || lim.ParallelismFrom != FromLimit || !lim.Bounded {
 		t.Fatalf("limit: %+v", lim)
 	}
-	if e := g.Inputs(lim.ID)[0]; e.Partitioning != planpb.Partitioning_GLOBAL {
+	if e := g.Inputs(lim.ID)[0]; e.Partitioning != PartitionGlobal {
 		t.Fatalf("limit input %s, want GLOBAL", e.Partitioning)
 	}
 	if src.EndAfter != 1 || len(lim.Ends) != 1 || lim.Ends[0] != src.ID {
@@ -404,19 +404,19 @@ func TestLimitRule(t *testing.T) {
 
 	direct := sink(3, "out", from(1))
 	direct.Kind = collect.Kind
-	if _, err = Plan(jobWith(nil, endless(1), direct), Options{DefaultParallelism: 3}); err != nil {
+	if _, err = PlanWire(jobWith(nil, endless(1), direct), Options{DefaultParallelism: 3}); err != nil {
 		t.Fatalf("without CollectMustEnd: %v", err)
 	}
-	_, err = Plan(jobWith(nil, endless(1), direct), Options{DefaultParallelism: 3, CollectMustEnd: true})
+	_, err = PlanWire(jobWith(nil, endless(1), direct), Options{DefaultParallelism: 3, CollectMustEnd: true})
 	if err == nil || !strings.Contains(err.Error(), "collect() would never return") {
 		t.Fatalf("got %v", err)
 	}
 	bad := &planpb.Node{Id: 2, Name: "limit", Inputs: []*planpb.Input{from(1)}, Kind: &planpb.Node_Limit{Limit: &planpb.Limit{N: 0}}}
-	if _, err = Plan(jobWith(nil, endless(1), bad, collect), Options{}); err == nil || !strings.Contains(err.Error(), "limit n is 0") {
+	if _, err = PlanWire(jobWith(nil, endless(1), bad, collect), Options{}); err == nil || !strings.Contains(err.Error(), "limit n is 0") {
 		t.Fatalf("got %v", err)
 	}
 	limit.Parallelism = 3
-	if _, err = Plan(jobWith(nil, endless(1), limit, collect), Options{}); err == nil || !strings.Contains(err.Error(), "a limit runs at parallelism 1") {
+	if _, err = PlanWire(jobWith(nil, endless(1), limit, collect), Options{}); err == nil || !strings.Contains(err.Error(), "a limit runs at parallelism 1") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -436,7 +436,7 @@ func TestIntervalJoinPlan(t *testing.T) {
 		intervalJoin(3, "join", from(1), from(2), spec, uid("join")), sink(4, "out", from(3))), Options{DefaultParallelism: 3})
 	for from, keys := range map[string][]string{"l": {"a", "b"}, "r": {"x", "y"}} {
 		e := edge(t, g, from, "join")
-		if e.Partitioning != planpb.Partitioning_HASH || !slices.Equal(e.Keys, keys) {
+		if e.Partitioning != PartitionHash || !slices.Equal(e.Keys, keys) {
 			t.Errorf("edge %s → join: %s %v, want hash %v", from, e.Partitioning, e.Keys, keys)
 		}
 	}

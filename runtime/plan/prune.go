@@ -3,10 +3,6 @@ package plan
 import (
 	"maps"
 	"slices"
-
-	"google.golang.org/protobuf/proto"
-
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // readColumns is what an operator reads of one input: every column (all),
@@ -93,14 +89,14 @@ func prune(op *Operator, out readColumns) {
 	}
 	switch op.Kind {
 	case KindSelect:
-		cols := op.Node.GetSelect().GetColumns()
-		var keep []*planpb.NamedExpr
+		cols := op.Node.Select.Columns
+		var keep []*NamedExpr
 		var dropped []string
 		for _, c := range cols {
-			if out.has(c.GetName()) {
+			if out.has(c.Name) {
 				keep = append(keep, c)
 			} else {
-				dropped = append(dropped, c.GetName())
+				dropped = append(dropped, c.Name)
 			}
 		}
 		if len(dropped) == 0 {
@@ -112,11 +108,12 @@ func prune(op *Operator, out readColumns) {
 				return
 			}
 		}
-		// The node may be the user's, shared with the job plan: change a copy.
-		node := proto.Clone(op.Node).(*planpb.Node)
-		node.GetSelect().Columns = cloneExprs(node.GetSelect().GetColumns(), keep)
+		// The node may be the user's, shared with the job plan: change a
+		// copy (the expressions are read-only and shared).
+		node := *op.Node
+		node.Select = &Select{Columns: keep}
 		node.OutputSchema = nil // the client's schema of the node lists the pruned columns
-		op.Node, op.OutputSchema, op.Pruned = node, nil, dropped
+		op.Node, op.OutputSchema, op.Pruned = &node, nil, dropped
 	case KindUDF:
 		var keep, dropped []string
 		for _, c := range op.UDF.OutputColumns {
@@ -133,18 +130,6 @@ func prune(op *Operator, out readColumns) {
 		chain.OutputColumns = keep
 		op.UDF, op.OutputSchema, op.Pruned = &chain, nil, dropped
 	}
-}
-
-// cloneExprs returns the columns of cloned (a clone of the select) whose
-// names keep holds, in order.
-func cloneExprs(cloned, keep []*planpb.NamedExpr) []*planpb.NamedExpr {
-	var out []*planpb.NamedExpr
-	for _, c := range cloned {
-		if slices.ContainsFunc(keep, func(k *planpb.NamedExpr) bool { return k.GetName() == c.GetName() }) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // inputReads is what op reads of its input number input, given what its
@@ -165,8 +150,8 @@ func inputReads(op *Operator, input int, out readColumns) readColumns {
 	switch op.Kind {
 	case KindSelect:
 		var refs []string
-		for _, c := range op.Node.GetSelect().GetColumns() {
-			refs = columnRefs(c.GetExpr(), refs)
+		for _, c := range op.Node.Select.Columns {
+			refs = columnRefs(c.Expr, refs)
 		}
 		if op.KeepInput {
 			return passes(refs...)
@@ -185,35 +170,35 @@ func inputReads(op *Operator, input int, out readColumns) readColumns {
 		}
 		return r
 	case KindFilter:
-		return passes(columnRefs(op.Node.GetFilter().GetPredicate(), nil)...)
+		return passes(columnRefs(op.Node.Filter.Predicate, nil)...)
 	case KindLimit:
 		return passes()
 	case KindWatermarkAssigner:
-		return passes(op.Node.GetWatermarkAssigner().GetTimeColumn())
+		return passes(op.Node.WatermarkAssigner.TimeColumn)
 	case KindDropDuplicates:
-		subset := op.Node.GetDropDuplicates().GetSubset()
+		subset := op.Node.DropDuplicates.Subset
 		if len(subset) == 0 {
 			return everyColumn() // a row's every column makes its identity
 		}
 		return passes(subset...)
 	case KindKeyedAggregate:
-		a := op.Node.GetKeyedAggregate()
-		r.add(a.GetKeys()...)
-		addAggregateReads(&r, a.GetAggregates())
+		a := op.Node.KeyedAggregate
+		r.add(a.Keys...)
+		addAggregateReads(&r, a.Aggregates)
 		return r
 	case KindWindowAggregate:
-		w := op.Node.GetWindowAggregate()
-		r.add(w.GetKeys()...)
-		r.add(w.GetTimeColumn())
-		addAggregateReads(&r, w.GetAggregates())
+		w := op.Node.WindowAggregate
+		r.add(w.Keys...)
+		r.add(w.TimeColumn)
+		addAggregateReads(&r, w.Aggregates)
 		return r
 	}
 	return everyColumn()
 }
 
-func addAggregateReads(r *readColumns, aggs []*planpb.Aggregate) {
+func addAggregateReads(r *readColumns, aggs []*Aggregate) {
 	for _, a := range aggs {
-		r.add(a.GetColumn())
-		r.add(a.GetArgs()...)
+		r.add(a.Column)
+		r.add(a.Args...)
 	}
 }

@@ -19,8 +19,8 @@ var noPrune = map[string]string{ConfigPruneColumns: "false"}
 // selectNames lists a select operator's column names.
 func selectNames(o *Operator) []string {
 	var names []string
-	for _, c := range o.Node.GetSelect().GetColumns() {
-		names = append(names, c.GetName())
+	for _, c := range o.Node.Select.Columns {
+		names = append(names, c.Name)
 	}
 	return names
 }
@@ -120,7 +120,7 @@ func TestPruneKeepsEveryColumnForWhatReadsWholeRows(t *testing.T) {
 			union(4, "u", []*planpb.Input{from(2), from(3)}), sumAgg(5, from(4), []string{"k"}, "v"), sink(6, "out", from(5))),
 		"join": job(source(1, "src"), sel(2, 1), source(3, "src2"), joinNode, sink(5, "out", from(4))),
 		"changelog": job(source(1, "src"), updates, selectNode(3, "sel", from(2), passThrough("k", "n"), uid("sel")),
-			sumAgg(4, fromP(3, planpb.Partitioning_HASH, "n"), []string{"n"}, ""), sink(5, "out", from(4))),
+			sumAgg(4, fromP(3, PartitionHash, "n"), []string{"n"}, ""), sink(5, "out", from(4))),
 	}
 	for name, j := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -60,7 +60,7 @@ func (b *builder) knownUIDs() []string {
 	seen := map[string]bool{}
 	for _, op := range b.g.Operators {
 		seen[op.UID] = true
-		seen[b.nodes[int32(op.NodeID)].uid] = true
+		seen[b.nodes[op.NodeID].uid] = true
 	}
 	uids := slices.Sorted(maps.Keys(seen))
 	for i, u := range uids {

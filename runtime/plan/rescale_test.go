@@ -32,7 +32,7 @@ func TestParallelismByUID(t *testing.T) {
 		}
 	}
 	// The node's operators stay chained; the keyed input stays hashed.
-	if e := edge(t, g, "score/post", "counts"); e.Partitioning != planpb.Partitioning_HASH {
+	if e := edge(t, g, "score/post", "counts"); e.Partitioning != PartitionHash {
 		t.Errorf("keyed input %v, want HASH", e.Partitioning)
 	}
 	// An operator's own uid sets that operator only.

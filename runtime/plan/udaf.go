@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
@@ -15,11 +14,11 @@ const UDAFFunction = "udaf"
 
 // validateUDAF checks an aggregate that calls a pandas UDAF; problems are
 // returned without the node's label.
-func validateUDAF(where string, a *planpb.Aggregate) []string {
-	spec := a.GetUdf()
-	if a.GetFunction() != UDAFFunction {
+func validateUDAF(where string, a *Aggregate) []string {
+	spec := a.UDF
+	if a.Function != UDAFFunction {
 		if spec != nil {
-			return []string{fmt.Sprintf("%s: aggregate %s has a UDF spec; only function %q takes one", where, a.GetFunction(), UDAFFunction)}
+			return []string{fmt.Sprintf("%s: aggregate %s has a UDF spec; only function %q takes one", where, a.Function, UDAFFunction)}
 		}
 		return nil
 	}
@@ -33,10 +32,10 @@ func validateUDAF(where string, a *planpb.Aggregate) []string {
 	if spec.GetIsAsync() {
 		problems = append(problems, fmt.Sprintf("%s: udaf %q is async; aggregate functions are synchronous", where, spec.GetName()))
 	}
-	if len(a.GetArgs()) == 0 {
+	if len(a.Args) == 0 {
 		problems = append(problems, fmt.Sprintf("%s: udaf %q has no argument columns", where, spec.GetName()))
 	}
-	for _, c := range a.GetArgs() {
+	for _, c := range a.Args {
 		if p := checkColumn(fmt.Sprintf("udaf %q argument", spec.GetName()), c); p != "" {
 			problems = append(problems, where+": "+p)
 		}
@@ -47,14 +46,14 @@ func validateUDAF(where string, a *planpb.Aggregate) []string {
 // udafBatchSize is the rows per batch sent to the workers of a window's
 // UDAFs: the smallest explicit batch_size among them, else the plan's.
 // 0 when the window has no UDAF.
-func udafBatchSize(aggs []*planpb.Aggregate, planBatch int) int {
+func udafBatchSize(aggs []*Aggregate, planBatch int) int {
 	batch, any := 0, false
 	for _, a := range aggs {
-		if a.GetFunction() != UDAFFunction {
+		if a.Function != UDAFFunction {
 			continue
 		}
 		any = true
-		if b := int(a.GetUdf().GetBatchSize()); b > 0 && (batch == 0 || b < batch) {
+		if b := int(a.UDF.GetBatchSize()); b > 0 && (batch == 0 || b < batch) {
 			batch = b
 		}
 	}
@@ -69,15 +68,15 @@ func udafBatchSize(aggs []*planpb.Aggregate, planBatch int) int {
 
 // explainUDAFs lists an aggregation's pandas UDAFs, with the batch size
 // and the workers per subtask they run with.
-func explainUDAFs(sb *strings.Builder, op *Operator, aggs []*planpb.Aggregate) {
+func explainUDAFs(sb *strings.Builder, op *Operator, aggs []*Aggregate) {
 	var calls []string
 	workers := 1
 	for _, a := range aggs {
-		if a.GetFunction() != UDAFFunction {
+		if a.Function != UDAFFunction {
 			continue
 		}
-		spec := a.GetUdf()
-		calls = append(calls, fmt.Sprintf("%s -> %s", explainSpec(spec.GetName()+"("+strings.Join(a.GetArgs(), ", ")+")", spec), a.GetName()))
+		spec := a.UDF
+		calls = append(calls, fmt.Sprintf("%s -> %s", explainSpec(spec.GetName()+"("+strings.Join(a.Args, ", ")+")", spec), a.Name))
 		workers = max(workers, int(spec.GetConcurrency()))
 	}
 	if len(calls) > 0 {
@@ -86,9 +85,9 @@ func explainUDAFs(sb *strings.Builder, op *Operator, aggs []*planpb.Aggregate) {
 }
 
 // hasUDAF reports whether aggs has a pandas UDAF.
-func hasUDAF(aggs []*planpb.Aggregate) bool {
+func hasUDAF(aggs []*Aggregate) bool {
 	for _, a := range aggs {
-		if a.GetFunction() == UDAFFunction {
+		if a.Function == UDAFFunction {
 			return true
 		}
 	}

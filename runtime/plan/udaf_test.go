@@ -67,7 +67,7 @@ func TestUDAFsRefusedWhereTheyCannotRun(t *testing.T) {
 	mustPlan(t, job(source(1, "src"), agg, sink(3, "out", from(2))), Options{})
 	// Over the retractions of an updating aggregation: a pandas UDAF has
 	// no way to take a row back.
-	over := keyedAgg(3, "agg", fromP(2, planpb.Partitioning_HASH, "x"), []string{"x"})
+	over := keyedAgg(3, "agg", fromP(2, PartitionHash, "x"), []string{"x"})
 	over.GetKeyedAggregate().Aggregates = append(over.GetKeyedAggregate().Aggregates, udafAggregate("f", 0, 0))
 	msg = planError(t, job(source(1, "src"), updatesAgg(2, "counts", 1, "x"), over, sink(4, "out", from(3))), Options{})
 	if !strings.Contains(msg, `has pandas UDAFs, which cannot take rows back: its input is a retract stream made by "counts"`) {

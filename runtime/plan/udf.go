@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
@@ -36,38 +35,36 @@ import (
 // further.
 
 // hasUDF reports whether e calls a Python UDF.
-func hasUDF(e *planpb.Expr) bool {
-	switch k := e.GetKind().(type) {
-	case *planpb.Expr_Udf:
+func hasUDF(e Expr) bool {
+	switch e := e.(type) {
+	case *UDFCall:
 		return true
-	case *planpb.Expr_Call:
-		return slices.ContainsFunc(k.Call.GetArgs(), hasUDF)
+	case *Call:
+		return slices.ContainsFunc(e.Args, hasUDF)
 	}
 	return false
 }
 
 // columnRefs appends the columns e reads, in order of first use, to refs.
-func columnRefs(e *planpb.Expr, refs []string) []string {
-	switch k := e.GetKind().(type) {
-	case *planpb.Expr_Column:
-		if !slices.Contains(refs, k.Column) {
-			refs = append(refs, k.Column)
+func columnRefs(e Expr, refs []string) []string {
+	switch e := e.(type) {
+	case *Column:
+		if !slices.Contains(refs, e.Name) {
+			refs = append(refs, e.Name)
 		}
-	case *planpb.Expr_Call:
-		for _, a := range k.Call.GetArgs() {
+	case *Call:
+		for _, a := range e.Args {
 			refs = columnRefs(a, refs)
 		}
-	case *planpb.Expr_Udf:
-		for _, a := range k.Udf.GetArgs() {
+	case *UDFCall:
+		for _, a := range e.Args {
 			refs = columnRefs(a, refs)
 		}
 	}
 	return refs
 }
 
-func columnExpr(name string) *planpb.Expr {
-	return &planpb.Expr{Kind: &planpb.Expr_Column{Column: name}}
-}
+func columnExpr(name string) Expr { return &Column{Name: name} }
 
 // udfStage is one UDF operator being built.
 type udfStage struct {
@@ -77,7 +74,7 @@ type udfStage struct {
 	bounds Bounds
 	calls  []*workerpb.UdfCall
 	// temps are the arguments the select before this stage computes.
-	temps []*planpb.NamedExpr
+	temps []*NamedExpr
 }
 
 // expander splits one select or filter node.
@@ -116,14 +113,14 @@ func (x *expander) canon(set map[string]bool) []string {
 
 // rewrite returns e with every UDF call replaced by a reference to its output
 // column, and the last stage whose output it reads (-1 for none).
-func (x *expander) rewrite(e *planpb.Expr) (*planpb.Expr, int) {
-	switch k := e.GetKind().(type) {
-	case *planpb.Expr_Udf:
-		return x.place(k.Udf, "")
-	case *planpb.Expr_Call:
+func (x *expander) rewrite(e Expr) (Expr, int) {
+	switch e := e.(type) {
+	case *UDFCall:
+		return x.place(e, "")
+	case *Call:
 		last, changed := -1, false
-		args := make([]*planpb.Expr, len(k.Call.GetArgs()))
-		for i, a := range k.Call.GetArgs() {
+		args := make([]Expr, len(e.Args))
+		for i, a := range e.Args {
 			var s int
 			args[i], s = x.rewrite(a)
 			last, changed = max(last, s), changed || args[i] != a
@@ -131,29 +128,27 @@ func (x *expander) rewrite(e *planpb.Expr) (*planpb.Expr, int) {
 		if !changed {
 			return e, last
 		}
-		return &planpb.Expr{Kind: &planpb.Expr_Call{Call: &planpb.Call{
-			Function: k.Call.GetFunction(), Args: args, CastTo: k.Call.GetCastTo(),
-		}}}, last
+		return &Call{Function: e.Function, Args: args, CastTo: e.CastTo}, last
 	}
 	return e, -1
 }
 
 // place adds the call u to a stage and returns its output column and stage.
 // output is the column to produce, or "" for a temporary one.
-func (x *expander) place(u *planpb.UdfExpr, output string) (*planpb.Expr, int) {
-	args := make([]string, len(u.GetArgs()))
-	var temps []*planpb.NamedExpr
+func (x *expander) place(u *UDFCall, output string) (Expr, int) {
+	args := make([]string, len(u.Args))
+	var temps []*NamedExpr
 	first := 0
-	for i, a := range u.GetArgs() {
+	for i, a := range u.Args {
 		r, s := x.rewrite(a)
-		if c, ok := r.GetKind().(*planpb.Expr_Column); ok {
+		if c, ok := r.(*Column); ok {
 			// An input column, or the output of a call in stage s, which
 			// this call may follow in the same worker chain.
-			args[i], first = c.Column, max(first, s)
+			args[i], first = c.Name, max(first, s)
 			continue
 		}
 		args[i] = x.newTemp()
-		temps = append(temps, &planpb.NamedExpr{Name: args[i], Expr: r})
+		temps = append(temps, &NamedExpr{Name: args[i], Expr: r})
 		first = max(first, s+1) // computed by the select before this stage
 	}
 	if output == "" {
@@ -162,7 +157,7 @@ func (x *expander) place(u *planpb.UdfExpr, output string) (*planpb.Expr, int) {
 		x.see(output)
 		x.created[output] = true
 	}
-	spec := u.GetUdf()
+	spec := u.UDF
 	k := x.stageFor(first, spec)
 	st := x.stages[k]
 	st.temps = append(st.temps, temps...)
@@ -211,56 +206,56 @@ func (st *udfStage) fits(c int, b Bounds) bool {
 func expand(info nodeInfo, s settings) []*Operator {
 	n := info.node
 	x := &expander{info: info, s: s, rank: map[string]int{}, created: map[string]bool{}}
-	if n.GetFilter() != nil {
-		for _, c := range columnRefs(n.GetFilter().GetPredicate(), nil) {
+	if n.Filter != nil {
+		for _, c := range columnRefs(n.Filter.Predicate, nil) {
 			x.see(c)
 		}
-		pred, _ := x.rewrite(n.GetFilter().GetPredicate())
+		pred, _ := x.rewrite(n.Filter.Predicate)
 		return x.filterOps(pred)
 	}
 	var refs []string
-	for _, c := range n.GetSelect().GetColumns() {
-		refs = columnRefs(c.GetExpr(), refs)
+	for _, c := range n.Select.Columns {
+		refs = columnRefs(c.Expr, refs)
 	}
 	for _, c := range refs {
 		x.see(c)
 	}
-	final := make([]*planpb.NamedExpr, len(n.GetSelect().GetColumns()))
-	for i, c := range n.GetSelect().GetColumns() {
-		var e *planpb.Expr
-		if u, ok := c.GetExpr().GetKind().(*planpb.Expr_Udf); ok && !slices.Contains(refs, c.GetName()) {
+	final := make([]*NamedExpr, len(n.Select.Columns))
+	for i, c := range n.Select.Columns {
+		var e Expr
+		if u, ok := c.Expr.(*UDFCall); ok && !slices.Contains(refs, c.Name) {
 			// The call can produce the column under its final name.
-			e, _ = x.place(u.Udf, c.GetName())
+			e, _ = x.place(u, c.Name)
 		} else {
-			e, _ = x.rewrite(c.GetExpr())
+			e, _ = x.rewrite(c.Expr)
 		}
-		final[i] = &planpb.NamedExpr{Name: c.GetName(), Expr: e}
+		final[i] = &NamedExpr{Name: c.Name, Expr: e}
 	}
 	return x.selectOps(final)
 }
 
 // selectOps builds a select's operators backwards from its final columns:
 // each operator outputs exactly the columns the ones after it read.
-func (x *expander) selectOps(final []*planpb.NamedExpr) []*Operator {
+func (x *expander) selectOps(final []*NamedExpr) []*Operator {
 	var rev []*Operator
 	var need []string
 	identity := true
 	for _, c := range final {
-		if c.GetExpr().GetColumn() != c.GetName() {
+		if ColumnName(c.Expr) != c.Name {
 			identity = false
 		}
 	}
 	if identity {
 		// The last UDF operator outputs the final columns in order.
 		for _, c := range final {
-			need = append(need, c.GetName())
+			need = append(need, c.Name)
 		}
 		rev = append(rev, nil) // placeholder: no post
 	} else {
 		rev = append(rev, x.selectOp("post", final, false, nil))
 		var refs []string
 		for _, c := range final {
-			refs = columnRefs(c.GetExpr(), refs)
+			refs = columnRefs(c.Expr, refs)
 		}
 		need = x.canon(toSet(refs))
 	}
@@ -279,16 +274,16 @@ func (x *expander) selectOps(final []*planpb.NamedExpr) []*Operator {
 			need = out
 			continue
 		}
-		cols := make([]*planpb.NamedExpr, len(out))
+		cols := make([]*NamedExpr, len(out))
 		reads := map[string]bool{}
 		for i, c := range out {
 			if t := findTemp(st.temps, c); t != nil {
 				cols[i] = t
-				for _, r := range columnRefs(t.GetExpr(), nil) {
+				for _, r := range columnRefs(t.Expr, nil) {
 					reads[r] = true
 				}
 			} else {
-				cols[i] = &planpb.NamedExpr{Name: c, Expr: columnExpr(c)}
+				cols[i] = &NamedExpr{Name: c, Expr: columnExpr(c)}
 				reads[c] = true
 			}
 		}
@@ -300,7 +295,7 @@ func (x *expander) selectOps(final []*planpb.NamedExpr) []*Operator {
 
 // filterOps builds a filter's operators backwards: each operator keeps its
 // input's columns and drops the temporary ones nothing after it reads.
-func (x *expander) filterOps(pred *planpb.Expr) []*Operator {
+func (x *expander) filterOps(pred Expr) []*Operator {
 	need := map[string]bool{}
 	for _, c := range columnRefs(pred, nil) {
 		if x.created[c] {
@@ -342,7 +337,7 @@ func (x *expander) filterOps(pred *planpb.Expr) []*Operator {
 		}
 		reads := maps.Clone(kept)
 		for _, t := range st.temps {
-			for _, r := range columnRefs(t.GetExpr(), nil) {
+			for _, r := range columnRefs(t.Expr, nil) {
 				if x.created[r] {
 					reads[r] = true
 				}
@@ -389,7 +384,7 @@ func (x *expander) udfOp(k int, output []string, keepInput bool) (*Operator, []s
 		Role:            fmt.Sprintf("udf-%d", k),
 		Name:            strings.Join(names, "+"),
 		Kind:            KindUDF,
-		NodeID:          int(x.info.node.GetId()),
+		NodeID:          x.info.node.ID,
 		Parallelism:     x.info.parallelism,
 		ParallelismFrom: x.info.parallelismFrom,
 		UDF:             chain,
@@ -404,16 +399,16 @@ func (x *expander) udfOp(k int, output []string, keepInput bool) (*Operator, []s
 }
 
 // selectOp builds a select the planner adds.
-func (x *expander) selectOp(role string, cols []*planpb.NamedExpr, keepInput bool, drop []string) *Operator {
+func (x *expander) selectOp(role string, cols []*NamedExpr, keepInput bool, drop []string) *Operator {
 	op := x.helper(role, KindSelect)
-	op.Node.Kind = &planpb.Node_Select{Select: &planpb.Select{Columns: cols}}
+	op.Node.Kind, op.Node.Select = KindSelect, &Select{Columns: cols}
 	op.KeepInput, op.DropColumns = keepInput, drop
 	return op
 }
 
-func (x *expander) filterOp(pred *planpb.Expr) *Operator {
+func (x *expander) filterOp(pred Expr) *Operator {
 	op := x.helper("filter", KindFilter)
-	op.Node.Kind = &planpb.Node_Filter{Filter: &planpb.Filter{Predicate: pred}}
+	op.Node.Kind, op.Node.Filter = KindFilter, &Filter{Predicate: pred}
 	return op
 }
 
@@ -421,10 +416,10 @@ func (x *expander) helper(role string, kind Kind) *Operator {
 	uid, name := x.info.uid+"/"+role, x.info.name+"/"+role
 	return &Operator{
 		UID: uid, Name: name, Kind: kind, Role: role,
-		NodeID:          int(x.info.node.GetId()),
+		NodeID:          x.info.node.ID,
 		Parallelism:     x.info.parallelism,
 		ParallelismFrom: x.info.parallelismFrom,
-		Node:            &planpb.Node{Id: x.info.node.GetId(), Uid: uid, Name: name},
+		Node:            &Node{ID: x.info.node.ID, UID: uid, Name: name},
 	}
 }
 
@@ -445,16 +440,16 @@ func finish(rev []*Operator, info nodeInfo) []*Operator {
 		}
 	}
 	last := ops[len(ops)-1]
-	last.OutputSchema = info.node.GetOutputSchema()
+	last.OutputSchema = info.node.OutputSchema
 	if last.Node != nil {
 		last.Node.OutputSchema = last.OutputSchema
 	}
 	return ops
 }
 
-func findTemp(temps []*planpb.NamedExpr, name string) *planpb.NamedExpr {
+func findTemp(temps []*NamedExpr, name string) *NamedExpr {
 	for _, t := range temps {
-		if t.GetName() == name {
+		if t.Name == name {
 			return t
 		}
 	}

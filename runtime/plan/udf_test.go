@@ -26,18 +26,18 @@ func summary(o *Operator) string {
 	switch {
 	case o.Kind == KindUDF:
 		s += fmt.Sprintf(": %s | in %s | out %s", udfCalls(o), strings.Join(o.UDF.InputColumns, ","), strings.Join(o.UDF.OutputColumns, ","))
-	case o.Kind == KindSelect && len(o.Node.GetSelect().GetColumns()) > 0:
+	case o.Kind == KindSelect && len(o.Node.Select.Columns) > 0:
 		var cols []string
-		for _, c := range o.Node.GetSelect().GetColumns() {
-			if c.GetExpr().GetColumn() == c.GetName() {
-				cols = append(cols, c.GetName())
+		for _, c := range o.Node.Select.Columns {
+			if ColumnName(c.Expr) == c.Name {
+				cols = append(cols, c.Name)
 			} else {
-				cols = append(cols, c.GetName()+"="+formatExpr(c.GetExpr()))
+				cols = append(cols, c.Name+"="+formatExpr(c.Expr))
 			}
 		}
 		s += ": " + strings.Join(cols, ", ")
 	case o.Kind == KindFilter:
-		s += ": where " + formatExpr(o.Node.GetFilter().GetPredicate())
+		s += ": where " + formatExpr(o.Node.Filter.Predicate)
 	}
 	return strings.ReplaceAll(s, reservedPrefix+"tmp_", "$")
 }
@@ -170,7 +170,7 @@ func TestSelectWithUDFs(t *testing.T) {
 func TestSelectWithoutUDFsIsOneOperator(t *testing.T) {
 	n := selectNode(2, "sel", from(1), []*planpb.NamedExpr{as("y", fn("add", col("x"), lit(1)))})
 	_, ops := nodeOps(t, n, nil)
-	if len(ops) != 1 || ops[0].Node != n || ops[0].Role != "" || ops[0].UID != "select-2" {
+	if len(ops) != 1 || ops[0].Node.ID != int(n.GetId()) || ops[0].Node.UID != n.GetUid() || ops[0].Role != "" || ops[0].UID != "select-2" {
 		t.Fatalf("operators %v", summaries(ops))
 	}
 }
@@ -247,7 +247,7 @@ func TestConcurrencyChangesParallelism(t *testing.T) {
 	}
 	wantContains(t, g.Changes[2].Reason, `forward edge from udf "f" (p=2) to udf "g" (p=4)`)
 	for _, c := range g.Changes {
-		if c.To != planpb.Partitioning_REBALANCE {
+		if c.To != PartitionRebalance {
 			t.Fatalf("change %+v", c)
 		}
 	}
@@ -299,7 +299,7 @@ func TestFilterWithUDF(t *testing.T) {
 	t.Run("without UDF", func(t *testing.T) {
 		n := filterNode(2, "flt", from(1), fn("greater", col("x"), lit(1)))
 		_, ops := nodeOps(t, n, nil)
-		if len(ops) != 1 || ops[0].Node != n || ops[0].KeepInput {
+		if len(ops) != 1 || ops[0].Node.ID != int(n.GetId()) || ops[0].Node.UID != n.GetUid() || ops[0].KeepInput {
 			t.Fatalf("operators %v", summaries(ops))
 		}
 	})

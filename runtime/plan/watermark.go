@@ -1,7 +1,5 @@
 package plan
 
-import "github.com/flinkgo/flinkgo/runtime/proto/planpb"
-
 // Roles of the operators with_watermark becomes (Operator.Role).
 const (
 	RoleExtractTimestamp = "extract-timestamp"
@@ -22,36 +20,36 @@ const (
 func watermarkOps(info nodeInfo, s settings) []*Operator {
 	n := info.node
 	var ops []*Operator
-	if ext := n.GetWatermarkAssigner().GetTimeExtractor(); ext != nil {
+	if ext := n.WatermarkAssigner.TimeExtractor; ext != nil {
 		x := info
 		x.uid, x.name = info.uid+"/"+RoleExtractTimestamp, info.name+"/"+RoleExtractTimestamp
 		x.kind = KindSelect
-		x.node = &planpb.Node{Id: n.GetId(), Uid: x.uid, Name: x.name, OutputSchema: n.GetOutputSchema(),
-			Kind: &planpb.Node_Select{Select: ext}}
-		if anyUDF(ext.GetColumns()) {
+		x.node = &Node{ID: n.ID, UID: x.uid, Name: x.name, OutputSchema: n.OutputSchema,
+			Kind: KindSelect, Select: ext}
+		if anyUDF(ext.Columns) {
 			ops = expand(x, s)
 			if len(ops) == 1 {
 				ops[0].UID = x.uid
 			}
 		} else {
 			ops = []*Operator{{
-				UID: x.uid, Name: x.name, Kind: KindSelect, Role: RoleExtractTimestamp, NodeID: int(n.GetId()),
+				UID: x.uid, Name: x.name, Kind: KindSelect, Role: RoleExtractTimestamp, NodeID: n.ID,
 				Parallelism: info.parallelism, ParallelismFrom: info.parallelismFrom,
-				Node: x.node, OutputSchema: n.GetOutputSchema(),
+				Node: x.node, OutputSchema: n.OutputSchema,
 			}}
 		}
 	}
 	return append(ops, &Operator{
 		UID: info.uid + "/" + RoleWatermarks, Name: info.name + "/" + RoleWatermarks,
-		Kind: KindWatermarkAssigner, Role: RoleWatermarks, NodeID: int(n.GetId()),
+		Kind: KindWatermarkAssigner, Role: RoleWatermarks, NodeID: n.ID,
 		Parallelism: info.parallelism, ParallelismFrom: info.parallelismFrom,
-		Node: n, OutputSchema: n.GetOutputSchema(),
+		Node: n, OutputSchema: n.OutputSchema,
 	})
 }
 
-func anyUDF(cols []*planpb.NamedExpr) bool {
+func anyUDF(cols []*NamedExpr) bool {
 	for _, c := range cols {
-		if hasUDF(c.GetExpr()) {
+		if hasUDF(c.Expr) {
 			return true
 		}
 	}

@@ -215,6 +215,8 @@ func (s *Server) planWithReplan(jp *planpb.JobPlan) (*plan.Graph, func(map[strin
 	if err := config.Known().Validate(jp.GetConfig()); err != nil {
 		return nil, nil, err
 	}
+	// Paths and endpoints are the connectors' and the config's: checked on
+	// the wire form, before anything is decoded or planned.
 	if err := localPaths(jp); err != nil {
 		return nil, nil, err
 	}
@@ -224,20 +226,26 @@ func (s *Server) planWithReplan(jp *planpb.JobPlan) (*plan.Graph, func(map[strin
 	if err := s.checkEndpoints(jp); err != nil {
 		return nil, nil, err
 	}
-	opts, err := job.PlanOptions(jp)
+	// The plan enters the runtime here: decoded (and validated) once;
+	// everything below works on the model.
+	model, err := plan.Decode(jp)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts, err := job.PlanOptions(model)
 	if err != nil {
 		return nil, nil, err
 	}
 	// A client reads collected rows when the job ends.
 	opts.CollectMustEnd = true
-	g, err := plan.Plan(jp, opts)
+	g, err := plan.Plan(model, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	replan := func(parallelism map[string]int) (*plan.Graph, error) {
 		o := opts
 		o.Parallelism, o.RestoredMaxParallelism = parallelism, g.MaxParallelism
-		return plan.Plan(jp, o)
+		return plan.Plan(model, o)
 	}
 	return g, replan, nil
 }

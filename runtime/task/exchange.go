@@ -12,7 +12,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/partition"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/watermark"
 )
 
@@ -136,21 +135,21 @@ func (outs outputs) send(ctx context.Context, m message) error {
 }
 
 // partitionKind maps the plan's partitioning to a partitioner.
-func partitionKind(k planpb.Partitioning_Kind) (partition.Kind, error) {
+func partitionKind(k plan.Partitioning) (partition.Kind, error) {
 	switch k {
-	case planpb.Partitioning_FORWARD, planpb.Partitioning_FORWARD_IMPLICIT:
+	case plan.PartitionForward, plan.PartitionUnset:
 		return partition.Forward, nil
-	case planpb.Partitioning_REBALANCE:
+	case plan.PartitionRebalance:
 		return partition.Rebalance, nil
-	case planpb.Partitioning_RESCALE:
+	case plan.PartitionRescale:
 		return partition.Rescale, nil
-	case planpb.Partitioning_SHUFFLE:
+	case plan.PartitionShuffle:
 		return partition.Shuffle, nil
-	case planpb.Partitioning_BROADCAST:
+	case plan.PartitionBroadcast:
 		return partition.Broadcast, nil
-	case planpb.Partitioning_GLOBAL:
+	case plan.PartitionGlobal:
 		return partition.Global, nil
-	case planpb.Partitioning_HASH:
+	case plan.PartitionHash:
 		return partition.Hash, nil
 	}
 	return 0, fmt.Errorf("unknown partitioning %s", k)
