@@ -52,6 +52,9 @@ const (
 	// Options.BundleTime.
 	ConfigBundleSize = "python.fn-execution.bundle.size"
 	ConfigBundleTime = "python.fn-execution.bundle.time"
+	// ConfigBatchSize is the rows per batch sent to a Python worker when
+	// no fused UDF sets batch_size (read by the planner).
+	ConfigBatchSize = "python.fn-execution.arrow.batch.size"
 	// ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle: how long, and how
 	// many, Python workers a job leaves idle for later jobs of a runtime
 	// that reuses workers (pluginrunner.Pool).

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,4 +183,24 @@ func TestParseConfigTakesEveryDefaultFromTheRegistry(t *testing.T) {
 			t.Errorf("%s: parsed %v, want the registry's default %v", check.name, check.got, check.want)
 		}
 	}
+}
+
+// Package bundle and the planner take their batch and bundle defaults
+// from the registry through DefaultInt and DefaultDuration.
+func TestTypedDefaultsReadTheRegistry(t *testing.T) {
+	for _, name := range []string{ConfigBatchSize, ConfigBundleSize, ConfigWorkerMaxIdle} {
+		k, _ := Known().Lookup(name)
+		if got := DefaultInt(name); strconv.Itoa(got) != k.Default {
+			t.Errorf("DefaultInt(%s) = %d, the registry says %s", name, got, k.Default)
+		}
+	}
+	if got, want := DefaultDuration(ConfigBundleTime), time.Second; got != want {
+		t.Errorf("DefaultDuration(%s) = %v, want %v", ConfigBundleTime, got, want)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "not registered") {
+			t.Errorf("DefaultInt of an unregistered key: %v, want a panic naming it", r)
+		}
+	}()
+	DefaultInt("python.fn-execution.bundle.sise")
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/flinkgo/flinkgo/bundle"
 	"github.com/flinkgo/flinkgo/internal/keygroup"
+	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -52,9 +52,9 @@ const (
 )
 
 // DefaultBatchSize is the rows per batch sent to Python when neither a UDF
-// nor the plan sets one (python.fn-execution.arrow.batch.size): bundle's,
-// the one default, which says why it is not PyFlink's.
-const DefaultBatchSize = bundle.DefaultBatchSize
+// nor the plan sets one (python.fn-execution.arrow.batch.size): the config
+// registry's, the one place the default is written.
+var DefaultBatchSize = config.DefaultInt(config.ConfigBatchSize)
 
 // Options tune planning. A zero field takes its default; the caller's
 // struct is never modified.
