@@ -62,6 +62,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	go vet ./...
+	go run ./scripts/archcheck
 	$(VENV)/bin/ruff check python examples
 	$(VENV)/bin/ruff format --check python examples
 	cd python && ../$(VENV)/bin/mypy

@@ -6,24 +6,25 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flinkgo/flinkgo/runtime/config"
 )
 
 // Defaults of the options PyFlink names python.fn-execution.arrow.batch.size,
-// .bundle.size and .bundle.time, but not PyFlink's values: PyFlink 2.x sends
-// 1 000-row batches in 1 000-row bundles, which suits its Beam runner; here
-// every batch costs a round trip of a fixed 0.2-1 ms to the worker, so
-// 10 000-row batches in 100 000-row bundles keep that cost well below the
-// UDF's own. DefaultBatchSize is the one default batch size: the planner
+// .bundle.size and .bundle.time: the config registry's (runtime/config),
+// the one place they are written, and which says why they are not
+// PyFlink's. DefaultBatchSize is the one default batch size: the planner
 // (runtime/plan) gives it to every UDF operator whose UDFs and plan set
 // none.
-const (
-	DefaultBatchSize  = 10000
-	DefaultBundleSize = 100000
-	DefaultBundleTime = time.Second
-	// DefaultMaxBatchBytes leaves a tenth of grpcio's 16 MiB message limit,
-	// as configured on both sides, for framing.
-	DefaultMaxBatchBytes = 16 << 20 * 9 / 10
+var (
+	DefaultBatchSize  = config.DefaultInt(config.ConfigBatchSize)
+	DefaultBundleSize = config.DefaultInt(config.ConfigBundleSize)
+	DefaultBundleTime = config.DefaultDuration(config.ConfigBundleTime)
 )
+
+// DefaultMaxBatchBytes leaves a tenth of grpcio's 16 MiB message limit, as
+// configured on both sides, for framing.
+const DefaultMaxBatchBytes = 16 << 20 * 9 / 10
 
 // Options configure an Operator. A zero field takes its default; a negative
 // one is an error.
@@ -36,10 +37,10 @@ type Options struct {
 	// DefaultBatchSize.
 	BatchSize int
 	// BundleSize is the number of rows after which a bundle finishes.
-	// Default 100000.
+	// Default DefaultBundleSize.
 	BundleSize int
 	// BundleTime is how long after its first row a bundle finishes.
-	// Default 1s.
+	// Default DefaultBundleTime.
 	BundleTime time.Duration
 	// MaxBatchBytes caps the estimated size of one batch. Default
 	// DefaultMaxBatchBytes.

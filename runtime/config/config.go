@@ -52,6 +52,9 @@ const (
 	// Options.BundleTime.
 	ConfigBundleSize = "python.fn-execution.bundle.size"
 	ConfigBundleTime = "python.fn-execution.bundle.time"
+	// ConfigBatchSize is the rows per batch sent to a Python worker when
+	// no fused UDF sets batch_size (read by the planner).
+	ConfigBatchSize = "python.fn-execution.arrow.batch.size"
 	// ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle: how long, and how
 	// many, Python workers a job leaves idle for later jobs of a runtime
 	// that reuses workers (pluginrunner.Pool).
@@ -78,12 +81,6 @@ const (
 	// ConfigExceptionHistorySize bounds how many failures a job keeps for
 	// its exception history (Flink's key of the same name). Default 16.
 	ConfigExceptionHistorySize = "web.exception-history-size"
-)
-
-// Defaults of ConfigWorkerIdleTimeout and ConfigWorkerMaxIdle.
-const (
-	DefaultWorkerIdleTimeout = time.Minute
-	DefaultWorkerMaxIdle     = 8
 )
 
 // Values of ConfigCheckpointRetention, as Flink's.
@@ -226,9 +223,15 @@ type runtimeConfig struct {
 // (an unknown key fails the job) and reads the runtime's keys, reporting
 // every problem in one error.
 func parseConfig(cfg map[string]string) (runtimeConfig, error) {
-	p := configParser{cfg: cfg}
+	return parseConfigWith(Known(), cfg)
+}
+
+// parseConfigWith is parseConfig against registry known, whose defaults
+// the values the config does not set take.
+func parseConfigWith(known Registry, cfg map[string]string) (runtimeConfig, error) {
+	p := configParser{cfg: cfg, known: known}
 	var invalid *Error
-	if err := Known().Validate(cfg); err != nil {
+	if err := known.Validate(cfg); err != nil {
 		if !errors.As(err, &invalid) {
 			return runtimeConfig{}, fmt.Errorf("config: %w", err)
 		}
@@ -239,24 +242,24 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	}
 	var c runtimeConfig
 	cp := &c.checkpoint
-	cp.Interval = p.duration(ConfigCheckpointInterval, 0)
-	cp.Dir = p.str(ConfigCheckpointDir, "")
-	cp.Retained = p.integer(ConfigCheckpointsRetained, 1, 1)
-	cp.Timeout = p.duration(ConfigCheckpointTimeout, 10*time.Minute)
-	cp.TolerableFailures = p.integer(ConfigTolerableFailures, 0, 0)
-	switch v := strings.ToUpper(p.str(ConfigCheckpointRetention, DeleteOnCancellation)); v {
+	cp.Interval = p.duration(ConfigCheckpointInterval)
+	cp.Dir = p.str(ConfigCheckpointDir)
+	cp.Retained = p.integer(ConfigCheckpointsRetained, 1)
+	cp.Timeout = p.duration(ConfigCheckpointTimeout)
+	cp.TolerableFailures = p.integer(ConfigTolerableFailures, 0)
+	switch v := strings.ToUpper(p.str(ConfigCheckpointRetention)); v {
 	case RetainOnCancellation, DeleteOnCancellation:
 		cp.RetainOnCancel = v == RetainOnCancellation
 	default:
 		p.problem(ConfigCheckpointRetention, "must be %s or %s", RetainOnCancellation, DeleteOnCancellation)
 	}
-	cp.CreateDirsOnFirstCheckpoint = p.boolean(ConfigCreateDirsOnCheckpoint, false)
-	cp.SavepointDir = p.str(ConfigSavepointDir, "")
-	cp.Unaligned = p.boolean(ConfigUnalignedCheckpoints, false)
+	cp.CreateDirsOnFirstCheckpoint = p.boolean(ConfigCreateDirsOnCheckpoint)
+	cp.SavepointDir = p.str(ConfigSavepointDir)
+	cp.Unaligned = p.boolean(ConfigUnalignedCheckpoints)
 	cp.S3 = S3Options{
-		Endpoint: p.str(ConfigS3Endpoint, ""), Region: p.str(ConfigS3Region, ""),
-		AccessKey: p.str(ConfigS3AccessKey, ""), SecretKey: p.str(ConfigS3SecretKey, ""),
-		PathStyle: p.boolean(ConfigS3PathStyle, false), InstanceMetadata: p.boolean(ConfigS3InstanceMetadata, false),
+		Endpoint: p.str(ConfigS3Endpoint), Region: p.str(ConfigS3Region),
+		AccessKey: p.str(ConfigS3AccessKey), SecretKey: p.str(ConfigS3SecretKey),
+		PathStyle: p.boolean(ConfigS3PathStyle), InstanceMetadata: p.boolean(ConfigS3InstanceMetadata),
 	}
 	for _, k := range []string{ConfigS3Endpoint, ConfigS3Region, ConfigS3AccessKey, ConfigS3SecretKey, ConfigS3PathStyle, ConfigS3InstanceMetadata} {
 		if _, ok := p.cfg[k]; ok {
@@ -273,44 +276,48 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 		p.problems = append(p.problems, fmt.Sprintf("%s must not be negative and %s must be positive", ConfigCheckpointInterval, ConfigCheckpointTimeout))
 	}
 
-	c.updateInterval = p.duration(ConfigUpdateInterval, time.Second)
+	c.updateInterval = p.duration(ConfigUpdateInterval)
 	if c.updateInterval <= 0 {
 		p.problem(ConfigUpdateInterval, "must be positive")
-		c.updateInterval = time.Second
+		c.updateInterval = p.registryDuration(ConfigUpdateInterval)
 	}
-	c.stateTTL = p.duration(ConfigStateTTL, 0)
+	c.stateTTL = p.duration(ConfigStateTTL)
 	if c.stateTTL < 0 {
 		p.problem(ConfigStateTTL, "must not be negative")
-		c.stateTTL = 0
+		c.stateTTL = p.registryDuration(ConfigStateTTL)
 	}
-	c.watermarkInterval = p.duration(ConfigAutoWatermarkInterval, 200*time.Millisecond)
+	c.watermarkInterval = p.duration(ConfigAutoWatermarkInterval)
 	if c.watermarkInterval <= 0 {
 		p.problem(ConfigAutoWatermarkInterval, "must be positive")
-		c.watermarkInterval = 200 * time.Millisecond
+		c.watermarkInterval = p.registryDuration(ConfigAutoWatermarkInterval)
 	}
-	c.bundleSize = p.integer(ConfigBundleSize, 0, 1)
-	c.bundleTime = p.duration(ConfigBundleTime, 0)
-	c.workerIdleTimeout = p.duration(ConfigWorkerIdleTimeout, DefaultWorkerIdleTimeout)
+	if p.isSet(ConfigBundleSize) {
+		c.bundleSize = p.integer(ConfigBundleSize, 1)
+	}
+	if p.isSet(ConfigBundleTime) {
+		c.bundleTime = p.duration(ConfigBundleTime)
+	}
+	c.workerIdleTimeout = p.duration(ConfigWorkerIdleTimeout)
 	if c.workerIdleTimeout < 0 {
 		p.problem(ConfigWorkerIdleTimeout, "must not be negative")
 	}
-	c.workerMaxIdle = p.integer(ConfigWorkerMaxIdle, DefaultWorkerMaxIdle, 0)
-	c.rescale.Cooldown = p.duration(ConfigRescaleCooldown, 30*time.Second)
+	c.workerMaxIdle = p.integer(ConfigWorkerMaxIdle, 0)
+	c.rescale.Cooldown = p.duration(ConfigRescaleCooldown)
 	if c.rescale.Cooldown < 0 {
 		p.problem(ConfigRescaleCooldown, "must not be negative")
 	}
-	c.rescale.MaxCheckpointFailures = p.integer(ConfigRescaleMaxCheckpointFailures, 2, 1)
+	c.rescale.MaxCheckpointFailures = p.integer(ConfigRescaleMaxCheckpointFailures, 1)
 	as := &c.autoscaler
-	as.Enabled = p.boolean(ConfigAutoscalerEnabled, false)
-	as.Target = p.float(ConfigAutoscalerTarget, 0.7, 0)
+	as.Enabled = p.boolean(ConfigAutoscalerEnabled)
+	as.Target = p.float(ConfigAutoscalerTarget, 0)
 	if as.Target <= 0 || as.Target > 1 {
 		p.problem(ConfigAutoscalerTarget, "must be above 0 and at most 1")
 	}
-	as.Boundary = p.float(ConfigAutoscalerBoundary, 0.3, 0)
-	as.Stabilization = p.duration(ConfigAutoscalerStabilization, 5*time.Minute)
-	as.MetricsWindow = p.duration(ConfigAutoscalerMetricsWindow, 15*time.Minute)
-	as.ScaleDownInterval = p.duration(ConfigAutoscalerScaleDownInterval, time.Hour)
-	as.CatchUpDuration = p.duration(ConfigAutoscalerCatchUpDuration, 5*time.Minute)
+	as.Boundary = p.float(ConfigAutoscalerBoundary, 0)
+	as.Stabilization = p.duration(ConfigAutoscalerStabilization)
+	as.MetricsWindow = p.duration(ConfigAutoscalerMetricsWindow)
+	as.ScaleDownInterval = p.duration(ConfigAutoscalerScaleDownInterval)
+	as.CatchUpDuration = p.duration(ConfigAutoscalerCatchUpDuration)
 	if as.Stabilization < 0 || as.ScaleDownInterval < 0 || as.CatchUpDuration < 0 {
 		p.problems = append(p.problems, fmt.Sprintf("%s, %s and %s must not be negative", ConfigAutoscalerStabilization, ConfigAutoscalerScaleDownInterval, ConfigAutoscalerCatchUpDuration))
 	}
@@ -320,39 +327,38 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	if as.MetricsWindow < time.Second {
 		p.problem(ConfigAutoscalerMetricsWindow, "must be at least 1 s (the autoscaler samples once a second)")
 	}
-	c.workerTransport = strings.ToLower(p.str(ConfigWorkerTransport, ""))
+	c.workerTransport = strings.ToLower(p.str(ConfigWorkerTransport))
 	switch c.workerTransport {
 	case "", "shared-memory", "unix-socket", "grpc-stream":
 	default:
 		p.problem(ConfigWorkerTransport, "must be shared-memory, unix-socket or grpc-stream")
 		c.workerTransport = ""
 	}
-	c.exceptionHistorySize = p.integer(ConfigExceptionHistorySize, 16, 1)
-	c.restore.Path = p.str(ConfigRestorePath, "")
-	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState, false)
+	c.exceptionHistorySize = p.integer(ConfigExceptionHistorySize, 1)
+	c.restore.Path = p.str(ConfigRestorePath)
+	c.restore.IgnoreUnclaimedState = p.boolean(ConfigIgnoreUnclaimedState)
 
-	// Flink's default: no restarts without checkpointing, else
-	// exponential-delay.
-	def := "none"
-	if cp.Interval > 0 {
-		def = "exponential-delay"
-	}
+	// Flink's default: no restarts without checkpointing (the registry's
+	// default), else exponential-delay.
 	r := &c.restart
-	r.Strategy = strings.ToLower(p.str(ConfigRestartStrategy, def))
+	r.Strategy = strings.ToLower(p.str(ConfigRestartStrategy))
+	if cp.Interval > 0 && strings.TrimSpace(p.cfg[ConfigRestartStrategy]) == "" {
+		r.Strategy = "exponential-delay"
+	}
 	switch r.Strategy {
 	case "none", "disable", "off":
 		r.Strategy = "none"
 	case "fixed-delay", "fixeddelay":
 		r.Strategy = "fixed-delay"
-		r.Attempts = p.integer(ConfigFixedDelayAttempts, 1, 0)
-		r.Delay = p.duration(ConfigFixedDelay, time.Second)
+		r.Attempts = p.integer(ConfigFixedDelayAttempts, 0)
+		r.Delay = p.duration(ConfigFixedDelay)
 		r.Multiplier, r.MaxBackoff = 1, r.Delay
 	case "exponential-delay", "exponentialdelay":
 		r.Strategy = "exponential-delay"
-		r.Attempts = p.integer(ConfigExponentialAttempts, 10, 0)
-		r.Delay = p.duration(ConfigExponentialInitialBackoff, time.Second)
-		r.MaxBackoff = p.duration(ConfigExponentialMaxBackoff, time.Minute)
-		r.Multiplier = p.float(ConfigExponentialMultiplier, 1.5, 1)
+		r.Attempts = p.integer(ConfigExponentialAttempts, 0)
+		r.Delay = p.duration(ConfigExponentialInitialBackoff)
+		r.MaxBackoff = p.duration(ConfigExponentialMaxBackoff)
+		r.Multiplier = p.float(ConfigExponentialMultiplier, 1)
 	default:
 		p.problem(ConfigRestartStrategy, "must be none, fixed-delay or exponential-delay")
 	}
@@ -370,9 +376,12 @@ func parseConfig(cfg map[string]string) (runtimeConfig, error) {
 	return c, invalid
 }
 
-// configParser reads typed values and collects every problem.
+// configParser reads typed values and collects every problem. A key the
+// config does not set takes its registry default (Key.Default): the one
+// place a default is written.
 type configParser struct {
 	cfg      map[string]string
+	known    Registry
 	problems []string
 	// reported are the keys the registry found wrong, whose problems are
 	// not reported twice.
@@ -386,14 +395,52 @@ func (p *configParser) problem(key, format string, args ...any) {
 	p.problems = append(p.problems, fmt.Sprintf("%s=%q: ", key, p.cfg[key])+fmt.Sprintf(format, args...))
 }
 
-func (p *configParser) str(key, def string) string {
+// registryDefault is key's default in the registry. Reading a key that is
+// not registered is a bug of the runtime, which parsing an empty config
+// and each restart strategy's shows (TestParseConfigDefaultsAreTheRegistrys).
+func (p *configParser) registryDefault(key string) string {
+	k, ok := p.known.Lookup(key)
+	if !ok {
+		panic(fmt.Sprintf("config: key %s is read but not registered", key))
+	}
+	return k.Default
+}
+
+// registryDuration is key's default as a duration; a default the registry
+// cannot parse is a bug its tests catch (TestEveryKeyIsDescribedAndItsDefaultIsValid).
+func (p *configParser) registryDuration(key string) time.Duration {
+	def := p.registryDefault(key)
+	if def == "" {
+		return 0
+	}
+	d, err := ParseDuration(def)
+	if err != nil {
+		panic(fmt.Sprintf("config: the default of %s: %v", key, err))
+	}
+	return d
+}
+
+// isSet reports whether the config gives key a value.
+func (p *configParser) isSet(key string) bool {
+	_, ok := p.cfg[key]
+	return ok
+}
+
+func (p *configParser) str(key string) string {
 	if v, ok := p.cfg[key]; ok && strings.TrimSpace(v) != "" {
 		return strings.TrimSpace(v)
 	}
-	return def
+	return p.registryDefault(key)
 }
 
-func (p *configParser) integer(key string, def, least int) int {
+func (p *configParser) integer(key string, least int) int {
+	def := 0
+	if d := p.registryDefault(key); d != "" {
+		var err error
+		if def, err = strconv.Atoi(d); err != nil {
+			panic(fmt.Sprintf("config: the default of %s: %v", key, err))
+		}
+	}
 	v, ok := p.cfg[key]
 	if !ok {
 		return def
@@ -406,7 +453,14 @@ func (p *configParser) integer(key string, def, least int) int {
 	return n
 }
 
-func (p *configParser) float(key string, def, least float64) float64 {
+func (p *configParser) float(key string, least float64) float64 {
+	def := 0.0
+	if d := p.registryDefault(key); d != "" {
+		var err error
+		if def, err = strconv.ParseFloat(d, 64); err != nil {
+			panic(fmt.Sprintf("config: the default of %s: %v", key, err))
+		}
+	}
 	v, ok := p.cfg[key]
 	if !ok {
 		return def
@@ -419,7 +473,8 @@ func (p *configParser) float(key string, def, least float64) float64 {
 	return f
 }
 
-func (p *configParser) boolean(key string, def bool) bool {
+func (p *configParser) boolean(key string) bool {
+	def := p.registryDefault(key) == "true"
 	v, ok := p.cfg[key]
 	if !ok {
 		return def
@@ -434,7 +489,8 @@ func (p *configParser) boolean(key string, def bool) bool {
 
 // duration reads Flink's duration syntax: a number of milliseconds, or a
 // number with a unit (ms, s, min, h, d; "10 s", "10s"), or a Go duration.
-func (p *configParser) duration(key string, def time.Duration) time.Duration {
+func (p *configParser) duration(key string) time.Duration {
+	def := p.registryDuration(key)
 	v, ok := p.cfg[key]
 	if !ok {
 		return def

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,4 +125,82 @@ func TestBundleKeysAreParsed(t *testing.T) {
 	if unset.BundleSize != 0 || unset.BundleTime != 0 {
 		t.Errorf("unset keys gave bundle %d %v, want 0 0", unset.BundleSize, unset.BundleTime)
 	}
+}
+
+// The parser writes no default of its own: a registry whose defaults
+// differ gives a config without those keys the registry's values. (The
+// parser once repeated each default beside the registry's, kept equal only
+// by the test above.)
+func TestParseConfigTakesEveryDefaultFromTheRegistry(t *testing.T) {
+	changed := map[string]string{
+		ConfigCheckpointTimeout:           "7 min",
+		ConfigCheckpointsRetained:         "3",
+		ConfigUpdateInterval:              "3 s",
+		ConfigAutoWatermarkInterval:       "50 ms",
+		ConfigWorkerIdleTimeout:           "5 s",
+		ConfigWorkerMaxIdle:               "2",
+		ConfigRescaleCooldown:             "1 s",
+		ConfigAutoscalerTarget:            "0.5",
+		ConfigAutoscalerMetricsWindow:     "2 min",
+		ConfigExceptionHistorySize:        "4",
+		ConfigUnalignedCheckpoints:        "true",
+		ConfigExponentialMultiplier:       "2",
+		ConfigRestartStrategy:             "exponential-delay",
+		ConfigExponentialInitialBackoff:   "2 s",
+		ConfigAutoscalerScaleDownInterval: "2 h",
+	}
+	keys := Known().Keys()
+	for i, k := range keys {
+		if d, ok := changed[k.Name]; ok {
+			keys[i].Default = d
+		}
+	}
+	c, err := parseConfigWith(newRegistry(keys), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, check := range []struct {
+		name      string
+		got, want any
+	}{
+		{ConfigCheckpointTimeout, c.checkpoint.Timeout, 7 * time.Minute},
+		{ConfigCheckpointsRetained, c.checkpoint.Retained, 3},
+		{ConfigUpdateInterval, c.updateInterval, 3 * time.Second},
+		{ConfigAutoWatermarkInterval, c.watermarkInterval, 50 * time.Millisecond},
+		{ConfigWorkerIdleTimeout, c.workerIdleTimeout, 5 * time.Second},
+		{ConfigWorkerMaxIdle, c.workerMaxIdle, 2},
+		{ConfigRescaleCooldown, c.rescale.Cooldown, time.Second},
+		{ConfigAutoscalerTarget, c.autoscaler.Target, 0.5},
+		{ConfigAutoscalerMetricsWindow, c.autoscaler.MetricsWindow, 2 * time.Minute},
+		{ConfigAutoscalerScaleDownInterval, c.autoscaler.ScaleDownInterval, 2 * time.Hour},
+		{ConfigExceptionHistorySize, c.exceptionHistorySize, 4},
+		{ConfigUnalignedCheckpoints, c.checkpoint.Unaligned, true},
+		{ConfigRestartStrategy, c.restart.Strategy, "exponential-delay"},
+		{ConfigExponentialMultiplier, c.restart.Multiplier, 2.0},
+		{ConfigExponentialInitialBackoff, c.restart.Delay, 2 * time.Second},
+	} {
+		if check.got != check.want {
+			t.Errorf("%s: parsed %v, want the registry's default %v", check.name, check.got, check.want)
+		}
+	}
+}
+
+// Package bundle and the planner take their batch and bundle defaults
+// from the registry through DefaultInt and DefaultDuration.
+func TestTypedDefaultsReadTheRegistry(t *testing.T) {
+	for _, name := range []string{ConfigBatchSize, ConfigBundleSize, ConfigWorkerMaxIdle} {
+		k, _ := Known().Lookup(name)
+		if got := DefaultInt(name); strconv.Itoa(got) != k.Default {
+			t.Errorf("DefaultInt(%s) = %d, the registry says %s", name, got, k.Default)
+		}
+	}
+	if got, want := DefaultDuration(ConfigBundleTime), time.Second; got != want {
+		t.Errorf("DefaultDuration(%s) = %v, want %v", ConfigBundleTime, got, want)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "not registered") {
+			t.Errorf("DefaultInt of an unregistered key: %v, want a panic naming it", r)
+		}
+	}()
+	DefaultInt("python.fn-execution.bundle.sise")
 }

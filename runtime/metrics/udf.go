@@ -68,6 +68,9 @@ func (u *UDF) AddBatch(rows int64) {
 	u.Rows.Add(rows)
 }
 
+// AddInFlight adds n (negative when answered or dropped) to InFlight.
+func (u *UDF) AddInFlight(n int64) { u.InFlight.Add(n) }
+
 // AddAnswered counts an answered batch a worker spent d on.
 func (u *UDF) AddAnswered(d time.Duration) {
 	u.Answered.Add(1)

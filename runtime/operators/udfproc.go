@@ -137,7 +137,8 @@ func newUDFProc(c *operator.Context, opts Options) (*udfProc, error) {
 	ropts.Allocator = c.Allocator
 	ropts.OperatorName = op.Name
 	ropts.Subtask = subtask
-	ropts.Metrics = c.UDFMetrics()
+	udfMetrics := c.UDFMetrics()
+	ropts.Metrics = udfMetrics
 	if !p.batchMap {
 		results, err := resultFields(calls)
 		if err != nil {
@@ -157,7 +158,7 @@ func newUDFProc(c *operator.Context, opts Options) (*udfProc, error) {
 		Workers:  c.Workers.Start(op.UID, subtask, c.Parallelism),
 		New:      func(int) (bridge.Runner, error) { return opts.NewRunner(ropts) },
 		Logger:   c.Logger,
-		OnRetire: ropts.Metrics.WorkerRetired,
+		OnRetire: udfMetrics.WorkerRetired,
 	})
 	if err != nil {
 		return nil, err

@@ -13,8 +13,7 @@
 // The package only reads the plan and describes a graph. It does not execute
 // anything, start processes or touch Arrow data: it decodes no batch and
 // takes output schemas from the runtime's registry (Options.Schemas) when
-// given one; it imports neither bundle (DefaultBatchSize is the config
-// registry's) nor anything of udf/bridge's runners. Evaluating expressions, checking
+// given one; it imports nothing of bundle or udf/bridge's runners. Evaluating expressions, checking
 // function names and types, and running UDFs belong to the runtime.
 //
 // Decisions taken where Flink and PyFlink are silent (docs/semantics.md

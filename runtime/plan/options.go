@@ -51,22 +51,9 @@ const (
 )
 
 // DefaultBatchSize is the rows per batch sent to Python when neither a UDF
-// nor the plan sets one: the default of python.fn-execution.arrow.batch.size
-// in the config registry, the one place it is written (package bundle says
-// why it is not PyFlink's).
-var DefaultBatchSize = registryInt(ConfigBatchSize)
-
-// registryInt is the default of an integer key of the config registry. A
-// key missing there, or not an integer, is a bug of the registry, which
-// its own tests catch: the package refuses to load.
-func registryInt(name string) int {
-	k, ok := config.Known().Lookup(name)
-	n, err := strconv.Atoi(k.Default)
-	if !ok || err != nil {
-		panic(fmt.Sprintf("plan: the config registry has no integer default for %s (%q)", name, k.Default))
-	}
-	return n
-}
+// nor the plan sets one (python.fn-execution.arrow.batch.size): the config
+// registry's, the one place the default is written.
+var DefaultBatchSize = config.DefaultInt(config.ConfigBatchSize)
 
 // Options tune planning. A zero field takes its default; the caller's
 // struct is never modified.

@@ -29,7 +29,7 @@
 // records and output are debug. Lines are cut at a bound (output.go), so no
 // output grows the runtime's memory. Nothing is logged per batch.
 //
-// Metrics: Options.Metrics (runtime/metrics.UDF) counts the batches and
+// Metrics: Options.Metrics (the runtime gives runtime/metrics.UDF) counts the batches and
 // rows sent, each answered batch's time at the worker (from its send, or
 // from the previous answer when the worker was busy, to its result), the
 // batches in flight and the worker's pid; atomics only per batch.

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/logging"
-	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/udf/bridge/proto/workerpb"
 )
 
@@ -78,8 +77,9 @@ type Options struct {
 	// Metrics receives the runner's counts (batches and rows sent, the
 	// worker's time per batch, batches in flight, the worker's pid for
 	// its memory, workers opened); they outlive the runner, for the
-	// operator subtask's next attempt. Default: counts nobody reads.
-	Metrics *metrics.UDF
+	// operator subtask's next attempt (runtime/metrics.UDF is the
+	// runtime's). Default: counts nobody reads.
+	Metrics Metrics
 
 	// Pool, when set, lends Open an idle worker of the same environment
 	// (Python, Env, MaxMessageBytes) instead of starting one, and takes the
@@ -154,7 +154,7 @@ func (o Options) withDefaults() Options {
 		o.Allocator = memory.DefaultAllocator
 	}
 	if o.Metrics == nil {
-		o.Metrics = metrics.NewUDF()
+		o.Metrics = discardMetrics{}
 	}
 	o.Calls = append([]*workerpb.UdfCall(nil), o.Calls...)
 	o.Env = append([]string(nil), o.Env...)

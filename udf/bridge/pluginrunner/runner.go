@@ -458,7 +458,7 @@ func (r *Runner) Process(ctx context.Context, seq int64, batch arrow.RecordBatch
 	r.mu.Lock()
 	r.mu.pending = append(r.mu.pending, pendingBatch{seq: seq, rows: rows, slot: slot, sent: time.Now()})
 	if r.mu.err == nil { // after a failure failLocked counted the pending out
-		r.opts.Metrics.InFlight.Add(1)
+		r.opts.Metrics.AddInFlight(1)
 	}
 	shared := r.mu.shared
 	r.mu.Unlock()
@@ -736,7 +736,7 @@ func (r *Runner) accept(res *workerpb.BatchResult) error {
 	want := r.mu.pending[0]
 	r.mu.pending = r.mu.pending[1:]
 	if r.mu.err == nil {
-		r.opts.Metrics.InFlight.Add(-1)
+		r.opts.Metrics.AddInFlight(-1)
 	}
 	shared := r.mu.shared
 	r.mu.Unlock()
@@ -889,7 +889,7 @@ func (r *Runner) failLocked(err error) {
 	close(r.failed)
 	// No pending batch will be answered (several runners of a subtask
 	// share the count).
-	r.opts.Metrics.InFlight.Add(-int64(len(r.mu.pending)))
+	r.opts.Metrics.AddInFlight(-int64(len(r.mu.pending)))
 	for id, done := range r.mu.bundles {
 		close(done)
 		delete(r.mu.bundles, id)
