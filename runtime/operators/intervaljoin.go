@@ -170,8 +170,8 @@ func configureIntervalJoin(c *operator.Context) (*intervalJoin, error) {
 		copy(j.lateRows[:], c.LateRows)
 	}
 	how := spec.How
-	j.side[0] = joinSide{name: "left", outer: how == plan.LeftJoin || how == plan.FullJoin, cleanupAfter: max(0, j.upper)}
-	j.side[1] = joinSide{name: "right", outer: how == plan.RightJoin || how == plan.FullJoin, cleanupAfter: max(0, -j.lower)}
+	j.side[0] = joinSide{name: "left", outer: how.OuterLeft(), cleanupAfter: max(0, j.upper)}
+	j.side[1] = joinSide{name: "right", outer: how.OuterRight(), cleanupAfter: max(0, -j.lower)}
 	keyNames := [2][]string{spec.LeftKeys, spec.RightKeys}
 	timeNames := [2]string{spec.LeftTime, spec.RightTime}
 	if len(keyNames[0]) == 0 || len(keyNames[0]) != len(keyNames[1]) {

@@ -149,8 +149,8 @@ func configureEquiJoin(c *operator.Context, opts Options) (*equiJoin, error) {
 	if spec.StateTTLMs > 0 {
 		j.ttl = time.Duration(spec.StateTTLMs) * time.Millisecond
 	}
-	j.side[0] = equiSide{name: "left", outer: how == plan.LeftJoin || how == plan.FullJoin}
-	j.side[1] = equiSide{name: "right", outer: how == plan.RightJoin || how == plan.FullJoin}
+	j.side[0] = equiSide{name: "left", outer: how.OuterLeft()}
+	j.side[1] = equiSide{name: "right", outer: how.OuterRight()}
 	keyNames := [2][]string{spec.LeftKeys, spec.RightKeys}
 	uniqueNames := [2][]string{spec.LeftUniqueKey, spec.RightUniqueKey}
 	if len(keyNames[0]) == 0 || len(keyNames[0]) != len(keyNames[1]) {
