@@ -354,6 +354,9 @@ func (j *Job) run(ctx context.Context, a *attempt) {
 			return
 		}
 		if j.lifecycle.state() != Restarting {
+			if j.lifecycle.state() == Failing {
+				err = j.restarts.exhausted(err)
+			}
 			j.end(ctx, err, Failed, Running, Failing)
 			return
 		}
@@ -400,7 +403,7 @@ func (j *Job) restart(ctx context.Context, cause error) (*attempt, error) {
 		err = fmt.Errorf("job: restarting after %v: %w", cause, err)
 		j.opts.Logger.Warn("job restart failed", "error", err)
 		if !j.restarts.allow() {
-			return nil, err
+			return nil, j.restarts.exhausted(err)
 		}
 		j.recordFailure(newFailure(err, time.Now(), true))
 		cause = err
