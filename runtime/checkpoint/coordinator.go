@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -201,10 +202,16 @@ type CoordinatorConfig struct {
 	// even when Config.Unaligned is set: a rescale restarts from it, and
 	// channel state cannot be rescaled.
 	ForceAligned func() bool
+	// Logger gets each trigger (debug); how a checkpoint ended is logged
+	// by Record's owner (the job), with its stats. Nil: discarded.
+	Logger *slog.Logger
 }
 
 // NewCoordinator returns the coordinator of an attempt of these tasks.
 func NewCoordinator(cfg CoordinatorConfig, tasks []Participant) *Coordinator {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	c := &Coordinator{cfg: cfg, tasks: tasks, acks: make(chan Ack, len(tasks))}
 	for _, t := range tasks {
 		if t.IsSource() {
@@ -337,6 +344,7 @@ func (c *Coordinator) trigger(r *Request) {
 	c.mu.Lock()
 	c.mu.targets[id] = target
 	c.mu.Unlock()
+	c.cfg.Logger.Debug("checkpoint triggered", "checkpoint", id, "savepoint", target.Savepoint, "unaligned", target.Unaligned)
 	for _, t := range c.sources {
 		t.RequestBarrier(id)
 	}
