@@ -105,8 +105,9 @@ func newBackend(opts Options) (*Backend, error) {
 	var id [12]byte
 	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
 	b := &Backend{
-		opts:     opts,
-		log:      logging.OrDiscard(opts.Logger).With("operator", opts.OperatorUID, "subtask", opts.Subtask),
+		opts: opts,
+		// Grouped: the runtime's operator logger names the subtask already.
+		log:      logging.OrDiscard(opts.Logger).With(slog.Group("state", "operator", opts.OperatorUID, "subtask", opts.Subtask)),
 		instance: hex.EncodeToString(id[:]),
 		dbDir:    filepath.Join(opts.Dir, "db"),
 		snapDir:  filepath.Join(opts.Dir, "snapshots"),

@@ -45,12 +45,17 @@ func linkOrCopy(ctx context.Context, src, dst string, copyOnly bool) error {
 // copyFile copies src to dst: into a temporary file next to dst, synced,
 // then renamed to dst, so that dst never holds a partial file. It honors
 // ctx between chunks.
-func copyFile(ctx context.Context, src, dst string) (err error) {
+func copyFile(ctx context.Context, src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	return copyFrom(ctx, in, dst)
+}
+
+// copyFrom copies the open file in to dst as copyFile does.
+func copyFrom(ctx context.Context, in io.Reader, dst string) (err error) {
 	tmp := dst + ".tmp-" + randomHex(6)
 	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {

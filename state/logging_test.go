@@ -72,7 +72,7 @@ func TestPebbleBackgroundErrorIsLogged(t *testing.T) {
 	for _, line := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(line, "pebble background error") {
 			found = true
-			for _, want := range []string{"level=WARN", "injected disk error", `operator=op/agg`, "subtask=0"} {
+			for _, want := range []string{"level=WARN", "injected disk error", `state.operator=op/agg`, "state.subtask=0"} {
 				if !strings.Contains(line, want) {
 					t.Errorf("background error record lacks %q: %s", want, line)
 				}

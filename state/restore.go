@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/internal/objstore"
 	"golang.org/x/sync/errgroup"
 )
@@ -253,7 +254,11 @@ func (b *Backend) copySnapshot(ctx context.Context, base string, h Handle, span 
 }
 
 // materialize links (sstables) or copies (the other files, which Pebble
-// may modify) the files of snapshot h, relative to base, into dir.
+// may modify) the files of snapshot h, relative to base, into dir. Each is
+// opened beneath base, refusing symbolic links and escapes (package
+// beneath), and linked or copied through that open file: the names come
+// from a _metadata a client may have written, so no link in the snapshot
+// may make the server read a file outside it.
 func materialize(ctx context.Context, base string, h Handle, dir string) error {
 	if objstore.IsURL(base) {
 		return materializeRemote(ctx, base, h, dir)
@@ -261,29 +266,54 @@ func materialize(ctx context.Context, base string, h Handle, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	root, err := beneath.OpenRoot(base)
+	if err != nil {
+		return fmt.Errorf("%w: %v: %w", ErrStorage, h, err)
+	}
+	defer root.Close()
 	for _, f := range h.Files {
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
-		src := filepath.Join(base, filepath.FromSlash(f.Path))
-		fi, err := os.Stat(src)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("%w: %v: missing file %s", ErrStorage, h, src)
-		case err != nil:
-			return fmt.Errorf("%w: %v: %w", ErrStorage, h, err)
-		case fi.Size() != f.Size:
-			return fmt.Errorf("%w: %v: file %s has %d bytes, the handle says %d", ErrStorage, h, src, fi.Size(), f.Size)
+		if err := materializeFile(ctx, root, h, f, filepath.Join(dir, f.Name)); err != nil {
+			return err
 		}
-		dst := filepath.Join(dir, f.Name)
-		if immutableFile(f.Name) {
-			err = linkOrCopy(ctx, src, dst, false)
-		} else {
-			err = copyFile(ctx, src, dst)
+	}
+	return nil
+}
+
+// materializeFile links or copies the file f of h, opened beneath root,
+// to dst.
+func materializeFile(ctx context.Context, root *beneath.Root, h Handle, f FileRef, dst string) error {
+	src := filepath.Join(root.Name(), filepath.FromSlash(f.Path))
+	in, err := root.OpenFile(filepath.FromSlash(f.Path), os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %v: missing file %s", ErrStorage, h, src)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v: %w", ErrStorage, h, err)
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %v: %w", ErrStorage, h, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%w: %v: %s is not a regular file", ErrStorage, h, src)
+	case fi.Size() != f.Size:
+		return fmt.Errorf("%w: %v: file %s has %d bytes, the handle says %d", ErrStorage, h, src, fi.Size(), f.Size)
+	}
+	if immutableFile(f.Name) {
+		err = beneath.LinkOpened(in, dst)
+		if errors.Is(err, fs.ErrExist) {
+			err = errExists
 		}
-		if err != nil {
-			return fmt.Errorf("%w: %v: read %s: %w", ErrStorage, h, src, err)
-		}
+	}
+	if !immutableFile(f.Name) || err != nil && !errors.Is(err, errExists) {
+		err = copyFrom(ctx, in, dst)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v: read %s: %w", ErrStorage, h, src, err)
 	}
 	return nil
 }

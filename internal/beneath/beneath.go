@@ -80,6 +80,16 @@ func (d *Dir) Logical(p string) string {
 	return p
 }
 
+// Sub opens the directory rel beneath d as Root.Dir does beneath a root
+// (making it when create), from d's descriptor: a swap of d's name after
+// d was opened cannot move it. A Named d gives a Named directory.
+func (d *Dir) Sub(rel string, create bool) (*Dir, error) {
+	if d.f == nil {
+		return Named(filepath.Join(d.name, rel), create)
+	}
+	return (&Root{name: d.name, fd: int(d.f.Fd())}).Dir(rel, create)
+}
+
 // Close releases the descriptor; Path is invalid after it.
 func (d *Dir) Close() error {
 	if d == nil || d.f == nil {
@@ -220,4 +230,35 @@ func walk(dirfd int, rel string, flag int, mode uint32) (int, error) {
 func isLink(dirfd int, name string) bool {
 	var st unix.Stat_t
 	return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+}
+
+// ShowNames turns the work paths (Path) in err's message back into the
+// directory's name (Name), keeping err's chain for errors.Is and As: the
+// descriptor a file was reached through means nothing to the user.
+func (d *Dir) ShowNames(err error) error {
+	if err == nil || d == nil || !d.Pinned() || !strings.Contains(err.Error(), d.path) {
+		return err
+	}
+	return &renamed{msg: strings.ReplaceAll(err.Error(), d.path, d.name), err: err}
+}
+
+// renamed is an error whose message names paths as the user does.
+type renamed struct {
+	msg string
+	err error
+}
+
+func (e *renamed) Error() string { return e.msg }
+func (e *renamed) Unwrap() error { return e.err }
+
+// OpenIn opens rel beneath the directory dir (a name, or a Dir's Path)
+// refusing symbolic links and escapes (see Rule): for reading the files a
+// snapshot lists, whose names come from a file a client may have written.
+func OpenIn(dir, rel string) (*os.File, error) {
+	root, err := OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.OpenFile(rel, os.O_RDONLY, 0)
 }

@@ -42,3 +42,15 @@ func pinnedPath(fd int, name string) string {
 	}
 	return p
 }
+
+// LinkOpened makes dst a hard link to the open file f, through its
+// descriptor rather than its name (linkat of /proc/self/fd/N with
+// AT_SYMLINK_FOLLOW), so that no name is resolved again between the open
+// and the link.
+func LinkOpened(f *os.File, dst string) error {
+	err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), unix.AT_FDCWD, dst, unix.AT_SYMLINK_FOLLOW)
+	if err != nil {
+		return &os.LinkError{Op: "link", Old: f.Name(), New: dst, Err: err}
+	}
+	return nil
+}

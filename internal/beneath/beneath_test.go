@@ -90,3 +90,49 @@ func TestOpenBeneathRefusesLinksAndEscapes(t *testing.T) {
 		})
 	}
 }
+
+// A directory opened beneath a root opens its subdirectories from its own
+// descriptor (a link there is refused), and its errors name it as the
+// client did while keeping their cause.
+func TestSubRefusesLinksAndErrorsShowTheName(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "root")
+	if err := os.MkdirAll(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(base, filepath.Join(dir, "d", "link")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	d, err := root.Dir("d", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := d.Sub("link", false); err == nil || !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("Sub through a link: %v", err)
+	}
+	sub, err := d.Sub("new", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if sub.Name() != filepath.Join(dir, "d", "new") {
+		t.Errorf("Name = %s", sub.Name())
+	}
+	if _, err := OpenIn(d.Path(), "link/x"); err == nil || !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("OpenIn through a link: %v", err)
+	}
+	_, err = os.Open(filepath.Join(d.Path(), "missing"))
+	shown := d.ShowNames(err)
+	if runtime.GOOS == "linux" && strings.Contains(shown.Error(), "/proc/self/fd") || !strings.Contains(shown.Error(), filepath.Join(dir, "d", "missing")) {
+		t.Errorf("ShowNames: %v", shown)
+	}
+	if !errors.Is(shown, os.ErrNotExist) {
+		t.Errorf("ShowNames lost the cause: %v", shown)
+	}
+}

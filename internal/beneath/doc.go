@@ -13,7 +13,13 @@
 // descriptor, so a later swap of the directory or of one of its parents
 // does not move that work. Elsewhere Path is the name as checked.
 //
-// Paths is what the runtime's file sources, sinks and savepoints take; a nil
+// Dir.ShowNames turns the /proc/self/fd/N of a kept directory back into
+// its name in errors. OpenIn opens a file beneath a directory with the
+// same rule, whatever the allow-list (the files a snapshot's _metadata
+// lists), and LinkOpened hard-links an open file through its descriptor.
+//
+// Paths is what the runtime's file sources, sinks, savepoints, checkpoint
+// storage and restore path take; a nil
 // Paths opens every path as named (the embedded runtime, whose only client
 // is its own user).
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/internal/objstore"
 )
 
@@ -113,7 +115,8 @@ func WriteChannel(ctx context.Context, root string, id int64, uid string, subtas
 
 // ReadChannel reads back the batches of a channel written by WriteChannel,
 // base being the checkpoint storage root the snapshot was restored from;
-// the caller owns them.
+// the caller owns them. A local file is opened beneath base, refusing
+// symbolic links (see readBeneath).
 func ReadChannel(ctx context.Context, base string, cs ChannelState, mem memory.Allocator) ([]arrow.RecordBatch, error) {
 	file := joinPath(base, cs.File)
 	var data []byte
@@ -124,7 +127,7 @@ func ReadChannel(ctx context.Context, base string, cs ChannelState, mem memory.A
 			data, err = store.Read(ctx, file)
 		}
 	} else {
-		data, err = os.ReadFile(file)
+		data, err = readBeneath(base, cs.File)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading channel state %s: %w", file, unwrapPath(err))
@@ -149,4 +152,16 @@ func ReadChannel(ctx context.Context, base string, cs ChannelState, mem memory.A
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// readBeneath reads the file rel (slash-separated, from a _metadata) beneath
+// the local directory base, refusing symbolic links and escapes (package
+// beneath): the names come from a file a client may have written.
+func readBeneath(base, rel string) ([]byte, error) {
+	f, err := beneath.OpenIn(base, filepath.FromSlash(rel))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

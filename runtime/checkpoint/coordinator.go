@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -201,10 +202,16 @@ type CoordinatorConfig struct {
 	// even when Config.Unaligned is set: a rescale restarts from it, and
 	// channel state cannot be rescaled.
 	ForceAligned func() bool
+	// Logger gets each trigger (debug); how a checkpoint ended is logged
+	// by Record's owner (the job), with its stats. Nil: discarded.
+	Logger *slog.Logger
 }
 
 // NewCoordinator returns the coordinator of an attempt of these tasks.
 func NewCoordinator(cfg CoordinatorConfig, tasks []Participant) *Coordinator {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	c := &Coordinator{cfg: cfg, tasks: tasks, acks: make(chan Ack, len(tasks))}
 	for _, t := range tasks {
 		if t.IsSource() {
@@ -305,7 +312,7 @@ func (c *Coordinator) trigger(r *Request) {
 	s := c.cfg.Store
 	id := s.NextID()
 	cfg := c.cfg.Config
-	target := Target{ID: id, Dir: s.Root()}
+	target := Target{ID: id}
 	if cfg.Unaligned && (c.cfg.ForceAligned == nil || !c.cfg.ForceAligned()) {
 		target.Unaligned = true
 	}
@@ -326,6 +333,8 @@ func (c *Coordinator) trigger(r *Request) {
 		}
 		c.recordFailure(Stats{ID: id, Status: "failed", Err: err, Started: time.Now()})
 		return
+	} else {
+		target.Dir = s.WorkRoot() // once EnsureStorage pinned it
 	}
 	now := time.Now()
 	c.pending = &pendingCheckpoint{
@@ -335,6 +344,7 @@ func (c *Coordinator) trigger(r *Request) {
 	c.mu.Lock()
 	c.mu.targets[id] = target
 	c.mu.Unlock()
+	c.cfg.Logger.Debug("checkpoint triggered", "checkpoint", id, "savepoint", target.Savepoint, "unaligned", target.Unaligned)
 	for _, t := range c.sources {
 		t.RequestBarrier(id)
 	}
@@ -391,7 +401,11 @@ func (c *Coordinator) complete(p *pendingCheckpoint) error {
 	c.pending = nil
 	c.failures = 0
 	c.forget(p.target.ID)
-	stats := Stats{ID: p.target.ID, Savepoint: p.target.Savepoint, Status: "completed", Path: dir,
+	shown := dir
+	if !p.target.Savepoint {
+		shown = c.cfg.Store.Shown(dir)
+	}
+	stats := Stats{ID: p.target.ID, Savepoint: p.target.Savepoint, Status: "completed", Path: shown,
 		Started: p.started, Duration: time.Since(p.started), Size: -1, Unaligned: p.target.Unaligned,
 		PersistedData: m.ChannelStateBytes()}
 	if n, err := dirSize(dir); err == nil {
@@ -415,7 +429,7 @@ func (c *Coordinator) complete(p *pendingCheckpoint) error {
 		t.NotifyComplete(p.target.ID)
 	}
 	if p.request != nil {
-		p.request.Answer <- Answer{Path: dir}
+		p.request.Answer <- Answer{Path: shown}
 	}
 	return nil
 }
@@ -423,6 +437,7 @@ func (c *Coordinator) complete(p *pendingCheckpoint) error {
 // failPending aborts the pending checkpoint as failed; too many failures
 // in a row fail the job.
 func (c *Coordinator) failPending(err error) {
+	err = c.cfg.Store.ShowNames(err)
 	p := c.pending
 	c.pending = nil
 	c.discard(p)
@@ -437,6 +452,7 @@ func (c *Coordinator) failPending(err error) {
 }
 
 func (c *Coordinator) recordFailure(s Stats) {
+	s.Err = c.cfg.Store.ShowNames(s.Err)
 	c.cfg.Record(s)
 	c.failures++
 	if tolerable := c.cfg.Config.TolerableFailures; c.failures > tolerable {

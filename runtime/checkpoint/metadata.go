@@ -164,16 +164,30 @@ func LoadMetadata(path string) (*Metadata, string, error) {
 		data, err = os.ReadFile(file)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("checkpoint: cannot read the snapshot to restore at %s: %w (give a savepoint directory, a retained chk-<n> directory or its _metadata file)", path, unwrapPath(err))
+		return nil, "", unreadable(path, err)
 	}
-	m := &Metadata{}
-	if err := json.Unmarshal(data, m); err != nil {
-		return nil, "", fmt.Errorf("checkpoint: %s is not a flinkgo snapshot's _metadata: %w", file, err)
-	}
-	if m.Version != MetadataVersion {
-		return nil, "", fmt.Errorf("checkpoint: %s has metadata version %d; this runtime reads version %d", file, m.Version, MetadataVersion)
+	m, err := parseMetadata(file, data)
+	if err != nil {
+		return nil, "", err
 	}
 	return m, ParentDir(file), nil
+}
+
+// unreadable is the error of a restore path whose _metadata cannot be read.
+func unreadable(path string, err error) error {
+	return fmt.Errorf("checkpoint: cannot read the snapshot to restore at %s: %w (give a savepoint directory, a retained chk-<n> directory or its _metadata file)", path, unwrapPath(err))
+}
+
+// parseMetadata decodes the _metadata file's data.
+func parseMetadata(file string, data []byte) (*Metadata, error) {
+	m := &Metadata{}
+	if err := json.Unmarshal(data, m); err != nil {
+		return nil, fmt.Errorf("checkpoint: %s is not a flinkgo snapshot's _metadata: %w", file, err)
+	}
+	if m.Version != MetadataVersion {
+		return nil, fmt.Errorf("checkpoint: %s has metadata version %d; this runtime reads version %d", file, m.Version, MetadataVersion)
+	}
+	return m, nil
 }
 
 // readRemoteMetadata reads the _metadata object of an s3:// snapshot:

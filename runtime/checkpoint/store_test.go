@@ -30,7 +30,7 @@ func TestStoreSweepOnS3(t *testing.T) {
 	if err := client.CreateBucket(t.Context(), "chk"); err != nil {
 		t.Fatal(err)
 	}
-	s := NewStore(config.CheckpointConfig{Dir: "s3://chk/p", Retained: 1}, "job")
+	s := NewStore(config.CheckpointConfig{Dir: "s3://chk/p", Retained: 1}, "job", nil)
 	if s.Root() != "s3://chk/p/job" {
 		t.Fatalf("root %s", s.Root())
 	}

@@ -119,6 +119,7 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 		Graph: g, Registry: j.registry, Counters: j.count, TaskMetrics: taskMetrics, UDFMetrics: udfMetrics, ChannelCapacity: opts.ChannelCapacity,
 		Allocator: opts.Allocator, StateDir: opts.StateDir, From: from, Logger: opts.Logger, WorkerPools: j.workers,
 		ErrorNamesOrigin: operators.ErrorNamesOrigin,
+		Attempt:          j.Attempts() + 1, // the logger names the job already
 	}
 	if j.config.Checkpoint.Interval > 0 || from != nil || j.config.Restart.Strategy != "none" || operators.KeepsOutputUntilEnd(g) {
 		// Attempts may follow, or a sink writes beside older files: part
@@ -141,7 +142,7 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 	a.coord = checkpoint.NewCoordinator(checkpoint.CoordinatorConfig{
 		Graph: g, JobID: j.id, Config: j.config.Checkpoint, Store: j.store, Requests: j.requests,
 		Record: func(s checkpoint.Stats) { j.record(s); j.onCheckpointForRescale(a, s) }, Fail: a.fail, Stop: a.cancel,
-		ForceAligned: j.rescalePending,
+		ForceAligned: j.rescalePending, Logger: opts.Logger,
 	}, participants)
 	for _, t := range tasks.Tasks {
 		t.SetCoordinator(a.coord)

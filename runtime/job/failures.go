@@ -65,6 +65,7 @@ func (j *Job) Failures() FailureHistory {
 // recordFailure adds f to the history, dropping the oldest beyond the
 // bound.
 func (j *Job) recordFailure(f Failure) {
+	f.Err = j.showNames(f.Err)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.mu.failures = append(j.mu.failures, f)

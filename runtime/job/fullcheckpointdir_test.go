@@ -22,6 +22,27 @@ import (
 // and the setting that made it fatal.
 func TestCheckpointDirectoryThatStopsTakingWritesEndsTheJobPerTheRestartStrategy(t *testing.T) {
 	const restarts = 2
+	j := runOnAFullCheckpointDir(t, config.ConfigRestartStrategy, "fixed-delay", config.ConfigFixedDelayAttempts, fmt.Sprint(restarts), config.ConfigFixedDelay, "10 ms")
+	checkEndedAfterRestarts(t, j, restarts, config.ConfigFixedDelayAttempts)
+}
+
+// The same with the default restart strategy of a checkpointed job
+// (exponential-delay, whose waits alone are shortened here): Flink's
+// default restarts such a job forever (its attempts are unbounded); ours
+// ends it FAILED after restart-strategy.exponential-delay.attempts (10)
+// restarts, with an error that says the restarts ran out, which key bounds
+// them, and to look at the checkpoint storage.
+func TestCheckpointDirectoryThatStopsTakingWritesEndsTheJobUnderTheDefaultRestartStrategy(t *testing.T) {
+	j := runOnAFullCheckpointDir(t, config.ConfigExponentialInitialBackoff, "1 ms", config.ConfigExponentialMaxBackoff, "2 ms")
+	checkEndedAfterRestarts(t, j, 10, config.ConfigExponentialAttempts)
+}
+
+// runOnAFullCheckpointDir runs a checkpointed job whose checkpoint
+// directory takes its first checkpoint only (a file stands where each
+// later one's directory goes) with tolerable-failed-checkpoints=0 and the
+// restart settings given, to its end.
+func runOnAFullCheckpointDir(t *testing.T, restart ...string) *Job {
+	t.Helper()
 	dir, out := t.TempDir(), t.TempDir()
 	jobDir := filepath.Join(dir, "full-dir-job")
 	if err := os.MkdirAll(jobDir, 0o755); err != nil {
@@ -33,19 +54,34 @@ func TestCheckpointDirectoryThatStopsTakingWritesEndsTheJobPerTheRestartStrategy
 		}
 	}
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	cfg := checkpointConfig(dir, config.ConfigTolerableFailures, "0",
-		config.ConfigRestartStrategy, "fixed-delay", config.ConfigFixedDelayAttempts, fmt.Sprint(restarts), config.ConfigFixedDelay, "10 ms")
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	cfg := checkpointConfig(dir, append([]string{config.ConfigTolerableFailures, "0"}, restart...)...)
 	j, err := Start(context.Background(), datagenToCSV(t, 0, 1000, 1, 1, out, cfg), Options{Allocator: mem, JobID: "full-dir-job"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = j.Wait()
+	_, _ = j.Wait()
+	return j
+}
+
+// checkEndedAfterRestarts checks that j ended FAILED after restarts
+// restarts, each failure in its exception history naming the checkpoint
+// write that failed and the setting that made it fatal, the last also the
+// restart strategy's bound (key).
+func checkEndedAfterRestarts(t *testing.T, j *Job, restarts int, key string) {
+	t.Helper()
+	_, err := j.Wait()
 	if err == nil || j.State() != Failed {
 		t.Fatalf("the job ended %s with %v, want FAILED", j.State(), err)
 	}
+	t.Logf("the job ended with: %v", err)
 	if got := j.Attempts(); got != restarts+1 {
 		t.Errorf("%d attempts, want %d (1 + %d restarts)", got, restarts+1, restarts)
+	}
+	for _, want := range []string{fmt.Sprintf("after %d restarts", restarts), key, config.ConfigCheckpointDir, config.ConfigTolerableFailures, "chk-"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the job's error does not say %q: %v", want, err)
+		}
 	}
 	history := j.Failures().Failures
 	if len(history) != restarts+1 {
@@ -59,5 +95,8 @@ func TestCheckpointDirectoryThatStopsTakingWritesEndsTheJobPerTheRestartStrategy
 		if f.Restarted != (i < restarts) {
 			t.Errorf("failure %d: restarted %v", i, f.Restarted)
 		}
+	}
+	if last := history[len(history)-1].Err.Error(); !strings.Contains(last, key) {
+		t.Errorf("the exception history's last failure does not say the restarts ran out: %s", last)
 	}
 }

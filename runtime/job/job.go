@@ -166,7 +166,11 @@ type Job struct {
 	count     []operator.Counters
 	lifecycle *lifecycle
 	store     *checkpoint.Store
-	restarts  *restarter
+	// restored is the snapshot of config.Restore.Path, opened at the start
+	// and kept open (and pinned) until the job ends, for the restarts
+	// before its first checkpoint.
+	restored *checkpoint.RestorePoint
+	restarts *restarter
 	// requests carries savepoint and checkpoint requests to the running
 	// attempt's coordinator.
 	requests chan *checkpoint.Request
@@ -272,10 +276,12 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 		j.registry = operators.Registry(j.operatorOptions())
 	}
 	j.lifecycle = newLifecycle(logStateChanges(j.opts.Logger, g.Name, opts.OnStateChange))
-	j.store = checkpoint.NewStore(cfg.Checkpoint, j.id)
+	j.store = checkpoint.NewStore(cfg.Checkpoint, j.id, opts.Paths)
 	ctx = compute.WithAllocator(ctx, opts.Allocator)
 	a, err := j.firstAttempt(ctx)
 	if err != nil {
+		err = j.showNames(err)
+		j.closeDirs()
 		j.lifecycle.move(Failed, Created)
 		return nil, err
 	}
@@ -329,18 +335,15 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 	j.previous = prev
 	var from *checkpoint.RestorePoint
 	if path := j.config.Restore.Path; path != "" {
-		m, base, err := LoadMetadata(path)
+		from, err = checkpoint.OpenRestorePoint(j.opts.Paths, path)
 		if err != nil {
 			return nil, err
 		}
-		from = &checkpoint.RestorePoint{Meta: m, Base: base}
-		if !m.Savepoint {
-			from.Base = checkpoint.ParentDir(base) // a checkpoint's paths are relative to its storage root
-		}
-		if err := checkRestore(g, m, j.config.Restore); err != nil {
+		j.restored = from
+		if err := checkRestore(g, from.Meta, j.config.Restore); err != nil {
 			return nil, err
 		}
-		j.store.ContinueAfter(m.CheckpointID)
+		j.store.ContinueAfter(from.Meta.CheckpointID)
 	}
 	return j.newAttempt(ctx, from)
 }
@@ -376,6 +379,9 @@ func (j *Job) run(ctx context.Context, a *attempt) {
 			return
 		}
 		if j.lifecycle.state() != Restarting {
+			if j.lifecycle.state() == Failing {
+				err = j.restarts.exhausted(err)
+			}
 			j.end(ctx, err, Failed, Running, Failing)
 			return
 		}
@@ -422,7 +428,7 @@ func (j *Job) restart(ctx context.Context, cause error) (*attempt, error) {
 		err = fmt.Errorf("job: restarting after %v: %w", cause, err)
 		j.opts.Logger.Warn("job restart failed", "error", err)
 		if !j.restarts.allow() {
-			return nil, err
+			return nil, j.restarts.exhausted(err)
 		}
 		j.recordFailure(newFailure(err, time.Now(), true))
 		cause = err
@@ -434,15 +440,7 @@ func (j *Job) latestRestorePoint() *checkpoint.RestorePoint {
 	if m, dir, ok := j.store.Latest(); ok {
 		return &checkpoint.RestorePoint{Meta: m, Base: checkpoint.ParentDir(dir)}
 	}
-	if path := j.config.Restore.Path; path != "" {
-		if m, base, err := LoadMetadata(path); err == nil {
-			if !m.Savepoint {
-				base = checkpoint.ParentDir(base)
-			}
-			return &checkpoint.RestorePoint{Meta: m, Base: base}
-		}
-	}
-	return nil
+	return j.restored
 }
 
 // onFailure decides, on an attempt's first failure, whether the job
@@ -477,6 +475,8 @@ func (j *Job) end(ctx context.Context, err error, to JobState, from ...JobState)
 	default:
 		j.store.Sweep()
 	}
+	err = j.showNames(err)
+	j.closeDirs()
 	j.metrics, j.err = j.Snapshot(), err
 	if to == Failed {
 		j.recordFinalFailure(err)
@@ -485,6 +485,19 @@ func (j *Job) end(ctx context.Context, err error, to JobState, from ...JobState)
 	j.endPendingRescale()
 	j.lifecycle.move(to, from...)
 	close(j.done)
+}
+
+// showNames turns the paths the job worked through (the pinned checkpoint
+// storage and restore directories) back into the user's names in err.
+func (j *Job) showNames(err error) error {
+	return j.restored.ShowNames(j.store.ShowNames(err))
+}
+
+// closeDirs releases the checkpoint storage and restore directories the
+// job kept open; no task runs.
+func (j *Job) closeDirs() {
+	_ = j.store.Close()
+	_ = j.restored.Close()
 }
 
 // State returns the job's current state. Safe at any time.

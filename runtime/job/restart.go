@@ -1,8 +1,11 @@
 package job
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
 )
 
@@ -31,4 +34,24 @@ func (r *restarter) nextDelay() time.Duration {
 		r.backoff = min(time.Duration(float64(r.backoff)*r.cfg.Multiplier), r.cfg.MaxBackoff)
 	}
 	return d
+}
+
+// exhausted is err, the failure the job ends with because its restart
+// strategy allows no more restarts, saying so: how many restarts ran, the
+// key that bounds them, and for checkpoint failures where to look. A job
+// without restarts ("none") ends with err as it is.
+func (r *restarter) exhausted(err error) error {
+	key := config.ConfigFixedDelayAttempts
+	switch r.cfg.Strategy {
+	case "none":
+		return err
+	case "exponential-delay":
+		key = config.ConfigExponentialAttempts
+	}
+	hint := ""
+	if errors.Is(err, checkpoint.ErrDeclined) {
+		hint = fmt.Sprintf("; the last failure is a failed checkpoint: check that the checkpoint storage (%s) has room and is writable", config.ConfigCheckpointDir)
+	}
+	return fmt.Errorf("job failed after %d restarts, all that the restart strategy allows (%s: %s, %s: %d)%s: %w",
+		r.restarts, config.ConfigRestartStrategy, r.cfg.Strategy, key, r.cfg.Attempts, hint, err)
 }

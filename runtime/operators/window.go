@@ -184,11 +184,10 @@ func newWindowProc(c *operator.Context, opts Options) (*windowProc, error) {
 	if spec.LateRows == plan.KeepLateRows && len(c.LateRows) > 0 {
 		p.lateRows = c.LateRows[0] // nil when nothing reads them: dropped and counted
 	}
-	if s, ok := assigner.(window.Session); ok {
-		p.session, p.sessions = s, true
-	} else {
-		p.slicer = assigner.(window.Slicer)
+	if p.session, p.slicer, err = splitAssigner(assigner); err != nil {
+		return nil, err
 	}
+	p.sessions = p.slicer == nil
 	if p.timeCol, err = windowTimeColumn(in, spec.TimeColumn); err != nil {
 		return nil, err
 	}
@@ -862,4 +861,18 @@ func releaseAll[T interface{ Release() }](xs []T) {
 			x.Release()
 		}
 	}
+}
+
+// splitAssigner is a as the session assigner or the slicer the operator
+// runs, and an error for any other: a checked assertion, so that an
+// assigner added to runtime/window without its case here fails the job's
+// start with a message rather than panicking.
+func splitAssigner(a window.Assigner) (window.Session, window.Slicer, error) {
+	switch a := a.(type) {
+	case window.Session:
+		return a, nil, nil
+	case window.Slicer:
+		return window.Session{}, a, nil
+	}
+	return window.Session{}, nil, fmt.Errorf("window assigner %T is neither a session nor sliced into panes: the window operator cannot run it", a)
 }

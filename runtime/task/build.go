@@ -38,6 +38,10 @@ type Config struct {
 	// stateless UDF operators (operator.Context.Workers).
 	WorkerPools *operator.WorkerPools
 	Logger      *slog.Logger
+	// JobID and Attempt (counted from 1) name the job and its attempt in
+	// the log lines of the tasks (ident.Subtask); "" and 0 outside a job.
+	JobID   string
+	Attempt int
 	// From is the snapshot to restore, nil for a fresh start.
 	From *checkpoint.RestorePoint
 	// AttemptID names the attempt for sinks' part files; "" when no

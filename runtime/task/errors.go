@@ -3,6 +3,8 @@ package task
 import (
 	"fmt"
 	"runtime/debug"
+
+	"github.com/flinkgo/flinkgo/runtime/ident"
 )
 
 // TaskError is the failure of one operator subtask.
@@ -12,8 +14,13 @@ type TaskError struct {
 	Err           error
 }
 
+// subtaskError is err as the failure of the subtask id.
+func subtaskError(id ident.Subtask, err error) *TaskError {
+	return &TaskError{Operator: id.Operator, UID: id.UID, Subtask: id.Index, Err: err}
+}
+
 func (e *TaskError) Error() string {
-	return fmt.Sprintf("operator %q (uid %s, subtask %d): %v", e.Operator, e.UID, e.Subtask, e.Err)
+	return fmt.Sprintf("%s: %v", ident.Subtask{Operator: e.Operator, UID: e.UID, Index: e.Subtask}, e.Err)
 }
 
 func (e *TaskError) Unwrap() error { return e.Err }

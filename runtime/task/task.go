@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/ident"
 	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
@@ -43,6 +45,9 @@ type Task struct {
 	valve   *watermark.Valve // over the inbox's producers; nil for a source
 	reader  source.Reader    // a source head's
 	coord   Coordinator
+	// log names the chain's head subtask (ident.Subtask); its lifecycle
+	// (running, finished, failed, canceled) is logged there.
+	log *slog.Logger
 	// metrics counts the task's records, bytes and time (Flink's task
 	// metrics); it outlives the attempt.
 	metrics *metrics.Task
@@ -75,8 +80,10 @@ type Task struct {
 
 // link is one operator of a task's chain.
 type link struct {
-	op       *plan.Operator
-	subtask  int
+	op      *plan.Operator
+	subtask int
+	// id names the operator subtask in log lines and errors.
+	id       ident.Subtask
 	proc     operator.Operator // nil for a source
 	count    *operator.Counters
 	task     *metrics.Task // the task's metrics, shared by its chain
@@ -114,10 +121,11 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 	var add func(op *plan.Operator, fromOutput int) (*link, error)
 	add = func(op *plan.Operator, fromOutput int) (*link, error) {
 		l := &link{op: op, subtask: i, count: &bc.Counters[op.ID], task: t.metrics, outs: bc.outs[op.ID][i], namesOrigin: bc.ErrorNamesOrigin,
-			fromOutput: fromOutput, wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark}
+			fromOutput: fromOutput, wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark,
+			id: ident.Subtask{Job: bc.JobID, Attempt: bc.Attempt, Vertex: head.ID, Operator: op.Name, UID: op.UID, Index: i}}
 		t.links = append(t.links, l)
 		if err := t.build(bc, l); err != nil {
-			return nil, fmt.Errorf("operator %q (uid %s, subtask %d): %w", op.Name, op.UID, i, err)
+			return nil, fmt.Errorf("%s: %w", l.id, err)
 		}
 		for _, e := range g.Outputs(op.ID) {
 			if isChained(g, e.To) {
@@ -139,6 +147,7 @@ func build(bc *buildContext, head *plan.Operator, i int) (*Task, error) {
 		t.Release()
 		return nil, err
 	}
+	t.log = bc.Logger.With(ident.Attr(t.head.id))
 	return t, nil
 }
 
@@ -168,7 +177,7 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 	// process that builds it (a server's Execute call, a job's restart).
 	defer func() {
 		if r := recover(); r != nil {
-			err = &TaskError{Operator: op.Name, UID: op.UID, Subtask: t.subtask, Err: PanicError(r)}
+			err = subtaskError(l.id, PanicError(r))
 		}
 	}()
 	kind, err := bc.Registry.Lookup(op.Kind)
@@ -182,7 +191,7 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 	c := &operator.Context{
 		Op: op, Subtask: t.subtask, Parallelism: op.Parallelism, MaxParallelism: bc.Graph.MaxParallelism,
 		In: in, Out: bc.schemas[op.ID], Allocator: bc.Allocator, Counters: l.count,
-		Logger:    bc.Logger.With("operator", op.Name, "uid", op.UID, "subtask", t.subtask),
+		Logger:    bc.Logger.With(ident.Attr(l.id)),
 		AttemptID: bc.AttemptID, Watermarks: linkOutput{l}, UDFs: bc.UDFMetrics,
 		Workers: bc.WorkerPools,
 	}
@@ -233,7 +242,7 @@ func (t *Task) release() (err error) {
 	guard := func(l *link, free func()) {
 		defer func() {
 			if r := recover(); r != nil && err == nil {
-				err = &TaskError{Operator: l.op.Name, UID: l.op.UID, Subtask: t.subtask, Err: PanicError(r)}
+				err = subtaskError(l.id, PanicError(r))
 			}
 		}()
 		free()
@@ -311,7 +320,29 @@ func (l *link) named(err error) error {
 	if err == nil || errors.As(err, &taskErr) || (l.namesOrigin != nil && l.namesOrigin(err)) {
 		return err
 	}
-	return &TaskError{Operator: l.op.Name, UID: l.op.UID, Subtask: l.subtask, Err: err}
+	return subtaskError(l.id, err)
+}
+
+// logger is the task's logger; a task built by hand (tests) has none.
+func (t *Task) logger() *slog.Logger {
+	if t.log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return t.log
+}
+
+// logEnd logs how the task ended: finished at debug, canceled (its job's
+// cancel, or another task's failure) at debug, failed at info (the job
+// logs the failure it restarts after or ends with at warn).
+func (t *Task) logEnd(ctx context.Context, err error) {
+	switch {
+	case err == nil:
+		t.logger().Debug("task finished")
+	case ctx.Err() != nil:
+		t.logger().Debug("task canceled", "cause", err)
+	default:
+		t.logger().Info("task failed", "error", err)
+	}
 }
 
 // Run is the task goroutine. On failure or cancel it takes every
@@ -333,6 +364,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 		if rerr := t.release(); err == nil {
 			err = rerr
 		}
+		t.logEnd(ctx, err)
 	}()
 	// Cancel comes from outside the task goroutine, which may be blocked
 	// inside a processor (a send to a hung worker): as Flink's task
@@ -352,6 +384,7 @@ func (t *Task) Run(ctx context.Context) (err error) {
 			}
 		}
 	}
+	t.logger().Debug("task running")
 	if t.reader != nil {
 		return t.runSource(ctx)
 	}
