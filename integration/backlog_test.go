@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/rest"
 )
 
@@ -71,18 +72,11 @@ func TestKafkaPendingRecordsThroughREST(t *testing.T) {
 	// loaded), failing with the last reading.
 	wait := func(what string, cond func(pending, in float64) bool) {
 		t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			pending, in := read()
-			if cond(pending, in) {
-				fmt.Printf("FIGURES Kafka source, %s: pendingRecords %v, numRecordsIn %v of %d\n", what, pending, in, n)
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("waiting for %s: pendingRecords %v, numRecordsIn %v of %d", what, pending, in, n)
-			}
-			time.Sleep(20 * time.Millisecond)
+		var pending, in float64
+		if !poll.Within(2*time.Minute, func() bool { pending, in = read(); return cond(pending, in) }) {
+			t.Fatalf("waiting for %s: pendingRecords %v, numRecordsIn %v of %d", what, pending, in, n)
 		}
+		fmt.Printf("FIGURES Kafka source, %s: pendingRecords %v, numRecordsIn %v of %d\n", what, pending, in, n)
 	}
 	wait("held back by the UDF", func(pending, in float64) bool { return in > 0 && pending > 0 && pending+in == n })
 	wait("caught up", func(pending, in float64) bool { return pending == 0 && in == n })

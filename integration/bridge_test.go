@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/pipeline"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -391,19 +392,16 @@ def nap(x):
 // waitForPid waits for the UDF to announce the pid of the worker that hangs.
 func waitForPid(t *testing.T, dir string) int {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
-			pid, err := strconv.Atoi(entries[0].Name())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
-		time.Sleep(10 * time.Millisecond)
+	var entries []os.DirEntry
+	poll.Until(t, 60*time.Second, "a worker to reach the hanging row", func() bool {
+		entries, _ = os.ReadDir(dir)
+		return len(entries) > 0
+	})
+	pid, err := strconv.Atoi(entries[0].Name())
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no worker reached the hanging row")
-	return 0
+	return pid
 }
 
 func TestWorkerKilledMidBundleFailsTheRun(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 )
@@ -87,6 +88,8 @@ plan = env.plan("failover")
 	// loaded machine can miss.
 	kills, failures := 0, 0
 	for fault := range faults {
+		// A real, random wait: the fault must land at an unplanned moment of
+		// a real job (mid-bundle, mid-checkpoint, mid-restart).
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
 		jobEnded := func() bool {
 			select {
@@ -101,12 +104,12 @@ plan = env.plan("failover")
 		}
 		if fault%2 == 0 {
 			// A worker may be restarting: wait for one to run.
-			for !killWorker(rng) {
+			poll.Until(t, hangGuard, "a worker to kill", func() bool {
 				if jobEnded() {
 					t.Fatalf("the job ended after %d faults; it must outlive %d (slow it down)", fault, faults)
 				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return killWorker(rng)
+			})
 			kills++
 			continue
 		}
@@ -114,15 +117,15 @@ plan = env.plan("failover")
 		if err := os.WriteFile(faultFile, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		for {
+		poll.Until(t, hangGuard, "the UDF to take the fault file (its task then fails)", func() bool {
 			if _, err := os.Stat(faultFile); errors.Is(err, fs.ErrNotExist) {
-				break // the UDF took it: its task fails
+				return true
 			}
 			if jobEnded() {
 				t.Fatalf("the job ended before injected failure %d landed; it must outlive %d faults (slow it down)", fault, faults)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return false
+		})
 		failures++
 	}
 	done := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/rest"
@@ -93,23 +94,46 @@ func TestStatelessUDFResizedInPlace(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("the job ended before it started: %v", err)
 	}
-	info, _ := srv.JobInfo(id)
-	for ; info.Job == nil || info.Job.State() != job.Running; info, _ = srv.JobInfo(id) {
+	var info server.JobInfo
+	poll.Until(t, time.Minute, "the job to run", func() bool {
+		info, _ = srv.JobInfo(id)
 		if info.State.Terminal() {
 			t.Fatalf("the job failed to start: %v", info.Err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return info.Job != nil && info.Job.State() == job.Running
+	})
 	j := info.Job
 	// Running comes before the UDF operator has started its worker.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	poll.Until(t, 30*time.Second, "the UDF's worker to start", func() bool {
 		pids := testkit.ChildPids()
-		if len(pids) == 1 {
-			break
-		}
-		if len(pids) > 1 || time.Now().After(deadline) {
+		if len(pids) > 1 {
 			t.Fatalf("worker processes before the rescale: %v, want 1", pids)
 		}
+		return len(pids) == 1
+	})
+	// answered is how many batches the UDF's workers (of its one fused UDF
+	// operator) have answered so far.
+	answered := func() int64 {
+		var n int64
+		for _, v := range j.Vertices() {
+			for _, u := range v.UDFs {
+				for _, m := range u.Subtasks {
+					n += m.Answered.Load()
+				}
+			}
+		}
+		return n
+	}
+	// answeredAtLeast waits until the workers answered n batches, failing if
+	// the job ends first (too few rows for the test).
+	answeredAtLeast := func(n int64, what string) {
+		t.Helper()
+		poll.Until(t, time.Minute, what, func() bool {
+			if j.State().Terminal() {
+				t.Fatalf("the job ended (%s) before %s: raise the rows", j.State(), what)
+			}
+			return answered() >= n
+		})
 	}
 
 	udfVertex := job.VertexID("score/udf-0")
@@ -120,28 +144,31 @@ func TestStatelessUDFResizedInPlace(t *testing.T) {
 		if r.Mode != job.ModeInPlace || r.Trigger != job.TriggerInPlace || r.Status != job.RescalePending {
 			t.Fatalf("rescale to %d workers: %+v, want a pending in-place rescale", n, r)
 		}
-		for {
+		var ended job.RescaleInfo
+		poll.Until(t, time.Minute, fmt.Sprintf("the rescale to %d workers", n), func() bool {
 			for _, e := range j.Rescales() {
 				if e.ID == r.ID && e.Status != job.RescalePending {
-					if e.Status != job.RescaleCompleted {
-						t.Fatalf("rescale to %d workers: %+v", n, e)
-					}
-					for _, v := range e.Vertices {
-						if v.UID == "score/udf-0" && (v.WorkersAfter != n || v.Before != 1 || v.After != 1) {
-							t.Fatalf("rescale to %d workers: vertex %+v", n, v)
-						}
-					}
-					return e, requested
+					ended = e
+					return true
 				}
 			}
 			if j.State().Terminal() {
 				t.Fatalf("the job ended (%s) before the rescale to %d workers completed: raise the rows", j.State(), n)
 			}
-			time.Sleep(5 * time.Millisecond)
+			return false
+		})
+		if ended.Status != job.RescaleCompleted {
+			t.Fatalf("rescale to %d workers: %+v", n, ended)
 		}
+		for _, v := range ended.Vertices {
+			if v.UID == "score/udf-0" && (v.WorkersAfter != n || v.Before != 1 || v.After != 1) {
+				t.Fatalf("rescale to %d workers: vertex %+v", n, v)
+			}
+		}
+		return ended, requested
 	}
 
-	time.Sleep(time.Second) // let the first worker take some rows alone
+	answeredAtLeast(10, "the first worker to answer 10 batches alone")
 	grown, grownAt := resize(3, func() job.RescaleInfo {
 		r, err := j.Rescale(map[string]int{"score": 3})
 		if err != nil {
@@ -185,7 +212,9 @@ func TestStatelessUDFResizedInPlace(t *testing.T) {
 	if got := requirements[udfVertex].Parallelism.UpperBound; got != 3 {
 		t.Fatalf("GET resource-requirements: the UDF vertex's upperBound is %d, want its 3 workers", got)
 	}
-	time.Sleep(2 * time.Second) // let the three share some rows
+	// The pool deals batches round robin: 30 more answers are 10 from each
+	// of the three workers.
+	answeredAtLeast(answered()+30, "the three workers to answer 30 batches")
 	shrunk, _ := resize(1, func() job.RescaleInfo {
 		before := len(j.Rescales())
 		body := fmt.Sprintf(`{%q: {"parallelism": {"lowerBound": 1, "upperBound": 1}}}`, udfVertex)
@@ -198,12 +227,12 @@ func TestStatelessUDFResizedInPlace(t *testing.T) {
 	})
 	// The retired workers finish their bundle, then exit: from then on
 	// (causally, not by a timer) only the remaining one can answer.
-	for len(testkit.ChildPids()) != 1 {
+	poll.Until(t, time.Minute, "the retired workers to exit", func() bool {
 		if j.State().Terminal() {
 			t.Fatal("the job ended before the retired workers exited: raise the rows")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(testkit.ChildPids()) == 1
+	})
 	retiredGone := float64(time.Now().UnixNano()) / 1e9
 	if _, err := j.Wait(); err != nil || j.State() != job.Finished {
 		t.Fatalf("the job ended %s: %v", j.State(), err)

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 )
@@ -166,30 +167,31 @@ plan = env.plan("kafka-failover")
 		// Each fault lands while rows flow through the restarted attempt:
 		// after a checkpoint it completed, so that the at-least-once sink
 		// has written rows past the checkpoint it restores.
-		for len(j.Checkpoints()) == checkpoints {
+		poll.Until(t, hangGuard, "a checkpoint of the restarted attempt", func() bool {
 			if jobEnded() {
 				t.Fatalf("the job ended after %d faults; it must outlive %d (slow it down)", fault, faults)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return len(j.Checkpoints()) > checkpoints
+		})
 		checkpoints = len(j.Checkpoints())
 		// Rows past that checkpoint reach the at-least-once topic before
 		// the fault, so that its restart writes them again.
 		written := endOffsetSum(t, admin, atLeast)
-		for endOffsetSum(t, admin, atLeast) == written && !jobEnded() {
-			time.Sleep(10 * time.Millisecond)
-		}
+		poll.Until(t, hangGuard, "rows past the checkpoint in the at-least-once topic", func() bool {
+			return endOffsetSum(t, admin, atLeast) != written || jobEnded()
+		})
+		// A real, random wait: the fault lands at an unplanned moment.
 		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
 		if jobEnded() {
 			t.Fatalf("the job ended after %d faults; it must outlive %d (slow it down)", fault, faults)
 		}
 		if fault%2 == 0 {
-			for !killWorker(rng) { // a worker may be restarting: wait for one to run
+			poll.Until(t, hangGuard, "a worker to kill", func() bool { // a worker may be restarting
 				if jobEnded() {
 					t.Fatalf("the job ended after %d faults; it must outlive %d (slow it down)", fault, faults)
 				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return killWorker(rng)
+			})
 			kills++
 			continue
 		}
@@ -197,15 +199,15 @@ plan = env.plan("kafka-failover")
 		if err := os.WriteFile(faultFile, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		for {
+		poll.Until(t, hangGuard, "the UDF to take the fault file (its task then fails)", func() bool {
 			if _, err := os.Stat(faultFile); errors.Is(err, fs.ErrNotExist) {
-				break // the UDF took it: its task fails
+				return true
 			}
 			if jobEnded() {
 				t.Fatalf("the job ended before injected failure %d landed; it must outlive %d faults (slow it down)", fault, faults)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return false
+		})
 		failures++
 	}
 	done := make(chan struct{})

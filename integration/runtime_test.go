@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/udf/bridge"
@@ -208,14 +209,10 @@ plan = env.plan("cancel")
 		done <- err
 	}()
 	// Cancel once the worker hangs in the UDF.
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, "hanging")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the UDF never ran")
-		}
-	}
+	poll.Until(t, 60*time.Second, "the UDF to run", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "hanging"))
+		return err == nil
+	})
 	cause := errors.New("user canceled")
 	cancel(cause)
 	select {

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
@@ -82,10 +83,12 @@ func backpressuredOptions(t *testing.T, mem memory.Allocator) job.Options {
 // whose channel state is not empty, and returns it.
 func waitForChannelState(t *testing.T, j *job.Job, after int64) job.CheckpointStats {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	var found job.CheckpointStats
+	withChannelState := func() bool {
 		for _, c := range j.Checkpoints() {
 			if c.ID > after && c.Status == "completed" && c.PersistedData > 0 {
-				return c
+				found = c
+				return true
 			}
 		}
 		select {
@@ -93,9 +96,12 @@ func waitForChannelState(t *testing.T, j *job.Job, after int64) job.CheckpointSt
 			t.Fatalf("the job ended before a checkpoint with channel state completed: %+v", j.Checkpoints())
 		default:
 		}
+		return false
 	}
-	t.Fatalf("no checkpoint with channel state completed: %+v", j.Checkpoints())
-	return job.CheckpointStats{}
+	if !poll.Within(2*time.Minute, withChannelState) {
+		t.Fatalf("no checkpoint with channel state completed: %+v", j.Checkpoints())
+	}
+	return found
 }
 
 // Under backpressure (a fast source, a slow UDF), an unaligned checkpoint

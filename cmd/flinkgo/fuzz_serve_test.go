@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flinkgo/flinkgo/internal/fuzzseeds"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -90,17 +91,17 @@ func TestServeSurvivesMutatedRequests(t *testing.T) {
 	t.Logf("answers: %v", answers)
 	// Up, and every job ended or canceled (a cancel ends a job at once,
 	// but asynchronously).
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	var running []*jobpb.JobSummary
+	allEnded := func() bool {
 		jobs, err := client.ListJobs(context.Background(), &jobpb.ListJobsRequest{})
 		if err != nil {
 			t.Fatalf("the server does not answer after the fuzzing: %v\n%s", err, s.stderr)
 		}
-		if len(jobs.GetJobs()) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobs still running after every call ended: %v", jobs.GetJobs())
-		}
+		running = jobs.GetJobs()
+		return len(running) == 0
+	}
+	if !poll.Within(30*time.Second, allEnded) {
+		t.Fatalf("jobs still running after every call ended: %v", running)
 	}
 	if out := s.stderr.String(); strings.Contains(out, "panic:") || strings.Contains(out, "fatal error") {
 		t.Errorf("the server logged a panic:\n%s", out)

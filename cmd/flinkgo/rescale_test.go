@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -64,19 +65,15 @@ func TestRescaleCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, "PENDING") || !strings.Contains(out, "next completed checkpoint") {
 		t.Fatalf("rescale: %v\n%s", err, out)
 	}
-	deadline := time.Now().Add(60 * time.Second) // hang guard
-	for {
+	completed := func() bool {
 		out, err = runAs(t, false, env, "rescale", "--endpoint", s.address, id)
 		if err != nil {
 			t.Fatalf("rescale history: %v\n%s", err, out)
 		}
-		if strings.Contains(out, "COMPLETED") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the rescale did not complete:\n%s\nserver:\n%s", out, s.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return strings.Contains(out, "COMPLETED")
+	}
+	if !poll.Within(60*time.Second, completed) { // hang guard
+		t.Fatalf("the rescale did not complete:\n%s\nserver:\n%s", out, s.stderr)
 	}
 	if !strings.Contains(out, "COMPLETED_CHECKPOINT") || !strings.Contains(out, "numbers 1->3, files 1->2") {
 		t.Fatalf("history:\n%s", out)

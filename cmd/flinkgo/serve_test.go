@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
@@ -172,10 +173,8 @@ func TestTCPServerNeedsTheToken(t *testing.T) {
 	tokenFile := filepath.Join(dir, "token")
 	s := startServe(t, []string{"XDG_RUNTIME_DIR=" + dir}, "--listen", "127.0.0.1:0", "--token-file", tokenFile)
 	// stderr is copied by its own goroutine: the line may trail the ready line.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.stderr.String(), tokenFile); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve does not say where the token is:\n%s", s.stderr)
-		}
+	if !poll.Within(10*time.Second, func() bool { return strings.Contains(s.stderr.String(), tokenFile) }) {
+		t.Fatalf("serve does not say where the token is:\n%s", s.stderr)
 	}
 	// A client that finds no token (its default token file is elsewhere).
 	elsewhere := []string{cliEnv + "=1", "XDG_RUNTIME_DIR=" + t.TempDir()}

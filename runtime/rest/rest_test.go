@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/dashboard"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/metrics"
@@ -174,13 +175,7 @@ func (f *fixture) get(path string, out any) {
 // goroutines: the test waits for a condition, never for a time).
 func await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 60*time.Second, what, cond)
 }
 
 type object = map[string]any

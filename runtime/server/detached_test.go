@@ -13,6 +13,7 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/internal/logging/logtest"
+	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/proto/jobpb"
@@ -57,18 +58,20 @@ func executeInBackground(t *testing.T, s *Server, req *jobpb.ExecuteRequest) (id
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 1)
 	go func() { errs <- s.Execute(req, &leavingStream{ctx: ctx}) }()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	running := func() bool {
 		for _, in := range s.Jobs() {
 			if in.State == job.Running {
-				return in.ID, cancel, errs
+				id = in.ID
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return false
 	}
-	cancel()
-	t.Fatal("the job did not start running")
-	return "", nil, nil
+	if !poll.Within(time.Minute, running) {
+		cancel()
+		t.Fatal("the job did not start running")
+	}
+	return id, cancel, errs
 }
 
 // rowsOut is how many rows the job's source emitted so far.
@@ -94,10 +97,7 @@ func TestDetachedJobOutlivesItsClient(t *testing.T) {
 	id, leave, done := executeInBackground(t, s, &jobpb.ExecuteRequest{Plan: endlessToPrint(t, "detached"), Detached: true})
 	leave() // the client is gone
 	at := rowsOut(s, id)
-	deadline := time.Now().Add(time.Minute)
-	for rowsOut(s, id) <= at+20 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Within(time.Minute, func() bool { return rowsOut(s, id) > at+20 }) // checked below, with the state
 	in, _ := s.JobInfo(id)
 	if in.State != job.Running || rowsOut(s, id) <= at+20 {
 		t.Fatalf("after its client left the job is %s with %d rows out (%d when it left), want RUNNING and going on", in.State, rowsOut(s, id), at)
