@@ -13,7 +13,7 @@ export FLINKGO_PYTHON := $(abspath $(PY))
 go-test: FLINKGO_CHAOS_ROUNDS ?= 3
 chaos: FLINKGO_CHAOS_ROUNDS ?= 50
 
-.PHONY: example example-bridge test setup test-deps-kafka test-deps-chromium go-test py-test tox lint proto proto-check chaos bench fuzz
+.PHONY: example example-bridge test setup test-deps-kafka test-deps-chromium go-test py-test tox tox-full lint proto proto-check chaos bench fuzz
 
 setup: $(VENV)/.installed
 	go mod download
@@ -87,8 +87,19 @@ py-test: test-deps-kafka
 PYENV_BINS := $(shell for v in 3.10 3.11 3.12 3.13; do \
   d=$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.* 2>/dev/null | sort -V | tail -n 1); \
   [ -n "$$d" ] && printf '%s/bin:' "$$d"; done)
+# make test's tox: the whole suite with the lowest dependencies, and the smoke subset of the
+# installed wheel on every supported Python. tox-full adds py311-newest, the whole suite
+# from the wheel with the newest dependencies (py-test runs it in the virtualenv).
+# Two envs at a time: the smoke envs (mostly pip) run beside py311-lowest's suite; the
+# wheel is built once for all. A failed env's output is printed whole at the end;
+# TOX_PARALLEL= runs them one after another, with their output as it comes.
+TOX_ENVS := py311-lowest,py310-smoke,py311-smoke,py312-smoke,py313-smoke
+TOX_PARALLEL ?= --parallel 2 --parallel-no-spinner
 tox:
-	PATH="$(PYENV_BINS)$$PATH" $(VENV)/bin/tox -e py311-newest,py311-lowest,py310-smoke,py312-smoke,py313-smoke
+	PATH="$(PYENV_BINS)$$PATH" $(VENV)/bin/tox $(TOX_PARALLEL) -e $(TOX_ENVS)
+
+tox-full: setup
+	PATH="$(PYENV_BINS)$$PATH" $(VENV)/bin/tox $(TOX_PARALLEL) -e $(TOX_ENVS),py311-newest
 
 chaos: setup
 	FLINKGO_REQUIRE_PYTHON=1 FLINKGO_CHAOS_ROUNDS=$(FLINKGO_CHAOS_ROUNDS) go test -race -count=1 -timeout 60m -run 'Chaos|Failover' -v ./integration/...
