@@ -143,8 +143,8 @@ plan = env.plan("nexmark-bench")
 type nexmarkFacts struct{ bids, q2, auctions int64 }
 
 func nexmarkCount(b *testing.B) nexmarkFacts {
-	src := &planpb.Source{Kind: &planpb.Source_Nexmark{Nexmark: &planpb.NexmarkSource{Kind: planpb.NexmarkSource_BID, Events: nexmarkEvents}}}
-	r, err := source.Open(src, source.Config{Schema: source.NexmarkSchema(planpb.NexmarkSource_BID), Parallelism: 1})
+	src := &planpb.NexmarkSource{Kind: planpb.NexmarkSource_BID, Events: nexmarkEvents}
+	r, err := source.OpenNexmark(src, source.Config{Schema: source.NexmarkSchema(planpb.NexmarkSource_BID), Parallelism: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/flinkgo/flinkgo/connectors/builtin"
 	"strings"
 
 	"github.com/flinkgo/flinkgo/internal/objstore"
@@ -42,7 +43,7 @@ func NewJobID() string {
 // (config.ConfigRestorePath), the snapshot's max parallelism, which the job
 // must keep.
 func PlanOptions(job *planpb.JobPlan) (plan.Options, error) {
-	opts := plan.Options{Schemas: operators.Registry(operators.Options{})}
+	opts := plan.Options{Schemas: operators.Registry(operators.Options{}), Connectors: builtin.Registry()}
 	path := strings.TrimSpace(job.GetConfig()[config.ConfigRestorePath])
 	if path == "" {
 		return opts, nil

@@ -95,7 +95,7 @@ func TestKafkaSinkRestoresAtAnotherParallelismAndAbortsLingering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sub1 sink.SinkState
+	var sub1 sink.KafkaState
 	for _, op := range m.Operators {
 		for _, st := range op.Subtasks {
 			if op.UID == "kafka" && st.Subtask == 1 {

@@ -85,13 +85,13 @@ func (w *collectWriter) flush() error {
 	return w.cfg.Collect(w.cfg.Subtask, joined)
 }
 
-func (w *collectWriter) PreCommit(int64) (SinkState, error) {
+func (w *collectWriter) PreCommit(int64) ([]byte, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return SinkState{}, ErrClosed
+		return nil, ErrClosed
 	}
-	return SinkState{}, w.flush()
+	return nil, w.flush()
 }
 
 func (w *collectWriter) Commit(int64) error { return nil }

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -219,8 +220,12 @@ func openKafka(k *planpb.KafkaSink, cfg Config) (*kafkaWriter, error) {
 		return nil, fmt.Errorf("sink: write_kafka to %q: %w", k.GetTopic(), err)
 	}
 	w := &kafkaWriter{k: k, s: s, cfg: cfg, enc: enc}
-	if cfg.Restore != nil {
-		w.counter = cfg.Restore.Counter
+	if cfg.Restoring {
+		st, err := DecodeKafkaState(cfg.Restore)
+		if err != nil {
+			return nil, err
+		}
+		w.counter = st.Counter
 	}
 	if s.delivery != planpb.KafkaSink_EXACTLY_ONCE {
 		if w.cur, err = w.newProducer(""); err != nil {
@@ -317,46 +322,72 @@ func (w *kafkaWriter) flush(cl *kgo.Client) error {
 	return w.failed
 }
 
-func (w *kafkaWriter) PreCommit(checkpointID int64) (SinkState, error) {
+func (w *kafkaWriter) PreCommit(checkpointID int64) ([]byte, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return SinkState{}, ErrClosed
+		return nil, ErrClosed
 	}
 	if w.failed != nil {
-		return SinkState{}, w.failed
+		return nil, w.failed
 	}
 	switch w.s.delivery {
 	case planpb.KafkaSink_NONE:
-		return SinkState{}, nil
+		return nil, nil
 	case planpb.KafkaSink_AT_LEAST_ONCE:
-		return SinkState{}, w.flush(w.cur)
+		return nil, w.flush(w.cur)
 	}
 	if w.cur != nil {
 		cl, id := w.cur, w.curID
 		if err := w.flush(cl); err != nil {
 			w.failed = err
-			return SinkState{}, err
+			return nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), kafkaOpTimeout)
 		pid, epoch, err := cl.ProducerID(ctx)
 		cancel()
 		if err != nil {
 			w.failed = w.errorf("transaction %s: %w", id, err)
-			return SinkState{}, w.failed
+			return nil, w.failed
 		}
 		w.pending = append(w.pending, pendingTxn{KafkaTransaction{id, pid, epoch, checkpointID}, cl})
 		w.cur, w.curID = nil, ""
 	}
-	return w.state(), nil
+	return json.Marshal(w.state())
 }
 
-func (w *kafkaWriter) state() SinkState {
-	st := SinkState{Counter: w.counter}
+func (w *kafkaWriter) state() KafkaState {
+	st := KafkaState{Counter: w.counter}
 	for _, p := range w.pending {
 		st.Transactions = append(st.Transactions, p.KafkaTransaction)
 	}
 	return st
+}
+
+// KafkaState is an exactly-once Kafka sink subtask's checkpointed state,
+// the bytes its PreCommit returns as JSON.
+type KafkaState struct {
+	// Counter is the subtask's next transaction number.
+	Counter int64 `json:"counter"`
+	// Transactions are the subtask's precommitted transactions, not known
+	// to be committed.
+	Transactions []KafkaTransaction `json:"transactions,omitempty"`
+}
+
+// DecodeKafkaState decodes a Kafka sink subtask's checkpointed state (nil:
+// an empty state).
+func DecodeKafkaState(b []byte) (KafkaState, error) {
+	var st KafkaState
+	if len(b) == 0 {
+		return st, nil
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("sink: the Kafka sink's checkpointed state does not decode: %w", err)
+	}
+	if st.Counter < 0 {
+		return st, fmt.Errorf("sink: the Kafka sink's restored transaction counter %d is below 0", st.Counter)
+	}
+	return st, nil
 }
 
 // Commit commits the transactions precommitted for checkpoints up to

@@ -25,6 +25,20 @@ func kafkaSinkOf(b *testkit.KafkaBroker, topic string, d planpb.KafkaSink_Delive
 		TransactionalIdPrefix: "flinkgo-test-" + topic, KeyColumn: "name"}
 }
 
+// kafkaPreCommit precommits checkpoint id and decodes the state it returns.
+func kafkaPreCommit(t *testing.T, w Writer, id int64) KafkaState {
+	t.Helper()
+	data, err := w.PreCommit(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := DecodeKafkaState(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func idBatch(mem memory.Allocator, from, to int64) arrow.RecordBatch {
 	bld := array.NewRecordBuilder(mem, schema)
 	defer bld.Release()
@@ -91,10 +105,7 @@ func TestKafkaExactlyOnceCommitsAtCheckpointCompletion(t *testing.T) {
 	}
 	defer w.Abort()
 	writeIDs(t, w, mem, 0, 10)
-	st, err := w.PreCommit(1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := kafkaPreCommit(t, w, 1)
 	if len(st.Transactions) != 1 || st.Counter != 1 || st.Transactions[0].TransactionalID != "flinkgo-test-"+topic+"-0-0" {
 		t.Fatalf("state after the first precommit: %+v", st)
 	}
@@ -137,15 +148,9 @@ func TestKafkaRecoveryCommitsPrecommittedAndAbortsLingering(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeIDs(t, w, mem, 0, 5)
-	st1, err := w.PreCommit(1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st1 := kafkaPreCommit(t, w, 1)
 	writeIDs(t, w, mem, 5, 8)
-	st2, err := w.PreCommit(2) // checkpoint 2 is taken but never completes
-	if err != nil {
-		t.Fatal(err)
-	}
+	st2 := kafkaPreCommit(t, w, 2) // checkpoint 2 is taken but never completes
 	if len(st2.Transactions) != 2 {
 		t.Fatalf("checkpoint 2 holds %+v, want both uncommitted transactions", st2)
 	}
@@ -159,7 +164,7 @@ func TestKafkaRecoveryCommitsPrecommittedAndAbortsLingering(t *testing.T) {
 	// Restore checkpoint 1 (as if checkpoint 2 failed): its transaction is
 	// committed, the two later ones aborted.
 	for range 2 { // recovery is idempotent: a failure during it is repaired by running it again
-		if err := RecoverKafka(k, map[int]SinkState{0: st1}, 1); err != nil {
+		if err := RecoverKafka(k, map[int]KafkaState{0: st1}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,7 +173,7 @@ func TestKafkaRecoveryCommitsPrecommittedAndAbortsLingering(t *testing.T) {
 		t.Fatalf("read_committed sees %v, want %v", got, want)
 	}
 	// A restored writer continues at the counter and commits normally.
-	w2, err := openKafka(k, Config{Schema: schema, Parallelism: 1, Restore: &SinkState{Counter: st1.Counter}})
+	w2, err := openKafka(k, Config{Schema: schema, Parallelism: 1, Restoring: true, Restore: []byte(fmt.Sprintf(`{"counter":%d}`, st1.Counter))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ const kafkaRecoveryTimeout = time.Minute
 // empty for a fresh start or a restart without a checkpoint: every
 // subtask's ids are scanned from 0. A sink not exactly-once has nothing
 // to recover.
-func RecoverKafka(k *planpb.KafkaSink, states map[int]SinkState, parallelism int) error {
+func RecoverKafka(k *planpb.KafkaSink, states map[int]KafkaState, parallelism int) error {
 	s, err := parseKafkaSink(k)
 	if err != nil {
 		return err

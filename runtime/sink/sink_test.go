@@ -99,8 +99,8 @@ func TestFileSinksRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			part := filepath.Join(dir, "part-3."+map[planpb.FileSource_Format]string{planpb.FileSource_CSV: "csv", planpb.FileSource_JSONL: "jsonl", planpb.FileSource_PARQUET: "parquet"}[format])
-			src := &planpb.Source{Kind: &planpb.Source_File{File: &planpb.FileSource{Format: format, Paths: []string{part}, CsvHasHeader: true}}}
-			r, err := source.Open(src, source.Config{Schema: schema, Parallelism: 1, Allocator: mem})
+			src := &planpb.FileSource{Format: format, Paths: []string{part}, CsvHasHeader: true}
+			r, err := source.OpenFiles(src, source.Config{Schema: schema, Parallelism: 1, Allocator: mem})
 			if err != nil {
 				t.Fatal(err)
 			}

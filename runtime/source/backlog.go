@@ -2,15 +2,6 @@ package source
 
 import "time"
 
-// Backlog is a Reader that knows how many records it is behind (Flink's
-// pendingRecords metric): a datagen with rows_per_second, the rows its
-// schedule has due that it has not returned yet; Nexmark with
-// events_per_second, the events of its kind behind schedule; Kafka, its
-// consumer lag (kafka.go). Call it from the goroutine that calls Next.
-type Backlog interface {
-	PendingRecords() int64
-}
-
 // pending is how many rows the rate has due by now beyond those sent (a
 // consumer slower than the rate holds the reader back), at most those left
 // to send; zero without a rate or before the first wait.
@@ -51,16 +42,6 @@ var (
 	_ Backlog = (*datagen)(nil)
 	_ Backlog = (*nexmarkReader)(nil)
 )
-
-// Throttled is a Reader held to a rate (a datagen's rows_per_second, a
-// Nexmark's events_per_second): ThrottledTime is the time its Next calls
-// have slept for the rate, in total. The task counts that time as idle,
-// not busy, as Flink's rate-limited sources wait in their idle mailbox: a
-// source waiting for its rate has capacity to spare. Call it from the
-// goroutine that calls Next.
-type Throttled interface {
-	ThrottledTime() time.Duration
-}
 
 // ThrottledTime is the time the datagen slept for its rate (Throttled).
 func (g *datagen) ThrottledTime() time.Duration { return g.pace.waited }

@@ -39,7 +39,7 @@ type csvIter struct {
 // again with encoding/csv, and the reader reads the header (if any) followed
 // by the rest of the file.
 func openCSV(s *fileSplit, src *planpb.FileSource, cfg Config) (batchIter, error) {
-	f, err := cfg.open(s.path)
+	f, err := openFile(cfg, s.path)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (it *csvIter) close() {
 // fit the schema, as "line N, column \"c\": cannot parse \"v\" as T".
 func locateCSVError(cfg Config, path string, src *planpb.FileSource) string {
 	schema := cfg.Schema
-	f, err := cfg.open(path)
+	f, err := openFile(cfg, path)
 	if err != nil {
 		return ""
 	}

@@ -31,7 +31,7 @@ type jsonIter struct {
 }
 
 func openJSONL(s *fileSplit, cfg Config) (batchIter, error) {
-	f, err := cfg.open(s.path)
+	f, err := openFile(cfg, s.path)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ type parquetIter struct {
 }
 
 func openParquet(s *fileSplit, cfg Config) (batchIter, error) {
-	in, err := cfg.open(s.path)
+	in, err := openFile(cfg, s.path)
 	if err != nil {
 		return nil, err
 	}

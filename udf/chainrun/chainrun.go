@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flinkgo/flinkgo/connectors/builtin"
 	"strconv"
 	"strings"
 	"time"
@@ -169,7 +170,7 @@ func planAt(chain Chain, opts Options, p int) (*plan.Graph, error) {
 			Kind: &planpb.Node_Select{Select: &planpb.Select{Columns: columns}}},
 		{Id: 3, Uid: "results", Name: "results", Parallelism: par, Inputs: []*planpb.Input{{Node: 2}},
 			Kind: &planpb.Node_Sink{Sink: &planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}}},
-	}}, plan.Options{})
+	}}, plan.Options{Connectors: builtin.Registry()})
 }
 
 // Run runs chain over the batches read from in until in is closed, and calls
