@@ -11,7 +11,6 @@ import (
 
 	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
-	"github.com/flinkgo/flinkgo/runtime/sink"
 )
 
 // Sink is the connector of collect sinks.
@@ -38,6 +37,13 @@ func (collector) Changelog() connector.Changelog {
 
 func (collector) CheckChangelog(connector.ChangelogInput) error { return nil }
 
+// Open returns the writer of one collect subtask.
 func (collector) Open(cfg connector.WriterConfig) (connector.Writer, error) {
-	return sink.OpenCollect(cfg)
+	if cfg.Schema == nil {
+		return nil, errors.New("collect: the writer's schema is nil")
+	}
+	if cfg.Collect == nil {
+		return nil, errors.New("collect: a collect sink without a Collect function")
+	}
+	return newCollectWriter(cfg), nil
 }

@@ -113,11 +113,19 @@ func (r *Registry) Sink(wire *planpb.Sink) (Sink, error) {
 	return c.Decode(wire)
 }
 
-func known[V any](m map[string]V) string {
+func known[V any](m map[string]V) string { return strings.Join(sortedKinds(m), ", ") }
+
+// SourceKinds are the kinds of r's source connectors, sorted.
+func (r *Registry) SourceKinds() []string { return sortedKinds(r.sources) }
+
+// SinkKinds are the kinds of r's sink connectors, sorted.
+func (r *Registry) SinkKinds() []string { return sortedKinds(r.sinks) }
+
+func sortedKinds[V any](m map[string]V) []string {
 	kinds := make([]string, 0, len(m))
 	for k := range m {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	return strings.Join(kinds, ", ")
+	return kinds
 }

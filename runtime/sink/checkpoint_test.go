@@ -584,26 +584,6 @@ func TestCommitRacesWrites(t *testing.T) {
 	}
 }
 
-func TestPrintAndCollectHaveNoState(t *testing.T) {
-	for _, s := range []*planpb.Sink{
-		{Kind: &planpb.Sink_Print{Print: &planpb.PrintSink{}}},
-		{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}},
-	} {
-		w, err := Open(s, Config{Schema: schema, Parallelism: 1, Stdout: &strings.Builder{},
-			Collect: func(int, arrow.RecordBatch) error { return nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := w.PreCommit(1)
-		if err != nil || len(st) != 0 {
-			t.Errorf("%T: PreCommit = %+v, %v", w, st, err)
-		}
-		if err := w.Commit(1); err != nil {
-			t.Errorf("%T: Commit: %v", w, err)
-		}
-	}
-}
-
 func TestOpenReportsEveryConfigProblem(t *testing.T) {
 	_, err := Open(&planpb.Sink{Kind: &planpb.Sink_File{File: fileSink(t.TempDir(), planpb.FileSource_CSV)}},
 		Config{Subtask: -1, AttemptID: "../x", Restoring: true, Restore: []byte(`{"counter":-2}`)})

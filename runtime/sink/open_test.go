@@ -10,10 +10,6 @@ import (
 // runtime opens sinks through their connectors).
 func Open(s *planpb.Sink, cfg Config) (Writer, error) {
 	switch k := s.GetKind().(type) {
-	case *planpb.Sink_Print:
-		return OpenPrint(cfg)
-	case *planpb.Sink_Collect:
-		return OpenCollect(cfg)
 	case *planpb.Sink_File:
 		return OpenFile(k.File, cfg)
 	case *planpb.Sink_Kafka:

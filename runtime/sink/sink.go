@@ -1,5 +1,6 @@
-// Package sink writes a plan's sink batches: printed rows, part files (CSV,
-// JSON lines, Parquet) and batches collected for the client.
+// Package sink has the writers of the file and Kafka connectors
+// (connectors/files, connectors/kafka): part files (CSV, JSON lines,
+// Parquet) and Kafka records, on package connector's Writer.
 //
 // # File sinks: exactly-once by two-phase commit, as Flink's FileSink
 //
@@ -75,28 +76,20 @@
 // Restoring a checkpoint older than the last one committed (an old
 // savepoint) leaves the parts committed since then published, as in Flink.
 //
-// Print and collect sinks are at-least-once: rows leave at Write (a collect
-// sink with CollectBatchBytes set holds them until it has enough, or until
-// PreCommit or Close), and after a restore the replayed rows are printed or
-// collected again. Their PreCommit returns an empty state and their Commit
-// does nothing.
+// Print and collect sinks are at-least-once; they are connectors/print and
+// connectors/collect.
 //
 // This package does not know operators, exchanges, or where checkpoints are
-// stored: the caller keeps SinkState (JSON) in the checkpoint.
+// stored: the caller keeps the writers' PreCommit bytes in the checkpoint.
 package sink
 
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-
-	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
-	"github.com/flinkgo/flinkgo/runtime/rowkind"
 )
 
 // The writer contract is package connector's; these names keep the
@@ -136,29 +129,6 @@ func validate(c Config, restored func([]byte) error) error {
 	return fmt.Errorf("sink: invalid config: %w", errors.Join(errs...))
 }
 
-// OpenPrint returns the writer of one subtask of a print sink.
-func OpenPrint(cfg Config) (Writer, error) {
-	if err := validate(cfg, nil); err != nil {
-		return nil, err
-	}
-	out := cfg.Stdout
-	if out == nil {
-		out = os.Stdout
-	}
-	return &printWriter{out: out, prefix: printPrefix(cfg)}, nil
-}
-
-// OpenCollect returns the writer of one subtask of a collect sink.
-func OpenCollect(cfg Config) (Writer, error) {
-	if err := validate(cfg, nil); err != nil {
-		return nil, err
-	}
-	if cfg.Collect == nil {
-		return nil, errors.New("sink: collect sink without a Collect function")
-	}
-	return newCollectWriter(cfg), nil
-}
-
 // OpenFile returns the writer of one subtask of a file sink. It creates
 // the sink's directory; its first part is opened by the first row.
 func OpenFile(s *planpb.FileSink, cfg Config) (Writer, error) {
@@ -176,54 +146,4 @@ func OpenKafka(k *planpb.KafkaSink, cfg Config) (Writer, error) {
 	return openKafka(k, cfg)
 }
 
-// printPrefix is Flink's: "<subtask+1>> " when several subtasks print.
-func printPrefix(cfg Config) string {
-	if cfg.Parallelism > 1 {
-		return fmt.Sprintf("%d> ", cfg.Subtask+1)
-	}
-	return ""
-}
-
-// printWriter is at-least-once: rows are printed at Write.
-type printWriter struct {
-	out    io.Writer
-	prefix string
-}
-
-var (
-	_ Writer = (*printWriter)(nil)
-	_ Writer = (*collectWriter)(nil)
-	_ Writer = (*fileWriter)(nil)
-)
-
-// Write prints each row as Flink's PrintSink: its kind, then its values,
-// e.g. "+I[a, 1]", "-U[a, 1]", "+U[a, 2]" (the row-kind column is not a
-// value).
-func (w *printWriter) Write(b arrow.RecordBatch) error {
-	var sb strings.Builder
-	kinds := rowkind.KindsOf(b)
-	values := int(b.NumCols())
-	if kinds != nil {
-		values--
-	}
-	for r := range int(b.NumRows()) {
-		sb.WriteString(w.prefix)
-		sb.WriteString(rowkind.At(kinds, r).String())
-		sb.WriteString("[")
-		for c := range values {
-			if c > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString(b.Column(c).ValueStr(r))
-		}
-		sb.WriteString("]\n")
-	}
-	// One Write per batch: print subtasks share Stdout.
-	_, err := io.WriteString(w.out, sb.String())
-	return err
-}
-
-func (w *printWriter) PreCommit(int64) ([]byte, error) { return nil, nil }
-func (w *printWriter) Commit(int64) error              { return nil }
-func (w *printWriter) Close() error                    { return nil }
-func (w *printWriter) Abort()                          {}
+var _ Writer = (*fileWriter)(nil)
