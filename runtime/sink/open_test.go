@@ -12,8 +12,6 @@ func Open(s *planpb.Sink, cfg Config) (Writer, error) {
 	switch k := s.GetKind().(type) {
 	case *planpb.Sink_File:
 		return OpenFile(k.File, cfg)
-	case *planpb.Sink_Kafka:
-		return OpenKafka(k.Kafka, cfg)
 	}
 	return nil, errors.New("sink: the sink node has no kind")
 }

@@ -1,6 +1,5 @@
-// Package sink has the writers of the file and Kafka connectors
-// (connectors/files, connectors/kafka): part files (CSV, JSON lines,
-// Parquet) and Kafka records, on package connector's Writer.
+// Package sink has the writer of the file connector (connectors/files):
+// part files (CSV, JSON lines, Parquet), on package connector's Writer.
 //
 // # File sinks: exactly-once by two-phase commit, as Flink's FileSink
 //
@@ -137,13 +136,3 @@ func OpenFile(s *planpb.FileSink, cfg Config) (Writer, error) {
 	}
 	return openFile(s, cfg)
 }
-
-// OpenKafka returns the writer of one subtask of a Kafka sink.
-func OpenKafka(k *planpb.KafkaSink, cfg Config) (Writer, error) {
-	if err := validate(cfg, func(b []byte) error { _, err := DecodeKafkaState(b); return err }); err != nil {
-		return nil, err
-	}
-	return openKafka(k, cfg)
-}
-
-var _ Writer = (*fileWriter)(nil)

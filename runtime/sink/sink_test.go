@@ -10,16 +10,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/goleak"
 
-	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/runtime/source"
 )
 
-// TestMain stops the Kafka broker of kafka_test.go, if one started, and
-// checks for leaks.
-func TestMain(m *testing.M) { testkit.KafkaMain(m) }
+// TestMain checks for leaks.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var schema = arrow.NewSchema([]arrow.Field{
 	{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},

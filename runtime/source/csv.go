@@ -84,7 +84,7 @@ func skipCSVRows(f *os.File, src *planpb.FileSource, s *fileSplit) (headerEnd, o
 	if src.GetCsvHasHeader() {
 		if _, err := r.Read(); err != nil {
 			if errors.Is(err, io.EOF) {
-				return 0, 0, badOffset(s.id, "row %d is past the end of the file, which is empty", s.at.Row)
+				return 0, 0, BadOffset(s.id, "row %d is past the end of the file, which is empty", s.at.Row)
 			}
 			return 0, 0, fmt.Errorf("skipping to row %d: %w", s.at.Row, err)
 		}
@@ -93,7 +93,7 @@ func skipCSVRows(f *os.File, src *planpb.FileSource, s *fileSplit) (headerEnd, o
 	for i := range s.at.Row {
 		if _, err := r.Read(); err != nil {
 			if errors.Is(err, io.EOF) {
-				return 0, 0, badOffset(s.id, "row %d is past the end of the file, which has %d rows", s.at.Row, i)
+				return 0, 0, BadOffset(s.id, "row %d is past the end of the file, which has %d rows", s.at.Row, i)
 			}
 			return 0, 0, fmt.Errorf("skipping to row %d: %w", s.at.Row, err)
 		}

@@ -89,15 +89,15 @@ func newDatagen(src *planpb.DatagenSource, cfg Config, restore map[string]SplitS
 			l := lane{k: k}
 			st, ok := restore[l.id()]
 			if ok && st.Done {
-				return nil, badOffset(l.id(), "it is marked done, but lanes of unbounded rows never end")
+				return nil, BadOffset(l.id(), "it is marked done, but lanes of unbounded rows never end")
 			}
 			if ok && len(st.Offset) > 0 {
 				var off seqOffset
-				if err := decodeOffset(l.id(), st.Offset, &off); err != nil {
+				if err := DecodeOffset(l.id(), st.Offset, &off); err != nil {
 					return nil, err
 				}
 				if off.Next < 0 {
-					return nil, badOffset(l.id(), "row %d is negative", off.Next)
+					return nil, BadOffset(l.id(), "row %d is negative", off.Next)
 				}
 				l.seq = off.Next
 			}
@@ -212,7 +212,7 @@ func (g *datagen) Snapshot() ([]SplitState, error) {
 	for _, l := range lanes {
 		s := SplitState{Split: l.id()}
 		if l.seq > 0 {
-			s.Offset = encodeOffset(seqOffset{Next: l.seq})
+			s.Offset = EncodeOffset(seqOffset{Next: l.seq})
 		}
 		out = append(out, s)
 	}

@@ -38,7 +38,7 @@ func openJSONL(s *fileSplit, cfg Config) (batchIter, error) {
 	if s.at.Byte > 0 {
 		st, err := f.Stat()
 		if err == nil && s.at.Byte > st.Size() {
-			err = badOffset(s.id, "byte %d is past the end of the file, which has %d bytes", s.at.Byte, st.Size())
+			err = BadOffset(s.id, "byte %d is past the end of the file, which has %d bytes", s.at.Byte, st.Size())
 		}
 		if err == nil {
 			_, err = f.Seek(s.at.Byte, io.SeekStart)

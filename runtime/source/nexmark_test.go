@@ -343,7 +343,7 @@ func TestNexmarkLastEventsOfTheLongestStream(t *testing.T) {
 		lastBid--
 	}
 	start := rangeBound(n, 127)
-	restore := []SplitState{{Split: fmt.Sprintf("range-%d-%d", start, n), Offset: encodeOffset(seqOffset{Next: n - 1000 - start})}}
+	restore := []SplitState{{Split: fmt.Sprintf("range-%d-%d", start, n), Offset: EncodeOffset(seqOffset{Next: n - 1000 - start})}}
 	for k := range int64(127) {
 		restore = append(restore, SplitState{Split: fmt.Sprintf("range-%d-%d", rangeBound(n, k), rangeBound(n, k+1)), Done: true})
 	}

@@ -1,7 +1,9 @@
 // Package source reads a plan's sources as Arrow record batches, one reader
 // per source subtask: in-memory tables shipped in the plan, CSV, JSON lines
 // and Parquet files, the data generator, Nexmark-shaped auction events
-// (nexmark.go), and Kafka topics. Errors name the
+// (nexmark.go), for their connectors (connectors/*), and the splits,
+// offsets and pacing every connector's reader shares (split.go, pace.go);
+// the Kafka reader is connectors/kafka's. Errors name the
 // file and, for a CSV value or JSON record that does not parse, its line.
 //
 // # Splits
@@ -26,7 +28,7 @@
 //     k mod p, which emits the rows of its lanes in increasing row order (so
 //     when p divides 128 subtask i emits i, i+p, i+2p, …).
 //   - Kafka: one split per partition, id "<topic>-<partition>", owned as
-//     Flink's KafkaSource assigns them (kafka.go); partitions created while
+//     Flink's KafkaSource assigns them (connectors/kafka); partitions created while
 //     the job runs are discovered and owned by the same rule.
 //
 // With more than 128 subtasks, the subtasks that own no range or lane read
@@ -107,6 +109,10 @@ func openFile(c Config, path string) (*os.File, error) {
 	return beneath.Open(c.Paths, "the file source's file", path)
 }
 
+// CheckConfig checks a reader's config (defaults filled): schema,
+// subtask and parallelism, batch size, restored states.
+func CheckConfig(c Config) error { return validate(c) }
+
 func validate(c Config) error {
 	var errs []error
 	if c.Schema == nil {
@@ -118,7 +124,7 @@ func validate(c Config) error {
 	if c.BatchRows < 1 {
 		errs = append(errs, fmt.Errorf("BatchRows is %d; it must be positive", c.BatchRows))
 	}
-	if _, err := restoreMap(c.Restore); err != nil {
+	if _, err := RestoreMap(c.Restore); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -133,7 +139,7 @@ func prepare(cfg Config) (Config, map[string]SplitState, error) {
 	if err := validate(cfg); err != nil {
 		return cfg, nil, err
 	}
-	restore, _ := restoreMap(cfg.Restore) // validated
+	restore, _ := RestoreMap(cfg.Restore) // validated
 	return cfg, restore, nil
 }
 
@@ -163,15 +169,6 @@ func OpenDatagen(src *planpb.DatagenSource, cfg Config) (Reader, error) {
 		return nil, err
 	}
 	return newDatagen(src, cfg, restore)
-}
-
-// OpenKafka returns the reader of cfg's share of a Kafka source.
-func OpenKafka(src *planpb.KafkaSource, cfg Config) (Reader, error) {
-	cfg, restore, err := prepare(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return openKafka(src, cfg, restore)
 }
 
 // OpenNexmark returns the reader of cfg's share of Nexmark events.

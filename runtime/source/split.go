@@ -14,10 +14,11 @@ import (
 // key groups.
 const splitCount = 128
 
-// restoreMap indexes the union of snapshots by split. A split listed twice
+// RestoreMap indexes the union of snapshots by split, for the readers of
+// every connector. A split listed twice
 // with different states is an error (each split has one owner); nil stays
 // nil, a fresh start.
-func restoreMap(states []SplitState) (map[string]SplitState, error) {
+func RestoreMap(states []SplitState) (map[string]SplitState, error) {
 	if states == nil {
 		return nil, nil
 	}
@@ -46,27 +47,27 @@ func normal(s SplitState) SplitState {
 	return s
 }
 
-// badOffset returns an ErrBadOffset error naming the split.
-func badOffset(split, format string, args ...any) error {
+// BadOffset returns an ErrBadOffset error naming the split.
+func BadOffset(split, format string, args ...any) error {
 	return fmt.Errorf("%w: split %q: %s", ErrBadOffset, split, fmt.Sprintf(format, args...))
 }
 
-// decodeOffset decodes a split's JSON offset into v, which must be a
+// DecodeOffset decodes a split's JSON offset into v, which must be a
 // pointer to a struct; unknown fields and trailing data are errors.
-func decodeOffset(split string, offset []byte, v any) error {
+func DecodeOffset(split string, offset []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(offset))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badOffset(split, "offset %q does not decode: %v", offset, err)
+		return BadOffset(split, "offset %q does not decode: %v", offset, err)
 	}
 	if dec.More() {
-		return badOffset(split, "offset %q has data after its JSON object", offset)
+		return BadOffset(split, "offset %q has data after its JSON object", offset)
 	}
 	return nil
 }
 
-// encodeOffset encodes an offset struct (which always marshals).
-func encodeOffset(v any) []byte {
+// EncodeOffset encodes an offset struct (which always marshals).
+func EncodeOffset(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("source: encoding offset %#v: %v", v, err))
@@ -111,11 +112,11 @@ func splitRows(n int64, cfg Config, restore map[string]SplitState) (*rowRanges, 
 				r.pos = end
 			case len(st.Offset) > 0:
 				var off seqOffset
-				if err := decodeOffset(r.id, st.Offset, &off); err != nil {
+				if err := DecodeOffset(r.id, st.Offset, &off); err != nil {
 					return nil, err
 				}
 				if off.Next < 0 || off.Next > end-start {
-					return nil, badOffset(r.id, "row %d is outside the split, which has %d rows", off.Next, end-start)
+					return nil, BadOffset(r.id, "row %d is outside the split, which has %d rows", off.Next, end-start)
 				}
 				r.pos = start + off.Next
 			}
@@ -171,7 +172,7 @@ func (rs *rowRanges) snapshot() []SplitState {
 		case r.pos == r.end:
 			s.Done = true
 		case r.pos > r.start:
-			s.Offset = encodeOffset(seqOffset{Next: r.pos - r.start})
+			s.Offset = EncodeOffset(seqOffset{Next: r.pos - r.start})
 		}
 		out = append(out, s)
 	}

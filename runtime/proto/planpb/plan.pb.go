@@ -2130,7 +2130,7 @@ func (x *NexmarkSource) GetSeed() int64 {
 }
 
 // Records of Kafka topics (read_kafka). Each partition is a split; its
-// position is the offset of the next record (runtime/source/kafka.go).
+// position is the offset of the next record (connectors/kafka/source.go).
 type KafkaSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The topics read, or (when topic_pattern is set) none.
@@ -2161,7 +2161,7 @@ type KafkaSource struct {
 	TopicColumn     string `protobuf:"bytes,14,opt,name=topic_column,json=topicColumn,proto3" json:"topic_column,omitempty"`
 	// Settings by the property names of Kafka's consumer and Flink's
 	// KafkaSource (partition.discovery.interval.ms, ...); the runtime
-	// supports a listed subset (runtime/source/kafka.go) and rejects others.
+	// supports a listed subset (connectors/kafka/source.go) and rejects others.
 	Properties    map[string]string `protobuf:"bytes,15,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3534,7 +3534,7 @@ type KafkaSink struct {
 	// exactly-once, and unique per job writing to the cluster.
 	TransactionalIdPrefix string `protobuf:"bytes,6,opt,name=transactional_id_prefix,json=transactionalIdPrefix,proto3" json:"transactional_id_prefix,omitempty"`
 	// Settings by the property names of Kafka's producer; the runtime
-	// supports a listed subset (runtime/sink/kafka.go) and rejects others.
+	// supports a listed subset (connectors/kafka/sink.go) and rejects others.
 	Properties    map[string]string `protobuf:"bytes,7,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

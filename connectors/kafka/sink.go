@@ -1,4 +1,4 @@
-package sink
+package kafka
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -29,8 +30,8 @@ type KafkaTransaction struct {
 	Checkpoint      int64  `json:"checkpoint"` // committed when this checkpoint completes
 }
 
-// kafkaProperties are the producer properties write_kafka supports.
-var kafkaProperties = map[string]string{
+// sinkProperties are the producer properties write_kafka supports.
+var sinkProperties = map[string]string{
 	"client.id":              "the client id the producers send",
 	"transaction.timeout.ms": "how long the broker keeps a transaction open (default 900000, the broker's default maximum)",
 	"linger.ms":              "how long a batch waits for more records (default 0)",
@@ -39,10 +40,10 @@ var kafkaProperties = map[string]string{
 	"delivery.timeout.ms":    "how long a record may take to be acknowledged before the sink fails (default 120000)",
 }
 
-// KafkaPropertyNames lists the supported producer properties, sorted.
-func KafkaPropertyNames() []string {
-	names := make([]string, 0, len(kafkaProperties))
-	for k := range kafkaProperties {
+// SinkPropertyNames lists the supported producer properties, sorted.
+func SinkPropertyNames() []string {
+	names := make([]string, 0, len(sinkProperties))
+	for k := range sinkProperties {
 		names = append(names, k)
 	}
 	sort.Strings(names)
@@ -55,16 +56,16 @@ func KafkaPropertyNames() []string {
 // fails with an error naming transaction.timeout.ms).
 const defaultTransactionTimeout = 15 * time.Minute
 
-// kafkaSettings is a parsed KafkaSink.
-type kafkaSettings struct {
+// sinkSettings is a parsed KafkaSink.
+type sinkSettings struct {
 	servers    []string
 	opts       []kgo.Opt // of every producer: brokers, topic, properties
 	delivery   planpb.KafkaSink_Delivery
 	txnTimeout time.Duration
 }
 
-func parseKafkaSink(k *planpb.KafkaSink) (kafkaSettings, error) {
-	var s kafkaSettings
+func parseSink(k *planpb.KafkaSink) (sinkSettings, error) {
+	var s sinkSettings
 	var errs []error
 	s.servers = strings.Split(k.GetBootstrapServers(), ",")
 	for i := range s.servers {
@@ -142,7 +143,7 @@ func parseKafkaSink(k *planpb.KafkaSink) (kafkaSettings, error) {
 			case "acks", "enable.idempotence":
 				hint = " (every producer waits for all in-sync replicas and is idempotent)"
 			}
-			errs = append(errs, fmt.Errorf("property %q is not supported%s; supported: %s", key, hint, strings.Join(KafkaPropertyNames(), ", ")))
+			errs = append(errs, fmt.Errorf("property %q is not supported%s; supported: %s", key, hint, strings.Join(SinkPropertyNames(), ", ")))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -183,8 +184,8 @@ func transactionalID(prefix string, subtask int, n int64) string {
 // Close.
 type kafkaWriter struct {
 	k   *planpb.KafkaSink
-	s   kafkaSettings
-	cfg Config
+	s   sinkSettings
+	cfg connector.WriterConfig
 	enc *kafkaEncoder
 
 	mu      sync.Mutex
@@ -203,15 +204,15 @@ type pendingTxn struct {
 	producer *kgo.Client
 }
 
-var _ Writer = (*kafkaWriter)(nil)
+var _ connector.Writer = (*kafkaWriter)(nil)
 
 // kafkaOpTimeout bounds a flush-less broker round trip of the sink (a
 // ping, a commit), so that an unreachable broker fails the task instead
 // of hanging it.
 const kafkaOpTimeout = 30 * time.Second
 
-func openKafka(k *planpb.KafkaSink, cfg Config) (*kafkaWriter, error) {
-	s, err := parseKafkaSink(k)
+func openWriter(k *planpb.KafkaSink, cfg connector.WriterConfig) (*kafkaWriter, error) {
+	s, err := parseSink(k)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +268,7 @@ func (w *kafkaWriter) Write(b arrow.RecordBatch) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return ErrClosed
+		return connector.ErrClosed
 	}
 	if w.failed != nil {
 		return w.failed
@@ -326,7 +327,7 @@ func (w *kafkaWriter) PreCommit(checkpointID int64) ([]byte, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return nil, ErrClosed
+		return nil, connector.ErrClosed
 	}
 	if w.failed != nil {
 		return nil, w.failed
@@ -492,10 +493,10 @@ func (w *kafkaWriter) closePending() {
 	}
 }
 
-// ValidateKafka checks a Kafka sink's options and that rows of schema can
+// validateSink checks a Kafka sink's options and that rows of schema can
 // be encoded as its records, before the job starts.
-func ValidateKafka(k *planpb.KafkaSink, schema *arrow.Schema) error {
-	if _, err := parseKafkaSink(k); err != nil {
+func validateSink(k *planpb.KafkaSink, schema *arrow.Schema) error {
+	if _, err := parseSink(k); err != nil {
 		return err
 	}
 	if _, err := newKafkaEncoder(k, schema); err != nil {

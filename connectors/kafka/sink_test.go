@@ -1,4 +1,4 @@
-package sink
+package kafka
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -26,7 +27,7 @@ func kafkaSinkOf(b *testkit.KafkaBroker, topic string, d planpb.KafkaSink_Delive
 }
 
 // kafkaPreCommit precommits checkpoint id and decodes the state it returns.
-func kafkaPreCommit(t *testing.T, w Writer, id int64) KafkaState {
+func kafkaPreCommit(t *testing.T, w connector.Writer, id int64) KafkaState {
 	t.Helper()
 	data, err := w.PreCommit(id)
 	if err != nil {
@@ -49,7 +50,7 @@ func idBatch(mem memory.Allocator, from, to int64) arrow.RecordBatch {
 	return bld.NewRecordBatch()
 }
 
-func writeIDs(t *testing.T, w Writer, mem memory.Allocator, from, to int64) {
+func writeIDs(t *testing.T, w connector.Writer, mem memory.Allocator, from, to int64) {
 	t.Helper()
 	b := idBatch(mem, from, to)
 	defer b.Release()
@@ -98,8 +99,8 @@ func TestKafkaExactlyOnceCommitsAtCheckpointCompletion(t *testing.T) {
 	topic := b.CreateTopic(t, 2)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	w, err := Open(&planpb.Sink{Kind: &planpb.Sink_Kafka{Kafka: kafkaSinkOf(b, topic, planpb.KafkaSink_EXACTLY_ONCE)}},
-		Config{Schema: schema, Parallelism: 1})
+	w, err := openSink(kafkaSinkOf(b, topic, planpb.KafkaSink_EXACTLY_ONCE),
+		connector.WriterConfig{Schema: schema, Parallelism: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestKafkaRecoveryCommitsPrecommittedAndAbortsLingering(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	k := kafkaSinkOf(b, topic, planpb.KafkaSink_EXACTLY_ONCE)
-	w, err := openKafka(k, Config{Schema: schema, Parallelism: 1})
+	w, err := openWriter(k, connector.WriterConfig{Schema: schema, Parallelism: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestKafkaRecoveryCommitsPrecommittedAndAbortsLingering(t *testing.T) {
 		t.Fatalf("read_committed sees %v, want %v", got, want)
 	}
 	// A restored writer continues at the counter and commits normally.
-	w2, err := openKafka(k, Config{Schema: schema, Parallelism: 1, Restoring: true, Restore: []byte(fmt.Sprintf(`{"counter":%d}`, st1.Counter))})
+	w2, err := openWriter(k, connector.WriterConfig{Schema: schema, Parallelism: 1, Restoring: true, Restore: []byte(fmt.Sprintf(`{"counter":%d}`, st1.Counter))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,9 +248,9 @@ func TestKafkaSinkErrorsAreNamed(t *testing.T) {
 			KeyColumn: "k"}, `key column "k" is not a column`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := ValidateKafka(c.k, schema)
+			err := validateSink(c.k, schema)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("ValidateKafka: %v, want an error containing %q", err, c.want)
+				t.Fatalf("validateSink: %v, want an error containing %q", err, c.want)
 			}
 		})
 	}
@@ -258,7 +259,7 @@ func TestKafkaSinkErrorsAreNamed(t *testing.T) {
 func TestKafkaUnreachableBrokerNamesTheSinkAndAddress(t *testing.T) {
 	addr := "127.0.0.1:1" // nothing listens on port 1
 	k := &planpb.KafkaSink{Topic: "out", BootstrapServers: addr, Delivery: planpb.KafkaSink_AT_LEAST_ONCE}
-	_, err := Open(&planpb.Sink{Kind: &planpb.Sink_Kafka{Kafka: k}}, Config{Schema: schema, Parallelism: 1})
+	_, err := openSink(k, connector.WriterConfig{Schema: schema, Parallelism: 1})
 	if err == nil || !strings.Contains(err.Error(), `write_kafka to "out"`) || !strings.Contains(err.Error(), "cannot reach the Kafka brokers at "+addr) {
 		t.Fatalf("Open: %v, want an error naming the sink and %s", err, addr)
 	}
