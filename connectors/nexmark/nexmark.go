@@ -1,8 +1,8 @@
 // Package nexmark is the connector of Nexmark-shaped auction events
 // (env.nexmark): kind "nexmark". A source reads the persons, auctions or
 // bids among `events` events, in Nexmark's proportions; the events are
-// cut into 128 ranges as in-memory tables (package runtime/source has the
-// generator).
+// cut into 128 ranges as in-memory tables (runtime/source's RowRanges),
+// generated in reader.go.
 package nexmark
 
 import (
@@ -31,10 +31,18 @@ func decode(wire *planpb.Source) (connector.Source, error) {
 type events struct{ wire *planpb.NexmarkSource }
 
 // CheckSchema checks the declared columns are those of the events' kind.
-func (e events) CheckSchema(s *arrow.Schema) error { return source.ValidateNexmark(e.wire, s) }
+func (e events) CheckSchema(s *arrow.Schema) error { return Validate(e.wire, s) }
 
 func (events) Boundedness() connector.Boundedness { return connector.Boundedness{Bounded: true} }
 
 func (e events) Open(cfg connector.ReaderConfig) (connector.Reader, error) {
-	return source.OpenNexmark(e.wire, cfg)
+	cfg = cfg.WithDefaults()
+	if err := source.CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	restore, err := source.RestoreMap(cfg.Restore)
+	if err != nil {
+		return nil, err
+	}
+	return openReader(e.wire, cfg, restore)
 }

@@ -16,8 +16,6 @@ func Open(src *planpb.Source, cfg Config) (Reader, error) {
 		return OpenFiles(k.File, cfg)
 	case *planpb.Source_Datagen:
 		return OpenDatagen(k.Datagen, cfg)
-	case *planpb.Source_Nexmark:
-		return OpenNexmark(k.Nexmark, cfg)
 	}
 	return nil, errors.New("source: the source node has no kind")
 }

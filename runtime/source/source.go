@@ -171,15 +171,6 @@ func OpenDatagen(src *planpb.DatagenSource, cfg Config) (Reader, error) {
 	return newDatagen(src, cfg, restore)
 }
 
-// OpenNexmark returns the reader of cfg's share of Nexmark events.
-func OpenNexmark(src *planpb.NexmarkSource, cfg Config) (Reader, error) {
-	cfg, restore, err := prepare(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return newNexmark(src, cfg, restore)
-}
-
 // ReadAll drains r; the caller releases the batches. For tests and
 // collecting small sources.
 func ReadAll(ctx context.Context, r Reader) ([]arrow.RecordBatch, error) {

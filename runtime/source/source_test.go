@@ -117,7 +117,7 @@ func TestDatagenIsReproducibleAtAnyParallelism(t *testing.T) {
 		t.Fatalf("parallelism 1 and 3 differ or lose rows: %d vs %d rows", len(one), len(three))
 	}
 	// The documented formula: row 5, column 1 (x) with seed 7.
-	want := fmt.Sprintf("5,%s,name-5", strconvFloat(float64(mix(7, 5, 1)>>11)/(1<<53)))
+	want := fmt.Sprintf("5,%s,name-5", strconvFloat(float64(Mix(7, 5, 1)>>11)/(1<<53)))
 	if one[5] != want {
 		t.Errorf("row 5 = %s, want %s", one[5], want)
 	}

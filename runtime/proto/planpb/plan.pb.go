@@ -2055,7 +2055,7 @@ func (x *DatagenSource) GetSeed() int64 {
 // Nexmark-shaped auction events (env.nexmark): a stream of `events` events,
 // persons, auctions and bids in the proportions 1:3:46 as Nexmark's
 // generator makes them, of which the source returns those of one kind
-// (runtime/source/nexmark.go). The values are a pure function of the seed
+// (connectors/nexmark/reader.go). The values are a pure function of the seed
 // and the event's number, so the three kinds read with the same events and
 // seed are views of one stream (a bid's auction and bidder are ids of
 // auctions and persons of it).
