@@ -2,7 +2,7 @@
 // "datagen". Bounded with rows > 0 (cut into 128 ranges, as in-memory
 // tables), endless otherwise (128 lanes, lane k going to subtask k mod p);
 // rows_per_second limits the rate, and the rows behind it are the reader's
-// pending records (package runtime/source has the reader).
+// pending records (reader.go).
 package datagen
 
 import (
@@ -39,5 +39,13 @@ func (g generator) Boundedness() connector.Boundedness {
 }
 
 func (g generator) Open(cfg connector.ReaderConfig) (connector.Reader, error) {
-	return source.OpenDatagen(g.wire, cfg)
+	cfg = cfg.WithDefaults()
+	if err := source.CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	restore, err := source.RestoreMap(cfg.Restore)
+	if err != nil {
+		return nil, err
+	}
+	return openReader(g.wire, cfg, restore)
 }

@@ -16,10 +16,6 @@ func (p *Pacer) Pending() int64 {
 	return max(0, due-p.Sent)
 }
 
-// PendingRecords are the rows due by the datagen's rate that Next has not
-// returned yet (Backlog).
-func (g *datagen) PendingRecords() int64 { return g.pace.Pending() }
-
 // Left is how many rows the ranges have not returned yet.
 func (rs *RowRanges) Left() int64 {
 	var n int64
@@ -28,8 +24,3 @@ func (rs *RowRanges) Left() int64 {
 	}
 	return n
 }
-
-var _ Backlog = (*datagen)(nil)
-
-// ThrottledTime is the time the datagen slept for its rate (Throttled).
-func (g *datagen) ThrottledTime() time.Duration { return g.pace.Waited }

@@ -14,8 +14,6 @@ func Open(src *planpb.Source, cfg Config) (Reader, error) {
 		return OpenArrow(k.Arrow, cfg)
 	case *planpb.Source_File:
 		return OpenFiles(k.File, cfg)
-	case *planpb.Source_Datagen:
-		return OpenDatagen(k.Datagen, cfg)
 	}
 	return nil, errors.New("source: the source node has no kind")
 }

@@ -1,10 +1,10 @@
-// Package source reads a plan's sources as Arrow record batches, one reader
-// per source subtask: in-memory tables shipped in the plan, CSV, JSON lines
-// and Parquet files, the data generator, Nexmark-shaped auction events
-// (nexmark.go), for their connectors (connectors/*), and the splits,
-// offsets and pacing every connector's reader shares (split.go, pace.go);
-// the Kafka reader is connectors/kafka's. Errors name the
-// file and, for a CSV value or JSON record that does not parse, its line.
+// Package source has what the readers of every connector share (split
+// ranges, offsets, restore maps: split.go; the rate Pacer: pace.go; Mix:
+// mix.go) and the readers of in-memory tables and of CSV, JSON lines and
+// Parquet files, for connectors/memory and connectors/files; the
+// generators' and Kafka's readers are their connector packages'. Errors
+// name the file and, for a CSV value or JSON record that does not parse,
+// its line.
 //
 // # Splits
 //
@@ -160,15 +160,6 @@ func OpenFiles(src *planpb.FileSource, cfg Config) (Reader, error) {
 		return nil, err
 	}
 	return openFiles(src, cfg, restore)
-}
-
-// OpenDatagen returns the reader of cfg's share of generated rows.
-func OpenDatagen(src *planpb.DatagenSource, cfg Config) (Reader, error) {
-	cfg, restore, err := prepare(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return newDatagen(src, cfg, restore)
 }
 
 // ReadAll drains r; the caller releases the batches. For tests and
