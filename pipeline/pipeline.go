@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/connectors/builtin"
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/operators"
@@ -115,6 +116,9 @@ func planChain(chain Chain, opts Options) (*plan.Graph, Resolved, error) {
 
 // planAt plans the chain with every node at parallelism p.
 func planAt(chain Chain, opts Options, p int, popts plan.Options) (*plan.Graph, error) {
+	if popts.Connectors == nil {
+		popts.Connectors = builtin.Registry()
+	}
 	schema, err := arrowipc.EncodeSchema(chain.InputSchema)
 	if err != nil {
 		return nil, err

@@ -14,11 +14,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flinkgo/flinkgo/connectors/nexmark"
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/job"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
-	"github.com/flinkgo/flinkgo/runtime/source"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
 )
 
@@ -143,8 +144,11 @@ plan = env.plan("nexmark-bench")
 type nexmarkFacts struct{ bids, q2, auctions int64 }
 
 func nexmarkCount(b *testing.B) nexmarkFacts {
-	src := &planpb.Source{Kind: &planpb.Source_Nexmark{Nexmark: &planpb.NexmarkSource{Kind: planpb.NexmarkSource_BID, Events: nexmarkEvents}}}
-	r, err := source.Open(src, source.Config{Schema: source.NexmarkSchema(planpb.NexmarkSource_BID), Parallelism: 1})
+	src, err := nexmark.Source().Decode(&planpb.Source{Kind: &planpb.Source_Nexmark{Nexmark: &planpb.NexmarkSource{Kind: planpb.NexmarkSource_BID, Events: nexmarkEvents}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := src.Open(connector.ReaderConfig{Schema: nexmark.Schema(planpb.NexmarkSource_BID), Parallelism: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

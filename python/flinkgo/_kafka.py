@@ -1,6 +1,6 @@
 """Checks and plan messages of the Kafka source (:meth:`Environment.read_kafka`).
 
-The runtime reads Kafka (runtime/source/kafka.go, on franz-go); this module turns the
+The runtime reads Kafka (connectors/kafka/source.go, on franz-go); this module turns the
 Python arguments into the ``KafkaSource`` plan message and the source's output schema:
 the value columns of `schema`, then the metadata columns asked for. It connects to
 nothing: a topic that does not exist is reported when the job starts.

@@ -1051,7 +1051,7 @@ def _warn_unexecuted_sinks(names: list[str]) -> None:
 
 _NEXMARK_TIME = pa.timestamp("ms", tz="UTC")
 # The columns of Nexmark's Person, Auction and Bid in snake case, never null; the
-# runtime checks them against its generator's (runtime/source/nexmark.go).
+# runtime checks them against its generator's (connectors/nexmark/reader.go).
 _NEXMARK_SCHEMAS = {
     kind: pa.schema([pa.field(name, typ, nullable=False) for name, typ in columns])
     for kind, columns in {

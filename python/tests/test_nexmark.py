@@ -1,7 +1,7 @@
 """Nexmark-shaped events (env.nexmark): options, the plan, and queries on the runtime.
 
 The generator itself (proportions, determinism, field ranges, ids) is tested beside it
-in runtime/source/nexmark_test.go; here the Python side: the options it checks, what
+in connectors/nexmark/reader_test.go; here the Python side: the options it checks, what
 the plan carries, and Nexmark's q1 (a pandas UDF converting prices to euros) on the
 real runtime against pandas on the same events.
 """

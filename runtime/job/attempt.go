@@ -12,7 +12,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/sink"
 	"github.com/flinkgo/flinkgo/runtime/task"
 )
 
@@ -38,18 +37,19 @@ type attempt struct {
 
 	mu struct {
 		sync.Mutex
-		// finalParts: file sink subtasks' last parts, by operator.
-		finalParts map[*plan.Operator][]sink.SinkState
+		// finalParts: two-phase sink subtasks' last precommits, by
+		// operator.
+		finalParts map[*plan.Operator][][]byte
 	}
 }
 
-// keepFinalParts records the last parts of a file sink subtask that
-// finished. Safe from any task goroutine.
-func (a *attempt) keepFinalParts(op *plan.Operator, st sink.SinkState) {
+// keepFinalParts records the last precommit of a two-phase sink subtask
+// that finished. Safe from any task goroutine.
+func (a *attempt) keepFinalParts(op *plan.Operator, st []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.mu.finalParts == nil {
-		a.mu.finalParts = map[*plan.Operator][]sink.SinkState{}
+		a.mu.finalParts = map[*plan.Operator][][]byte{}
 	}
 	a.mu.finalParts[op] = append(a.mu.finalParts[op], st)
 }
@@ -60,7 +60,7 @@ func (a *attempt) publishFinalParts() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for op, states := range a.mu.finalParts {
-		if err := operators.PublishFinalParts(op, states, a.job.opts.Paths); err != nil {
+		if err := operators.PublishFinalParts(a.job.opts.Connectors, op, states, a.job.opts.Paths); err != nil {
 			return fmt.Errorf("job: %w", err)
 		}
 	}
@@ -107,7 +107,7 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 	j.mu.Lock()
 	g, taskMetrics, udfMetrics, opts := j.mu.graph, j.mu.taskMetrics, j.mu.udfMetrics, j.opts
 	j.mu.Unlock()
-	if err := operators.RecoverSinks(g, from, j.Attempts() > 0, j.opts.Paths); err != nil {
+	if err := operators.RecoverSinks(j.opts.Connectors, g, from, j.Attempts() > 0, j.opts.Paths); err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
 	if from != nil {
@@ -121,7 +121,11 @@ func (j *Job) newAttempt(ctx context.Context, from *checkpoint.RestorePoint) (*a
 		ErrorNamesOrigin: operators.ErrorNamesOrigin,
 		Attempt:          j.Attempts() + 1, // the logger names the job already
 	}
-	if j.config.Checkpoint.Interval > 0 || from != nil || j.config.Restart.Strategy != "none" || operators.KeepsOutputUntilEnd(g) {
+	holds, err := operators.KeepsOutputUntilEnd(j.opts.Connectors, g)
+	if err != nil {
+		return nil, fmt.Errorf("job: %w", err)
+	}
+	if j.config.Checkpoint.Interval > 0 || from != nil || j.config.Restart.Strategy != "none" || holds {
 		// Attempts may follow, or a sink writes beside older files: part
 		// files of different attempts never share a name, and file sinks
 		// publish their last parts only when the job ends.

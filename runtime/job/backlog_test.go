@@ -11,13 +11,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/connectors/nexmark"
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
-	"github.com/flinkgo/flinkgo/runtime/source"
 )
 
 // sourceMetrics sums a source vertex's pendingRecords and numRecordsIn
@@ -112,7 +112,7 @@ func fmtPending(pending, in float64) string {
 // rate: held back by a waiting sink it falls behind (never by more bids
 // than it has left), and once every event is read it has none pending.
 func TestNexmarkSourcePendingRecordsAreBidsBehindSchedule(t *testing.T) {
-	bidSchema := source.NexmarkSchema(planpb.NexmarkSource_BID)
+	bidSchema := nexmark.Schema(planpb.NexmarkSource_BID)
 	schema, err := arrowipc.EncodeSchema(bidSchema)
 	if err != nil {
 		t.Fatal(err)

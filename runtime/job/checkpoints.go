@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flinkgo/flinkgo/connectors/builtin"
 	"github.com/flinkgo/flinkgo/internal/objstore"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
@@ -41,7 +42,7 @@ func NewJobID() string {
 // (config.ConfigRestorePath), the snapshot's max parallelism, which the job
 // must keep.
 func PlanOptions(job *plan.JobPlan) (plan.Options, error) {
-	opts := plan.Options{Schemas: operators.Registry(operators.Options{})}
+	opts := plan.Options{Schemas: operators.Registry(operators.Options{}), Connectors: builtin.Registry()}
 	path := strings.TrimSpace(job.Config[config.ConfigRestorePath])
 	if path == "" {
 		return opts, nil

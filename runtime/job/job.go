@@ -18,17 +18,18 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/connectors/builtin"
 	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/internal/logging"
 	"github.com/flinkgo/flinkgo/internal/objstore"
 	"github.com/flinkgo/flinkgo/runtime/autoscaler"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
 	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/operators"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/sink"
 	"github.com/flinkgo/flinkgo/runtime/task"
 	"github.com/flinkgo/flinkgo/udf/bridge"
 	"github.com/flinkgo/flinkgo/udf/bridge/pluginrunner"
@@ -92,6 +93,11 @@ type Options struct {
 	// pipeline runs a chain in one subtask over a pool of workers whose
 	// results leave in input order.
 	Workers map[string]int
+	// Connectors has the connectors of the job's sources and sinks
+	// (default connectors/builtin's): a program embedding the runtime adds
+	// its own with its With. A custom Registry's sources and sinks should
+	// be built with the same.
+	Connectors *connector.Registry
 	// OnStateChange, when set, is called on every change of the job's
 	// state (see JobState), in order, from the goroutine that made it. It
 	// must not block.
@@ -184,9 +190,9 @@ type Job struct {
 	// workers: the worker pools of the stateless UDF operators, which an
 	// in-place rescale resizes (rescale.go).
 	workers *operator.WorkerPools
-	// previous: what the file sinks in mode "overwrite" found at
-	// submission, deleted once the job's output is committed.
-	previous []*sink.Previous
+	// previous: what the sinks prepared at submission (what file sinks in
+	// mode "overwrite" found), told once the job's output is committed.
+	previous []connector.Prepared
 	// autoscalerStop ends the autoscaler's loop (autoscale.go);
 	// autoscalerDone waits for it.
 	autoscalerStop chan struct{}
@@ -271,6 +277,9 @@ func Start(ctx context.Context, g *plan.Graph, opts Options) (*Job, error) {
 	if j.opts.Runner.Logger == nil {
 		j.opts.Runner.Logger = j.opts.Logger
 	}
+	if j.opts.Connectors == nil {
+		j.opts.Connectors = builtin.Registry()
+	}
 	j.registry = opts.Registry
 	if j.registry == nil {
 		j.registry = operators.Registry(j.operatorOptions())
@@ -328,7 +337,7 @@ func (j *Job) firstAttempt(ctx context.Context) (*attempt, error) {
 	}
 	// Once per job, before any task writes; a restore finds its own parts.
 	g := j.graph()
-	prev, err := operators.PrepareSinks(g, j.config.Restore.Path != "", j.opts.Paths)
+	prev, err := operators.PrepareSinks(j.opts.Connectors, g, j.config.Restore.Path != "", j.opts.Paths)
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
 	}
@@ -555,7 +564,7 @@ func (j *Job) record(s CheckpointStats) {
 func (j *Job) deletePrevious() error {
 	var errs []error
 	for _, p := range j.previous {
-		errs = append(errs, p.Delete())
+		errs = append(errs, p.OutputCommitted())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("job: %w", err)
@@ -697,7 +706,7 @@ func (j *Job) operatorOptions() operators.Options {
 	o := j.opts
 	return operators.Options{
 		Runner: o.Runner, NewRunner: o.NewRunner, BundleSize: o.BundleSize, BundleTime: o.BundleTime,
-		SourceBatchRows: o.SourceBatchRows, Stdout: o.Stdout, Collect: o.Collect,
+		Connectors: o.Connectors, SourceBatchRows: o.SourceBatchRows, Stdout: o.Stdout, Collect: o.Collect,
 		CollectBatchBytes: o.CollectBatchBytes, Paths: o.Paths,
 		KeyedCacheGroups: o.KeyedCacheGroups, UpdateInterval: j.config.UpdateInterval, StateTTL: j.config.StateTTL,
 		WatermarkInterval: j.config.WatermarkInterval,

@@ -12,13 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flinkgo/flinkgo/connectors/kafka"
 	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
 	"github.com/flinkgo/flinkgo/internal/poll"
 	"github.com/flinkgo/flinkgo/runtime/config"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
-	"github.com/flinkgo/flinkgo/runtime/sink"
 )
 
 // datagenToKafka plans datagen(rows, rowsPerSecond) at parallelism p → an
@@ -96,7 +96,7 @@ func TestKafkaSinkRestoresAtAnotherParallelismAndAbortsLingering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sub1 sink.SinkState
+	var sub1 kafka.KafkaState
 	for _, op := range m.Operators {
 		for _, st := range op.Subtasks {
 			if op.UID == "kafka" && st.Subtask == 1 {

@@ -8,10 +8,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/sink"
-	"github.com/flinkgo/flinkgo/runtime/source"
 	"github.com/flinkgo/flinkgo/state"
 )
 
@@ -46,11 +45,12 @@ type Context struct {
 	// AttemptID names the attempt, "" when no attempt may follow (sinks
 	// name their part files with it).
 	AttemptID string
-	// PublishAtEnd, when set, takes a file sink subtask's last parts at
-	// the end of its input: the job publishes them when every task has
-	// finished, so that a restart before then replays no row of a
-	// published part.
-	PublishAtEnd func(sink.SinkState)
+	// PublishAtEnd, when set, takes a two-phase sink subtask's last
+	// precommitted state (its connector's bytes) at the end of its input:
+	// the job commits them when every task has finished
+	// (connector.Sink.CommitFinal), so that a restart before then replays
+	// no row of published output.
+	PublishAtEnd func(state []byte)
 	// Watermarks sends the watermarks and statuses the operator makes
 	// itself downstream (a watermark assigner's); the task sets it.
 	Watermarks WatermarkOutput
@@ -58,7 +58,7 @@ type Context struct {
 	// reports its splits (files), directly or through selects and filters
 	// only: during Process its LastSplit is the split the batch came from.
 	// Nil otherwise.
-	SourceSplits source.SplitReporter
+	SourceSplits connector.SplitReporter
 	// LateRows[i] emits on the late-rows output of input i
 	// (plan.LateRowsOutput + i): a node with late_rows=KEEP sends there,
 	// unchanged, the rows of input i it found late (a window's rows too

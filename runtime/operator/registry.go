@@ -6,8 +6,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/source"
 )
 
 // Kind is how the runtime builds the operators of one plan.Kind: the row of
@@ -21,7 +21,7 @@ type Kind struct {
 	// OpenSource is set.
 	New func(ctx *Context) (Operator, error)
 	// OpenSource opens one subtask of a source: its task reads it.
-	OpenSource func(ctx *Context) (source.Reader, error)
+	OpenSource func(ctx *Context) (connector.Reader, error)
 	// State says what a snapshot holds of the operator.
 	State StateDescriptor
 }

@@ -1,6 +1,8 @@
 package operators
 
 import (
+	"github.com/flinkgo/flinkgo/connectors/builtin"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"io"
 	"time"
 
@@ -23,6 +25,9 @@ type Options struct {
 	// BundleSize and BundleTime: see package bundle.
 	BundleSize int
 	BundleTime time.Duration
+	// Connectors has the connectors of sources and sinks (default
+	// connectors/builtin's).
+	Connectors *connector.Registry
 	// SourceBatchRows is the largest batch a source reads.
 	SourceBatchRows int
 	// Paths opens file sources' files and file sinks' directories; nil
@@ -31,7 +36,7 @@ type Options struct {
 	// Stdout receives print sinks' rows; Collect collect sinks' batches.
 	Stdout  io.Writer
 	Collect func(op *plan.Operator, subtask int, b arrow.RecordBatch) error
-	// CollectBatchBytes: see sink.Config.
+	// CollectBatchBytes: see connector.WriterConfig.
 	CollectBatchBytes int
 	// KeyedCacheGroups is how many groups a keyed aggregation subtask
 	// keeps in memory after a checkpoint wrote them to its state backend.
@@ -50,6 +55,9 @@ type Options struct {
 // Registry returns the runtime's operators, built with opts: one line per
 // operator kind.
 func Registry(opts Options) *operator.Registry {
+	if opts.Connectors == nil {
+		opts.Connectors = builtin.Registry()
+	}
 	if opts.NewRunner == nil {
 		opts.NewRunner = func(o pluginrunner.Options) (bridge.Runner, error) { return pluginrunner.NewRunner(o) }
 	}

@@ -2,7 +2,7 @@ package operators
 
 import (
 	"context"
-	"encoding/json"
+
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,51 +11,52 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/beneath"
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
-	"github.com/flinkgo/flinkgo/runtime/sink"
 )
 
-// sinkKind writes into a sink.Writer: file sinks exactly-once (their parts
-// published when a checkpoint completes, or at the end), Kafka sinks as
-// their delivery says (exactly-once: transactions committed when a
-// checkpoint completes), print and collect sinks at-least-once across
-// restarts.
+// sinkKind writes into its connector's Writer: two-phase sinks (file
+// sinks, exactly-once Kafka sinks) exactly-once, their output published
+// when a checkpoint completes or at the end; others (print, collect) at
+// least once across restarts.
 func sinkKind(opts Options) operator.Kind {
 	return operator.Kind{
 		Kind: plan.KindSink,
 		Schema: func(op *plan.Operator, in []*arrow.Schema) (*arrow.Schema, error) {
-			// A Kafka sink's options and columns are checked before it connects.
-			if k := op.Node.GetSink().GetKafka(); k != nil {
-				if err := sink.ValidateKafka(k, in[0]); err != nil {
-					return nil, err
-				}
+			snk, err := opts.Connectors.Sink(op.Node.GetSink())
+			if err != nil {
+				return nil, err
+			}
+			// The connector checks its options and columns before it connects.
+			if err := snk.CheckSchema(in[0]); err != nil {
+				return nil, err
 			}
 			return in[0], nil
 		},
-		State: operator.StateDescriptor{What: "file sinks: pending parts and the part counter; Kafka sinks: precommitted transactions and the transaction counter"},
+		State: operator.StateDescriptor{What: "two-phase sinks: what they precommitted (file sinks: pending parts and the part counter; Kafka sinks: transactions and the transaction counter)"},
 		New: func(c *operator.Context) (operator.Operator, error) {
+			snk, err := opts.Connectors.Sink(c.Op.Node.GetSink())
+			if err != nil {
+				return nil, err
+			}
 			var collect func(int, arrow.RecordBatch) error
 			if opts.Collect != nil {
 				op := c.Op
 				collect = func(subtask int, b arrow.RecordBatch) error { return opts.Collect(op, subtask, b) }
 			}
-			restore, err := restoredSink(c.Restored, c.Subtask)
-			if err != nil {
-				return nil, err
-			}
-			w, err := sink.Open(c.Op.Node.GetSink(), sink.Config{
+			restoring, restore := restoredSink(c.Restored, c.Subtask)
+			w, err := snk.Open(connector.WriterConfig{
 				Schema: c.Out, Subtask: c.Subtask, Parallelism: c.Parallelism,
 				Stdout: opts.Stdout, Collect: collect, CollectBatchBytes: opts.CollectBatchBytes, Allocator: c.Allocator,
-				Restore: restore, AttemptID: c.AttemptID, Paths: opts.Paths,
+				Restoring: restoring, Restore: restore, AttemptID: c.AttemptID, Paths: opts.Paths,
 			})
 			if err != nil {
 				return nil, err
 			}
-			p := &sinkProc{w: w, file: keepsState(c.Op.Node.GetSink()), dropUpdateBefore: c.Op.DropUpdateBefore}
-			if p.file {
+			p := &sinkProc{w: w, twoPhase: snk.CommitsAtCheckpoints(), dropUpdateBefore: c.Op.DropUpdateBefore}
+			if p.twoPhase {
 				p.publishAtEnd = c.PublishAtEnd
 			}
 			return p, nil
@@ -63,18 +64,18 @@ func sinkKind(opts Options) operator.Kind {
 	}
 }
 
-// sinkProc writes into a sink.Writer: published on finish, dropped on
+// sinkProc writes into a connector.Writer: published on finish, dropped on
 // cancel.
 type sinkProc struct {
 	operator.Base
-	w       sink.Writer
-	file    bool // keeps state (keepsState): a file or exactly-once Kafka sink
-	written bool
-	// publishAtEnd, when set, takes a file sink's last parts at the end of
-	// its input, hidden: the job publishes them once every task has
-	// finished, so that a restart before then replays no row of a
-	// published part.
-	publishAtEnd func(sink.SinkState)
+	w        connector.Writer
+	twoPhase bool // connector.Sink.CommitsAtCheckpoints
+	written  bool
+	// publishAtEnd, when set, takes a two-phase sink's last precommit at
+	// the end of its input, unpublished: the job commits it once every
+	// task has finished, so that a restart before then replays no row of
+	// published output.
+	publishAtEnd func([]byte)
 	// dropUpdateBefore makes the retract stream of an aggregation that
 	// others read too an upsert stream by its keys (plan.Operator).
 	dropUpdateBefore bool
@@ -150,162 +151,123 @@ func (s *sinkProc) SnapshotState(_ context.Context, target checkpoint.Target, _ 
 	if err != nil {
 		return err
 	}
-	if !s.file {
+	if !s.twoPhase || len(state) == 0 {
 		return nil // print and collect keep nothing
 	}
-	st.Sink, err = json.Marshal(state)
-	return err
+	st.Sink = state
+	return nil
 }
 
 // NotifyCheckpointComplete publishes the parts of every checkpoint up to
 // id.
 func (s *sinkProc) NotifyCheckpointComplete(id int64) error { return s.w.Commit(id) }
 
-// keepsState reports whether a sink has checkpointed state: file sinks
-// and exactly-once Kafka sinks. An at-least-once or "none" Kafka sink
-// keeps none, and ends by Close, which waits for its last records.
-func keepsState(s *planpb.Sink) bool {
-	if k := s.GetKafka(); k != nil {
-		return k.GetDelivery() == planpb.KafkaSink_EXACTLY_ONCE || k.GetDelivery() == planpb.KafkaSink_DELIVERY_UNSPECIFIED
-	}
-	return s.GetFile() != nil
-}
-
-// sinkState decodes one subtask's sink state.
-func sinkState(op *checkpoint.OperatorState, st checkpoint.SubtaskState) (sink.SinkState, error) {
-	var s sink.SinkState
-	if err := json.Unmarshal(st.Sink, &s); err != nil {
-		return s, fmt.Errorf("restoring the sink %q (uid %s): subtask %d's state is invalid: %w", op.Name, op.UID, st.Subtask, err)
-	}
-	return s, nil
-}
-
-// restoredSink is what sink subtask i restores: the part counter of the
-// old subtask i, if there was one (RecoverSinks published the pending
-// parts of all of them before any task starts).
-func restoredSink(op *checkpoint.OperatorState, subtask int) (*sink.SinkState, error) {
+// restoredSink is what sink subtask i restores: whether it restores, and
+// the state of the old subtask i, if there was one (RecoverSinks
+// committed what every old subtask precommitted before any task starts).
+func restoredSink(op *checkpoint.OperatorState, subtask int) (restoring bool, state []byte) {
 	if op == nil {
-		return nil, nil
+		return false, nil
 	}
 	for _, st := range op.Subtasks {
 		if st.Subtask == subtask {
-			s, err := sinkState(op, st)
-			if err != nil {
-				return nil, err
-			}
-			return &sink.SinkState{Counter: s.Counter}, nil
+			return true, st.Sink
 		}
 	}
-	return &sink.SinkState{}, nil
+	return true, nil
 }
 
-// RecoverSinks publishes the parts pending in the snapshot of every file
-// sink (its checkpoint completed) and deletes what a failed attempt wrote
-// after it, before any task runs. A restart without a snapshot deletes
-// everything hidden the failed attempt wrote; the first attempt of a fresh
-// job touches nothing.
-func RecoverSinks(g *plan.Graph, from *checkpoint.RestorePoint, restarting bool, paths beneath.Paths) error {
+// sinkOf decodes sink operator op with its connector.
+func sinkOf(connectors *connector.Registry, op *plan.Operator) (connector.Sink, error) {
+	snk, err := connectors.Sink(op.Node.GetSink())
+	if err != nil {
+		return nil, fmt.Errorf("the sink %q (uid %s): %w", op.Name, op.UID, err)
+	}
+	return snk, nil
+}
+
+// RecoverSinks runs every sink's recovery (connector.Sink.Recover) before
+// any task of an attempt runs: file sinks publish the parts pending in the
+// snapshot and delete what a failed attempt wrote after it, Kafka sinks
+// commit the snapshot's transactions and abort lingering ones.
+// restarting: an earlier attempt of the job ran.
+func RecoverSinks(connectors *connector.Registry, g *plan.Graph, from *checkpoint.RestorePoint, restarting bool, paths beneath.Paths) error {
 	for _, op := range g.Operators {
-		if k := op.Node.GetSink().GetKafka(); op.Kind == plan.KindSink && k != nil {
-			if err := recoverKafka(op, k, from); err != nil {
-				return err
-			}
+		if op.Kind != plan.KindSink {
 			continue
 		}
-		file := op.Node.GetSink().GetFile()
-		if op.Kind != plan.KindSink || file == nil {
-			continue
+		snk, err := sinkOf(connectors, op)
+		if err != nil {
+			return err
 		}
-		var states []sink.SinkState
+		rc := connector.RecoverContext{Restoring: from != nil, Restarting: restarting, Parallelism: op.Parallelism, Paths: paths}
 		if st := from.Operator(op.UID); st != nil {
+			rc.States = map[int][]byte{}
 			for _, sub := range st.Subtasks {
-				s, err := sinkState(st, sub)
-				if err != nil {
-					return err
-				}
-				states = append(states, s)
+				rc.States[sub.Subtask] = sub.Sink
 			}
-		} else if from == nil && !restarting {
-			continue
 		}
-		if err := sink.RecoverBeneath(paths, file, states); err != nil {
+		if err := snk.Recover(rc); err != nil {
 			return fmt.Errorf("recovering the sink %q (uid %s): %w", op.Name, op.UID, err)
 		}
 	}
 	return nil
 }
 
-// recoverKafka commits the transactions a Kafka sink precommitted in the
-// snapshot and aborts those earlier attempts left open, on every start
-// (a fresh job too, as Flink: a crashed run with the same prefix may have
-// left some).
-func recoverKafka(op *plan.Operator, k *planpb.KafkaSink, from *checkpoint.RestorePoint) error {
-	states := map[int]sink.SinkState{}
-	if st := from.Operator(op.UID); st != nil {
-		for _, sub := range st.Subtasks {
-			s, err := sinkState(st, sub)
-			if err != nil {
-				return err
-			}
-			states[sub.Subtask] = s
-		}
-	}
-	if err := sink.RecoverKafka(k, states, op.Parallelism); err != nil {
-		return fmt.Errorf("recovering the sink %q (uid %s): %w", op.Name, op.UID, err)
-	}
-	return nil
-}
-
-// PrepareSinks applies the mode of every file sink to its directory at
-// job submission (sink.Prepare): it refuses a non-empty directory in mode
-// "error" and returns what mode "overwrite" deletes once the job's output
-// is committed. restoring: the job starts from a checkpoint or savepoint.
-func PrepareSinks(g *plan.Graph, restoring bool, paths beneath.Paths) ([]*sink.Previous, error) {
-	var prev []*sink.Previous
+// PrepareSinks runs every sink's step at job submission
+// (connector.Sink.Prepare: a file sink's mode on its directory) and
+// returns what is told when the job's output is first committed.
+// restoring: the job starts from a checkpoint or savepoint.
+func PrepareSinks(connectors *connector.Registry, g *plan.Graph, restoring bool, paths beneath.Paths) ([]connector.Prepared, error) {
+	var prepared []connector.Prepared
 	for _, op := range g.Operators {
-		file := op.Node.GetSink().GetFile()
-		if op.Kind != plan.KindSink || file == nil {
+		if op.Kind != plan.KindSink {
 			continue
 		}
-		p, err := sink.PrepareBeneath(paths, file, restoring)
+		snk, err := sinkOf(connectors, op)
+		if err != nil {
+			return nil, err
+		}
+		p, err := snk.Prepare(restoring, paths)
 		if err != nil {
 			return nil, fmt.Errorf("the sink %q (uid %s): %w", op.Name, op.UID, err)
 		}
 		if p != nil {
-			prev = append(prev, p)
+			prepared = append(prepared, p)
 		}
 	}
-	return prev, nil
+	return prepared, nil
 }
 
-// KeepsOutputUntilEnd reports whether a file sink of g has mode "overwrite"
-// or "append": its parts must stay hidden until the job's output is
-// committed, so that a failed run adds nothing visible to the directory.
-func KeepsOutputUntilEnd(g *plan.Graph) bool {
+// KeepsOutputUntilEnd reports whether a sink of g holds its output until
+// the job's end (connector.Sink.HoldsOutputUntilEnd: a file sink in mode
+// "overwrite" or "append").
+func KeepsOutputUntilEnd(connectors *connector.Registry, g *plan.Graph) (bool, error) {
 	for _, op := range g.Operators {
-		if file := op.Node.GetSink().GetFile(); op.Kind == plan.KindSink && file != nil && file.GetMode() != planpb.FileSink_ERROR {
-			return true
+		if op.Kind != plan.KindSink {
+			continue
+		}
+		snk, err := sinkOf(connectors, op)
+		if err != nil {
+			return false, err
+		}
+		if snk.HoldsOutputUntilEnd() {
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
-// PublishFinalParts publishes the last parts file sink subtasks kept for
-// the job's end (operator.Context.PublishAtEnd), once every task has
-// finished.
-func PublishFinalParts(op *plan.Operator, states []sink.SinkState, paths beneath.Paths) error {
-	if k := op.Node.GetSink().GetKafka(); k != nil {
-		var txns []sink.KafkaTransaction
-		for _, st := range states {
-			txns = append(txns, st.Transactions...)
-		}
-		if err := sink.CommitKafka(k, txns); err != nil {
-			return fmt.Errorf("committing the last transactions of the sink %q (uid %s): %w", op.Name, op.UID, err)
-		}
-		return nil
+// PublishFinalParts commits the last precommits two-phase sink subtasks
+// kept for the job's end (operator.Context.PublishAtEnd), once every task
+// has finished.
+func PublishFinalParts(connectors *connector.Registry, op *plan.Operator, states [][]byte, paths beneath.Paths) error {
+	snk, err := sinkOf(connectors, op)
+	if err != nil {
+		return err
 	}
-	if err := sink.RecoverBeneath(paths, op.Node.GetSink().GetFile(), states); err != nil {
-		return fmt.Errorf("publishing the parts of the sink %q (uid %s): %w", op.Name, op.UID, err)
+	if err := snk.CommitFinal(states, paths); err != nil {
+		return fmt.Errorf("publishing the last output of the sink %q (uid %s): %w", op.Name, op.UID, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 )
 
@@ -25,7 +26,7 @@ func (b *builder) resolveChangelogs() {
 	// keys; retractReaders[agg] says another operator reads it.
 	upsertReaders := map[int][]int{}
 	for _, op := range b.g.Operators {
-		if op.Kind != KindSink || !op.Node.GetSink().GetFile().GetChangelog() || len(b.g.Inputs(op.ID)) != 1 {
+		if op.Kind != KindSink || !b.wantsUpsert(op) || len(b.g.Inputs(op.ID)) != 1 {
 			continue
 		}
 		if agg := b.upsertSource(b.g.Inputs(op.ID)[0].From); agg != nil {
@@ -169,38 +170,39 @@ func keepsColumn(sel *Operator, name string) bool {
 	return false
 }
 
-// checkSinkChangelog refuses what a sink cannot write: any changelog for a
-// Kafka sink; for a file sink a retract stream (as Flink's filesystem
-// sink), and an upsert stream unless the sink writes changelogs (a
-// row_kind column).
+// wantsUpsert reports whether sink op writes upsert streams but not
+// retract ones (a changelog file sink): an aggregation it reads by its
+// keys makes an upsert stream for it.
+func (b *builder) wantsUpsert(op *Operator) bool {
+	snk := b.sinkOf(op)
+	if snk == nil {
+		return false
+	}
+	c := snk.Changelog()
+	return c.Upsert && !c.Retract
+}
+
+// checkSinkChangelog refuses what a sink cannot write, as its connector
+// says (connector.Sink.Changelog, CheckChangelog): a Kafka sink any
+// changelog, a file sink a retract stream (as Flink's filesystem sink) and
+// an upsert stream unless it writes changelogs (a row_kind column).
 func (b *builder) checkSinkChangelog(op *Operator, in rowkind.Mode, from *Operator) {
 	if !in.IsChangelog() {
 		return
 	}
-	if op.Node.GetSink().GetKafka() != nil {
-		// As Flink's (non-upsert) Kafka sink: records cannot be taken back.
-		b.problem("Kafka sink %s cannot write the %s stream made by %s: it takes rows back (-U, -D) and Kafka records cannot be; "+
-			"write an append-only stream (aggregate with emit=\"final\" over a bounded input, or an inner join of append-only inputs), or collect()/print() it",
-			opLabel(op), in, opLabel(from))
+	snk := b.sinkOf(op)
+	if snk == nil {
 		return
 	}
-	file := op.Node.GetSink().GetFile()
-	if file == nil {
+	if c := snk.Changelog(); (in == rowkind.Retract && c.Retract) || (in == rowkind.Upsert && c.Upsert) {
 		return
 	}
-	switch {
-	case in == rowkind.Retract && file.GetChangelog():
-		b.problem("file sink %s cannot write the retract stream made by %s as an upsert changelog: %s",
-			opLabel(op), opLabel(from), b.notUpsertable(op, from))
-	case in == rowkind.Retract:
-		b.problem("file sink %s cannot write the retract stream made by %s: it takes rows back (-U/+U pairs, -D) and files cannot; "+
-			"write it with changelog=True after the aggregation, with at most selects that keep its group keys between (an upsert stream with a row_kind column), "+
-			"collect()/print() it, or aggregate with emit=\"final\" over a bounded input",
-			opLabel(op), opLabel(from))
-	case !file.GetChangelog():
-		b.problem("file sink %s reads the %s stream made by %s, which updates rows (+U) and deletes them (-D): "+
-			"write it with changelog=True (an explicit row_kind column), or aggregate with emit=\"final\" over a bounded input",
-			opLabel(op), rowkind.Describe(in, op.UpsertKey), opLabel(from))
+	err := snk.CheckChangelog(connector.ChangelogInput{
+		Mode: in, Sink: opLabel(op), From: opLabel(from), Described: rowkind.Describe(in, op.UpsertKey),
+		NotUpsertable: func() string { return b.notUpsertable(op, from) },
+	})
+	if err != nil {
+		b.problem("%s", err)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/flinkgo/flinkgo/internal/keygroup"
 	"github.com/flinkgo/flinkgo/runtime/config"
+	"github.com/flinkgo/flinkgo/runtime/connector"
+	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // Plan config keys the planner reads (JobPlan.config).
@@ -90,7 +92,25 @@ type Options struct {
 	// every Operator.Schema, Explain shows them, and an operator whose
 	// schema cannot be derived is a planning error.
 	Schemas SchemaDeriver
+	// Connectors decodes the plan's sources and sinks with their
+	// connectors (the runtime's connector registry), which say whether a
+	// source ends and which changelogs a sink writes. Nil uses
+	// DefaultConnectors.
+	Connectors Connectors
 }
+
+// Connectors decodes sources and sinks with their connectors
+// (*connector.Registry).
+type Connectors interface {
+	Source(wire *planpb.Source) (connector.Source, error)
+	Sink(wire *planpb.Sink) (connector.Sink, error)
+}
+
+// DefaultConnectors is what plans with Options.Connectors nil are planned
+// with: a program that plans without a runtime sets it once at start (to
+// connectors/builtin's registry); left nil, such a plan's sources and
+// sinks are planning errors naming Options.Connectors.
+var DefaultConnectors Connectors
 
 // SchemaDeriver derives an operator's output schema from its inputs'
 // schemas, in plan order.

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/internal/keygroup"
-	readsource "github.com/flinkgo/flinkgo/runtime/source" // aliased: the tests have a source helper
+	"github.com/flinkgo/flinkgo/runtime/connector"
 )
 
 // nodeInfo is what the planner derives for one logical node.
@@ -43,10 +43,13 @@ func Plan(job *JobPlan, opts Options) (*Graph, error) {
 		return nil, invalid(job, problems)
 	}
 	b := &builder{
-		s:        s,
-		nodes:    map[int]nodeInfo{},
-		rescaled: map[string]bool{},
-		output:   map[int]int{},
+		s:          s,
+		connectors: opts.Connectors,
+		sources:    map[int]connector.Source{},
+		sinks:      map[int]connector.Sink{},
+		nodes:      map[int]nodeInfo{},
+		rescaled:   map[string]bool{},
+		output:     map[int]int{},
 		g: &Graph{
 			Name:               job.Name,
 			DefaultParallelism: s.defaultParallelism,
@@ -94,6 +97,56 @@ type builder struct {
 	rescaled map[string]bool
 	output   map[int]int // node id -> the operator producing its output
 	problems []string
+	// connectors decodes sources and sinks; sources and sinks are the
+	// decoded configs by operator id (nil for one that did not decode).
+	connectors Connectors
+	sources    map[int]connector.Source
+	sinks      map[int]connector.Sink
+}
+
+// sourceOf is source operator op's config decoded by its connector; nil
+// (and a problem) when it does not decode.
+func (b *builder) sourceOf(op *Operator) connector.Source {
+	if s, ok := b.sources[op.ID]; ok {
+		return s
+	}
+	var s connector.Source
+	if c := b.connectorsOrDefault(); c != nil {
+		var err error
+		if s, err = c.Source(op.Node.GetSource()); err != nil {
+			b.problem("source %s: %v", opLabel(op), err)
+		}
+	} else {
+		b.problem("source %s: the planner was given no connectors (plan.Options.Connectors) to tell whether it ends", opLabel(op))
+	}
+	b.sources[op.ID] = s
+	return s
+}
+
+// sinkOf is sink operator op's config decoded by its connector, as
+// sourceOf.
+func (b *builder) sinkOf(op *Operator) connector.Sink {
+	if s, ok := b.sinks[op.ID]; ok {
+		return s
+	}
+	var s connector.Sink
+	if c := b.connectorsOrDefault(); c != nil {
+		var err error
+		if s, err = c.Sink(op.Node.GetSink()); err != nil {
+			b.problem("sink %s: %v", opLabel(op), err)
+		}
+	} else {
+		b.problem("sink %s: the planner was given no connectors (plan.Options.Connectors) to tell which changelogs it writes", opLabel(op))
+	}
+	b.sinks[op.ID] = s
+	return s
+}
+
+func (b *builder) connectorsOrDefault() Connectors {
+	if b.connectors != nil {
+		return b.connectors
+	}
+	return DefaultConnectors
 }
 
 func (b *builder) problem(format string, args ...any) {
@@ -378,7 +431,10 @@ func (b *builder) resolveBoundedness() {
 	for _, op := range b.g.Operators { // topological order
 		switch op.Kind {
 		case KindSource:
-			op.Bounded = readsource.Bounded(op.Node.GetSource())
+			op.Bounded = true
+			if src := b.sourceOf(op); src != nil {
+				op.Bounded = src.Boundedness().Bounded
+			}
 		case KindLimit:
 			op.Bounded = true // it ends its sources once its rows have passed
 		default:
@@ -452,7 +508,7 @@ func (b *builder) checkCollectEnds() {
 		}
 		var endless []string
 		for _, src := range b.endlessSourcesOf(op.ID) {
-			endless = append(endless, fmt.Sprintf("%q (%s)", src.Name, readsource.WhyEndless(src.Node.GetSource())))
+			endless = append(endless, fmt.Sprintf("%q (%s)", src.Name, b.sourceOf(src).Boundedness().WhyEndless))
 		}
 		b.problem("collect sink %q reads an endless source %s; collect() would never return: "+
 			"bound it with .limit(n), use a bounded source, or write to a sink and run env.execute_async()",

@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,16 +23,28 @@ type Committable struct {
 	Final   string `json:"final"`   // path it is renamed to on commit
 }
 
-// SinkState is a file or Kafka sink subtask's checkpointed state.
-// JSON-serializable.
+// SinkState is a file sink subtask's checkpointed state, the bytes its
+// PreCommit returns as JSON.
 type SinkState struct {
 	Pending []Committable `json:"pending"` // precommitted, not yet committed
-	// Counter is a file sink subtask's next part number, a Kafka sink
-	// subtask's next transaction number.
+	// Counter is the subtask's next part number.
 	Counter int64 `json:"counter"`
-	// Transactions are a Kafka sink subtask's precommitted transactions,
-	// not known to be committed.
-	Transactions []KafkaTransaction `json:"transactions,omitempty"`
+}
+
+// DecodeState decodes a file sink subtask's checkpointed state (nil: an
+// empty state).
+func DecodeState(b []byte) (SinkState, error) {
+	var st SinkState
+	if len(b) == 0 {
+		return st, nil
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("sink: the file sink's checkpointed state does not decode: %w", err)
+	}
+	if st.Counter < 0 {
+		return st, fmt.Errorf("sink: the file sink's restored part counter %d is below 0", st.Counter)
+	}
+	return st, nil
 }
 
 // ErrCommittableLost is returned (wrapped) by Commit and Recover when

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -103,9 +104,14 @@ func openFileWriter(s *planpb.FileSink, cfg Config) (Writer, error) {
 	if w.id == "" {
 		w.id = randomID()
 	}
-	w.mu.oneFile = cfg.AttemptID == "" && cfg.Restore == nil
-	if cfg.Restore != nil {
-		w.mu.counter = cfg.Restore.Counter
+	w.mu.oneFile = cfg.AttemptID == "" && !cfg.Restoring
+	if cfg.Restoring {
+		st, err := DecodeState(cfg.Restore)
+		if err != nil {
+			pin.Close()
+			return nil, err
+		}
+		w.mu.counter = st.Counter
 	}
 	return w, nil
 }
@@ -141,7 +147,15 @@ func (w *fileWriter) Write(b arrow.RecordBatch) error {
 
 // PreCommit finishes the current part and moves it to its pending name
 // under checkpointID. It blocks on the file's and the directory's fsyncs.
-func (w *fileWriter) PreCommit(checkpointID int64) (SinkState, error) {
+func (w *fileWriter) PreCommit(checkpointID int64) ([]byte, error) {
+	st, err := w.preCommit(checkpointID)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(st)
+}
+
+func (w *fileWriter) preCommit(checkpointID int64) (SinkState, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usableLocked(); err != nil {

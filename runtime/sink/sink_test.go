@@ -1,27 +1,24 @@
 package sink
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/goleak"
 
-	"github.com/flinkgo/flinkgo/integration/testkit"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 	"github.com/flinkgo/flinkgo/runtime/rowkind"
 	"github.com/flinkgo/flinkgo/runtime/source"
 )
 
-// TestMain stops the Kafka broker of kafka_test.go, if one started, and
-// checks for leaks.
-func TestMain(m *testing.M) { testkit.KafkaMain(m) }
+// TestMain checks for leaks.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var schema = arrow.NewSchema([]arrow.Field{
 	{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
@@ -34,45 +31,6 @@ func batch(mem memory.Allocator) arrow.RecordBatch {
 	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 0}, []bool{true, true, false})
 	b.Field(1).(*array.StringBuilder).AppendValues([]string{"a", `quo"te`, "c"}, nil)
 	return b.NewRecordBatch()
-}
-
-func TestPrintPrefixesSubtasksAsFlink(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	b := batch(mem)
-	defer b.Release()
-	var out bytes.Buffer
-	w, err := Open(&planpb.Sink{Kind: &planpb.Sink_Print{Print: &planpb.PrintSink{}}}, Config{Schema: schema, Subtask: 1, Parallelism: 2, Stdout: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	want := "2> +I[1, a]\n2> +I[2, quo\"te]\n2> +I[(null), c]\n"
-	if out.String() != want {
-		t.Errorf("printed %q, want %q", out.String(), want)
-	}
-}
-
-func TestCollectRetains(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	var got []arrow.RecordBatch
-	w, err := Open(&planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}, Config{Schema: schema, Parallelism: 1,
-		Collect: func(_ int, b arrow.RecordBatch) error { got = append(got, b); return nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := batch(mem)
-	if err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	b.Release()
-	if len(got) != 1 || got[0].NumRows() != 3 {
-		t.Fatalf("collected %v", got)
-	}
-	got[0].Release()
 }
 
 func TestFileSinksRoundTrip(t *testing.T) {
@@ -99,8 +57,8 @@ func TestFileSinksRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			part := filepath.Join(dir, "part-3."+map[planpb.FileSource_Format]string{planpb.FileSource_CSV: "csv", planpb.FileSource_JSONL: "jsonl", planpb.FileSource_PARQUET: "parquet"}[format])
-			src := &planpb.Source{Kind: &planpb.Source_File{File: &planpb.FileSource{Format: format, Paths: []string{part}, CsvHasHeader: true}}}
-			r, err := source.Open(src, source.Config{Schema: schema, Parallelism: 1, Allocator: mem})
+			src := &planpb.FileSource{Format: format, Paths: []string{part}, CsvHasHeader: true}
+			r, err := source.OpenFiles(src, source.Config{Schema: schema, Parallelism: 1, Allocator: mem})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,34 +91,6 @@ func TestAbortRemovesInProgressFile(t *testing.T) {
 	w.Abort()
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("left behind: %v", entries)
-	}
-}
-
-// A changelog's rows print with their kinds, as Flink's PrintSink; the
-// row-kind column is not printed as a value.
-func TestPrintShowsRowKinds(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	values := batch(mem)
-	defer values.Release()
-	kinds := rowkind.NewArray(mem, slices.Values([]rowkind.Kind{rowkind.UpdateBefore, rowkind.UpdateAfter, rowkind.Delete}))
-	defer kinds.Release()
-	b, err := rowkind.Attach(values, kinds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Release()
-	var out bytes.Buffer
-	w, err := Open(&planpb.Sink{Kind: &planpb.Sink_Print{Print: &planpb.PrintSink{}}}, Config{Schema: b.Schema(), Parallelism: 1, Stdout: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	want := "-U[1, a]\n+U[2, quo\"te]\n-D[(null), c]\n"
-	if out.String() != want {
-		t.Errorf("printed %q, want %q", out.String(), want)
 	}
 }
 

@@ -39,7 +39,7 @@ type csvIter struct {
 // again with encoding/csv, and the reader reads the header (if any) followed
 // by the rest of the file.
 func openCSV(s *fileSplit, src *planpb.FileSource, cfg Config) (batchIter, error) {
-	f, err := cfg.open(s.path)
+	f, err := openFile(cfg, s.path)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func skipCSVRows(f *os.File, src *planpb.FileSource, s *fileSplit) (headerEnd, o
 	if src.GetCsvHasHeader() {
 		if _, err := r.Read(); err != nil {
 			if errors.Is(err, io.EOF) {
-				return 0, 0, badOffset(s.id, "row %d is past the end of the file, which is empty", s.at.Row)
+				return 0, 0, BadOffset(s.id, "row %d is past the end of the file, which is empty", s.at.Row)
 			}
 			return 0, 0, fmt.Errorf("skipping to row %d: %w", s.at.Row, err)
 		}
@@ -93,7 +93,7 @@ func skipCSVRows(f *os.File, src *planpb.FileSource, s *fileSplit) (headerEnd, o
 	for i := range s.at.Row {
 		if _, err := r.Read(); err != nil {
 			if errors.Is(err, io.EOF) {
-				return 0, 0, badOffset(s.id, "row %d is past the end of the file, which has %d rows", s.at.Row, i)
+				return 0, 0, BadOffset(s.id, "row %d is past the end of the file, which has %d rows", s.at.Row, i)
 			}
 			return 0, 0, fmt.Errorf("skipping to row %d: %w", s.at.Row, err)
 		}
@@ -153,7 +153,7 @@ func (it *csvIter) close() {
 // fit the schema, as "line N, column \"c\": cannot parse \"v\" as T".
 func locateCSVError(cfg Config, path string, src *planpb.FileSource) string {
 	schema := cfg.Schema
-	f, err := cfg.open(path)
+	f, err := openFile(cfg, path)
 	if err != nil {
 		return ""
 	}

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,5 +88,12 @@ func TestCSVErrorOfAnUncheckedTypeNamesItsRows(t *testing.T) {
 	_, err = ReadAll(context.Background(), r)
 	if want := "in data rows 3 to 4 (the header not counted)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want %q", err, want)
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

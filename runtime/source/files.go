@@ -97,11 +97,11 @@ func openFiles(src *planpb.FileSource, cfg Config, restore map[string]SplitState
 			case st.Done:
 				s.done = true
 			case len(st.Offset) > 0:
-				if err := decodeOffset(s.id, st.Offset, &s.at); err != nil {
+				if err := DecodeOffset(s.id, st.Offset, &s.at); err != nil {
 					return nil, err
 				}
 				if msg := s.at.check(src.GetFormat()); msg != "" {
-					return nil, badOffset(s.id, "offset %q: %s", st.Offset, msg)
+					return nil, BadOffset(s.id, "offset %q: %s", st.Offset, msg)
 				}
 			}
 		}
@@ -172,7 +172,7 @@ func (r *fileReader) Snapshot() ([]SplitState, error) {
 	for _, s := range r.splits {
 		st := SplitState{Split: s.id, Done: s.done}
 		if !s.done && !s.at.isStart() {
-			st.Offset = encodeOffset(s.at)
+			st.Offset = EncodeOffset(s.at)
 		}
 		out = append(out, st)
 	}

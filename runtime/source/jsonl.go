@@ -31,14 +31,14 @@ type jsonIter struct {
 }
 
 func openJSONL(s *fileSplit, cfg Config) (batchIter, error) {
-	f, err := cfg.open(s.path)
+	f, err := openFile(cfg, s.path)
 	if err != nil {
 		return nil, err
 	}
 	if s.at.Byte > 0 {
 		st, err := f.Stat()
 		if err == nil && s.at.Byte > st.Size() {
-			err = badOffset(s.id, "byte %d is past the end of the file, which has %d bytes", s.at.Byte, st.Size())
+			err = BadOffset(s.id, "byte %d is past the end of the file, which has %d bytes", s.at.Byte, st.Size())
 		}
 		if err == nil {
 			_, err = f.Seek(s.at.Byte, io.SeekStart)

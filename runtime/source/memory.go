@@ -15,7 +15,7 @@ import (
 // arrowReader serves this subtask's ranges of a table shipped in the plan.
 type arrowReader struct {
 	cfg    Config
-	ranges *rowRanges
+	ranges *RowRanges
 	// The table's record batches that hold rows left to read (others are
 	// released), and the table row each starts at.
 	batches []arrow.RecordBatch
@@ -45,7 +45,7 @@ func openArrow(src *planpb.ArrowSource, cfg Config, restore map[string]SplitStat
 		out.starts = append(out.starts, n)
 		n += b.NumRows()
 	}
-	if out.ranges, err = splitRows(n, cfg, restore); err != nil {
+	if out.ranges, err = SplitRows(n, cfg, restore); err != nil {
 		out.Close()
 		return nil, err
 	}
@@ -77,19 +77,19 @@ func (r *arrowReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, io.EOF
 	}
 	var at int // the batch holding the rows
-	a, b, last, ok := r.ranges.peek(func(a int64) int64 {
+	a, b, last, ok := r.ranges.Peek(func(a int64) int64 {
 		at = sort.Search(len(r.starts), func(i int) bool { return r.starts[i] > a }) - 1
 		return min(int64(r.cfg.BatchRows), r.starts[at]+r.batches[at].NumRows()-a)
 	})
 	if !ok {
 		return nil, io.EOF
 	}
-	r.ranges.commit(b, last)
+	r.ranges.Commit(b, last)
 	return r.batches[at].NewSlice(a-r.starts[at], b-r.starts[at]), nil
 }
 
 // Snapshot returns the position of the reader's ranges.
-func (r *arrowReader) Snapshot() ([]SplitState, error) { return r.ranges.snapshot(), nil }
+func (r *arrowReader) Snapshot() ([]SplitState, error) { return r.ranges.Snapshot(), nil }
 
 func (r *arrowReader) Close() error {
 	for _, b := range r.batches {

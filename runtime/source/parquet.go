@@ -20,7 +20,7 @@ type parquetIter struct {
 }
 
 func openParquet(s *fileSplit, cfg Config) (batchIter, error) {
-	in, err := cfg.open(s.path)
+	in, err := openFile(cfg, s.path)
 	if err != nil {
 		return nil, err
 	}
@@ -36,11 +36,11 @@ func openParquet(s *fileSplit, cfg Config) (batchIter, error) {
 	g, r := s.at.RowGroup, s.at.Row
 	switch {
 	case g > len(it.groupRows):
-		err = badOffset(s.id, "row group %d is past the file's %d row groups", g, len(it.groupRows))
+		err = BadOffset(s.id, "row group %d is past the file's %d row groups", g, len(it.groupRows))
 	case g == len(it.groupRows) && r > 0:
-		err = badOffset(s.id, "row %d of row group %d is past the end of the file", r, g)
+		err = BadOffset(s.id, "row %d of row group %d is past the end of the file", r, g)
 	case g < len(it.groupRows) && r > it.groupRows[g]:
-		err = badOffset(s.id, "row %d is past the %d rows of row group %d", r, it.groupRows[g], g)
+		err = BadOffset(s.id, "row %d is past the %d rows of row group %d", r, it.groupRows[g], g)
 	}
 	if err != nil {
 		_ = f.Close()

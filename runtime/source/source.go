@@ -1,8 +1,10 @@
-// Package source reads a plan's sources as Arrow record batches, one reader
-// per source subtask: in-memory tables shipped in the plan, CSV, JSON lines
-// and Parquet files, the data generator, Nexmark-shaped auction events
-// (nexmark.go), and Kafka topics. Errors name the
-// file and, for a CSV value or JSON record that does not parse, its line.
+// Package source has what the readers of every connector share (split
+// ranges, offsets, restore maps: split.go; the rate Pacer: pace.go; Mix:
+// mix.go) and the readers of in-memory tables and of CSV, JSON lines and
+// Parquet files, for connectors/memory and connectors/files; the
+// generators' and Kafka's readers are their connector packages'. Errors
+// name the file and, for a CSV value or JSON record that does not parse,
+// its line.
 //
 // # Splits
 //
@@ -26,7 +28,7 @@
 //     k mod p, which emits the rows of its lanes in increasing row order (so
 //     when p divides 128 subtask i emits i, i+p, i+2p, …).
 //   - Kafka: one split per partition, id "<topic>-<partition>", owned as
-//     Flink's KafkaSource assigns them (kafka.go); partitions created while
+//     Flink's KafkaSource assigns them (connectors/kafka); partitions created while
 //     the job runs are discovered and owned by the same rule.
 //
 // With more than 128 subtasks, the subtasks that own no range or lane read
@@ -72,137 +74,46 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/beneath"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
-// SplitReporter is a Reader that says which split each batch came from,
-// so that an operator chained right after the source (a watermark
-// assigner) can keep state per split, as Flink's per-split watermarks.
-// File sources report their files; the batches of ranges and lanes run
-// across splits, so those readers do not report.
-type SplitReporter interface {
-	Reader
-	// LastSplit is the id of the split the batch Next returned last was
-	// read from.
-	LastSplit() string
-	// PendingSplits are the ids of the reader's splits not read to their
-	// end, in reading order (the one being read among them).
-	PendingSplits() []string
-}
+// The reader contract is package connector's; these names keep the
+// readers of this package short.
+type (
+	Reader             = connector.Reader
+	SplitState         = connector.SplitState
+	SplitReporter      = connector.SplitReporter
+	Waiter             = connector.Waiter
+	CheckpointListener = connector.CheckpointListener
+	Backlog            = connector.Backlog
+	Throttled          = connector.Throttled
+	// Config says which share of the source a reader reads.
+	Config = connector.ReaderConfig
+)
 
-// ErrNoData is returned by Next of an unbounded source that has nothing to
-// return now (a Kafka topic with no new records): the caller handles its
-// own events (barriers, timers) and waits on Available before calling Next
-// again, so that an idle source never holds a checkpoint back. Only a
-// Waiter returns it.
-var ErrNoData = errors.New("source: no data now")
+var (
+	// ErrNoData: see connector.ErrNoData.
+	ErrNoData = connector.ErrNoData
+	// ErrBadOffset: see connector.ErrBadOffset.
+	ErrBadOffset = connector.ErrBadOffset
+)
 
-// Waiter is a Reader whose Next may return ErrNoData rather than block.
-type Waiter interface {
-	Reader
-	// Available is signaled when Next may have data (or an error, or the
-	// end) again; a signal can be spurious. The channel is the reader's
-	// for its life.
-	Available() <-chan struct{}
-}
-
-// CheckpointListener is a Reader told about the checkpoints that hold its
-// positions, as Flink's SourceReader.notifyCheckpointComplete: the Kafka
-// source commits its offsets to the consumer group once the checkpoint
-// holding them completed (for monitoring; restores use the checkpoint).
-// Both methods run on the goroutine that calls Next and must not block.
-type CheckpointListener interface {
-	// CheckpointTaken says the positions Snapshot returned last are
-	// checkpoint id's.
-	CheckpointTaken(id int64)
-	// CheckpointComplete says checkpoint id completed.
-	CheckpointComplete(id int64)
-}
-
-// Reader yields the batches of one source subtask.
-type Reader interface {
-	// Next returns the next batch, which the caller releases, or io.EOF at
-	// the end of a bounded source. It blocks only for rate limiting and
-	// I/O, and returns ctx's cause when ctx ends.
-	Next(ctx context.Context) (arrow.RecordBatch, error)
-	// Snapshot returns the position of every split the reader owns, just
-	// after the last batch Next returned: restoring from the union of the
-	// snapshots of all subtasks re-reads nothing already returned and skips
-	// nothing. It does no I/O and does not block; call it between Next
-	// calls, from the goroutine that calls Next, as often as needed. The
-	// result is the caller's. After Close it returns the positions at Close.
-	Snapshot() ([]SplitState, error)
-	// Close frees the reader's files and buffers. Safe to call twice.
-	Close() error
-}
-
-// SplitState is the position of one split of a source: which split (a stable
-// id: the file path, "range-<start>-<end>", "lane-<k>-of-128") and how far it
-// was read. It is JSON-serializable; the package doc describes the splits and
-// offsets of each kind of source.
-type SplitState struct {
-	Split  string `json:"split"`
-	Offset []byte `json:"offset,omitempty"` // opaque to callers; encoding is per source kind
-	Done   bool   `json:"done,omitempty"`   // read to the end
-}
-
-// ErrBadOffset is wrapped by the error of Open or Next when a restored
-// split's Offset does not decode or points past the split's data: the
-// checkpoint is of another source, or a file shrank or was replaced since.
-// The source cannot resume from that checkpoint; restore from another one,
-// or without the source's state to read it from the start.
-var ErrBadOffset = errors.New("source: bad split offset")
-
-// Config says which share of the source a reader reads.
-type Config struct {
-	// Schema is the source node's output schema. Required.
-	Schema      *arrow.Schema
-	Subtask     int
-	Parallelism int
-	// BatchRows is the largest batch a reader returns. Default 10000.
-	BatchRows int
-	// Allocator holds the batches. Default memory.DefaultAllocator.
-	Allocator memory.Allocator
-	// Logger takes what a reader reports without failing (a Kafka
-	// source's failed offset commit). Default: discarded.
-	Logger *slog.Logger
-	// Restore, when non-nil, is the union of the snapshots of all subtasks
-	// of the source at a checkpoint, possibly taken at another parallelism.
-	// The reader resumes the splits it owns from there (see the package
-	// doc). Open does not modify it.
-	Restore []SplitState
-	// Paths opens the files of file sources (from the allowed directory
-	// they lie under, on a server that restricts paths); nil opens them as
-	// named.
-	Paths beneath.Paths
-}
-
-// open opens a file source's file for reading.
-func (c Config) open(path string) (*os.File, error) {
+// openFile opens a file source's file for reading.
+func openFile(c Config, path string) (*os.File, error) {
 	return beneath.Open(c.Paths, "the file source's file", path)
 }
 
-func (c Config) withDefaults() Config {
-	if c.BatchRows == 0 {
-		c.BatchRows = 10000
-	}
-	if c.Allocator == nil {
-		c.Allocator = memory.DefaultAllocator
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	return c
-}
+// CheckConfig checks a reader's config (defaults filled): schema,
+// subtask and parallelism, batch size, restored states.
+func CheckConfig(c Config) error { return validate(c) }
 
-func (c Config) validate() error {
+func validate(c Config) error {
 	var errs []error
 	if c.Schema == nil {
 		errs = append(errs, errors.New("Schema is nil"))
@@ -213,7 +124,7 @@ func (c Config) validate() error {
 	if c.BatchRows < 1 {
 		errs = append(errs, fmt.Errorf("BatchRows is %d; it must be positive", c.BatchRows))
 	}
-	if _, err := restoreMap(c.Restore); err != nil {
+	if _, err := RestoreMap(c.Restore); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -222,55 +133,33 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Open returns the reader of cfg's share of src, resumed from cfg.Restore
-// when it is set.
-func Open(src *planpb.Source, cfg Config) (Reader, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+// prepare fills cfg's defaults, validates it and indexes its Restore.
+func prepare(cfg Config) (Config, map[string]SplitState, error) {
+	cfg = cfg.WithDefaults()
+	if err := validate(cfg); err != nil {
+		return cfg, nil, err
+	}
+	restore, _ := RestoreMap(cfg.Restore) // validated
+	return cfg, restore, nil
+}
+
+// OpenArrow returns the reader of cfg's share of an in-memory table,
+// resumed from cfg.Restore when it is set.
+func OpenArrow(src *planpb.ArrowSource, cfg Config) (Reader, error) {
+	cfg, restore, err := prepare(cfg)
+	if err != nil {
 		return nil, err
 	}
-	restore, _ := restoreMap(cfg.Restore) // validated
-	switch k := src.GetKind().(type) {
-	case *planpb.Source_Arrow:
-		return openArrow(k.Arrow, cfg, restore)
-	case *planpb.Source_File:
-		return openFiles(k.File, cfg, restore)
-	case *planpb.Source_Datagen:
-		return newDatagen(k.Datagen, cfg, restore)
-	case *planpb.Source_Kafka:
-		return openKafka(k.Kafka, cfg, restore)
-	case *planpb.Source_Nexmark:
-		return newNexmark(k.Nexmark, cfg, restore)
-	}
-	return nil, errors.New("source: the source node has no kind")
+	return openArrow(src, cfg, restore)
 }
 
-// Bounded reports whether a source ends: in-memory tables, files and
-// Nexmark events do, a generator does when it has a row count (rows = 0
-// generates forever), a Kafka source when it stops at the latest offsets
-// of its start.
-// The planner reads it (a keyed aggregation over an unbounded input emits
-// updates); each kind of source declares it here, beside Open.
-func Bounded(src *planpb.Source) bool {
-	switch k := src.GetKind().(type) {
-	case *planpb.Source_Datagen:
-		return k.Datagen.GetRows() > 0
-	case *planpb.Source_Kafka:
-		return k.Kafka.GetBoundedLatest()
+// OpenFiles returns the reader of cfg's share of a file source.
+func OpenFiles(src *planpb.FileSource, cfg Config) (Reader, error) {
+	cfg, restore, err := prepare(cfg)
+	if err != nil {
+		return nil, err
 	}
-	return true
-}
-
-// WhyEndless says, for errors, why a source that Bounded says never ends
-// does not: "datagen without rows=".
-func WhyEndless(src *planpb.Source) string {
-	switch src.GetKind().(type) {
-	case *planpb.Source_Datagen:
-		return "datagen without rows="
-	case *planpb.Source_Kafka:
-		return `read_kafka without bounded="latest"`
-	}
-	return "a source that never ends"
+	return openFiles(src, cfg, restore)
 }
 
 // ReadAll drains r; the caller releases the batches. For tests and

@@ -3,14 +3,11 @@ package source
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -100,44 +97,6 @@ func TestArrowSourceSplitsRowRanges(t *testing.T) {
 	// most 3 rows.
 	if strings.Join(got[0], ";") != "0,0,s;1,0.5,s;2,1,s;3,1.5,s;4,2,s" || len(got[1]) != 5 || got[1][0] != "5,2.5,s" {
 		t.Errorf("split: %v", got)
-	}
-}
-
-func TestDatagenIsReproducibleAtAnyParallelism(t *testing.T) {
-	mem := checked(t)
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "x", Type: arrow.PrimitiveTypes.Float64},
-		{Name: "name", Type: arrow.BinaryTypes.String},
-	}, nil)
-	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 1000, Seed: 7}}}
-	one := slices.Concat(readAll(t, mem, src, schema, 1, 128)...)
-	three := slices.Concat(readAll(t, mem, src, schema, 3, 100)...)
-	if !slices.Equal(one, three) || len(one) != 1000 {
-		t.Fatalf("parallelism 1 and 3 differ or lose rows: %d vs %d rows", len(one), len(three))
-	}
-	// The documented formula: row 5, column 1 (x) with seed 7.
-	want := fmt.Sprintf("5,%s,name-5", strconvFloat(float64(mix(7, 5, 1)>>11)/(1<<53)))
-	if one[5] != want {
-		t.Errorf("row 5 = %s, want %s", one[5], want)
-	}
-}
-
-func strconvFloat(f float64) string {
-	b := array.NewFloat64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	b.Append(f)
-	a := b.NewArray()
-	defer a.Release()
-	return a.ValueStr(0)
-}
-
-func TestDatagenRejectsUnsupportedTypes(t *testing.T) {
-	schema := arrow.NewSchema([]arrow.Field{{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)}}, nil)
-	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 1}}}
-	_, err := Open(src, Config{Schema: schema, Parallelism: 1})
-	if err == nil || !strings.Contains(err.Error(), `column "l"`) {
-		t.Fatalf("got %v", err)
 	}
 }
 
@@ -283,38 +242,5 @@ func TestCSVHeaderColumnsMatchByName(t *testing.T) {
 	got := readAll(t, mem, fileSource(planpb.FileSource_CSV, path), readings, 1, 10)
 	if strings.Join(got[0], ";") != "1,1.5,a;2,2.5,b" {
 		t.Errorf("rows %v", got[0])
-	}
-}
-
-func TestDatagenMoreTypes(t *testing.T) {
-	mem := checked(t)
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "b", Type: arrow.BinaryTypes.Binary},
-		{Name: "h", Type: arrow.FixedWidthTypes.Float16},
-		{Name: "t", Type: arrow.FixedWidthTypes.Time64us},
-		{Name: "d", Type: arrow.FixedWidthTypes.Duration_ms},
-		{Name: "dec", Type: &arrow.Decimal128Type{Precision: 10, Scale: 2}},
-	}, nil)
-	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 5, Seed: 1}}}
-	got := readAll(t, mem, src, schema, 1, 10)
-	// Binary prints as base64; row 3 is "b-3", 3 µs, 3 ms and 3.
-	want := base64.StdEncoding.EncodeToString([]byte("b-3"))
-	if len(got[0]) != 5 || !strings.HasPrefix(got[0][3], want+",") || !strings.HasSuffix(got[0][3], ",00:00:00.000003,3ms,3") {
-		t.Errorf("rows %v", got[0])
-	}
-}
-
-// A datagen repeats its column's name in every generated string: a name
-// past the limit is refused, and so is a rate that is not a number.
-func TestDatagenBoundsWhatAPlanMakesItAllocate(t *testing.T) {
-	long := arrow.NewSchema([]arrow.Field{{Name: strings.Repeat("n", 1<<20), Type: arrow.BinaryTypes.String}}, nil)
-	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 10}}}
-	if _, err := Open(src, Config{Schema: long, Parallelism: 1}); err == nil || !strings.Contains(err.Error(), "source.DatagenNameLimit") {
-		t.Errorf("a 1 MiB column name: %v", err)
-	}
-	ids := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	nan := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{RowsPerSecond: math.NaN()}}}
-	if _, err := Open(nan, Config{Schema: ids, Parallelism: 1}); err == nil {
-		t.Error("a NaN rate was accepted")
 	}
 }

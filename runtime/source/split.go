@@ -8,16 +8,17 @@ import (
 	"reflect"
 )
 
-// splitCount is the number of ranges of an in-memory table or bounded
+// SplitCount is the number of ranges of an in-memory table or bounded
 // generated rows, and of lanes of unbounded generated rows: fixed, so that
 // splits do not depend on the parallelism; as many as the default number of
 // key groups.
-const splitCount = 128
+const SplitCount = 128
 
-// restoreMap indexes the union of snapshots by split. A split listed twice
+// RestoreMap indexes the union of snapshots by split, for the readers of
+// every connector. A split listed twice
 // with different states is an error (each split has one owner); nil stays
 // nil, a fresh start.
-func restoreMap(states []SplitState) (map[string]SplitState, error) {
+func RestoreMap(states []SplitState) (map[string]SplitState, error) {
 	if states == nil {
 		return nil, nil
 	}
@@ -46,27 +47,27 @@ func normal(s SplitState) SplitState {
 	return s
 }
 
-// badOffset returns an ErrBadOffset error naming the split.
-func badOffset(split, format string, args ...any) error {
+// BadOffset returns an ErrBadOffset error naming the split.
+func BadOffset(split, format string, args ...any) error {
 	return fmt.Errorf("%w: split %q: %s", ErrBadOffset, split, fmt.Sprintf(format, args...))
 }
 
-// decodeOffset decodes a split's JSON offset into v, which must be a
+// DecodeOffset decodes a split's JSON offset into v, which must be a
 // pointer to a struct; unknown fields and trailing data are errors.
-func decodeOffset(split string, offset []byte, v any) error {
+func DecodeOffset(split string, offset []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(offset))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badOffset(split, "offset %q does not decode: %v", offset, err)
+		return BadOffset(split, "offset %q does not decode: %v", offset, err)
 	}
 	if dec.More() {
-		return badOffset(split, "offset %q has data after its JSON object", offset)
+		return BadOffset(split, "offset %q has data after its JSON object", offset)
 	}
 	return nil
 }
 
-// encodeOffset encodes an offset struct (which always marshals).
-func encodeOffset(v any) []byte {
+// EncodeOffset encodes an offset struct (which always marshals).
+func EncodeOffset(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("source: encoding offset %#v: %v", v, err))
@@ -74,9 +75,9 @@ func encodeOffset(v any) []byte {
 	return b
 }
 
-// seqOffset is the offset of a range or lane: the rows of it already
+// SeqOffset is the offset of a range or lane: the rows of it already
 // returned.
-type seqOffset struct {
+type SeqOffset struct {
 	Next int64 `json:"next"`
 }
 
@@ -87,21 +88,21 @@ type rowRange struct {
 	pos        int64
 }
 
-// rowRanges are the ranges of n rows one subtask owns, in order: the n rows
-// cut into splitCount ranges, range k = [k*n/splitCount, (k+1)*n/splitCount),
-// going to subtask k*p/splitCount.
-type rowRanges struct {
+// RowRanges are the ranges of n rows one subtask owns, in order: the n rows
+// cut into SplitCount ranges, range k = [k*n/SplitCount, (k+1)*n/SplitCount),
+// going to subtask k*p/SplitCount.
+type RowRanges struct {
 	r     []rowRange
 	cur   int   // first range that may have rows left
-	owned int64 // rows in the owned ranges
+	Owned int64 // rows in the owned ranges
 }
 
-func splitRows(n int64, cfg Config, restore map[string]SplitState) (*rowRanges, error) {
-	rs := &rowRanges{}
+func SplitRows(n int64, cfg Config, restore map[string]SplitState) (*RowRanges, error) {
+	rs := &RowRanges{}
 	p := int64(cfg.Parallelism)
-	for k := range int64(splitCount) {
-		start, end := rangeBound(n, k), rangeBound(n, k+1)
-		if start == end || k*p/splitCount != int64(cfg.Subtask) {
+	for k := range int64(SplitCount) {
+		start, end := RangeBound(n, k), RangeBound(n, k+1)
+		if start == end || k*p/SplitCount != int64(cfg.Subtask) {
 			continue
 		}
 		r := rowRange{id: fmt.Sprintf("range-%d-%d", start, end), start: start, end: end, pos: start}
@@ -110,31 +111,31 @@ func splitRows(n int64, cfg Config, restore map[string]SplitState) (*rowRanges, 
 			case st.Done:
 				r.pos = end
 			case len(st.Offset) > 0:
-				var off seqOffset
-				if err := decodeOffset(r.id, st.Offset, &off); err != nil {
+				var off SeqOffset
+				if err := DecodeOffset(r.id, st.Offset, &off); err != nil {
 					return nil, err
 				}
 				if off.Next < 0 || off.Next > end-start {
-					return nil, badOffset(r.id, "row %d is outside the split, which has %d rows", off.Next, end-start)
+					return nil, BadOffset(r.id, "row %d is outside the split, which has %d rows", off.Next, end-start)
 				}
 				r.pos = start + off.Next
 			}
 		}
 		rs.r = append(rs.r, r)
-		rs.owned += end - start
+		rs.Owned += end - start
 	}
 	return rs, nil
 }
 
-// rangeBound is k*n/splitCount without overflow.
-func rangeBound(n, k int64) int64 {
-	return k*(n/splitCount) + k*(n%splitCount)/splitCount
+// RangeBound is k*n/SplitCount without overflow.
+func RangeBound(n, k int64) int64 {
+	return k*(n/SplitCount) + k*(n%SplitCount)/SplitCount
 }
 
-// peek returns the next rows to read, [a, b): at most limit(a) rows, running
+// Peek returns the next rows to read, [a, b): at most limit(a) rows, running
 // across ranges while they are contiguous and unstarted; last is the index
 // of the last range it touches. ok is false when every range is read.
-func (rs *rowRanges) peek(limit func(a int64) int64) (a, b int64, last int, ok bool) {
+func (rs *RowRanges) Peek(limit func(a int64) int64) (a, b int64, last int, ok bool) {
 	for rs.cur < len(rs.r) && rs.r[rs.cur].pos == rs.r[rs.cur].end {
 		rs.cur++
 	}
@@ -156,14 +157,14 @@ func (rs *rowRanges) peek(limit func(a int64) int64) (a, b int64, last int, ok b
 	return a, b, last, true
 }
 
-// commit marks the rows up to b, from a peek that returned last, as read.
-func (rs *rowRanges) commit(b int64, last int) {
+// Commit marks the rows up to b, from a peek that returned last, as read.
+func (rs *RowRanges) Commit(b int64, last int) {
 	for i := rs.cur; i <= last; i++ {
 		rs.r[i].pos = min(rs.r[i].end, b)
 	}
 }
 
-func (rs *rowRanges) snapshot() []SplitState {
+func (rs *RowRanges) Snapshot() []SplitState {
 	out := make([]SplitState, 0, len(rs.r))
 	for _, r := range rs.r {
 		s := SplitState{Split: r.id}
@@ -171,7 +172,7 @@ func (rs *rowRanges) snapshot() []SplitState {
 		case r.pos == r.end:
 			s.Done = true
 		case r.pos > r.start:
-			s.Offset = encodeOffset(seqOffset{Next: r.pos - r.start})
+			s.Offset = EncodeOffset(SeqOffset{Next: r.pos - r.start})
 		}
 		out = append(out, s)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
-	"github.com/flinkgo/flinkgo/runtime/source"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 )
 
 // Checkpoint barriers travel in-band, after the batches before them, as
@@ -106,7 +106,7 @@ func (t *Task) onSignal(ctx context.Context) error {
 	}
 	if id := t.completed.Load(); id > t.committed {
 		t.committed = id
-		if l, ok := t.reader.(source.CheckpointListener); ok {
+		if l, ok := t.reader.(connector.CheckpointListener); ok {
 			l.CheckpointComplete(id)
 		}
 		for _, l := range t.links {

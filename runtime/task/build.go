@@ -11,7 +11,6 @@ import (
 	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/sink"
 )
 
 // Config is what building the tasks of one attempt needs.
@@ -47,9 +46,10 @@ type Config struct {
 	// AttemptID names the attempt for sinks' part files; "" when no
 	// attempt may follow.
 	AttemptID string
-	// PublishAtEnd, when set, receives a file sink subtask's last parts,
-	// to publish when the job ends (operator.Context.PublishAtEnd).
-	PublishAtEnd func(op *plan.Operator, st sink.SinkState)
+	// PublishAtEnd, when set, receives a two-phase sink subtask's last
+	// precommitted state, to commit when the job ends
+	// (operator.Context.PublishAtEnd).
+	PublishAtEnd func(op *plan.Operator, state []byte)
 	// ErrorNamesOrigin reports whether an operator's error already says
 	// where it happened (a Python worker's error names the UDF and the
 	// worker): the task keeps such an error as it is rather than naming the

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
-	"github.com/flinkgo/flinkgo/runtime/source"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 )
 
 // A source task saves its reader's split positions in a snapshot; package
@@ -16,7 +16,7 @@ import (
 
 // positioned is a source reader whose position a checkpoint holds.
 type positioned interface {
-	Snapshot() ([]source.SplitState, error)
+	Snapshot() ([]connector.SplitState, error)
 }
 
 // snapshotSource records the source's position in st, for checkpoint id.
@@ -32,19 +32,19 @@ func (t *Task) snapshotSource(st *checkpoint.SubtaskState, id int64) error {
 	if st.Source, err = json.Marshal(splits); err != nil {
 		return err
 	}
-	if l, ok := t.reader.(source.CheckpointListener); ok {
+	if l, ok := t.reader.(connector.CheckpointListener); ok {
 		l.CheckpointTaken(id)
 	}
 	return nil
 }
 
 // waitSource waits, after the reader said it has no data now, until it may
-// have (source.Waiter.Available), a barrier request or completion comes,
+// have (connector.Waiter.Available), a barrier request or completion comes,
 // a chained operator's time trigger is due, or ctx ends.
 func (t *Task) waitSource(ctx context.Context) error {
-	w, ok := t.reader.(source.Waiter)
+	w, ok := t.reader.(connector.Waiter)
 	if !ok {
-		return fmt.Errorf("the source returned %w but cannot be waited on", source.ErrNoData)
+		return fmt.Errorf("the source returned %w but cannot be waited on", connector.ErrNoData)
 	}
 	var due <-chan time.Time
 	if at, ok := t.deadline(); ok {

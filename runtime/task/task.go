@@ -13,12 +13,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flinkgo/flinkgo/runtime/checkpoint"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/ident"
 	"github.com/flinkgo/flinkgo/runtime/metrics"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
-	"github.com/flinkgo/flinkgo/runtime/sink"
-	"github.com/flinkgo/flinkgo/runtime/source"
 	"github.com/flinkgo/flinkgo/runtime/watermark"
 	"github.com/flinkgo/flinkgo/state"
 )
@@ -43,7 +42,7 @@ type Task struct {
 	links   []*link // the chain, head first, in topological order
 	in      *inbox
 	valve   *watermark.Valve // over the inbox's producers; nil for a source
-	reader  source.Reader    // a source head's
+	reader  connector.Reader // a source head's
 	coord   Coordinator
 	// log names the chain's head subtask (ident.Subtask); its lifecycle
 	// (running, finished, failed, canceled) is logged there.
@@ -204,7 +203,7 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 			StateDir:  bc.StateDir,
 		}
 	}
-	if r, ok := t.reader.(source.SplitReporter); ok && readsSourceBatches(bc.Graph, op.ID) {
+	if r, ok := t.reader.(connector.SplitReporter); ok && readsSourceBatches(bc.Graph, op.ID) {
 		c.SourceSplits = r
 	}
 	for _, e := range bc.Graph.Outputs(op.ID) {
@@ -220,7 +219,7 @@ func (t *Task) build(bc *buildContext, l *link) (err error) {
 		c.EndInput = sync.OnceFunc(func() { bc.endInput(op) })
 	}
 	if bc.PublishAtEnd != nil {
-		c.PublishAtEnd = func(st sink.SinkState) { bc.PublishAtEnd(op, st) }
+		c.PublishAtEnd = func(state []byte) { bc.PublishAtEnd(op, state) }
 	}
 	if kind.OpenSource != nil {
 		t.reader, err = kind.OpenSource(c)
@@ -497,7 +496,7 @@ func (t *Task) busy(step func() error) error {
 // idle (a source that waits for its rate could read more), as Flink's
 // rate-limited sources wait in their idle mailbox.
 func (t *Task) readSource(ctx context.Context) (arrow.RecordBatch, error) {
-	throttled, limited := t.reader.(source.Throttled)
+	throttled, limited := t.reader.(connector.Throttled)
 	var before time.Duration
 	if limited {
 		before = throttled.ThrottledTime()
@@ -527,12 +526,12 @@ func (t *Task) runSource(ctx context.Context) error {
 		if errors.Is(err, io.EOF) {
 			return t.finish(ctx)
 		}
-		if bl, ok := t.reader.(source.Backlog); ok {
+		if bl, ok := t.reader.(connector.Backlog); ok {
 			// After every Next, data or none: an idle Kafka source that
 			// skipped control records has moved on too.
 			t.metrics.PendingRecords.Store(bl.PendingRecords())
 		}
-		if errors.Is(err, source.ErrNoData) {
+		if errors.Is(err, connector.ErrNoData) {
 			// An idle unbounded source: barriers and timers go on meanwhile.
 			if err := t.waitSource(ctx); err != nil {
 				return err

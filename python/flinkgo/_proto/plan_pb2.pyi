@@ -168,18 +168,28 @@ class NamedExpr(_message.Message):
     def __init__(self, name: _Optional[str] = ..., expr: _Optional[_Union[Expr, _Mapping]] = ...) -> None: ...
 
 class Source(_message.Message):
-    __slots__ = ("arrow", "file", "datagen", "kafka", "nexmark")
+    __slots__ = ("arrow", "file", "datagen", "kafka", "nexmark", "connector")
     ARROW_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
     DATAGEN_FIELD_NUMBER: _ClassVar[int]
     KAFKA_FIELD_NUMBER: _ClassVar[int]
     NEXMARK_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
     arrow: ArrowSource
     file: FileSource
     datagen: DatagenSource
     kafka: KafkaSource
     nexmark: NexmarkSource
-    def __init__(self, arrow: _Optional[_Union[ArrowSource, _Mapping]] = ..., file: _Optional[_Union[FileSource, _Mapping]] = ..., datagen: _Optional[_Union[DatagenSource, _Mapping]] = ..., kafka: _Optional[_Union[KafkaSource, _Mapping]] = ..., nexmark: _Optional[_Union[NexmarkSource, _Mapping]] = ...) -> None: ...
+    connector: ConnectorSource
+    def __init__(self, arrow: _Optional[_Union[ArrowSource, _Mapping]] = ..., file: _Optional[_Union[FileSource, _Mapping]] = ..., datagen: _Optional[_Union[DatagenSource, _Mapping]] = ..., kafka: _Optional[_Union[KafkaSource, _Mapping]] = ..., nexmark: _Optional[_Union[NexmarkSource, _Mapping]] = ..., connector: _Optional[_Union[ConnectorSource, _Mapping]] = ...) -> None: ...
+
+class ConnectorSource(_message.Message):
+    __slots__ = ("kind", "config")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    config: bytes
+    def __init__(self, kind: _Optional[str] = ..., config: _Optional[bytes] = ...) -> None: ...
 
 class ArrowSource(_message.Message):
     __slots__ = ("ipc",)
@@ -500,16 +510,26 @@ class Union(_message.Message):
     def __init__(self) -> None: ...
 
 class Sink(_message.Message):
-    __slots__ = ("print", "file", "collect", "kafka")
+    __slots__ = ("print", "file", "collect", "kafka", "connector")
     PRINT_FIELD_NUMBER: _ClassVar[int]
     FILE_FIELD_NUMBER: _ClassVar[int]
     COLLECT_FIELD_NUMBER: _ClassVar[int]
     KAFKA_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
     print: PrintSink
     file: FileSink
     collect: CollectSink
     kafka: KafkaSink
-    def __init__(self, print: _Optional[_Union[PrintSink, _Mapping]] = ..., file: _Optional[_Union[FileSink, _Mapping]] = ..., collect: _Optional[_Union[CollectSink, _Mapping]] = ..., kafka: _Optional[_Union[KafkaSink, _Mapping]] = ...) -> None: ...
+    connector: ConnectorSink
+    def __init__(self, print: _Optional[_Union[PrintSink, _Mapping]] = ..., file: _Optional[_Union[FileSink, _Mapping]] = ..., collect: _Optional[_Union[CollectSink, _Mapping]] = ..., kafka: _Optional[_Union[KafkaSink, _Mapping]] = ..., connector: _Optional[_Union[ConnectorSink, _Mapping]] = ...) -> None: ...
+
+class ConnectorSink(_message.Message):
+    __slots__ = ("kind", "config")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    config: bytes
+    def __init__(self, kind: _Optional[str] = ..., config: _Optional[bytes] = ...) -> None: ...
 
 class PrintSink(_message.Message):
     __slots__ = ()

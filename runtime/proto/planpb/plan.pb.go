@@ -201,7 +201,7 @@ func (x FileSource_Format) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileSource_Format.Descriptor instead.
 func (FileSource_Format) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{11, 0}
+	return file_plan_proto_rawDescGZIP(), []int{12, 0}
 }
 
 type NexmarkSource_Kind int32
@@ -253,7 +253,7 @@ func (x NexmarkSource_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use NexmarkSource_Kind.Descriptor instead.
 func (NexmarkSource_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{13, 0}
+	return file_plan_proto_rawDescGZIP(), []int{14, 0}
 }
 
 type KafkaSource_Start int32
@@ -310,7 +310,7 @@ func (x KafkaSource_Start) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KafkaSource_Start.Descriptor instead.
 func (KafkaSource_Start) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{14, 0}
+	return file_plan_proto_rawDescGZIP(), []int{15, 0}
 }
 
 type KafkaSource_Format int32
@@ -362,7 +362,7 @@ func (x KafkaSource_Format) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KafkaSource_Format.Descriptor instead.
 func (KafkaSource_Format) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{14, 1}
+	return file_plan_proto_rawDescGZIP(), []int{15, 1}
 }
 
 // When results are emitted. FINAL: one row per key when the input ends.
@@ -418,7 +418,7 @@ func (x KeyedAggregate_Emit) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KeyedAggregate_Emit.Descriptor instead.
 func (KeyedAggregate_Emit) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18, 0}
+	return file_plan_proto_rawDescGZIP(), []int{19, 0}
 }
 
 type IntervalJoin_How int32
@@ -470,7 +470,7 @@ func (x IntervalJoin_How) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use IntervalJoin_How.Descriptor instead.
 func (IntervalJoin_How) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19, 0}
+	return file_plan_proto_rawDescGZIP(), []int{20, 0}
 }
 
 type Join_How int32
@@ -522,7 +522,7 @@ func (x Join_How) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Join_How.Descriptor instead.
 func (Join_How) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20, 0}
+	return file_plan_proto_rawDescGZIP(), []int{21, 0}
 }
 
 type WindowAggregate_Kind int32
@@ -577,7 +577,7 @@ func (x WindowAggregate_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WindowAggregate_Kind.Descriptor instead.
 func (WindowAggregate_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24, 0}
+	return file_plan_proto_rawDescGZIP(), []int{25, 0}
 }
 
 // What happens to a row too late for every window it belongs to: DROP
@@ -627,7 +627,7 @@ func (x WindowAggregate_LateRows) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WindowAggregate_LateRows.Descriptor instead.
 func (WindowAggregate_LateRows) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24, 1}
+	return file_plan_proto_rawDescGZIP(), []int{25, 1}
 }
 
 // What to do with a directory that already holds files, as Spark's
@@ -683,7 +683,7 @@ func (x FileSink_Mode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FileSink_Mode.Descriptor instead.
 func (FileSink_Mode) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{29, 0}
+	return file_plan_proto_rawDescGZIP(), []int{31, 0}
 }
 
 type KafkaSink_Delivery int32
@@ -735,7 +735,7 @@ func (x KafkaSink_Delivery) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KafkaSink_Delivery.Descriptor instead.
 func (KafkaSink_Delivery) EnumDescriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{31, 0}
+	return file_plan_proto_rawDescGZIP(), []int{33, 0}
 }
 
 type JobPlan struct {
@@ -1681,6 +1681,7 @@ type Source struct {
 	//	*Source_Datagen
 	//	*Source_Kafka
 	//	*Source_Nexmark
+	//	*Source_Connector
 	Kind          isSource_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1768,6 +1769,15 @@ func (x *Source) GetNexmark() *NexmarkSource {
 	return nil
 }
 
+func (x *Source) GetConnector() *ConnectorSource {
+	if x != nil {
+		if x, ok := x.Kind.(*Source_Connector); ok {
+			return x.Connector
+		}
+	}
+	return nil
+}
+
 type isSource_Kind interface {
 	isSource_Kind()
 }
@@ -1792,6 +1802,10 @@ type Source_Nexmark struct {
 	Nexmark *NexmarkSource `protobuf:"bytes,5,opt,name=nexmark,proto3,oneof"`
 }
 
+type Source_Connector struct {
+	Connector *ConnectorSource `protobuf:"bytes,6,opt,name=connector,proto3,oneof"`
+}
+
 func (*Source_Arrow) isSource_Kind() {}
 
 func (*Source_File) isSource_Kind() {}
@@ -1801,6 +1815,64 @@ func (*Source_Datagen) isSource_Kind() {}
 func (*Source_Kafka) isSource_Kind() {}
 
 func (*Source_Nexmark) isSource_Kind() {}
+
+func (*Source_Connector) isSource_Kind() {}
+
+// A source of a connector the runtime's connector registry has under
+// `kind` (runtime/connector), for connectors without a message of their
+// own here: `config` is in the connector's own encoding, which it decodes
+// and validates.
+type ConnectorSource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Config        []byte                 `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectorSource) Reset() {
+	*x = ConnectorSource{}
+	mi := &file_plan_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectorSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectorSource) ProtoMessage() {}
+
+func (x *ConnectorSource) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectorSource.ProtoReflect.Descriptor instead.
+func (*ConnectorSource) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ConnectorSource) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ConnectorSource) GetConfig() []byte {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
 
 // In-memory data shipped in the plan (from_pandas, from_arrow).
 type ArrowSource struct {
@@ -1813,7 +1885,7 @@ type ArrowSource struct {
 
 func (x *ArrowSource) Reset() {
 	*x = ArrowSource{}
-	mi := &file_plan_proto_msgTypes[10]
+	mi := &file_plan_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1825,7 +1897,7 @@ func (x *ArrowSource) String() string {
 func (*ArrowSource) ProtoMessage() {}
 
 func (x *ArrowSource) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[10]
+	mi := &file_plan_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1838,7 +1910,7 @@ func (x *ArrowSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArrowSource.ProtoReflect.Descriptor instead.
 func (*ArrowSource) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{10}
+	return file_plan_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ArrowSource) GetIpc() []byte {
@@ -1862,7 +1934,7 @@ type FileSource struct {
 
 func (x *FileSource) Reset() {
 	*x = FileSource{}
-	mi := &file_plan_proto_msgTypes[11]
+	mi := &file_plan_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +1946,7 @@ func (x *FileSource) String() string {
 func (*FileSource) ProtoMessage() {}
 
 func (x *FileSource) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[11]
+	mi := &file_plan_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +1959,7 @@ func (x *FileSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSource.ProtoReflect.Descriptor instead.
 func (*FileSource) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{11}
+	return file_plan_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FileSource) GetFormat() FileSource_Format {
@@ -1931,7 +2003,7 @@ type DatagenSource struct {
 
 func (x *DatagenSource) Reset() {
 	*x = DatagenSource{}
-	mi := &file_plan_proto_msgTypes[12]
+	mi := &file_plan_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2015,7 @@ func (x *DatagenSource) String() string {
 func (*DatagenSource) ProtoMessage() {}
 
 func (x *DatagenSource) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[12]
+	mi := &file_plan_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2028,7 @@ func (x *DatagenSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatagenSource.ProtoReflect.Descriptor instead.
 func (*DatagenSource) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{12}
+	return file_plan_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DatagenSource) GetRows() int64 {
@@ -1983,7 +2055,7 @@ func (x *DatagenSource) GetSeed() int64 {
 // Nexmark-shaped auction events (env.nexmark): a stream of `events` events,
 // persons, auctions and bids in the proportions 1:3:46 as Nexmark's
 // generator makes them, of which the source returns those of one kind
-// (runtime/source/nexmark.go). The values are a pure function of the seed
+// (connectors/nexmark/reader.go). The values are a pure function of the seed
 // and the event's number, so the three kinds read with the same events and
 // seed are views of one stream (a bid's auction and bidder are ids of
 // auctions and persons of it).
@@ -2001,7 +2073,7 @@ type NexmarkSource struct {
 
 func (x *NexmarkSource) Reset() {
 	*x = NexmarkSource{}
-	mi := &file_plan_proto_msgTypes[13]
+	mi := &file_plan_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2085,7 @@ func (x *NexmarkSource) String() string {
 func (*NexmarkSource) ProtoMessage() {}
 
 func (x *NexmarkSource) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[13]
+	mi := &file_plan_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2098,7 @@ func (x *NexmarkSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NexmarkSource.ProtoReflect.Descriptor instead.
 func (*NexmarkSource) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{13}
+	return file_plan_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NexmarkSource) GetKind() NexmarkSource_Kind {
@@ -2058,7 +2130,7 @@ func (x *NexmarkSource) GetSeed() int64 {
 }
 
 // Records of Kafka topics (read_kafka). Each partition is a split; its
-// position is the offset of the next record (runtime/source/kafka.go).
+// position is the offset of the next record (connectors/kafka/source.go).
 type KafkaSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The topics read, or (when topic_pattern is set) none.
@@ -2089,7 +2161,7 @@ type KafkaSource struct {
 	TopicColumn     string `protobuf:"bytes,14,opt,name=topic_column,json=topicColumn,proto3" json:"topic_column,omitempty"`
 	// Settings by the property names of Kafka's consumer and Flink's
 	// KafkaSource (partition.discovery.interval.ms, ...); the runtime
-	// supports a listed subset (runtime/source/kafka.go) and rejects others.
+	// supports a listed subset (connectors/kafka/source.go) and rejects others.
 	Properties    map[string]string `protobuf:"bytes,15,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2097,7 +2169,7 @@ type KafkaSource struct {
 
 func (x *KafkaSource) Reset() {
 	*x = KafkaSource{}
-	mi := &file_plan_proto_msgTypes[14]
+	mi := &file_plan_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2181,7 @@ func (x *KafkaSource) String() string {
 func (*KafkaSource) ProtoMessage() {}
 
 func (x *KafkaSource) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[14]
+	mi := &file_plan_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2194,7 @@ func (x *KafkaSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KafkaSource.ProtoReflect.Descriptor instead.
 func (*KafkaSource) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{14}
+	return file_plan_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *KafkaSource) GetTopics() []string {
@@ -2240,7 +2312,7 @@ type Select struct {
 
 func (x *Select) Reset() {
 	*x = Select{}
-	mi := &file_plan_proto_msgTypes[15]
+	mi := &file_plan_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2252,7 +2324,7 @@ func (x *Select) String() string {
 func (*Select) ProtoMessage() {}
 
 func (x *Select) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[15]
+	mi := &file_plan_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2265,7 +2337,7 @@ func (x *Select) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Select.ProtoReflect.Descriptor instead.
 func (*Select) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{15}
+	return file_plan_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Select) GetColumns() []*NamedExpr {
@@ -2284,7 +2356,7 @@ type Filter struct {
 
 func (x *Filter) Reset() {
 	*x = Filter{}
-	mi := &file_plan_proto_msgTypes[16]
+	mi := &file_plan_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2368,7 @@ func (x *Filter) String() string {
 func (*Filter) ProtoMessage() {}
 
 func (x *Filter) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[16]
+	mi := &file_plan_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2381,7 @@ func (x *Filter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Filter.ProtoReflect.Descriptor instead.
 func (*Filter) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{16}
+	return file_plan_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Filter) GetPredicate() *Expr {
@@ -2337,7 +2409,7 @@ type MapBatches struct {
 
 func (x *MapBatches) Reset() {
 	*x = MapBatches{}
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +2421,7 @@ func (x *MapBatches) String() string {
 func (*MapBatches) ProtoMessage() {}
 
 func (x *MapBatches) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[17]
+	mi := &file_plan_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +2434,7 @@ func (x *MapBatches) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapBatches.ProtoReflect.Descriptor instead.
 func (*MapBatches) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{17}
+	return file_plan_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MapBatches) GetFunction() *workerpb.UdfSpec {
@@ -2395,7 +2467,7 @@ type KeyedAggregate struct {
 
 func (x *KeyedAggregate) Reset() {
 	*x = KeyedAggregate{}
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2479,7 @@ func (x *KeyedAggregate) String() string {
 func (*KeyedAggregate) ProtoMessage() {}
 
 func (x *KeyedAggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[18]
+	mi := &file_plan_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2492,7 @@ func (x *KeyedAggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyedAggregate.ProtoReflect.Descriptor instead.
 func (*KeyedAggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{18}
+	return file_plan_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KeyedAggregate) GetKeys() []string {
@@ -2486,7 +2558,7 @@ type IntervalJoin struct {
 
 func (x *IntervalJoin) Reset() {
 	*x = IntervalJoin{}
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2570,7 @@ func (x *IntervalJoin) String() string {
 func (*IntervalJoin) ProtoMessage() {}
 
 func (x *IntervalJoin) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[19]
+	mi := &file_plan_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +2583,7 @@ func (x *IntervalJoin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntervalJoin.ProtoReflect.Descriptor instead.
 func (*IntervalJoin) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{19}
+	return file_plan_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *IntervalJoin) GetLeftKeys() []string {
@@ -2598,7 +2670,7 @@ type Join struct {
 
 func (x *Join) Reset() {
 	*x = Join{}
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2682,7 @@ func (x *Join) String() string {
 func (*Join) ProtoMessage() {}
 
 func (x *Join) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[20]
+	mi := &file_plan_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2695,7 @@ func (x *Join) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Join.ProtoReflect.Descriptor instead.
 func (*Join) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{20}
+	return file_plan_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Join) GetLeftKeys() []string {
@@ -2693,7 +2765,7 @@ type DropDuplicates struct {
 
 func (x *DropDuplicates) Reset() {
 	*x = DropDuplicates{}
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2705,7 +2777,7 @@ func (x *DropDuplicates) String() string {
 func (*DropDuplicates) ProtoMessage() {}
 
 func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[21]
+	mi := &file_plan_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2718,7 +2790,7 @@ func (x *DropDuplicates) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropDuplicates.ProtoReflect.Descriptor instead.
 func (*DropDuplicates) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{21}
+	return file_plan_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DropDuplicates) GetSubset() []string {
@@ -2750,7 +2822,7 @@ type WatermarkAssigner struct {
 
 func (x *WatermarkAssigner) Reset() {
 	*x = WatermarkAssigner{}
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +2834,7 @@ func (x *WatermarkAssigner) String() string {
 func (*WatermarkAssigner) ProtoMessage() {}
 
 func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[22]
+	mi := &file_plan_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +2847,7 @@ func (x *WatermarkAssigner) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatermarkAssigner.ProtoReflect.Descriptor instead.
 func (*WatermarkAssigner) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{22}
+	return file_plan_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatermarkAssigner) GetTimeColumn() string {
@@ -2822,7 +2894,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +2906,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[23]
+	mi := &file_plan_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +2919,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{23}
+	return file_plan_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Limit) GetN() int64 {
@@ -2887,7 +2959,7 @@ type WindowAggregate struct {
 
 func (x *WindowAggregate) Reset() {
 	*x = WindowAggregate{}
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +2971,7 @@ func (x *WindowAggregate) String() string {
 func (*WindowAggregate) ProtoMessage() {}
 
 func (x *WindowAggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[24]
+	mi := &file_plan_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +2984,7 @@ func (x *WindowAggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowAggregate.ProtoReflect.Descriptor instead.
 func (*WindowAggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{24}
+	return file_plan_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WindowAggregate) GetTimeColumn() string {
@@ -3015,7 +3087,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_plan_proto_msgTypes[25]
+	mi := &file_plan_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3027,7 +3099,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[25]
+	mi := &file_plan_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3040,7 +3112,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{25}
+	return file_plan_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Aggregate) GetFunction() string {
@@ -3087,7 +3159,7 @@ type Union struct {
 
 func (x *Union) Reset() {
 	*x = Union{}
-	mi := &file_plan_proto_msgTypes[26]
+	mi := &file_plan_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3099,7 +3171,7 @@ func (x *Union) String() string {
 func (*Union) ProtoMessage() {}
 
 func (x *Union) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[26]
+	mi := &file_plan_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3112,7 +3184,7 @@ func (x *Union) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Union.ProtoReflect.Descriptor instead.
 func (*Union) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{26}
+	return file_plan_proto_rawDescGZIP(), []int{27}
 }
 
 type Sink struct {
@@ -3123,6 +3195,7 @@ type Sink struct {
 	//	*Sink_File
 	//	*Sink_Collect
 	//	*Sink_Kafka
+	//	*Sink_Connector
 	Kind          isSink_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3130,7 +3203,7 @@ type Sink struct {
 
 func (x *Sink) Reset() {
 	*x = Sink{}
-	mi := &file_plan_proto_msgTypes[27]
+	mi := &file_plan_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3142,7 +3215,7 @@ func (x *Sink) String() string {
 func (*Sink) ProtoMessage() {}
 
 func (x *Sink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[27]
+	mi := &file_plan_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3155,7 +3228,7 @@ func (x *Sink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Sink.ProtoReflect.Descriptor instead.
 func (*Sink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{27}
+	return file_plan_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Sink) GetKind() isSink_Kind {
@@ -3201,6 +3274,15 @@ func (x *Sink) GetKafka() *KafkaSink {
 	return nil
 }
 
+func (x *Sink) GetConnector() *ConnectorSink {
+	if x != nil {
+		if x, ok := x.Kind.(*Sink_Connector); ok {
+			return x.Connector
+		}
+	}
+	return nil
+}
+
 type isSink_Kind interface {
 	isSink_Kind()
 }
@@ -3221,6 +3303,10 @@ type Sink_Kafka struct {
 	Kafka *KafkaSink `protobuf:"bytes,4,opt,name=kafka,proto3,oneof"`
 }
 
+type Sink_Connector struct {
+	Connector *ConnectorSink `protobuf:"bytes,5,opt,name=connector,proto3,oneof"`
+}
+
 func (*Sink_Print) isSink_Kind() {}
 
 func (*Sink_File) isSink_Kind() {}
@@ -3228,6 +3314,62 @@ func (*Sink_File) isSink_Kind() {}
 func (*Sink_Collect) isSink_Kind() {}
 
 func (*Sink_Kafka) isSink_Kind() {}
+
+func (*Sink_Connector) isSink_Kind() {}
+
+// A sink of a connector the runtime's connector registry has under `kind`,
+// as ConnectorSource.
+type ConnectorSink struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Config        []byte                 `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectorSink) Reset() {
+	*x = ConnectorSink{}
+	mi := &file_plan_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectorSink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectorSink) ProtoMessage() {}
+
+func (x *ConnectorSink) ProtoReflect() protoreflect.Message {
+	mi := &file_plan_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectorSink.ProtoReflect.Descriptor instead.
+func (*ConnectorSink) Descriptor() ([]byte, []int) {
+	return file_plan_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ConnectorSink) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ConnectorSink) GetConfig() []byte {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
 
 type PrintSink struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3237,7 +3379,7 @@ type PrintSink struct {
 
 func (x *PrintSink) Reset() {
 	*x = PrintSink{}
-	mi := &file_plan_proto_msgTypes[28]
+	mi := &file_plan_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3249,7 +3391,7 @@ func (x *PrintSink) String() string {
 func (*PrintSink) ProtoMessage() {}
 
 func (x *PrintSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[28]
+	mi := &file_plan_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3262,7 +3404,7 @@ func (x *PrintSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintSink.ProtoReflect.Descriptor instead.
 func (*PrintSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{28}
+	return file_plan_proto_rawDescGZIP(), []int{30}
 }
 
 type FileSink struct {
@@ -3281,7 +3423,7 @@ type FileSink struct {
 
 func (x *FileSink) Reset() {
 	*x = FileSink{}
-	mi := &file_plan_proto_msgTypes[29]
+	mi := &file_plan_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3293,7 +3435,7 @@ func (x *FileSink) String() string {
 func (*FileSink) ProtoMessage() {}
 
 func (x *FileSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[29]
+	mi := &file_plan_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3306,7 +3448,7 @@ func (x *FileSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSink.ProtoReflect.Descriptor instead.
 func (*FileSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{29}
+	return file_plan_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *FileSink) GetFormat() FileSource_Format {
@@ -3346,7 +3488,7 @@ type CollectSink struct {
 
 func (x *CollectSink) Reset() {
 	*x = CollectSink{}
-	mi := &file_plan_proto_msgTypes[30]
+	mi := &file_plan_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3358,7 +3500,7 @@ func (x *CollectSink) String() string {
 func (*CollectSink) ProtoMessage() {}
 
 func (x *CollectSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[30]
+	mi := &file_plan_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3371,7 +3513,7 @@ func (x *CollectSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CollectSink.ProtoReflect.Descriptor instead.
 func (*CollectSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{30}
+	return file_plan_proto_rawDescGZIP(), []int{32}
 }
 
 // KafkaSink writes one record per row to a topic (write_kafka), as Flink's
@@ -3392,7 +3534,7 @@ type KafkaSink struct {
 	// exactly-once, and unique per job writing to the cluster.
 	TransactionalIdPrefix string `protobuf:"bytes,6,opt,name=transactional_id_prefix,json=transactionalIdPrefix,proto3" json:"transactional_id_prefix,omitempty"`
 	// Settings by the property names of Kafka's producer; the runtime
-	// supports a listed subset (runtime/sink/kafka.go) and rejects others.
+	// supports a listed subset (connectors/kafka/sink.go) and rejects others.
 	Properties    map[string]string `protobuf:"bytes,7,rep,name=properties,proto3" json:"properties,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3400,7 +3542,7 @@ type KafkaSink struct {
 
 func (x *KafkaSink) Reset() {
 	*x = KafkaSink{}
-	mi := &file_plan_proto_msgTypes[31]
+	mi := &file_plan_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3412,7 +3554,7 @@ func (x *KafkaSink) String() string {
 func (*KafkaSink) ProtoMessage() {}
 
 func (x *KafkaSink) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[31]
+	mi := &file_plan_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3425,7 +3567,7 @@ func (x *KafkaSink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KafkaSink.ProtoReflect.Descriptor instead.
 func (*KafkaSink) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{31}
+	return file_plan_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *KafkaSink) GetTopic() string {
@@ -3488,7 +3630,7 @@ type KafkaSource_PartitionOffset struct {
 
 func (x *KafkaSource_PartitionOffset) Reset() {
 	*x = KafkaSource_PartitionOffset{}
-	mi := &file_plan_proto_msgTypes[33]
+	mi := &file_plan_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3642,7 @@ func (x *KafkaSource_PartitionOffset) String() string {
 func (*KafkaSource_PartitionOffset) ProtoMessage() {}
 
 func (x *KafkaSource_PartitionOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_plan_proto_msgTypes[33]
+	mi := &file_plan_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3655,7 @@ func (x *KafkaSource_PartitionOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KafkaSource_PartitionOffset.ProtoReflect.Descriptor instead.
 func (*KafkaSource_PartitionOffset) Descriptor() ([]byte, []int) {
-	return file_plan_proto_rawDescGZIP(), []int{14, 0}
+	return file_plan_proto_rawDescGZIP(), []int{15, 0}
 }
 
 func (x *KafkaSource_PartitionOffset) GetTopic() string {
@@ -3620,14 +3762,18 @@ const file_plan_proto_rawDesc = "" +
 	"\x04args\x18\x02 \x03(\v2\x15.flinkgo.plan.v1.ExprR\x04args\"J\n" +
 	"\tNamedExpr\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
-	"\x04expr\x18\x02 \x01(\v2\x15.flinkgo.plan.v1.ExprR\x04expr\"\xa7\x02\n" +
+	"\x04expr\x18\x02 \x01(\v2\x15.flinkgo.plan.v1.ExprR\x04expr\"\xe9\x02\n" +
 	"\x06Source\x124\n" +
 	"\x05arrow\x18\x01 \x01(\v2\x1c.flinkgo.plan.v1.ArrowSourceH\x00R\x05arrow\x121\n" +
 	"\x04file\x18\x02 \x01(\v2\x1b.flinkgo.plan.v1.FileSourceH\x00R\x04file\x12:\n" +
 	"\adatagen\x18\x03 \x01(\v2\x1e.flinkgo.plan.v1.DatagenSourceH\x00R\adatagen\x124\n" +
 	"\x05kafka\x18\x04 \x01(\v2\x1c.flinkgo.plan.v1.KafkaSourceH\x00R\x05kafka\x12:\n" +
-	"\anexmark\x18\x05 \x01(\v2\x1e.flinkgo.plan.v1.NexmarkSourceH\x00R\anexmarkB\x06\n" +
-	"\x04kind\"\x1f\n" +
+	"\anexmark\x18\x05 \x01(\v2\x1e.flinkgo.plan.v1.NexmarkSourceH\x00R\anexmark\x12@\n" +
+	"\tconnector\x18\x06 \x01(\v2 .flinkgo.plan.v1.ConnectorSourceH\x00R\tconnectorB\x06\n" +
+	"\x04kind\"=\n" +
+	"\x0fConnectorSource\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06config\x18\x02 \x01(\fR\x06config\"\x1f\n" +
 	"\vArrowSource\x12\x10\n" +
 	"\x03ipc\x18\x01 \x01(\fR\x03ipc\"\xec\x01\n" +
 	"\n" +
@@ -3791,13 +3937,17 @@ const file_plan_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12,\n" +
 	"\x03udf\x18\x04 \x01(\v2\x1a.flinkgo.worker.v1.UdfSpecR\x03udf\x12\x12\n" +
 	"\x04args\x18\x05 \x03(\tR\x04args\"\a\n" +
-	"\x05Union\"\xe1\x01\n" +
+	"\x05Union\"\xa1\x02\n" +
 	"\x04Sink\x122\n" +
 	"\x05print\x18\x01 \x01(\v2\x1a.flinkgo.plan.v1.PrintSinkH\x00R\x05print\x12/\n" +
 	"\x04file\x18\x02 \x01(\v2\x19.flinkgo.plan.v1.FileSinkH\x00R\x04file\x128\n" +
 	"\acollect\x18\x03 \x01(\v2\x1c.flinkgo.plan.v1.CollectSinkH\x00R\acollect\x122\n" +
-	"\x05kafka\x18\x04 \x01(\v2\x1a.flinkgo.plan.v1.KafkaSinkH\x00R\x05kafkaB\x06\n" +
-	"\x04kind\"\v\n" +
+	"\x05kafka\x18\x04 \x01(\v2\x1a.flinkgo.plan.v1.KafkaSinkH\x00R\x05kafka\x12>\n" +
+	"\tconnector\x18\x05 \x01(\v2\x1e.flinkgo.plan.v1.ConnectorSinkH\x00R\tconnectorB\x06\n" +
+	"\x04kind\";\n" +
+	"\rConnectorSink\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06config\x18\x02 \x01(\fR\x06config\"\v\n" +
 	"\tPrintSink\"\xda\x01\n" +
 	"\bFileSink\x12:\n" +
 	"\x06format\x18\x01 \x01(\x0e2\".flinkgo.plan.v1.FileSource.FormatR\x06format\x12\x12\n" +
@@ -3843,7 +3993,7 @@ func file_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_plan_proto_goTypes = []any{
 	(Input_Output)(0),                   // 0: flinkgo.plan.v1.Input.Output
 	(Partitioning_Kind)(0),              // 1: flinkgo.plan.v1.Partitioning.Kind
@@ -3868,51 +4018,53 @@ var file_plan_proto_goTypes = []any{
 	(*UdfExpr)(nil),                     // 20: flinkgo.plan.v1.UdfExpr
 	(*NamedExpr)(nil),                   // 21: flinkgo.plan.v1.NamedExpr
 	(*Source)(nil),                      // 22: flinkgo.plan.v1.Source
-	(*ArrowSource)(nil),                 // 23: flinkgo.plan.v1.ArrowSource
-	(*FileSource)(nil),                  // 24: flinkgo.plan.v1.FileSource
-	(*DatagenSource)(nil),               // 25: flinkgo.plan.v1.DatagenSource
-	(*NexmarkSource)(nil),               // 26: flinkgo.plan.v1.NexmarkSource
-	(*KafkaSource)(nil),                 // 27: flinkgo.plan.v1.KafkaSource
-	(*Select)(nil),                      // 28: flinkgo.plan.v1.Select
-	(*Filter)(nil),                      // 29: flinkgo.plan.v1.Filter
-	(*MapBatches)(nil),                  // 30: flinkgo.plan.v1.MapBatches
-	(*KeyedAggregate)(nil),              // 31: flinkgo.plan.v1.KeyedAggregate
-	(*IntervalJoin)(nil),                // 32: flinkgo.plan.v1.IntervalJoin
-	(*Join)(nil),                        // 33: flinkgo.plan.v1.Join
-	(*DropDuplicates)(nil),              // 34: flinkgo.plan.v1.DropDuplicates
-	(*WatermarkAssigner)(nil),           // 35: flinkgo.plan.v1.WatermarkAssigner
-	(*Limit)(nil),                       // 36: flinkgo.plan.v1.Limit
-	(*WindowAggregate)(nil),             // 37: flinkgo.plan.v1.WindowAggregate
-	(*Aggregate)(nil),                   // 38: flinkgo.plan.v1.Aggregate
-	(*Union)(nil),                       // 39: flinkgo.plan.v1.Union
-	(*Sink)(nil),                        // 40: flinkgo.plan.v1.Sink
-	(*PrintSink)(nil),                   // 41: flinkgo.plan.v1.PrintSink
-	(*FileSink)(nil),                    // 42: flinkgo.plan.v1.FileSink
-	(*CollectSink)(nil),                 // 43: flinkgo.plan.v1.CollectSink
-	(*KafkaSink)(nil),                   // 44: flinkgo.plan.v1.KafkaSink
-	nil,                                 // 45: flinkgo.plan.v1.JobPlan.ConfigEntry
-	(*KafkaSource_PartitionOffset)(nil), // 46: flinkgo.plan.v1.KafkaSource.PartitionOffset
-	nil,                                 // 47: flinkgo.plan.v1.KafkaSource.PropertiesEntry
-	nil,                                 // 48: flinkgo.plan.v1.KafkaSink.PropertiesEntry
-	(*workerpb.UdfSpec)(nil),            // 49: flinkgo.worker.v1.UdfSpec
+	(*ConnectorSource)(nil),             // 23: flinkgo.plan.v1.ConnectorSource
+	(*ArrowSource)(nil),                 // 24: flinkgo.plan.v1.ArrowSource
+	(*FileSource)(nil),                  // 25: flinkgo.plan.v1.FileSource
+	(*DatagenSource)(nil),               // 26: flinkgo.plan.v1.DatagenSource
+	(*NexmarkSource)(nil),               // 27: flinkgo.plan.v1.NexmarkSource
+	(*KafkaSource)(nil),                 // 28: flinkgo.plan.v1.KafkaSource
+	(*Select)(nil),                      // 29: flinkgo.plan.v1.Select
+	(*Filter)(nil),                      // 30: flinkgo.plan.v1.Filter
+	(*MapBatches)(nil),                  // 31: flinkgo.plan.v1.MapBatches
+	(*KeyedAggregate)(nil),              // 32: flinkgo.plan.v1.KeyedAggregate
+	(*IntervalJoin)(nil),                // 33: flinkgo.plan.v1.IntervalJoin
+	(*Join)(nil),                        // 34: flinkgo.plan.v1.Join
+	(*DropDuplicates)(nil),              // 35: flinkgo.plan.v1.DropDuplicates
+	(*WatermarkAssigner)(nil),           // 36: flinkgo.plan.v1.WatermarkAssigner
+	(*Limit)(nil),                       // 37: flinkgo.plan.v1.Limit
+	(*WindowAggregate)(nil),             // 38: flinkgo.plan.v1.WindowAggregate
+	(*Aggregate)(nil),                   // 39: flinkgo.plan.v1.Aggregate
+	(*Union)(nil),                       // 40: flinkgo.plan.v1.Union
+	(*Sink)(nil),                        // 41: flinkgo.plan.v1.Sink
+	(*ConnectorSink)(nil),               // 42: flinkgo.plan.v1.ConnectorSink
+	(*PrintSink)(nil),                   // 43: flinkgo.plan.v1.PrintSink
+	(*FileSink)(nil),                    // 44: flinkgo.plan.v1.FileSink
+	(*CollectSink)(nil),                 // 45: flinkgo.plan.v1.CollectSink
+	(*KafkaSink)(nil),                   // 46: flinkgo.plan.v1.KafkaSink
+	nil,                                 // 47: flinkgo.plan.v1.JobPlan.ConfigEntry
+	(*KafkaSource_PartitionOffset)(nil), // 48: flinkgo.plan.v1.KafkaSource.PartitionOffset
+	nil,                                 // 49: flinkgo.plan.v1.KafkaSource.PropertiesEntry
+	nil,                                 // 50: flinkgo.plan.v1.KafkaSink.PropertiesEntry
+	(*workerpb.UdfSpec)(nil),            // 51: flinkgo.worker.v1.UdfSpec
 }
 var file_plan_proto_depIdxs = []int32{
-	45, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
+	47, // 0: flinkgo.plan.v1.JobPlan.config:type_name -> flinkgo.plan.v1.JobPlan.ConfigEntry
 	14, // 1: flinkgo.plan.v1.JobPlan.nodes:type_name -> flinkgo.plan.v1.Node
 	15, // 2: flinkgo.plan.v1.Node.inputs:type_name -> flinkgo.plan.v1.Input
 	22, // 3: flinkgo.plan.v1.Node.source:type_name -> flinkgo.plan.v1.Source
-	28, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
-	29, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
-	30, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
-	31, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
-	39, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
-	40, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
-	34, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
-	36, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
-	35, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
-	37, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
-	32, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
-	33, // 15: flinkgo.plan.v1.Node.join:type_name -> flinkgo.plan.v1.Join
+	29, // 4: flinkgo.plan.v1.Node.select:type_name -> flinkgo.plan.v1.Select
+	30, // 5: flinkgo.plan.v1.Node.filter:type_name -> flinkgo.plan.v1.Filter
+	31, // 6: flinkgo.plan.v1.Node.map_batches:type_name -> flinkgo.plan.v1.MapBatches
+	32, // 7: flinkgo.plan.v1.Node.keyed_aggregate:type_name -> flinkgo.plan.v1.KeyedAggregate
+	40, // 8: flinkgo.plan.v1.Node.union:type_name -> flinkgo.plan.v1.Union
+	41, // 9: flinkgo.plan.v1.Node.sink:type_name -> flinkgo.plan.v1.Sink
+	35, // 10: flinkgo.plan.v1.Node.drop_duplicates:type_name -> flinkgo.plan.v1.DropDuplicates
+	37, // 11: flinkgo.plan.v1.Node.limit:type_name -> flinkgo.plan.v1.Limit
+	36, // 12: flinkgo.plan.v1.Node.watermark_assigner:type_name -> flinkgo.plan.v1.WatermarkAssigner
+	38, // 13: flinkgo.plan.v1.Node.window_aggregate:type_name -> flinkgo.plan.v1.WindowAggregate
+	33, // 14: flinkgo.plan.v1.Node.interval_join:type_name -> flinkgo.plan.v1.IntervalJoin
+	34, // 15: flinkgo.plan.v1.Node.join:type_name -> flinkgo.plan.v1.Join
 	16, // 16: flinkgo.plan.v1.Input.partitioning:type_name -> flinkgo.plan.v1.Partitioning
 	0,  // 17: flinkgo.plan.v1.Input.output:type_name -> flinkgo.plan.v1.Input.Output
 	1,  // 18: flinkgo.plan.v1.Partitioning.kind:type_name -> flinkgo.plan.v1.Partitioning.Kind
@@ -3920,47 +4072,49 @@ var file_plan_proto_depIdxs = []int32{
 	19, // 20: flinkgo.plan.v1.Expr.call:type_name -> flinkgo.plan.v1.Call
 	20, // 21: flinkgo.plan.v1.Expr.udf:type_name -> flinkgo.plan.v1.UdfExpr
 	17, // 22: flinkgo.plan.v1.Call.args:type_name -> flinkgo.plan.v1.Expr
-	49, // 23: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	51, // 23: flinkgo.plan.v1.UdfExpr.udf:type_name -> flinkgo.worker.v1.UdfSpec
 	17, // 24: flinkgo.plan.v1.UdfExpr.args:type_name -> flinkgo.plan.v1.Expr
 	17, // 25: flinkgo.plan.v1.NamedExpr.expr:type_name -> flinkgo.plan.v1.Expr
-	23, // 26: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
-	24, // 27: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
-	25, // 28: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
-	27, // 29: flinkgo.plan.v1.Source.kafka:type_name -> flinkgo.plan.v1.KafkaSource
-	26, // 30: flinkgo.plan.v1.Source.nexmark:type_name -> flinkgo.plan.v1.NexmarkSource
-	2,  // 31: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	3,  // 32: flinkgo.plan.v1.NexmarkSource.kind:type_name -> flinkgo.plan.v1.NexmarkSource.Kind
-	4,  // 33: flinkgo.plan.v1.KafkaSource.start:type_name -> flinkgo.plan.v1.KafkaSource.Start
-	46, // 34: flinkgo.plan.v1.KafkaSource.start_offsets:type_name -> flinkgo.plan.v1.KafkaSource.PartitionOffset
-	5,  // 35: flinkgo.plan.v1.KafkaSource.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
-	47, // 36: flinkgo.plan.v1.KafkaSource.properties:type_name -> flinkgo.plan.v1.KafkaSource.PropertiesEntry
-	21, // 37: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
-	17, // 38: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
-	49, // 39: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
-	38, // 40: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	6,  // 41: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
-	7,  // 42: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
-	10, // 43: flinkgo.plan.v1.IntervalJoin.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
-	8,  // 44: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
-	28, // 45: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
-	9,  // 46: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
-	38, // 47: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
-	10, // 48: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
-	49, // 49: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
-	41, // 50: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
-	42, // 51: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
-	43, // 52: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
-	44, // 53: flinkgo.plan.v1.Sink.kafka:type_name -> flinkgo.plan.v1.KafkaSink
-	2,  // 54: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
-	11, // 55: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
-	5,  // 56: flinkgo.plan.v1.KafkaSink.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
-	12, // 57: flinkgo.plan.v1.KafkaSink.delivery:type_name -> flinkgo.plan.v1.KafkaSink.Delivery
-	48, // 58: flinkgo.plan.v1.KafkaSink.properties:type_name -> flinkgo.plan.v1.KafkaSink.PropertiesEntry
-	59, // [59:59] is the sub-list for method output_type
-	59, // [59:59] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	24, // 26: flinkgo.plan.v1.Source.arrow:type_name -> flinkgo.plan.v1.ArrowSource
+	25, // 27: flinkgo.plan.v1.Source.file:type_name -> flinkgo.plan.v1.FileSource
+	26, // 28: flinkgo.plan.v1.Source.datagen:type_name -> flinkgo.plan.v1.DatagenSource
+	28, // 29: flinkgo.plan.v1.Source.kafka:type_name -> flinkgo.plan.v1.KafkaSource
+	27, // 30: flinkgo.plan.v1.Source.nexmark:type_name -> flinkgo.plan.v1.NexmarkSource
+	23, // 31: flinkgo.plan.v1.Source.connector:type_name -> flinkgo.plan.v1.ConnectorSource
+	2,  // 32: flinkgo.plan.v1.FileSource.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	3,  // 33: flinkgo.plan.v1.NexmarkSource.kind:type_name -> flinkgo.plan.v1.NexmarkSource.Kind
+	4,  // 34: flinkgo.plan.v1.KafkaSource.start:type_name -> flinkgo.plan.v1.KafkaSource.Start
+	48, // 35: flinkgo.plan.v1.KafkaSource.start_offsets:type_name -> flinkgo.plan.v1.KafkaSource.PartitionOffset
+	5,  // 36: flinkgo.plan.v1.KafkaSource.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
+	49, // 37: flinkgo.plan.v1.KafkaSource.properties:type_name -> flinkgo.plan.v1.KafkaSource.PropertiesEntry
+	21, // 38: flinkgo.plan.v1.Select.columns:type_name -> flinkgo.plan.v1.NamedExpr
+	17, // 39: flinkgo.plan.v1.Filter.predicate:type_name -> flinkgo.plan.v1.Expr
+	51, // 40: flinkgo.plan.v1.MapBatches.function:type_name -> flinkgo.worker.v1.UdfSpec
+	39, // 41: flinkgo.plan.v1.KeyedAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	6,  // 42: flinkgo.plan.v1.KeyedAggregate.emit:type_name -> flinkgo.plan.v1.KeyedAggregate.Emit
+	7,  // 43: flinkgo.plan.v1.IntervalJoin.how:type_name -> flinkgo.plan.v1.IntervalJoin.How
+	10, // 44: flinkgo.plan.v1.IntervalJoin.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	8,  // 45: flinkgo.plan.v1.Join.how:type_name -> flinkgo.plan.v1.Join.How
+	29, // 46: flinkgo.plan.v1.WatermarkAssigner.time_extractor:type_name -> flinkgo.plan.v1.Select
+	9,  // 47: flinkgo.plan.v1.WindowAggregate.kind:type_name -> flinkgo.plan.v1.WindowAggregate.Kind
+	39, // 48: flinkgo.plan.v1.WindowAggregate.aggregates:type_name -> flinkgo.plan.v1.Aggregate
+	10, // 49: flinkgo.plan.v1.WindowAggregate.late_rows:type_name -> flinkgo.plan.v1.WindowAggregate.LateRows
+	51, // 50: flinkgo.plan.v1.Aggregate.udf:type_name -> flinkgo.worker.v1.UdfSpec
+	43, // 51: flinkgo.plan.v1.Sink.print:type_name -> flinkgo.plan.v1.PrintSink
+	44, // 52: flinkgo.plan.v1.Sink.file:type_name -> flinkgo.plan.v1.FileSink
+	45, // 53: flinkgo.plan.v1.Sink.collect:type_name -> flinkgo.plan.v1.CollectSink
+	46, // 54: flinkgo.plan.v1.Sink.kafka:type_name -> flinkgo.plan.v1.KafkaSink
+	42, // 55: flinkgo.plan.v1.Sink.connector:type_name -> flinkgo.plan.v1.ConnectorSink
+	2,  // 56: flinkgo.plan.v1.FileSink.format:type_name -> flinkgo.plan.v1.FileSource.Format
+	11, // 57: flinkgo.plan.v1.FileSink.mode:type_name -> flinkgo.plan.v1.FileSink.Mode
+	5,  // 58: flinkgo.plan.v1.KafkaSink.value_format:type_name -> flinkgo.plan.v1.KafkaSource.Format
+	12, // 59: flinkgo.plan.v1.KafkaSink.delivery:type_name -> flinkgo.plan.v1.KafkaSink.Delivery
+	50, // 60: flinkgo.plan.v1.KafkaSink.properties:type_name -> flinkgo.plan.v1.KafkaSink.PropertiesEntry
+	61, // [61:61] is the sub-list for method output_type
+	61, // [61:61] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_plan_proto_init() }
@@ -4002,12 +4156,14 @@ func file_plan_proto_init() {
 		(*Source_Datagen)(nil),
 		(*Source_Kafka)(nil),
 		(*Source_Nexmark)(nil),
+		(*Source_Connector)(nil),
 	}
-	file_plan_proto_msgTypes[27].OneofWrappers = []any{
+	file_plan_proto_msgTypes[28].OneofWrappers = []any{
 		(*Sink_Print)(nil),
 		(*Sink_File)(nil),
 		(*Sink_Collect)(nil),
 		(*Sink_Kafka)(nil),
+		(*Sink_Connector)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4015,7 +4171,7 @@ func file_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plan_proto_rawDesc), len(file_plan_proto_rawDesc)),
 			NumEnums:      13,
-			NumMessages:   36,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,4 +1,4 @@
-package source
+package nexmark
 
 import (
 	"context"
@@ -8,11 +8,14 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/source"
 )
 
 // The Nexmark generator follows the semantics of Nexmark's (nexmark-flink's
@@ -81,9 +84,9 @@ const (
 
 var nexmarkTimestamp = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
 
-// NexmarkSchema is the schema of a Nexmark source of kind k, the fields of
+// Schema is the schema of a Nexmark source of kind k, the fields of
 // Nexmark's Person, Auction and Bid in snake case; nil for an unknown kind.
-func NexmarkSchema(k planpb.NexmarkSource_Kind) *arrow.Schema {
+func Schema(k planpb.NexmarkSource_Kind) *arrow.Schema {
 	i64, str := arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String
 	var fields []arrow.Field
 	switch k {
@@ -112,10 +115,10 @@ func NexmarkSchema(k planpb.NexmarkSource_Kind) *arrow.Schema {
 
 }
 
-// ValidateNexmark checks a Nexmark source's options and that the schema
+// Validate checks a Nexmark source's options and that the schema
 // the client declared is the kind's.
-func ValidateNexmark(src *planpb.NexmarkSource, declared *arrow.Schema) error {
-	want := NexmarkSchema(src.GetKind())
+func Validate(src *planpb.NexmarkSource, declared *arrow.Schema) error {
+	want := Schema(src.GetKind())
 	if want == nil {
 		return fmt.Errorf("source: nexmark kind %v is not one of person, auction, bid", src.GetKind())
 	}
@@ -211,10 +214,10 @@ func nexmarkTime(e int64) int64 {
 }
 
 // eventRand is the random stream of one event: splitmix64 from
-// mix(seed, e).
+// source.Mix(seed, e).
 type eventRand struct{ s uint64 }
 
-func newEventRand(seed, e int64) eventRand { return eventRand{s: mix(seed, e, 0)} }
+func newEventRand(seed, e int64) eventRand { return eventRand{s: source.Mix(seed, e, 0)} }
 
 func (r *eventRand) next() uint64 {
 	r.s += 0x9E3779B97F4A7C15
@@ -313,25 +316,25 @@ var (
 // nexmarkReader returns the events of one kind among the events of the
 // ranges it owns (the event numbers are split as bounded datagen rows are).
 type nexmarkReader struct {
-	cfg    Config
+	cfg    connector.ReaderConfig
 	kind   planpb.NexmarkSource_Kind
 	seed   int64
-	ranges *rowRanges
-	pace   pacer // events (of every kind) per second of this subtask
+	ranges *source.RowRanges
+	pace   source.Pacer // events (of every kind) per second of this subtask
 	buf    []byte
 }
 
-func newNexmark(src *planpb.NexmarkSource, cfg Config, restore map[string]SplitState) (Reader, error) {
-	if err := ValidateNexmark(src, cfg.Schema); err != nil {
+func openReader(src *planpb.NexmarkSource, cfg connector.ReaderConfig, restore map[string]connector.SplitState) (connector.Reader, error) {
+	if err := Validate(src, cfg.Schema); err != nil {
 		return nil, err
 	}
-	rs, err := splitRows(src.GetEvents(), cfg, restore)
+	rs, err := source.SplitRows(src.GetEvents(), cfg, restore)
 	if err != nil {
 		return nil, err
 	}
 	g := &nexmarkReader{cfg: cfg, kind: src.GetKind(), seed: src.GetSeed(), ranges: rs}
-	g.pace.rate = src.GetEventsPerSecond() * float64(rs.owned) / float64(src.GetEvents())
-	g.pace.left = rs.left()
+	g.pace.Rate = src.GetEventsPerSecond() * float64(rs.Owned) / float64(src.GetEvents())
+	g.pace.Left = rs.Left()
 	return g, nil
 }
 
@@ -344,7 +347,7 @@ func (g *nexmarkReader) eventsFor(a int64) int64 {
 	for nexmarkCountBefore(g.kind, a+n+1)-nexmarkCountBefore(g.kind, a) <= rows && n < rows*nexmarkEpoch {
 		n++
 	}
-	return g.pace.limit(max(n, 1))
+	return g.pace.Limit(max(n, 1))
 }
 
 func (g *nexmarkReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -352,14 +355,14 @@ func (g *nexmarkReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		a, b, last, ok := g.ranges.peek(g.eventsFor)
+		a, b, last, ok := g.ranges.Peek(g.eventsFor)
 		if !ok {
 			return nil, io.EOF
 		}
-		if err := g.pace.wait(ctx, b-a); err != nil {
+		if err := g.pace.Wait(ctx, b-a); err != nil {
 			return nil, err
 		}
-		g.ranges.commit(b, last)
+		g.ranges.Commit(b, last)
 		if nexmarkCountBefore(g.kind, b) == nexmarkCountBefore(g.kind, a) {
 			continue // no event of the kind: a few events of another
 		}
@@ -495,6 +498,24 @@ func (g *nexmarkReader) bid(rb *array.RecordBuilder, r *eventRand, e int64) {
 	appendStr(f[4], g.buf)
 }
 
-func (g *nexmarkReader) Snapshot() ([]SplitState, error) { return g.ranges.snapshot(), nil }
+func (g *nexmarkReader) Snapshot() ([]connector.SplitState, error) { return g.ranges.Snapshot(), nil }
 
 func (g *nexmarkReader) Close() error { return nil }
+
+// PendingRecords are the events of the reader's kind among those due by
+// the event rate that Next has not generated yet: the events of every kind
+// behind schedule times the kind's share of an epoch (1, 3 or 46 of 50),
+// so within one epoch of the exact count (connector.Backlog).
+func (g *nexmarkReader) PendingRecords() int64 {
+	_, count := nexmarkKindSlots(g.kind)
+	return g.pace.Pending() * count / nexmarkEpoch
+}
+
+// ThrottledTime is the time the reader slept for its event rate
+// (connector.Throttled).
+func (g *nexmarkReader) ThrottledTime() time.Duration { return g.pace.Waited }
+
+var (
+	_ connector.Backlog   = (*nexmarkReader)(nil)
+	_ connector.Throttled = (*nexmarkReader)(nil)
+)

@@ -1,4 +1,4 @@
-package sink
+package collect
 
 import (
 	"slices"
@@ -9,15 +9,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
 // collected opens a collect sink joining batches of batchBytes, and the
 // batches it hands over.
-func collected(t *testing.T, mem memory.Allocator, batchBytes int) (Writer, *[]arrow.RecordBatch) {
+func collected(t *testing.T, mem memory.Allocator, batchBytes int) (connector.Writer, *[]arrow.RecordBatch) {
 	t.Helper()
 	var got []arrow.RecordBatch
-	w, err := Open(&planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}}, Config{
+	w, err := open(connector.WriterConfig{
 		Schema: schema, Parallelism: 1, CollectBatchBytes: batchBytes, Allocator: mem,
 		Collect: func(_ int, b arrow.RecordBatch) error { got = append(got, b); return nil },
 	})
@@ -48,7 +49,7 @@ func collectedIDs(batches []arrow.RecordBatch) []int64 {
 	return out
 }
 
-func writeBatches(t *testing.T, w Writer, mem memory.Allocator, times int) {
+func writeBatches(t *testing.T, w connector.Writer, mem memory.Allocator, times int) {
 	t.Helper()
 	for range times {
 		b := batch(mem)
@@ -117,8 +118,8 @@ func TestCollectHandsOverHeldRowsBeforeABarrier(t *testing.T) {
 	}
 	b := batch(mem)
 	defer b.Release()
-	if err := w.Write(b); err != ErrClosed {
-		t.Errorf("Write after Abort: %v, want ErrClosed", err)
+	if err := w.Write(b); err != connector.ErrClosed {
+		t.Errorf("Write after Abort: %v, want connector.ErrClosed", err)
 	}
 }
 
@@ -133,4 +134,46 @@ func TestCollectWithoutSizeHandsOverEachBatch(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+var schema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+func batch(mem memory.Allocator) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 0}, []bool{true, true, false})
+	b.Field(1).(*array.StringBuilder).AppendValues([]string{"a", `quo"te`, "c"}, nil)
+	return b.NewRecordBatch()
+}
+
+// open opens a collect writer through the connector, as the runtime does.
+func open(cfg connector.WriterConfig) (connector.Writer, error) {
+	snk, err := Sink().Decode(&planpb.Sink{Kind: &planpb.Sink_Collect{Collect: &planpb.CollectSink{}}})
+	if err != nil {
+		return nil, err
+	}
+	return snk.Open(cfg)
+}
+
+func TestCollectRetains(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var got []arrow.RecordBatch
+	w, err := open(connector.WriterConfig{Schema: schema, Parallelism: 1,
+		Collect: func(_ int, b arrow.RecordBatch) error { got = append(got, b); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := batch(mem)
+	if err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	if len(got) != 1 || got[0].NumRows() != 3 {
+		t.Fatalf("collected %v", got)
+	}
+	got[0].Release()
 }

@@ -1,4 +1,4 @@
-package source
+package kafka
 
 import (
 	"context"
@@ -17,7 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/source"
 )
 
 // The Kafka source reads topics as Flink's KafkaSource does, without its
@@ -37,8 +39,8 @@ import (
 // A poller goroutine fetches with franz-go and hands the records of one
 // partition at a time to Next, which decodes them on the task's goroutine,
 // so that a batch comes from one split (per-partition watermarks,
-// SplitReporter). Next never blocks on Kafka: with nothing fetched it
-// returns ErrNoData and Available wakes the task. The poller also looks
+// connector.SplitReporter). Next never blocks on Kafka: with nothing fetched it
+// returns connector.ErrNoData and Available wakes the task. The poller also looks
 // for new partitions (and topics of the pattern) every
 // partition.discovery.interval.ms (5 minutes by default, as Flink; not in
 // bounded mode).
@@ -51,10 +53,10 @@ const defaultDiscoveryInterval = 5 * time.Minute
 // hanging it.
 const kafkaTimeout = 60 * time.Second
 
-// kafkaProperties are the supported properties: Kafka consumer settings
+// sourceProperties are the supported properties: Kafka consumer settings
 // and Flink KafkaSource options. Others are rejected, so that a setting
 // never silently does nothing.
-var kafkaProperties = map[string]string{
+var sourceProperties = map[string]string{
 	"client.id":                       "the client id the broker logs",
 	"isolation.level":                 "read_uncommitted (default) or read_committed",
 	"fetch.max.bytes":                 "bytes of one fetch response",
@@ -65,10 +67,10 @@ var kafkaProperties = map[string]string{
 	"commit.offsets.on.checkpoint":    "commit offsets to group_id when a checkpoint completes (default true)",
 }
 
-// KafkaPropertyNames are the properties a Kafka source supports, sorted.
-func KafkaPropertyNames() []string {
-	names := make([]string, 0, len(kafkaProperties))
-	for k := range kafkaProperties {
+// SourcePropertyNames are the properties a Kafka source supports, sorted.
+func SourcePropertyNames() []string {
+	names := make([]string, 0, len(sourceProperties))
+	for k := range sourceProperties {
 		names = append(names, k)
 	}
 	slices.Sort(names)
@@ -89,8 +91,8 @@ type kafkaSplit struct {
 	done      bool
 }
 
-// kafkaSettings are a source's options, parsed and checked.
-type kafkaSettings struct {
+// sourceSettings are a source's options, parsed and checked.
+type sourceSettings struct {
 	opts          []kgo.Opt
 	readCommitted bool
 	discovery     time.Duration // 0: none
@@ -98,8 +100,8 @@ type kafkaSettings struct {
 	pattern       *regexp.Regexp
 }
 
-func parseKafka(src *planpb.KafkaSource) (kafkaSettings, error) {
-	var s kafkaSettings
+func parseSource(src *planpb.KafkaSource) (sourceSettings, error) {
+	var s sourceSettings
 	var errs []error
 	servers := strings.Split(src.GetBootstrapServers(), ",")
 	for i := range servers {
@@ -192,7 +194,7 @@ func parseKafka(src *planpb.KafkaSource) (kafkaSettings, error) {
 			case "auto.offset.reset":
 				hint = " (use starting_offsets=)"
 			}
-			errs = append(errs, fmt.Errorf("property %q is not supported%s; supported: %s", k, hint, strings.Join(KafkaPropertyNames(), ", ")))
+			errs = append(errs, fmt.Errorf("property %q is not supported%s; supported: %s", k, hint, strings.Join(SourcePropertyNames(), ", ")))
 		}
 	}
 	if src.GetBoundedLatest() {
@@ -207,9 +209,9 @@ func parseKafka(src *planpb.KafkaSource) (kafkaSettings, error) {
 	return s, nil
 }
 
-// ValidateKafka checks a Kafka source's options without connecting.
-func ValidateKafka(src *planpb.KafkaSource, out *arrow.Schema) error {
-	if _, err := parseKafka(src); err != nil {
+// validateSource checks a Kafka source's options without connecting.
+func validateSource(src *planpb.KafkaSource, out *arrow.Schema) error {
+	if _, err := parseSource(src); err != nil {
 		return err
 	}
 	_, err := newKafkaColumns(src, out)
@@ -253,8 +255,8 @@ type kafkaChunk struct {
 
 type kafkaReader struct {
 	src  *planpb.KafkaSource
-	cfg  Config
-	set  kafkaSettings
+	cfg  connector.ReaderConfig
+	set  sourceSettings
 	cols *kafkaColumns
 	cl   *kgo.Client
 	adm  *kadm.Client
@@ -281,8 +283,8 @@ type kafkaReader struct {
 	toCommit chan map[string]map[int32]int64
 }
 
-func openKafka(src *planpb.KafkaSource, cfg Config, restore map[string]SplitState) (Reader, error) {
-	set, err := parseKafka(src)
+func openReader(src *planpb.KafkaSource, cfg connector.ReaderConfig, restore map[string]connector.SplitState) (connector.Reader, error) {
+	set, err := parseSource(src)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +363,7 @@ func (r *kafkaReader) topicPartitions(ctx context.Context) (map[string][]int32, 
 // (and, bounded, stop) offsets resolved. initial: the partitions of the
 // start, which take restore's positions or starting_offsets; later ones
 // start at their earliest offset.
-func (r *kafkaReader) discover(ctx context.Context, restore map[string]SplitState, initial bool) ([]*kafkaSplit, error) {
+func (r *kafkaReader) discover(ctx context.Context, restore map[string]connector.SplitState, initial bool) ([]*kafkaSplit, error) {
 	parts, err := r.topicPartitions(ctx)
 	if err != nil {
 		return nil, err
@@ -403,7 +405,7 @@ func (r *kafkaReader) discover(ctx context.Context, restore map[string]SplitStat
 	return fresh, nil
 }
 
-func (s *kafkaSplit) restore(st SplitState) error {
+func (s *kafkaSplit) restore(st connector.SplitState) error {
 	if st.Done {
 		s.done = true
 		return nil
@@ -412,11 +414,11 @@ func (s *kafkaSplit) restore(st SplitState) error {
 		return nil // never read: resolved like a new partition
 	}
 	var off kafkaOffset
-	if err := decodeOffset(s.id, st.Offset, &off); err != nil {
+	if err := source.DecodeOffset(s.id, st.Offset, &off); err != nil {
 		return err
 	}
 	if off.Next < 0 || (off.Stop != nil && (*off.Stop < 0 || off.Next > *off.Stop)) {
-		return badOffset(s.id, "offset %s is not a Kafka position", st.Offset)
+		return source.BadOffset(s.id, "offset %s is not a Kafka position", st.Offset)
 	}
 	s.next = off.Next
 	if off.Stop != nil {
@@ -707,7 +709,7 @@ func (r *kafkaReader) discoverNew(ctx context.Context, known map[string]bool) ([
 	return fresh, nil
 }
 
-// Next returns the next batch of one partition's records, ErrNoData when
+// Next returns the next batch of one partition's records, connector.ErrNoData when
 // nothing is fetched, or io.EOF once every partition of a bounded source
 // is read to its stop offset.
 func (r *kafkaReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
@@ -733,7 +735,7 @@ func (r *kafkaReader) Next(ctx context.Context) (arrow.RecordBatch, error) {
 				}
 				r.cur = c.recs
 			default:
-				return nil, ErrNoData
+				return nil, connector.ErrNoData
 			}
 		}
 		b, err := r.take()
@@ -809,7 +811,7 @@ func (r *kafkaReader) take() (arrow.RecordBatch, error) {
 // saw it (every fetch response carries it: no request of its own), so
 // records written since are not counted yet; a bounded partition's end
 // is its stop offset. Control records and tombstones count, as offsets
-// do (Backlog).
+// do (connector.Backlog).
 func (r *kafkaReader) PendingRecords() int64 {
 	r.ends.mu.Lock()
 	defer r.ends.mu.Unlock()
@@ -870,18 +872,18 @@ func (r *kafkaReader) PendingSplits() []string {
 }
 
 // Snapshot returns the position of every owned partition.
-func (r *kafkaReader) Snapshot() ([]SplitState, error) {
-	out := make([]SplitState, 0, len(r.order))
+func (r *kafkaReader) Snapshot() ([]connector.SplitState, error) {
+	out := make([]connector.SplitState, 0, len(r.order))
 	for _, id := range r.order {
 		s := r.splits[id]
-		st := SplitState{Split: id, Done: s.done}
+		st := connector.SplitState{Split: id, Done: s.done}
 		if !s.done {
 			off := kafkaOffset{Next: s.next}
 			if s.stop >= 0 {
 				stop := s.stop
 				off.Stop = &stop
 			}
-			st.Offset = encodeOffset(off)
+			st.Offset = source.EncodeOffset(off)
 		}
 		out = append(out, st)
 	}
@@ -975,8 +977,8 @@ func (r *kafkaReader) Close() error {
 }
 
 var (
-	_ Waiter             = (*kafkaReader)(nil)
-	_ SplitReporter      = (*kafkaReader)(nil)
-	_ CheckpointListener = (*kafkaReader)(nil)
-	_ Backlog            = (*kafkaReader)(nil)
+	_ connector.Waiter             = (*kafkaReader)(nil)
+	_ connector.SplitReporter      = (*kafkaReader)(nil)
+	_ connector.CheckpointListener = (*kafkaReader)(nil)
+	_ connector.Backlog            = (*kafkaReader)(nil)
 )

@@ -1,7 +1,8 @@
-package sink
+package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -28,8 +30,8 @@ type KafkaTransaction struct {
 	Checkpoint      int64  `json:"checkpoint"` // committed when this checkpoint completes
 }
 
-// kafkaProperties are the producer properties write_kafka supports.
-var kafkaProperties = map[string]string{
+// sinkProperties are the producer properties write_kafka supports.
+var sinkProperties = map[string]string{
 	"client.id":              "the client id the producers send",
 	"transaction.timeout.ms": "how long the broker keeps a transaction open (default 900000, the broker's default maximum)",
 	"linger.ms":              "how long a batch waits for more records (default 0)",
@@ -38,10 +40,10 @@ var kafkaProperties = map[string]string{
 	"delivery.timeout.ms":    "how long a record may take to be acknowledged before the sink fails (default 120000)",
 }
 
-// KafkaPropertyNames lists the supported producer properties, sorted.
-func KafkaPropertyNames() []string {
-	names := make([]string, 0, len(kafkaProperties))
-	for k := range kafkaProperties {
+// SinkPropertyNames lists the supported producer properties, sorted.
+func SinkPropertyNames() []string {
+	names := make([]string, 0, len(sinkProperties))
+	for k := range sinkProperties {
 		names = append(names, k)
 	}
 	sort.Strings(names)
@@ -54,16 +56,16 @@ func KafkaPropertyNames() []string {
 // fails with an error naming transaction.timeout.ms).
 const defaultTransactionTimeout = 15 * time.Minute
 
-// kafkaSettings is a parsed KafkaSink.
-type kafkaSettings struct {
+// sinkSettings is a parsed KafkaSink.
+type sinkSettings struct {
 	servers    []string
 	opts       []kgo.Opt // of every producer: brokers, topic, properties
 	delivery   planpb.KafkaSink_Delivery
 	txnTimeout time.Duration
 }
 
-func parseKafkaSink(k *planpb.KafkaSink) (kafkaSettings, error) {
-	var s kafkaSettings
+func parseSink(k *planpb.KafkaSink) (sinkSettings, error) {
+	var s sinkSettings
 	var errs []error
 	s.servers = strings.Split(k.GetBootstrapServers(), ",")
 	for i := range s.servers {
@@ -141,7 +143,7 @@ func parseKafkaSink(k *planpb.KafkaSink) (kafkaSettings, error) {
 			case "acks", "enable.idempotence":
 				hint = " (every producer waits for all in-sync replicas and is idempotent)"
 			}
-			errs = append(errs, fmt.Errorf("property %q is not supported%s; supported: %s", key, hint, strings.Join(KafkaPropertyNames(), ", ")))
+			errs = append(errs, fmt.Errorf("property %q is not supported%s; supported: %s", key, hint, strings.Join(SinkPropertyNames(), ", ")))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -182,8 +184,8 @@ func transactionalID(prefix string, subtask int, n int64) string {
 // Close.
 type kafkaWriter struct {
 	k   *planpb.KafkaSink
-	s   kafkaSettings
-	cfg Config
+	s   sinkSettings
+	cfg connector.WriterConfig
 	enc *kafkaEncoder
 
 	mu      sync.Mutex
@@ -202,15 +204,15 @@ type pendingTxn struct {
 	producer *kgo.Client
 }
 
-var _ Writer = (*kafkaWriter)(nil)
+var _ connector.Writer = (*kafkaWriter)(nil)
 
 // kafkaOpTimeout bounds a flush-less broker round trip of the sink (a
 // ping, a commit), so that an unreachable broker fails the task instead
 // of hanging it.
 const kafkaOpTimeout = 30 * time.Second
 
-func openKafka(k *planpb.KafkaSink, cfg Config) (*kafkaWriter, error) {
-	s, err := parseKafkaSink(k)
+func openWriter(k *planpb.KafkaSink, cfg connector.WriterConfig) (*kafkaWriter, error) {
+	s, err := parseSink(k)
 	if err != nil {
 		return nil, err
 	}
@@ -219,8 +221,12 @@ func openKafka(k *planpb.KafkaSink, cfg Config) (*kafkaWriter, error) {
 		return nil, fmt.Errorf("sink: write_kafka to %q: %w", k.GetTopic(), err)
 	}
 	w := &kafkaWriter{k: k, s: s, cfg: cfg, enc: enc}
-	if cfg.Restore != nil {
-		w.counter = cfg.Restore.Counter
+	if cfg.Restoring {
+		st, err := DecodeKafkaState(cfg.Restore)
+		if err != nil {
+			return nil, err
+		}
+		w.counter = st.Counter
 	}
 	if s.delivery != planpb.KafkaSink_EXACTLY_ONCE {
 		if w.cur, err = w.newProducer(""); err != nil {
@@ -262,7 +268,7 @@ func (w *kafkaWriter) Write(b arrow.RecordBatch) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return ErrClosed
+		return connector.ErrClosed
 	}
 	if w.failed != nil {
 		return w.failed
@@ -317,46 +323,72 @@ func (w *kafkaWriter) flush(cl *kgo.Client) error {
 	return w.failed
 }
 
-func (w *kafkaWriter) PreCommit(checkpointID int64) (SinkState, error) {
+func (w *kafkaWriter) PreCommit(checkpointID int64) ([]byte, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return SinkState{}, ErrClosed
+		return nil, connector.ErrClosed
 	}
 	if w.failed != nil {
-		return SinkState{}, w.failed
+		return nil, w.failed
 	}
 	switch w.s.delivery {
 	case planpb.KafkaSink_NONE:
-		return SinkState{}, nil
+		return nil, nil
 	case planpb.KafkaSink_AT_LEAST_ONCE:
-		return SinkState{}, w.flush(w.cur)
+		return nil, w.flush(w.cur)
 	}
 	if w.cur != nil {
 		cl, id := w.cur, w.curID
 		if err := w.flush(cl); err != nil {
 			w.failed = err
-			return SinkState{}, err
+			return nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), kafkaOpTimeout)
 		pid, epoch, err := cl.ProducerID(ctx)
 		cancel()
 		if err != nil {
 			w.failed = w.errorf("transaction %s: %w", id, err)
-			return SinkState{}, w.failed
+			return nil, w.failed
 		}
 		w.pending = append(w.pending, pendingTxn{KafkaTransaction{id, pid, epoch, checkpointID}, cl})
 		w.cur, w.curID = nil, ""
 	}
-	return w.state(), nil
+	return json.Marshal(w.state())
 }
 
-func (w *kafkaWriter) state() SinkState {
-	st := SinkState{Counter: w.counter}
+func (w *kafkaWriter) state() KafkaState {
+	st := KafkaState{Counter: w.counter}
 	for _, p := range w.pending {
 		st.Transactions = append(st.Transactions, p.KafkaTransaction)
 	}
 	return st
+}
+
+// KafkaState is an exactly-once Kafka sink subtask's checkpointed state,
+// the bytes its PreCommit returns as JSON.
+type KafkaState struct {
+	// Counter is the subtask's next transaction number.
+	Counter int64 `json:"counter"`
+	// Transactions are the subtask's precommitted transactions, not known
+	// to be committed.
+	Transactions []KafkaTransaction `json:"transactions,omitempty"`
+}
+
+// DecodeKafkaState decodes a Kafka sink subtask's checkpointed state (nil:
+// an empty state).
+func DecodeKafkaState(b []byte) (KafkaState, error) {
+	var st KafkaState
+	if len(b) == 0 {
+		return st, nil
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("sink: the Kafka sink's checkpointed state does not decode: %w", err)
+	}
+	if st.Counter < 0 {
+		return st, fmt.Errorf("sink: the Kafka sink's restored transaction counter %d is below 0", st.Counter)
+	}
+	return st, nil
 }
 
 // Commit commits the transactions precommitted for checkpoints up to
@@ -461,10 +493,10 @@ func (w *kafkaWriter) closePending() {
 	}
 }
 
-// ValidateKafka checks a Kafka sink's options and that rows of schema can
+// validateSink checks a Kafka sink's options and that rows of schema can
 // be encoded as its records, before the job starts.
-func ValidateKafka(k *planpb.KafkaSink, schema *arrow.Schema) error {
-	if _, err := parseKafkaSink(k); err != nil {
+func validateSink(k *planpb.KafkaSink, schema *arrow.Schema) error {
+	if _, err := parseSink(k); err != nil {
 		return err
 	}
 	if _, err := newKafkaEncoder(k, schema); err != nil {

@@ -1,4 +1,4 @@
-package source
+package kafka
 
 import (
 	"strings"
@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -75,7 +76,7 @@ func TestKafkaOptionsAreCheckedWithReasons(t *testing.T) {
 			"exactly one value column, binary or string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := ValidateKafka(tc.src, schema)
+			err := validateSource(tc.src, schema)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
@@ -85,14 +86,14 @@ func TestKafkaOptionsAreCheckedWithReasons(t *testing.T) {
 		"isolation.level": "read_committed", "partition.discovery.interval.ms": "-1", "fetch.max.wait.ms": "100",
 		"commit.offsets.on.checkpoint": "false", "client.id": "me",
 	}}
-	if err := ValidateKafka(ok, schema); err != nil {
+	if err := validateSource(ok, schema); err != nil {
 		t.Fatal(err)
 	}
-	set, _ := parseKafka(ok)
+	set, _ := parseSource(ok)
 	if !set.readCommitted || set.discovery != 0 || set.commit {
 		t.Fatalf("settings %+v: want read_committed, no discovery, no commit", set)
 	}
-	if set, _ := parseKafka(&planpb.KafkaSource{BootstrapServers: "h:1", Topics: []string{"a"}, GroupId: "g"}); set.discovery != defaultDiscoveryInterval || !set.commit {
+	if set, _ := parseSource(&planpb.KafkaSource{BootstrapServers: "h:1", Topics: []string{"a"}, GroupId: "g"}); set.discovery != defaultDiscoveryInterval || !set.commit {
 		t.Fatalf("defaults %+v: want discovery every %v and commits", set, defaultDiscoveryInterval)
 	}
 }
@@ -189,20 +190,20 @@ func TestKafkaDecodeNamesTheRecordThatFails(t *testing.T) {
 }
 
 // A restored split resumes at its offset; a bounded one keeps its stop and
-// is done once there; offsets that are not positions are ErrBadOffset.
+// is done once there; offsets that are not positions are connector.ErrBadOffset.
 func TestKafkaSplitRestore(t *testing.T) {
 	s := &kafkaSplit{id: "t-0", next: -1, stop: -1}
-	if err := s.restore(SplitState{Split: "t-0", Offset: []byte(`{"next": 5, "stop": 5}`)}); err != nil || !s.done || s.next != 5 {
+	if err := s.restore(connector.SplitState{Split: "t-0", Offset: []byte(`{"next": 5, "stop": 5}`)}); err != nil || !s.done || s.next != 5 {
 		t.Fatalf("restore: %v, split %+v", err, s)
 	}
 	s = &kafkaSplit{id: "t-0", next: -1, stop: -1}
-	if err := s.restore(SplitState{Split: "t-0", Offset: []byte(`{"next": 7}`)}); err != nil || s.done || s.next != 7 || s.stop != -1 {
+	if err := s.restore(connector.SplitState{Split: "t-0", Offset: []byte(`{"next": 7}`)}); err != nil || s.done || s.next != 7 || s.stop != -1 {
 		t.Fatalf("restore: %v, split %+v", err, s)
 	}
 	for _, bad := range []string{`{"next": -1}`, `{"next": 9, "stop": 3}`, `{"row": 1}`} {
 		s := &kafkaSplit{id: "t-0", next: -1, stop: -1}
-		if err := s.restore(SplitState{Split: "t-0", Offset: []byte(bad)}); err == nil || !strings.Contains(err.Error(), ErrBadOffset.Error()) {
-			t.Errorf("offset %s: error %v, want ErrBadOffset", bad, err)
+		if err := s.restore(connector.SplitState{Split: "t-0", Offset: []byte(bad)}); err == nil || !strings.Contains(err.Error(), connector.ErrBadOffset.Error()) {
+			t.Errorf("offset %s: error %v, want connector.ErrBadOffset", bad, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package source
+package builtin
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -23,7 +22,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/flinkgo/flinkgo/connectors/nexmark"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/source"
 )
 
 // rowStrings renders b's rows as "v1,v2,…" and releases b.
@@ -52,13 +54,13 @@ type stage struct {
 // read, per stage and subtask.
 func runStages(t *testing.T, mem memory.Allocator, src *planpb.Source, schema *arrow.Schema, batchRows int, stages []stage) [][][]string {
 	t.Helper()
-	var restore []SplitState
+	var restore []connector.SplitState
 	var out [][][]string
 	for n, st := range stages {
-		var union []SplitState
+		var union []connector.SplitState
 		rows := make([][]string, st.p)
 		for i := range st.p {
-			r, err := Open(src, Config{Schema: schema, Subtask: i, Parallelism: st.p, BatchRows: batchRows, Allocator: mem, Restore: restore})
+			r, err := openSource(src, connector.ReaderConfig{Schema: schema, Subtask: i, Parallelism: st.p, BatchRows: batchRows, Allocator: mem, Restore: restore})
 			if err != nil {
 				t.Fatalf("stage %d, subtask %d of %d: %v", n, i, st.p, err)
 			}
@@ -87,7 +89,7 @@ func runStages(t *testing.T, mem memory.Allocator, src *planpb.Source, schema *a
 		if err != nil {
 			t.Fatal(err)
 		}
-		restore = []SplitState{} // restoring, even from nothing
+		restore = []connector.SplitState{} // restoring, even from nothing
 		if err := json.Unmarshal(data, &restore); err != nil {
 			t.Fatal(err)
 		}
@@ -157,8 +159,8 @@ func restoreFixtures(t *testing.T, dir string) []restoreFixture {
 		{name: "parquet", src: fileSource(planpb.FileSource_PARQUET, pqPaths...), schema: readings, batchRows: 7},
 		{name: "memory", src: arrowSource(t, 61, 0, 40, 3), schema: readings, batchRows: 6},
 		{name: "datagen", src: &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 1000, Seed: 3}}}, schema: gen, batchRows: 37},
-		{name: "nexmark-bids", src: nexmarkSource(planpb.NexmarkSource_BID, 2000, 5), schema: NexmarkSchema(planpb.NexmarkSource_BID), batchRows: 41},
-		{name: "nexmark-persons", src: nexmarkSource(planpb.NexmarkSource_PERSON, 2000, 5), schema: NexmarkSchema(planpb.NexmarkSource_PERSON), batchRows: 3},
+		{name: "nexmark-bids", src: nexmarkSource(planpb.NexmarkSource_BID, 2000, 5), schema: nexmark.Schema(planpb.NexmarkSource_BID), batchRows: 41},
+		{name: "nexmark-persons", src: nexmarkSource(planpb.NexmarkSource_PERSON, 2000, 5), schema: nexmark.Schema(planpb.NexmarkSource_PERSON), batchRows: 3},
 		{name: "datagen-unbounded", src: &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Seed: 3}}}, schema: gen, batchRows: 50, unbounded: true},
 	}
 }
@@ -293,15 +295,15 @@ func checkLanes(t *testing.T, stages [][][]string) {
 			}
 		}
 	}
-	next := make([]int64, splitCount) // per lane, rows seen
+	next := make([]int64, source.SplitCount) // per lane, rows seen
 	maxID := int64(0)
 	for id := range seen {
-		next[id%splitCount]++
+		next[id%source.SplitCount]++
 		maxID = max(maxID, id)
 	}
 	for id := range seen {
-		if seq := id / splitCount; seq >= next[id%splitCount] {
-			t.Errorf("lane %d has row %d but only %d rows: a row was skipped", id%splitCount, id, next[id%splitCount])
+		if seq := id / source.SplitCount; seq >= next[id%source.SplitCount] {
+			t.Errorf("lane %d has row %d but only %d rows: a row was skipped", id%source.SplitCount, id, next[id%source.SplitCount])
 		}
 	}
 	// Values: as a bounded run of the same seed generates them.
@@ -311,12 +313,12 @@ func checkLanes(t *testing.T, stages [][][]string) {
 		{Name: "x", Type: arrow.PrimitiveTypes.Float64},
 		{Name: "name", Type: arrow.BinaryTypes.String},
 	}, nil)
-	r, err := Open(ref, Config{Schema: schema, Parallelism: 1})
+	r, err := openSource(ref, connector.ReaderConfig{Schema: schema, Parallelism: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	batches, err := ReadAll(context.Background(), r)
+	batches, err := source.ReadAll(context.Background(), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,9 +352,9 @@ func TestRestoreReadsAFileAddedSinceFromItsStart(t *testing.T) {
 	// restore, which changes which subtask reads which file.
 	for _, q := range []int{1, 2, 3} {
 		var before, after []string
-		var union []SplitState
+		var union []connector.SplitState
 		for i := range 2 {
-			r, err := Open(fileSource(planpb.FileSource_CSV, paths[0], paths[2]), Config{Schema: readings, Subtask: i, Parallelism: 2, BatchRows: 4, Allocator: mem})
+			r, err := openSource(fileSource(planpb.FileSource_CSV, paths[0], paths[2]), connector.ReaderConfig{Schema: readings, Subtask: i, Parallelism: 2, BatchRows: 4, Allocator: mem})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -366,11 +368,11 @@ func TestRestoreReadsAFileAddedSinceFromItsStart(t *testing.T) {
 			_ = r.Close()
 		}
 		for i := range q {
-			r, err := Open(fileSource(planpb.FileSource_CSV, paths...), Config{Schema: readings, Subtask: i, Parallelism: q, BatchRows: 4, Allocator: mem, Restore: union})
+			r, err := openSource(fileSource(planpb.FileSource_CSV, paths...), connector.ReaderConfig{Schema: readings, Subtask: i, Parallelism: q, BatchRows: 4, Allocator: mem, Restore: union})
 			if err != nil {
 				t.Fatal(err)
 			}
-			batches, err := ReadAll(context.Background(), r)
+			batches, err := source.ReadAll(context.Background(), r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -401,7 +403,7 @@ func TestRestoreSkipsDoneSplits(t *testing.T) {
 	if strings.Join(got[0][0], ";") != "1,(null),(null);2,(null),(null);3,(null),(null);4,(null),(null)" {
 		t.Fatalf("before: %v", got[0][0])
 	}
-	r, err := Open(src, Config{Schema: readings, Parallelism: 1, BatchRows: 2, Allocator: mem})
+	r, err := openSource(src, connector.ReaderConfig{Schema: readings, Parallelism: 1, BatchRows: 2, Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,11 +426,11 @@ func TestRestoreSkipsDoneSplits(t *testing.T) {
 	for _, q := range []int{1, 2} {
 		var rows []string
 		for i := range q {
-			r, err := Open(src, Config{Schema: readings, Subtask: i, Parallelism: q, BatchRows: 2, Allocator: mem, Restore: snap})
+			r, err := openSource(src, connector.ReaderConfig{Schema: readings, Subtask: i, Parallelism: q, BatchRows: 2, Allocator: mem, Restore: snap})
 			if err != nil {
 				t.Fatal(err)
 			}
-			batches, err := ReadAll(context.Background(), r)
+			batches, err := source.ReadAll(context.Background(), r)
 			if err != nil {
 				t.Fatalf("q=%d: %v", q, err)
 			}
@@ -476,8 +478,8 @@ func TestRestoreRejectsBadOffsets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := checked(t)
 			fx := byName[tc.fixture]
-			restore := []SplitState{{Split: tc.split, Offset: []byte(tc.offset), Done: tc.offset == ""}}
-			r, err := Open(fx.src, Config{Schema: fx.schema, Parallelism: 1, BatchRows: fx.batchRows, Allocator: mem, Restore: restore})
+			restore := []connector.SplitState{{Split: tc.split, Offset: []byte(tc.offset), Done: tc.offset == ""}}
+			r, err := openSource(fx.src, connector.ReaderConfig{Schema: fx.schema, Parallelism: 1, BatchRows: fx.batchRows, Allocator: mem, Restore: restore})
 			if tc.atNext {
 				if err != nil {
 					t.Fatalf("Open: %v", err)
@@ -487,8 +489,8 @@ func TestRestoreRejectsBadOffsets(t *testing.T) {
 			} else if err == nil {
 				_ = r.Close()
 			}
-			if !errors.Is(err, ErrBadOffset) || !strings.Contains(err.Error(), strconv.Quote(tc.split)) {
-				t.Fatalf("got %v, want an ErrBadOffset naming %q", err, tc.split)
+			if !errors.Is(err, connector.ErrBadOffset) || !strings.Contains(err.Error(), strconv.Quote(tc.split)) {
+				t.Fatalf("got %v, want an connector.ErrBadOffset naming %q", err, tc.split)
 			}
 			t.Log(err)
 		})
@@ -498,14 +500,14 @@ func TestRestoreRejectsBadOffsets(t *testing.T) {
 func TestRestoreRejectsConflictingStates(t *testing.T) {
 	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 10}}}
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	_, err := Open(src, Config{Schema: schema, Parallelism: 1, Restore: []SplitState{
+	_, err := openSource(src, connector.ReaderConfig{Schema: schema, Parallelism: 1, Restore: []connector.SplitState{
 		{Split: "range-0-1", Done: true}, {Split: "range-0-1"}, {Split: ""},
 	}})
 	if err == nil || !strings.Contains(err.Error(), `split "range-0-1" twice`) || !strings.Contains(err.Error(), "without a split id") {
 		t.Fatalf("got %v", err)
 	}
 	// The same state twice is fine.
-	r, err := Open(src, Config{Schema: schema, Parallelism: 1, Restore: []SplitState{
+	r, err := openSource(src, connector.ReaderConfig{Schema: schema, Parallelism: 1, Restore: []connector.SplitState{
 		{Split: "range-0-1", Done: true, Offset: []byte("x")}, {Split: "range-0-1", Done: true},
 	}})
 	if err != nil {
@@ -523,11 +525,11 @@ func TestRestoredDatagenKeepsToTheRate(t *testing.T) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	for _, rows := range []int64{0, 100000} {
 		src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: rows, RowsPerSecond: 20000}}}
-		var restore []SplitState
+		var restore []connector.SplitState
 		for _, p := range []int{4, 1, 2} {
-			var union []SplitState
+			var union []connector.SplitState
 			for i := range p {
-				r, err := Open(src, Config{Schema: schema, Subtask: i, Parallelism: p, Allocator: mem, Restore: restore})
+				r, err := openSource(src, connector.ReaderConfig{Schema: schema, Subtask: i, Parallelism: p, Allocator: mem, Restore: restore})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -551,7 +553,7 @@ func TestRestoredDatagenKeepsToTheRate(t *testing.T) {
 func TestSnapshotAfterCloseKeepsThePosition(t *testing.T) {
 	mem := checked(t)
 	src := arrowSource(t, 10)
-	r, err := Open(src, Config{Schema: readings, Parallelism: 1, BatchRows: 4, Allocator: mem})
+	r, err := openSource(src, connector.ReaderConfig{Schema: readings, Parallelism: 1, BatchRows: 4, Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,11 +645,11 @@ func TestRestoredFileErrorsNameTheLine(t *testing.T) {
 		{fileSource(planpb.FileSource_CSV, fp), `line 5 has 2 fields, want 3: wrong number of fields`},
 	} {
 		for _, stages := range [][]stage{{{1, -1}}, {{1, 1}, {1, -1}}, {{1, 2}, {1, -1}}} {
-			var restore []SplitState
+			var restore []connector.SplitState
 			var err error
 			for n, st := range stages {
-				var r Reader
-				r, err = Open(tc.src, Config{Schema: readings, Parallelism: 1, BatchRows: 1, Allocator: mem, Restore: restore})
+				var r connector.Reader
+				r, err = openSource(tc.src, connector.ReaderConfig{Schema: readings, Parallelism: 1, BatchRows: 1, Allocator: mem, Restore: restore})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -677,7 +679,7 @@ func TestRepeatedPathsAreSplitsOfTheirOwn(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.csv")
 	writeFile(t, path, "sensor,temp,site\n1,1,a\n2,2,b\n3,3,c\n")
 	src := fileSource(planpb.FileSource_CSV, path, path)
-	r, err := Open(src, Config{Schema: readings, Parallelism: 1, BatchRows: 2, Allocator: mem})
+	r, err := openSource(src, connector.ReaderConfig{Schema: readings, Parallelism: 1, BatchRows: 2, Allocator: mem})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -706,7 +708,7 @@ func TestSubtasksBeyondTheSplitsReadNothing(t *testing.T) {
 		src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: rows}}}
 		busy := 0
 		for i := range 200 {
-			r, err := Open(src, Config{Schema: schema, Subtask: i, Parallelism: 200, Allocator: mem})
+			r, err := openSource(src, connector.ReaderConfig{Schema: schema, Subtask: i, Parallelism: 200, Allocator: mem})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -720,103 +722,62 @@ func TestSubtasksBeyondTheSplitsReadNothing(t *testing.T) {
 			}
 			_ = r.Close()
 		}
-		if busy != splitCount {
-			t.Errorf("rows %d: %d of 200 subtasks have rows, want %d", rows, busy, splitCount)
+		if busy != source.SplitCount {
+			t.Errorf("rows %d: %d of 200 subtasks have rows, want %d", rows, busy, source.SplitCount)
 		}
 	}
 }
 
-// A datagen held back by its consumer reports the rows its rate has due
-// as pending (Flink's pendingRecords), which the autoscaler reads.
-func TestDatagenPendingRecordsAreRowsBehindTheRate(t *testing.T) {
-	mem := checked(t)
-	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{RowsPerSecond: 1000}}}
-	r, err := Open(src, Config{Schema: schema, Parallelism: 1, Allocator: mem})
+// openSource opens a source through its connector, as the runtime does.
+func openSource(src *planpb.Source, cfg connector.ReaderConfig) (connector.Reader, error) {
+	c, err := Registry().Source(src)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	defer r.Close()
-	bl, ok := r.(Backlog)
-	if !ok || bl.PendingRecords() != 0 {
-		t.Fatalf("a datagen with a rate is a Backlog with nothing pending before it starts")
-	}
-	b, err := r.Next(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Release()
-	// The consumer took 100 rows, then stalled for ten seconds.
-	g := r.(*datagen)
-	g.pace.start = g.pace.start.Add(-10 * time.Second)
-	if p := bl.PendingRecords(); p < 9900 || p > 10100 {
-		t.Fatalf("pending %d after a 10 s stall at 1000 rows/s with 100 rows taken, want about 9900", p)
-	}
+	return c.Open(cfg)
 }
 
-// A bounded datagen's backlog never counts rows it does not have: held
-// back far beyond its end, it reports the rows it has left.
-func TestDatagenPendingRecordsStopAtItsRows(t *testing.T) {
-	mem := checked(t)
-	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	src := &planpb.Source{Kind: &planpb.Source_Datagen{Datagen: &planpb.DatagenSource{Rows: 500, RowsPerSecond: 1000}}}
-	r, err := Open(src, Config{Schema: schema, Parallelism: 1, Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	b, err := r.Next(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	taken := b.NumRows()
-	b.Release()
-	g := r.(*datagen)
-	g.pace.start = g.pace.start.Add(-time.Hour)
-	if p := r.(Backlog).PendingRecords(); p != 500-taken {
-		t.Fatalf("pending %d an hour behind with %d of 500 rows taken, want %d", p, taken, 500-taken)
-	}
+func checked(t *testing.T) *memory.CheckedAllocator {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
 }
 
-// Nexmark's backlog is in events of its kind: the events of every kind
-// its rate has due and it has not generated, times the kind's share (46
-// bids in 50 events), and at most the events it has left.
-func TestNexmarkPendingRecordsAreEventsOfItsKindBehindTheRate(t *testing.T) {
-	mem := checked(t)
-	schema := NexmarkSchema(planpb.NexmarkSource_BID)
-	src := nexmarkSource(planpb.NexmarkSource_BID, 20_000, 1)
-	src.GetNexmark().EventsPerSecond = 50 // 5 events a batch
-	r, err := Open(src, Config{Schema: schema, Parallelism: 1, Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	bl, ok := r.(Backlog)
-	if !ok || bl.PendingRecords() != 0 {
-		t.Fatalf("a rate-limited Nexmark source is a Backlog with nothing pending before it starts")
-	}
-	g := r.(*nexmarkReader)
-	// The consumer stalled for 100 s before the source began: 5000 events
-	// are due at once; it reads ten batches of them.
-	start := time.Now().Add(-100 * time.Second)
-	g.pace.start = start
-	for range 10 {
-		b, err := r.Next(context.Background())
+func fileSource(format planpb.FileSource_Format, paths ...string) *planpb.Source {
+	return &planpb.Source{Kind: &planpb.Source_File{File: &planpb.FileSource{Format: format, Paths: paths, CsvHasHeader: true}}}
+}
+
+func nexmarkSource(kind planpb.NexmarkSource_Kind, events, seed int64) *planpb.Source {
+	return &planpb.Source{Kind: &planpb.Source_Nexmark{Nexmark: &planpb.NexmarkSource{Kind: kind, Events: events, Seed: seed}}}
+}
+
+var readings = arrow.NewSchema([]arrow.Field{
+	{Name: "sensor", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "temp", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "site", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+// readAll reads every subtask of src and returns column values per subtask.
+func readAll(t *testing.T, mem memory.Allocator, src *planpb.Source, schema *arrow.Schema, p, batchRows int) [][]string {
+	t.Helper()
+	out := make([][]string, p)
+	for i := range p {
+		r, err := openSource(src, connector.ReaderConfig{Schema: schema, Subtask: i, Parallelism: p, BatchRows: batchRows, Allocator: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Release()
+		batches, err := source.ReadAll(context.Background(), r)
+		_ = r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range batches {
+			if b.NumRows() > int64(batchRows) {
+				t.Errorf("batch of %d rows, limit %d", b.NumRows(), batchRows)
+			}
+			out[i] = append(out[i], rowStrings(b)...)
+			b.Release()
+		}
 	}
-	sent := g.pace.sent
-	lo := (int64(100*50) - sent) * 46 / 50
-	got := bl.PendingRecords()
-	hi := (int64(time.Since(start).Seconds()*50) - sent) * 46 / 50
-	if got < lo || got > hi {
-		t.Fatalf("pending %d bids with %d of the events taken, want %d to %d", got, sent, lo, hi)
-	}
-	// Far behind: every event left is pending, and no more.
-	g.pace.start = start.Add(-time.Hour)
-	if got, want := bl.PendingRecords(), (20_000-sent)*46/50; got != want {
-		t.Fatalf("pending %d bids an hour behind, want the %d left", got, want)
-	}
+	return out
 }

@@ -1,4 +1,4 @@
-package sink
+package collect
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flinkgo/flinkgo/internal/arrowipc"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 )
 
 // collectWriter is at-least-once: batches are handed over at Write, or,
@@ -21,7 +22,7 @@ import (
 // Large batches are what makes collect() fast: every batch handed over
 // costs a message to the client and a batch there, whatever its size.
 type collectWriter struct {
-	cfg Config
+	cfg connector.WriterConfig
 	mem memory.Allocator
 
 	mu      sync.Mutex
@@ -30,7 +31,7 @@ type collectWriter struct {
 	closed  bool
 }
 
-func newCollectWriter(cfg Config) *collectWriter {
+func newCollectWriter(cfg connector.WriterConfig) *collectWriter {
 	mem := cfg.Allocator
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -42,7 +43,7 @@ func (w *collectWriter) Write(b arrow.RecordBatch) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return ErrClosed
+		return connector.ErrClosed
 	}
 	if w.cfg.CollectBatchBytes <= 0 {
 		b.Retain()
@@ -80,18 +81,18 @@ func (w *collectWriter) flush() error {
 		b.Release()
 	}
 	if err != nil {
-		return fmt.Errorf("sink: collect: joining %d batches: %w", len(pending), err)
+		return fmt.Errorf("collect: joining %d batches: %w", len(pending), err)
 	}
 	return w.cfg.Collect(w.cfg.Subtask, joined)
 }
 
-func (w *collectWriter) PreCommit(int64) (SinkState, error) {
+func (w *collectWriter) PreCommit(int64) ([]byte, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return SinkState{}, ErrClosed
+		return nil, connector.ErrClosed
 	}
-	return SinkState{}, w.flush()
+	return nil, w.flush()
 }
 
 func (w *collectWriter) Commit(int64) error { return nil }

@@ -1,4 +1,4 @@
-package sink
+package kafka
 
 import (
 	"context"
@@ -37,8 +37,8 @@ const kafkaRecoveryTimeout = time.Minute
 // empty for a fresh start or a restart without a checkpoint: every
 // subtask's ids are scanned from 0. A sink not exactly-once has nothing
 // to recover.
-func RecoverKafka(k *planpb.KafkaSink, states map[int]SinkState, parallelism int) error {
-	s, err := parseKafkaSink(k)
+func RecoverKafka(k *planpb.KafkaSink, states map[int]KafkaState, parallelism int) error {
+	s, err := parseSink(k)
 	if err != nil {
 		return err
 	}
@@ -81,14 +81,14 @@ func RecoverKafka(k *planpb.KafkaSink, states map[int]SinkState, parallelism int
 // CommitKafka commits precommitted transactions (a sink's last ones, held
 // for the job's end): idempotent.
 func CommitKafka(k *planpb.KafkaSink, txns []KafkaTransaction) error {
-	s, err := parseKafkaSink(k)
+	s, err := parseSink(k)
 	if err != nil {
 		return err
 	}
 	return commitTransactions(k, s, txns)
 }
 
-func recoveryClient(k *planpb.KafkaSink, s kafkaSettings) (*kgo.Client, error) {
+func recoveryClient(k *planpb.KafkaSink, s sinkSettings) (*kgo.Client, error) {
 	cl, err := kgo.NewClient(s.opts...)
 	if err != nil {
 		return nil, fmt.Errorf("sink: write_kafka to %q: %w", k.GetTopic(), err)
@@ -146,7 +146,7 @@ func fence(ctx context.Context, cl *kgo.Client, id string, timeout time.Duration
 // commitTransactions commits txns by EndTxn with their producer ids and
 // epochs. One the broker already committed counts as done; one it aborted
 // (its timeout passed, or it was fenced) is an error: its rows are lost.
-func commitTransactions(k *planpb.KafkaSink, s kafkaSettings, txns []KafkaTransaction) error {
+func commitTransactions(k *planpb.KafkaSink, s sinkSettings, txns []KafkaTransaction) error {
 	if len(txns) == 0 {
 		return nil
 	}

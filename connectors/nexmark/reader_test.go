@@ -1,4 +1,4 @@
-package source
+package nexmark
 
 import (
 	"context"
@@ -14,7 +14,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/source"
 )
 
 func nexmarkSource(kind planpb.NexmarkSource_Kind, events, seed int64) *planpb.Source {
@@ -28,10 +30,10 @@ type nexmarkTable map[string][]any
 
 func readNexmark(t *testing.T, mem memory.Allocator, kind planpb.NexmarkSource_Kind, events, seed int64, p, batchRows int) nexmarkTable {
 	t.Helper()
-	schema := NexmarkSchema(kind)
+	schema := Schema(kind)
 	out := nexmarkTable{}
 	for i := range p {
-		cfg := Config{Schema: schema, Subtask: i, Parallelism: p, BatchRows: batchRows, Allocator: mem}
+		cfg := connector.ReaderConfig{Schema: schema, Subtask: i, Parallelism: p, BatchRows: batchRows, Allocator: mem}
 		for _, b := range readSubtask(t, nexmarkSource(kind, events, seed), cfg) {
 			if b.NumRows() == 0 || b.NumRows() > int64(batchRows) {
 				t.Errorf("batch of %d rows, want 1 to %d", b.NumRows(), batchRows)
@@ -342,12 +344,12 @@ func TestNexmarkLastEventsOfTheLongestStream(t *testing.T) {
 	for lastBid%50 < 4 { // 0: a person, 1-3: auctions
 		lastBid--
 	}
-	start := rangeBound(n, 127)
-	restore := []SplitState{{Split: fmt.Sprintf("range-%d-%d", start, n), Offset: encodeOffset(seqOffset{Next: n - 1000 - start})}}
+	start := source.RangeBound(n, 127)
+	restore := []connector.SplitState{{Split: fmt.Sprintf("range-%d-%d", start, n), Offset: source.EncodeOffset(source.SeqOffset{Next: n - 1000 - start})}}
 	for k := range int64(127) {
-		restore = append(restore, SplitState{Split: fmt.Sprintf("range-%d-%d", rangeBound(n, k), rangeBound(n, k+1)), Done: true})
+		restore = append(restore, connector.SplitState{Split: fmt.Sprintf("range-%d-%d", source.RangeBound(n, k), source.RangeBound(n, k+1)), Done: true})
 	}
-	cfg := Config{Schema: NexmarkSchema(planpb.NexmarkSource_BID), Parallelism: 1, BatchRows: 1000, Allocator: mem, Restore: restore}
+	cfg := connector.ReaderConfig{Schema: Schema(planpb.NexmarkSource_BID), Parallelism: 1, BatchRows: 1000, Allocator: mem, Restore: restore}
 	var times, auctions []int64
 	for _, b := range readSubtask(t, nexmarkSource(planpb.NexmarkSource_BID, n, 1), cfg) {
 		auctions = append(auctions, b.Column(0).(*array.Int64).Int64Values()...)
@@ -368,7 +370,7 @@ func TestNexmarkLastEventsOfTheLongestStream(t *testing.T) {
 }
 
 func TestNexmarkRejectsBadOptions(t *testing.T) {
-	bid := NexmarkSchema(planpb.NexmarkSource_BID)
+	bid := Schema(planpb.NexmarkSource_BID)
 	for _, c := range []struct {
 		src    *planpb.NexmarkSource
 		schema *arrow.Schema
@@ -381,7 +383,7 @@ func TestNexmarkRejectsBadOptions(t *testing.T) {
 		{&planpb.NexmarkSource{Kind: planpb.NexmarkSource_BID, Events: 3, EventsPerSecond: -1}, bid, "events_per_second is -1"},
 		{&planpb.NexmarkSource{Kind: planpb.NexmarkSource_PERSON, Events: 3}, bid, "nexmark person events have the columns (id int64, name utf8"},
 	} {
-		_, err := Open(&planpb.Source{Kind: &planpb.Source_Nexmark{Nexmark: c.src}}, Config{Schema: c.schema, Parallelism: 1})
+		_, err := openOf(&planpb.Source{Kind: &planpb.Source_Nexmark{Nexmark: c.src}}, connector.ReaderConfig{Schema: c.schema, Parallelism: 1})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one containing %q", c.src, err, c.want)
 		}
@@ -394,10 +396,10 @@ func TestNexmarkRejectsBadOptions(t *testing.T) {
 //	go test -run '^$' -bench NexmarkBids ./runtime/source/
 func BenchmarkNexmarkBids(b *testing.B) {
 	const events = 1_000_000
-	schema := NexmarkSchema(planpb.NexmarkSource_BID)
+	schema := Schema(planpb.NexmarkSource_BID)
 	startCPU := processCPU(b)
 	for b.Loop() {
-		for _, batch := range readSubtask(b, nexmarkSource(planpb.NexmarkSource_BID, events, 1), Config{Schema: schema, Parallelism: 1}) {
+		for _, batch := range readSubtask(b, nexmarkSource(planpb.NexmarkSource_BID, events, 1), connector.ReaderConfig{Schema: schema, Parallelism: 1}) {
 			batch.Release()
 		}
 	}
@@ -421,11 +423,11 @@ func processCPU(b *testing.B) time.Duration {
 // timings are left to benchmarks.
 func TestNexmarkKeepsToTheEventRate(t *testing.T) {
 	mem := checked(t)
-	schema := NexmarkSchema(planpb.NexmarkSource_BID)
+	schema := Schema(planpb.NexmarkSource_BID)
 	for _, p := range []int{1, 2} {
 		src := nexmarkSource(planpb.NexmarkSource_BID, 2000, 1)
 		src.GetNexmark().EventsPerSecond = 1e9 // a tenth of a second: more than the events
-		r, err := Open(src, Config{Schema: schema, Parallelism: p, Allocator: mem, BatchRows: 10_000})
+		r, err := openOf(src, connector.ReaderConfig{Schema: schema, Parallelism: p, Allocator: mem, BatchRows: 10_000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -441,7 +443,7 @@ func TestNexmarkKeepsToTheEventRate(t *testing.T) {
 
 		src.GetNexmark().EventsPerSecond = 5000 * float64(p) // 500 events per batch: 460 bids
 		src.GetNexmark().Events = 50_000
-		r, err = Open(src, Config{Schema: schema, Parallelism: p, Allocator: mem, BatchRows: 10_000})
+		r, err = openOf(src, connector.ReaderConfig{Schema: schema, Parallelism: p, Allocator: mem, BatchRows: 10_000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -459,4 +461,80 @@ func TestNexmarkKeepsToTheEventRate(t *testing.T) {
 			t.Errorf("p=%d at 5000 events/s per subtask: batches of %v bids, want 460 each", p, sizes)
 		}
 	}
+}
+
+func readSubtask(t testing.TB, src *planpb.Source, cfg connector.ReaderConfig) []arrow.RecordBatch {
+	t.Helper()
+	c, err := Source().Decode(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	batches, err := source.ReadAll(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batches
+}
+
+func checked(t *testing.T) *memory.CheckedAllocator {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
+}
+
+// Nexmark's backlog is in events of its kind: the events of every kind
+// its rate has due and it has not generated, times the kind's share (46
+// bids in 50 events), and at most the events it has left.
+func TestNexmarkPendingRecordsAreEventsOfItsKindBehindTheRate(t *testing.T) {
+	mem := checked(t)
+	schema := Schema(planpb.NexmarkSource_BID)
+	src := nexmarkSource(planpb.NexmarkSource_BID, 20_000, 1)
+	src.GetNexmark().EventsPerSecond = 50 // 5 events a batch
+	r, err := openOf(src, connector.ReaderConfig{Schema: schema, Parallelism: 1, Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	bl, ok := r.(connector.Backlog)
+	if !ok || bl.PendingRecords() != 0 {
+		t.Fatalf("a rate-limited Nexmark source is a connector.Backlog with nothing pending before it starts")
+	}
+	g := r.(*nexmarkReader)
+	// The consumer stalled for 100 s before the source began: 5000 events
+	// are due at once; it reads ten batches of them.
+	start := time.Now().Add(-100 * time.Second)
+	g.pace.Start = start
+	for range 10 {
+		b, err := r.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+	sent := g.pace.Sent
+	lo := (int64(100*50) - sent) * 46 / 50
+	got := bl.PendingRecords()
+	hi := (int64(time.Since(start).Seconds()*50) - sent) * 46 / 50
+	if got < lo || got > hi {
+		t.Fatalf("pending %d bids with %d of the events taken, want %d to %d", got, sent, lo, hi)
+	}
+	// Far behind: every event left is pending, and no more.
+	g.pace.Start = start.Add(-time.Hour)
+	if got, want := bl.PendingRecords(), (20_000-sent)*46/50; got != want {
+		t.Fatalf("pending %d bids an hour behind, want the %d left", got, want)
+	}
+}
+
+// openOf opens a Nexmark source's reader through the connector.
+func openOf(src *planpb.Source, cfg connector.ReaderConfig) (connector.Reader, error) {
+	c, err := Source().Decode(src)
+	if err != nil {
+		return nil, err
+	}
+	return c.Open(cfg)
 }

@@ -1,4 +1,4 @@
-package sink
+package kafka
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/flinkgo/flinkgo/integration/testkit"
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
 )
 
@@ -23,6 +24,20 @@ import (
 func kafkaSinkOf(b *testkit.KafkaBroker, topic string, d planpb.KafkaSink_Delivery) *planpb.KafkaSink {
 	return &planpb.KafkaSink{Topic: topic, BootstrapServers: b.Addr, Delivery: d,
 		TransactionalIdPrefix: "flinkgo-test-" + topic, KeyColumn: "name"}
+}
+
+// kafkaPreCommit precommits checkpoint id and decodes the state it returns.
+func kafkaPreCommit(t *testing.T, w connector.Writer, id int64) KafkaState {
+	t.Helper()
+	data, err := w.PreCommit(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := DecodeKafkaState(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 func idBatch(mem memory.Allocator, from, to int64) arrow.RecordBatch {
@@ -35,7 +50,7 @@ func idBatch(mem memory.Allocator, from, to int64) arrow.RecordBatch {
 	return bld.NewRecordBatch()
 }
 
-func writeIDs(t *testing.T, w Writer, mem memory.Allocator, from, to int64) {
+func writeIDs(t *testing.T, w connector.Writer, mem memory.Allocator, from, to int64) {
 	t.Helper()
 	b := idBatch(mem, from, to)
 	defer b.Release()
@@ -84,17 +99,14 @@ func TestKafkaExactlyOnceCommitsAtCheckpointCompletion(t *testing.T) {
 	topic := b.CreateTopic(t, 2)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	w, err := Open(&planpb.Sink{Kind: &planpb.Sink_Kafka{Kafka: kafkaSinkOf(b, topic, planpb.KafkaSink_EXACTLY_ONCE)}},
-		Config{Schema: schema, Parallelism: 1})
+	w, err := openSink(kafkaSinkOf(b, topic, planpb.KafkaSink_EXACTLY_ONCE),
+		connector.WriterConfig{Schema: schema, Parallelism: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Abort()
 	writeIDs(t, w, mem, 0, 10)
-	st, err := w.PreCommit(1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := kafkaPreCommit(t, w, 1)
 	if len(st.Transactions) != 1 || st.Counter != 1 || st.Transactions[0].TransactionalID != "flinkgo-test-"+topic+"-0-0" {
 		t.Fatalf("state after the first precommit: %+v", st)
 	}
@@ -132,20 +144,14 @@ func TestKafkaRecoveryCommitsPrecommittedAndAbortsLingering(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	k := kafkaSinkOf(b, topic, planpb.KafkaSink_EXACTLY_ONCE)
-	w, err := openKafka(k, Config{Schema: schema, Parallelism: 1})
+	w, err := openWriter(k, connector.WriterConfig{Schema: schema, Parallelism: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeIDs(t, w, mem, 0, 5)
-	st1, err := w.PreCommit(1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st1 := kafkaPreCommit(t, w, 1)
 	writeIDs(t, w, mem, 5, 8)
-	st2, err := w.PreCommit(2) // checkpoint 2 is taken but never completes
-	if err != nil {
-		t.Fatal(err)
-	}
+	st2 := kafkaPreCommit(t, w, 2) // checkpoint 2 is taken but never completes
 	if len(st2.Transactions) != 2 {
 		t.Fatalf("checkpoint 2 holds %+v, want both uncommitted transactions", st2)
 	}
@@ -159,7 +165,7 @@ func TestKafkaRecoveryCommitsPrecommittedAndAbortsLingering(t *testing.T) {
 	// Restore checkpoint 1 (as if checkpoint 2 failed): its transaction is
 	// committed, the two later ones aborted.
 	for range 2 { // recovery is idempotent: a failure during it is repaired by running it again
-		if err := RecoverKafka(k, map[int]SinkState{0: st1}, 1); err != nil {
+		if err := RecoverKafka(k, map[int]KafkaState{0: st1}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,7 +174,7 @@ func TestKafkaRecoveryCommitsPrecommittedAndAbortsLingering(t *testing.T) {
 		t.Fatalf("read_committed sees %v, want %v", got, want)
 	}
 	// A restored writer continues at the counter and commits normally.
-	w2, err := openKafka(k, Config{Schema: schema, Parallelism: 1, Restore: &SinkState{Counter: st1.Counter}})
+	w2, err := openWriter(k, connector.WriterConfig{Schema: schema, Parallelism: 1, Restoring: true, Restore: []byte(fmt.Sprintf(`{"counter":%d}`, st1.Counter))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,9 +248,9 @@ func TestKafkaSinkErrorsAreNamed(t *testing.T) {
 			KeyColumn: "k"}, `key column "k" is not a column`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := ValidateKafka(c.k, schema)
+			err := validateSink(c.k, schema)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("ValidateKafka: %v, want an error containing %q", err, c.want)
+				t.Fatalf("validateSink: %v, want an error containing %q", err, c.want)
 			}
 		})
 	}
@@ -253,7 +259,7 @@ func TestKafkaSinkErrorsAreNamed(t *testing.T) {
 func TestKafkaUnreachableBrokerNamesTheSinkAndAddress(t *testing.T) {
 	addr := "127.0.0.1:1" // nothing listens on port 1
 	k := &planpb.KafkaSink{Topic: "out", BootstrapServers: addr, Delivery: planpb.KafkaSink_AT_LEAST_ONCE}
-	_, err := Open(&planpb.Sink{Kind: &planpb.Sink_Kafka{Kafka: k}}, Config{Schema: schema, Parallelism: 1})
+	_, err := openSink(k, connector.WriterConfig{Schema: schema, Parallelism: 1})
 	if err == nil || !strings.Contains(err.Error(), `write_kafka to "out"`) || !strings.Contains(err.Error(), "cannot reach the Kafka brokers at "+addr) {
 		t.Fatalf("Open: %v, want an error naming the sink and %s", err, addr)
 	}

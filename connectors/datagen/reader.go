@@ -1,4 +1,4 @@
-package source
+package datagen
 
 import (
 	"cmp"
@@ -8,58 +8,40 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/float16"
 
+	"github.com/flinkgo/flinkgo/runtime/connector"
 	"github.com/flinkgo/flinkgo/runtime/proto/planpb"
+	"github.com/flinkgo/flinkgo/runtime/source"
 )
-
-// The generator's values are a pure function of (seed, row, column), so a
-// run is reproducible at any parallelism and tests can compute the expected
-// data themselves:
-//
-//	integers: the row index
-//	floats:   uniform in [0, 1): top 53 bits of mix(seed, row, column) / 2^53
-//	          (float16: that value rounded to half precision)
-//	bool:     lowest bit of mix(seed, row, column)
-//	strings and binary: "<column name>-<row index>"
-//	timestamps, dates, times and durations: the row index in the type's unit
-//	decimals: the row index (its unscaled value is row * 10^scale)
-//
-// mix is splitmix64 over seed ^ (row * 0x9E3779B97F4A7C15) ^ (column << 32).
-func mix(seed, row int64, column int) uint64 {
-	z := uint64(seed) ^ uint64(row)*0x9E3779B97F4A7C15 ^ uint64(column)<<32
-	z += 0x9E3779B97F4A7C15
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
-	return z ^ (z >> 31)
-}
 
 // datagen generates the rows of its ranges (bounded) or lanes (unbounded).
 type datagen struct {
-	cfg    Config
+	cfg    connector.ReaderConfig
 	seed   int64
-	ranges *rowRanges // bounded
-	lanes  []lane     // unbounded: a min-heap on the next row
-	rows   []int64    // the rows of the batch being built
-	pace   pacer      // rows per second of this subtask
+	ranges *source.RowRanges // bounded
+	lanes  []lane            // unbounded: a min-heap on the next row
+	rows   []int64           // the rows of the batch being built
+	pace   source.Pacer      // rows per second of this subtask
 }
 
-// lane k generates the rows k, k+splitCount, k+2*splitCount, …; seq rows of
+// lane k generates the rows k, k+source.SplitCount, k+2*source.SplitCount, …; seq rows of
 // it were returned.
 type lane struct {
 	k   int64
 	seq int64
 }
 
-func (l lane) row() int64 { return l.k + l.seq*splitCount }
+func (l lane) row() int64 { return l.k + l.seq*source.SplitCount }
 
-func (l lane) id() string { return fmt.Sprintf("lane-%d-of-%d", l.k, splitCount) }
+func (l lane) id() string { return fmt.Sprintf("lane-%d-of-%d", l.k, source.SplitCount) }
 
-func newDatagen(src *planpb.DatagenSource, cfg Config, restore map[string]SplitState) (Reader, error) {
+func openReader(src *planpb.DatagenSource, cfg connector.ReaderConfig, restore map[string]connector.SplitState) (connector.Reader, error) {
 	for _, f := range cfg.Schema.Fields() {
 		if !generatable(f.Type) {
 			return nil, fmt.Errorf("source: datagen cannot generate column %q of type %s (supported: integers, floats, bool, string, binary, timestamp, date, time, duration, decimal128)", f.Name, f.Type)
@@ -70,34 +52,34 @@ func newDatagen(src *planpb.DatagenSource, cfg Config, restore map[string]SplitS
 	}
 	for _, f := range cfg.Schema.Fields() {
 		// A generated string holds its column's name, on every row.
-		if len(f.Name) > DatagenNameLimit {
-			return nil, fmt.Errorf("source: datagen column name of %d bytes, above the limit of %d (source.DatagenNameLimit)", len(f.Name), DatagenNameLimit)
+		if len(f.Name) > NameLimit {
+			return nil, fmt.Errorf("source: datagen column name of %d bytes, above the limit of %d (datagen.NameLimit)", len(f.Name), NameLimit)
 		}
 	}
-	g := &datagen{cfg: cfg, seed: src.GetSeed(), pace: pacer{left: -1}}
+	g := &datagen{cfg: cfg, seed: src.GetSeed(), pace: source.Pacer{Left: -1}}
 	// Each subtask keeps to its share of the rate: that of its rows or lanes.
 	var share float64
 	if n := src.GetRows(); n > 0 {
-		rs, err := splitRows(n, cfg, restore)
+		rs, err := source.SplitRows(n, cfg, restore)
 		if err != nil {
 			return nil, err
 		}
-		g.ranges, share = rs, float64(rs.owned)/float64(n)
-		g.pace.left = rs.left()
+		g.ranges, share = rs, float64(rs.Owned)/float64(n)
+		g.pace.Left = rs.Left()
 	} else {
-		for k := int64(cfg.Subtask); k < splitCount; k += int64(cfg.Parallelism) {
+		for k := int64(cfg.Subtask); k < source.SplitCount; k += int64(cfg.Parallelism) {
 			l := lane{k: k}
 			st, ok := restore[l.id()]
 			if ok && st.Done {
-				return nil, badOffset(l.id(), "it is marked done, but lanes of unbounded rows never end")
+				return nil, source.BadOffset(l.id(), "it is marked done, but lanes of unbounded rows never end")
 			}
 			if ok && len(st.Offset) > 0 {
-				var off seqOffset
-				if err := decodeOffset(l.id(), st.Offset, &off); err != nil {
+				var off source.SeqOffset
+				if err := source.DecodeOffset(l.id(), st.Offset, &off); err != nil {
 					return nil, err
 				}
 				if off.Next < 0 {
-					return nil, badOffset(l.id(), "row %d is negative", off.Next)
+					return nil, source.BadOffset(l.id(), "row %d is negative", off.Next)
 				}
 				l.seq = off.Next
 			}
@@ -106,9 +88,9 @@ func newDatagen(src *planpb.DatagenSource, cfg Config, restore map[string]SplitS
 		for i := len(g.lanes)/2 - 1; i >= 0; i-- {
 			g.siftDown(i)
 		}
-		share = float64(len(g.lanes)) / splitCount
+		share = float64(len(g.lanes)) / source.SplitCount
 	}
-	g.pace.rate = src.GetRowsPerSecond() * share
+	g.pace.Rate = src.GetRowsPerSecond() * share
 	return g, nil
 }
 
@@ -128,17 +110,17 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, context.Cause(ctx)
 	}
 	n := int64(g.cfg.BatchRows)
-	n = g.pace.limit(n)
+	n = g.pace.Limit(n)
 	g.rows = g.rows[:0]
 	if g.ranges != nil {
-		a, b, last, ok := g.ranges.peek(func(int64) int64 { return n })
+		a, b, last, ok := g.ranges.Peek(func(int64) int64 { return n })
 		if !ok {
 			return nil, io.EOF
 		}
-		if err := g.pace.wait(ctx, b-a); err != nil {
+		if err := g.pace.Wait(ctx, b-a); err != nil {
 			return nil, err
 		}
-		g.ranges.commit(b, last)
+		g.ranges.Commit(b, last)
 		for r := a; r < b; r++ {
 			g.rows = append(g.rows, r)
 		}
@@ -146,7 +128,7 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		if len(g.lanes) == 0 {
 			return nil, io.EOF // more subtasks than lanes
 		}
-		if err := g.pace.wait(ctx, n); err != nil {
+		if err := g.pace.Wait(ctx, n); err != nil {
 			return nil, err
 		}
 		// Merge the lanes: rows in increasing order.
@@ -168,7 +150,7 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			b.AppendValues(g.rows, nil)
 		case *array.Float64Builder:
 			for _, row := range g.rows {
-				b.UnsafeAppend(float64(mix(g.seed, row, c)>>11) / (1 << 53))
+				b.UnsafeAppend(float64(source.Mix(g.seed, row, c)>>11) / (1 << 53))
 			}
 		case *array.StringBuilder:
 			appendNamedRows(b.BinaryBuilder, f.Name, g.rows)
@@ -176,7 +158,7 @@ func (g *datagen) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			appendNamedRows(b, f.Name, g.rows)
 		default:
 			for _, row := range g.rows {
-				appendValue(b, f, row, mix(g.seed, row, c))
+				appendValue(b, f, row, source.Mix(g.seed, row, c))
 			}
 		}
 	}
@@ -203,25 +185,25 @@ func (g *datagen) siftDown(i int) {
 }
 
 // Snapshot returns the position of the reader's ranges or lanes.
-func (g *datagen) Snapshot() ([]SplitState, error) {
+func (g *datagen) Snapshot() ([]connector.SplitState, error) {
 	if g.ranges != nil {
-		return g.ranges.snapshot(), nil
+		return g.ranges.Snapshot(), nil
 	}
 	lanes := slices.SortedFunc(slices.Values(g.lanes), func(a, b lane) int { return cmp.Compare(a.k, b.k) })
-	out := make([]SplitState, 0, len(lanes))
+	out := make([]connector.SplitState, 0, len(lanes))
 	for _, l := range lanes {
-		s := SplitState{Split: l.id()}
+		s := connector.SplitState{Split: l.id()}
 		if l.seq > 0 {
-			s.Offset = encodeOffset(seqOffset{Next: l.seq})
+			s.Offset = source.EncodeOffset(source.SeqOffset{Next: l.seq})
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-// DatagenNameLimit bounds a datagen column's name, which its generated
+// NameLimit bounds a datagen column's name, which its generated
 // strings repeat on every row.
-const DatagenNameLimit = 1 << 10
+const NameLimit = 1 << 10
 
 // appendNamedRows appends appendValue's string for each row ("<name>-<row>")
 // to b, formatted in one reused buffer: fmt per row was most of a string
@@ -288,3 +270,16 @@ func appendValue(b array.Builder, f arrow.Field, row int64, bits uint64) {
 }
 
 func (g *datagen) Close() error { return nil }
+
+// PendingRecords are the rows due by the datagen's rate that Next has not
+// returned yet (connector.Backlog).
+func (g *datagen) PendingRecords() int64 { return g.pace.Pending() }
+
+// ThrottledTime is the time the datagen slept for its rate
+// (connector.Throttled).
+func (g *datagen) ThrottledTime() time.Duration { return g.pace.Waited }
+
+var (
+	_ connector.Backlog   = (*datagen)(nil)
+	_ connector.Throttled = (*datagen)(nil)
+)
