@@ -63,6 +63,7 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	go vet ./...
 	go run ./scripts/archcheck
+	go tool staticcheck ./...
 	$(VENV)/bin/ruff check python examples
 	$(VENV)/bin/ruff format --check python examples
 	cd python && ../$(VENV)/bin/mypy

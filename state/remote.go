@@ -192,7 +192,7 @@ func uploadAll(ctx context.Context, store objstore.Store, uploaded *uploadedFile
 					return nil
 				case err == nil:
 					return fmt.Errorf("shared object %s exists with %d bytes, but the sstable it names has %d", u.url, n, u.ref.Size)
-				case !errors.Is(err, objstore.ErrNotExist) && !errors.Is(err, objstore.ErrNotExist):
+				case !errors.Is(err, objstore.ErrNotExist):
 					return err
 				}
 			}

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -112,7 +113,7 @@ func checkRoundTripAny[T any](t *testing.T, b *Backend, name string, c Codec[T],
 
 func TestOrderedCodecs(t *testing.T) {
 	ints := []int64{-1 << 63, -5, -1, 0, 1, 7, 1<<63 - 1}
-	floats := []float64{-1e300, -2.5, -0.0, 0, 1e-300, 3, 1e300}
+	floats := []float64{-1e300, -2.5, math.Copysign(0, -1), 0, 1e-300, 3, 1e300}
 	for i := 1; i < len(ints); i++ {
 		a, b := Int64Codec{}.Encode(nil, ints[i-1]), Int64Codec{}.Encode(nil, ints[i])
 		if string(a) >= string(b) {

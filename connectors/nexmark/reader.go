@@ -160,17 +160,6 @@ func nexmarkKindName(k planpb.NexmarkSource_Kind) string {
 	return strings.ToLower(k.String())
 }
 
-// nexmarkKindOf is the kind of event e.
-func nexmarkKindOf(e int64) planpb.NexmarkSource_Kind {
-	switch off := e % nexmarkEpoch; {
-	case off < nexmarkPersons:
-		return planpb.NexmarkSource_PERSON
-	case off < nexmarkPersons+nexmarkAuctions:
-		return planpb.NexmarkSource_AUCTION
-	}
-	return planpb.NexmarkSource_BID
-}
-
 // nexmarkKindSlots are where a kind's events sit in a block of 50: the
 // offsets [first, first+count).
 func nexmarkKindSlots(k planpb.NexmarkSource_Kind) (first, count int64) {

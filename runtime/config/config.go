@@ -38,14 +38,14 @@ const (
 	ConfigExponentialMultiplier     = "restart-strategy.exponential-delay.backoff-multiplier"
 	ConfigExponentialAttempts       = "restart-strategy.exponential-delay.attempts"
 	// ConfigUpdateInterval is how often a keyed aggregation in updates
-	// mode emits the keys that changed. Default 1 s.
+	// mode emits the keys that changed.
 	ConfigUpdateInterval = "pipeline.keyed-aggregate.update-interval"
 	// ConfigStateTTL is the processing-time TTL of the state of regular
 	// joins and keyed aggregations that set none themselves (Flink's key of
-	// the same name). Default 0: kept forever.
+	// the same name); 0: kept forever.
 	ConfigStateTTL = "table.exec.state.ttl"
 	// ConfigAutoWatermarkInterval is how often a watermark assigner sends
-	// its watermark (when it advanced) and checks idleness. Default 200 ms.
+	// its watermark (when it advanced) and checks idleness.
 	ConfigAutoWatermarkInterval = "pipeline.auto-watermark-interval"
 	// ConfigBundleSize and ConfigBundleTime set the UDF operators' bundle
 	// (package bundle); when set they override Options.BundleSize and
@@ -79,7 +79,7 @@ const (
 	// default (shared memory on Linux).
 	ConfigWorkerTransport = "python.worker.transport"
 	// ConfigExceptionHistorySize bounds how many failures a job keeps for
-	// its exception history (Flink's key of the same name). Default 16.
+	// its exception history (Flink's key of the same name).
 	ConfigExceptionHistorySize = "web.exception-history-size"
 )
 
@@ -97,12 +97,12 @@ type CheckpointConfig struct {
 	// Dir is the checkpoint storage: a job's checkpoints go under
 	// Dir/<job-id>/. Required when Interval > 0.
 	Dir string
-	// Retained is how many completed checkpoints are kept. Default 1.
+	// Retained is how many completed checkpoints are kept.
 	Retained int
-	// Timeout aborts a checkpoint not completed in time. Default 10 min.
+	// Timeout aborts a checkpoint not completed in time.
 	Timeout time.Duration
 	// TolerableFailures is how many checkpoint failures in a row the job
-	// tolerates; one more fails the job. Default 0, as Flink.
+	// tolerates; one more fails the job.
 	TolerableFailures int
 	// RetainOnCancel keeps the retained checkpoints when the job is
 	// canceled. They are always kept when it fails, and deleted when it
@@ -149,35 +149,34 @@ type RestoreConfig struct {
 // as Flink's adaptive scheduler (FLIP-291, FLIP-461).
 type RescaleConfig struct {
 	// Cooldown: after the job starts or rescales, a requested rescale
-	// waits this long before it may happen. Default 30 s.
+	// waits this long before it may happen.
 	Cooldown time.Duration
 	// MaxCheckpointFailures: a requested rescale happens at the next
 	// completed checkpoint, or after this many failed checkpoints in a
-	// row (from the latest completed one). Default 2.
+	// row (from the latest completed one).
 	MaxCheckpointFailures int
 }
 
 // AutoscalerConfig sets the autoscaler of the job's UDF operators that
 // declare concurrency=(min, max) (package autoscaler).
 type AutoscalerConfig struct {
-	// Enabled: job.autoscaler.enabled. Default false.
+	// Enabled: job.autoscaler.enabled.
 	Enabled bool
 	// Target and Boundary: the utilization the autoscaler aims at, and the
-	// band around it within which it leaves a vertex alone. Defaults 0.7
-	// and 0.3.
+	// band around it within which it leaves a vertex alone.
 	Target, Boundary float64
 	// Stabilization: after the job starts or rescales, how long no metric
-	// is collected. Default 5 min.
+	// is collected.
 	Stabilization time.Duration
 	// MetricsWindow: the span the rates and busy ratios are averaged
-	// over. Default 15 min.
+	// over.
 	MetricsWindow time.Duration
 	// ScaleDownInterval: a scale-down waits this long after the last
-	// rescale. Default 1 h.
+	// rescale.
 	ScaleDownInterval time.Duration
 	// CatchUpDuration: the time a source's backlog should be read off in;
 	// its target rate gets pendingRecords / CatchUpDuration on top. 0: no
-	// catch-up term. Default 5 min.
+	// catch-up term.
 	CatchUpDuration time.Duration
 }
 

@@ -4,7 +4,9 @@ import "time"
 
 // Runtime is everything the runtime reads from a plan's config, parsed
 // and checked: what checkpoints, restores and restarts do, and how often
-// a keyed aggregation in updates mode emits.
+// a keyed aggregation in updates mode emits. A key the config does not set
+// has its registry default (Known; `flinkgo config` lists them), written
+// nowhere else.
 type Runtime struct {
 	Checkpoint     CheckpointConfig
 	Restore        RestoreConfig

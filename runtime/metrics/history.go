@@ -54,12 +54,10 @@ type History struct {
 	series map[string]*ring // by vertex id
 }
 
-// ring is a vertex's points: next is where the next one goes, full once
-// it wrapped.
+// ring is a vertex's points: next is where the next one goes.
 type ring struct {
 	points []VertexPoint
 	next   int
-	full   bool
 }
 
 // NewHistory keeps at most capacity points per vertex.

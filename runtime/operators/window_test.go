@@ -31,10 +31,9 @@ var windowTestInput = arrow.NewSchema([]arrow.Field{
 }, nil)
 
 type windowRow struct {
-	k          string
-	t, v       int64
-	s          string
-	start, end int64
+	k    string
+	t, v int64
+	s    string
 }
 
 // windowResult is one output row, rendered for comparison.

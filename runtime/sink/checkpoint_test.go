@@ -105,9 +105,7 @@ func readPart(t *testing.T, path string, format planpb.FileSource_Format) []int6
 	defer f.Close()
 	var ids []int64
 	add := func(a arrow.Array) {
-		for _, v := range a.(*array.Int64).Int64Values() {
-			ids = append(ids, v)
-		}
+		ids = append(ids, a.(*array.Int64).Int64Values()...)
 	}
 	switch format {
 	case planpb.FileSource_CSV:

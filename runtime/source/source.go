@@ -116,6 +116,7 @@ func CheckConfig(c Config) error { return validate(c) }
 func validate(c Config) error {
 	var errs []error
 	if c.Schema == nil {
+		//lint:ignore ST1005 the message starts with the name of the field or method at fault
 		errs = append(errs, errors.New("Schema is nil"))
 	}
 	if c.Parallelism < 1 || c.Subtask < 0 || c.Subtask >= c.Parallelism {

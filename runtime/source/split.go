@@ -26,10 +26,12 @@ func RestoreMap(states []SplitState) (map[string]SplitState, error) {
 	var errs []error
 	for _, s := range states {
 		if s.Split == "" {
+			//lint:ignore ST1005 the message starts with the name of the field or method at fault
 			errs = append(errs, errors.New("Restore has a split state without a split id"))
 			continue
 		}
 		if old, ok := m[s.Split]; ok && !reflect.DeepEqual(normal(old), normal(s)) {
+			//lint:ignore ST1005 the message starts with the name of the field or method at fault
 			errs = append(errs, fmt.Errorf("Restore has split %q twice, at different positions", s.Split))
 			continue
 		}

@@ -649,12 +649,6 @@ func (p *Pool) failLocked(err error) {
 	p.changedLocked()
 }
 
-func (p *Pool) failure() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.mu.err
-}
-
 func (p *Pool) changedLocked() {
 	close(p.mu.changed)
 	p.mu.changed = make(chan struct{})

@@ -164,13 +164,16 @@ func (o Options) withDefaults() Options {
 func (o Options) validate() error {
 	var errs []error
 	if len(o.Calls) == 0 {
+		//lint:ignore ST1005 the message starts with the name of the field or method at fault
 		errs = append(errs, errors.New("Calls is empty: a runner needs at least one UDF"))
 	}
 	for i, c := range o.Calls {
 		if c.GetUdf() == nil || len(c.GetUdf().GetPayload()) == 0 {
+			//lint:ignore ST1005 the message starts with the name of the field or method at fault
 			errs = append(errs, fmt.Errorf("Calls[%d] has no pickled UDF", i))
 		}
 		if c.GetOutput() == "" && c.GetUdf().GetFuncType() != workerpb.FuncType_FUNC_TYPE_PANDAS_BATCH {
+			//lint:ignore ST1005 the message starts with the name of the field or method at fault
 			errs = append(errs, fmt.Errorf("Calls[%d] (udf %q) has no output column name", i, c.GetUdf().GetName()))
 		}
 	}
