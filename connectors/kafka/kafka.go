@@ -85,6 +85,7 @@ func (sinkConfig) Changelog() connector.Changelog { return connector.Changelog{}
 
 func (sinkConfig) CheckChangelog(in connector.ChangelogInput) error {
 	// As Flink's (non-upsert) Kafka sink.
+	//lint:ignore ST1005 the message starts with the connector's name, a proper noun
 	return fmt.Errorf("Kafka sink %s cannot write the %s stream made by %s: it takes rows back (-U, -D) and Kafka records cannot be; "+
 		"write an append-only stream (aggregate with emit=\"final\" over a bounded input, or an inner join of append-only inputs), or collect()/print() it",
 		in.Sink, in.Mode, in.From)
