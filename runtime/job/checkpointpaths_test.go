@@ -162,6 +162,11 @@ func TestARestorePathSwappedForALinkIsRefused(t *testing.T) {
 	if _, err := j.Wait(); err != nil {
 		t.Fatal(err)
 	}
+	// Finished, the job removed its checkpoint directory through the
+	// directory it opened.
+	if _, err := os.Stat(filepath.Join(root, "chk", j.ID())); !os.IsNotExist(err) {
+		t.Errorf("the finished job's checkpoint directory is still there: %v", err)
+	}
 	// The secret directory holds a snapshot of its own (here a copy): what
 	// a link would make the job read.
 	copyTree(t, sp, filepath.Join(secret, filepath.Base(sp)))

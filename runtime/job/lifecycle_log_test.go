@@ -11,10 +11,11 @@ import (
 	"github.com/flinkgo/flinkgo/internal/logging/logtest"
 )
 
-// Tasks log their lifecycle (issue 24, item 5d: runtime/task logged
-// nothing): each task's start and end at debug under one identity, the
-// job, attempt, vertex, operator, uid and subtask; each checkpoint's
-// trigger at debug (its end was logged by the job already).
+// Tasks and sinks log their lifecycle (issue 24, item 5d: neither logged
+// anything): each task's start and end at debug under one identity, the
+// job, attempt, vertex, operator, uid and subtask, a file sink's
+// precommits and commits at debug; each checkpoint's trigger at debug (its
+// end was logged by the job already).
 func TestCheckpointsAndTasksLogTheirLifecycle(t *testing.T) {
 	dir, out := t.TempDir(), t.TempDir()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -32,6 +33,13 @@ func TestCheckpointsAndTasksLogTheirLifecycle(t *testing.T) {
 		want := []string{"level=DEBUG", "checkpoint triggered", fmt.Sprintf("checkpoint=%d ", c.ID), "job=" + j.ID()}
 		if len(logs.Lines(want...)) != 1 {
 			t.Errorf("checkpoint %d: no one line holding %q in\n%s", c.ID, want, logs)
+		}
+	}
+	for i := range 2 { // the file sink's subtasks: what they precommit and commit
+		for _, event := range []string{"sink precommitted", "sink committed"} {
+			if len(logs.Lines("level=DEBUG", event, "uid=files", fmt.Sprintf("subtask=%d ", i))) == 0 {
+				t.Errorf("no %q line of the file sink's subtask %d in\n%s", event, i, logs)
+			}
 		}
 	}
 	g := j.graph()

@@ -2,8 +2,8 @@ package operators
 
 import (
 	"context"
-
 	"fmt"
+	"log/slog"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -55,7 +55,7 @@ func sinkKind(opts Options) operator.Kind {
 			if err != nil {
 				return nil, err
 			}
-			p := &sinkProc{w: w, twoPhase: snk.CommitsAtCheckpoints(), dropUpdateBefore: c.Op.DropUpdateBefore}
+			p := &sinkProc{w: w, twoPhase: snk.CommitsAtCheckpoints(), dropUpdateBefore: c.Op.DropUpdateBefore, log: c.Logger}
 			if p.twoPhase {
 				p.publishAtEnd = c.PublishAtEnd
 			}
@@ -79,6 +79,9 @@ type sinkProc struct {
 	// dropUpdateBefore makes the retract stream of an aggregation that
 	// others read too an upsert stream by its keys (plan.Operator).
 	dropUpdateBefore bool
+	// log gets the sink's lifecycle at debug: precommits, commits, close,
+	// abort; a failed commit at warn (the task fails with it too).
+	log *slog.Logger
 }
 
 func (s *sinkProc) Process(ctx context.Context, _ int, b arrow.RecordBatch, _ operator.Emit) error {
@@ -129,14 +132,17 @@ func (s *sinkProc) Finish(context.Context, operator.Emit) error {
 			return err
 		}
 		s.publishAtEnd(st)
+		s.log.Debug("sink holds its last parts for the job's end")
 		return nil // release's Abort keeps pending parts
 	}
 	s.written = true
+	s.log.Debug("sink closed")
 	return s.w.Close()
 }
 
 func (s *sinkProc) Release() {
 	if !s.written {
+		s.log.Debug("sink aborted: what no checkpoint owns is dropped")
 		s.w.Abort()
 	}
 }
@@ -154,13 +160,23 @@ func (s *sinkProc) SnapshotState(_ context.Context, target checkpoint.Target, _ 
 	if !s.twoPhase || len(state) == 0 {
 		return nil // print and collect keep nothing
 	}
+	s.log.Debug("sink precommitted", "checkpoint", target.ID)
 	st.Sink = state
 	return nil
 }
 
 // NotifyCheckpointComplete publishes the parts of every checkpoint up to
 // id.
-func (s *sinkProc) NotifyCheckpointComplete(id int64) error { return s.w.Commit(id) }
+func (s *sinkProc) NotifyCheckpointComplete(id int64) error {
+	if err := s.w.Commit(id); err != nil {
+		s.log.Warn("sink commit failed", "checkpoint", id, "error", err)
+		return err
+	}
+	if s.twoPhase {
+		s.log.Debug("sink committed", "checkpoint", id)
+	}
+	return nil
+}
 
 // restoredSink is what sink subtask i restores: whether it restores, and
 // the state of the old subtask i, if there was one (RecoverSinks
