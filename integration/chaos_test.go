@@ -368,6 +368,8 @@ func TestChaosUnalignedCheckpointRestore(t *testing.T) {
 	for round := range rounds {
 		c := waitForChannelState(t, j, last)
 		last = c.ID
+		// A real, random wait: the kill lands at an unplanned moment of the
+		// real job after the checkpoint.
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		for !killWorker(rng) {
 			select {

@@ -349,7 +349,7 @@ func TestChaosRuntimeSIGKILLKafkaSink(t *testing.T) {
 			if lso, end := offsets(t, adm, topic, true), offsets(t, adm, topic, false); fmt.Sprint(lso) != fmt.Sprint(end) {
 				break
 			}
-			time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+			time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond) // real and random: a try at an unplanned moment
 		}
 		procs := descendants(cmd.Process.Pid)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -254,6 +254,7 @@ plan = env.plan("backpressure")
 	var peak int
 	var generated int64
 	for range 60 { // three seconds of samples
+		// Real wall time: the peak is sampled while the real job runs.
 		time.Sleep(50 * time.Millisecond)
 		peak = max(peak, mem.CurrentAlloc())
 	}

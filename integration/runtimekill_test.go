@@ -189,6 +189,7 @@ func TestChaosRuntimeSIGKILL(t *testing.T) {
 				}
 			}
 		default:
+			// A real, random wait: the SIGKILL lands at an unplanned moment.
 			time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		}
 		procs := descendants(cmd.Process.Pid)

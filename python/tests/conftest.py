@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from _polling import wait_until
 from _pytest.faulthandler import fault_handler_stderr_fd_key
 
 EXIT_TIMEOUT_ENV = "FLINKGO_TEST_EXIT_TIMEOUT"
@@ -304,15 +305,16 @@ def s3_server() -> Iterator[S3Server]:
     )
     endpoint = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
+
+        def listening() -> bool:
             try:
                 urllib.request.urlopen(endpoint + "/moto-api/", timeout=5).close()
-                break
+                return True
             except OSError:
                 assert proc.poll() is None, "moto server exited"
-                assert time.monotonic() < deadline, "moto server did not answer"
-                time.sleep(0.05)  # polling the server until it listens
+                return False
+
+        wait_until(listening, "the moto server to answer")
         yield S3Server(endpoint)
     finally:
         proc.kill()

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 import urllib.error
 import urllib.request
 
 import pytest
+from _polling import wait_until
 
 import flinkgo as fg
 from flinkgo import _runtime
@@ -51,10 +51,11 @@ def test_embedded_runtime_serves_the_dashboard_at_the_jobs_rest_port(tmp_path):
     base = f"http://127.0.0.1:{port}"
     try:
         # The REST server starts with the job; the job is RUNNING once deployed.
-        deadline = time.monotonic() + 120
-        while fetch(f"{base}/jobs/{job.job_id}/status")[2] != '{"status":"RUNNING"}\n':
-            assert time.monotonic() < deadline, "the job did not run within 120 s"
-            time.sleep(0.05)
+        wait_until(
+            lambda: fetch(f"{base}/jobs/{job.job_id}/status")[2] == '{"status":"RUNNING"}\n',
+            "the job to run",
+            timeout=120,
+        )
         status, headers, page = fetch(base + "/")
         assert status == 200 and headers["Content-Type"].startswith("text/html")
         assert "<title>flinkgo dashboard</title>" in page

@@ -19,6 +19,7 @@ from types import ModuleType
 import numpy as np
 import pandas as pd
 import pytest
+from _polling import wait_until, within
 
 import flinkgo as fg
 
@@ -135,12 +136,14 @@ def committed_json(broker, topic: str, rows: int) -> pd.DataFrame:
 
     The commit markers land just after the job's commit returns: this polls for them.
     """
-    deadline = time.monotonic() + 60
-    while True:
-        values = [json.loads(v) for _, v in broker.records(topic, read_committed=True)]
-        if len(values) >= rows or time.monotonic() > deadline:
-            return pd.DataFrame(values, columns=["user", "window_start", "window_end", *SPEND])
-        time.sleep(0.05)  # polling the broker for a condition
+    values: list = []
+
+    def visible() -> bool:
+        values[:] = [json.loads(v) for _, v in broker.records(topic, read_committed=True)]
+        return len(values) >= rows
+
+    within(visible, 60)  # the caller checks the rows
+    return pd.DataFrame(values, columns=["user", "window_start", "window_end", *SPEND])
 
 
 SPEND = ["purchases", "total_eur", "max_eur"]
@@ -190,13 +193,16 @@ def test_kafka_s3_example_stops_resumes_from_s3_and_writes_every_window_once(
     job = env.execute_async("kafka-s3 example, streaming")
     try:
         checkpoint = re.compile(r"checkpoints/[0-9a-f]+/chk-\d+/_metadata")
-        deadline = time.monotonic() + 120
-        while not any(
-            checkpoint.fullmatch(o["Key"])
-            for o in s3.list_objects_v2(Bucket=bucket, Prefix="checkpoints/").get("Contents", [])
-        ):
-            assert time.monotonic() < deadline, "no checkpoint reached the bucket"
-            time.sleep(0.05)  # polling the bucket for a condition
+        wait_until(
+            lambda: any(
+                checkpoint.fullmatch(o["Key"])
+                for o in s3.list_objects_v2(Bucket=bucket, Prefix="checkpoints/").get(
+                    "Contents", []
+                )
+            ),
+            "a checkpoint in the bucket",
+            timeout=120,
+        )
         # Stopped once windows the watermark closed were committed, so that both runs
         # write some.
         assert len(committed_json(kafka_broker, target, 1)) > 0, "no window committed"

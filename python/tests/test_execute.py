@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import warnings
 
 import numpy as np
@@ -30,6 +29,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 import pytest
+from _polling import within
 
 import flinkgo as fg
 from flinkgo import _runtime, udf
@@ -903,12 +903,7 @@ def test_ctrl_c_cancels_the_job(fresh_runtime):
 
 
 def no_children_left(pid, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not psutil.Process(pid).children(recursive=True):
-            return True
-        time.sleep(0.1)
-    return False
+    return within(lambda: not psutil.Process(pid).children(recursive=True), timeout)
 
 
 def test_cancel_by_job_id(fresh_runtime):

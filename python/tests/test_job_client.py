@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from _polling import wait_until, within
 
 import flinkgo as fg
 from flinkgo import _runtime
@@ -103,18 +104,14 @@ def test_a_detached_job_outlives_the_script_that_submitted_it(endpoint: str) -> 
         def states() -> dict[str, str]:
             return {i: s for i, _, s in client.list_jobs(include_ended=True)}
 
-        deadline = time.monotonic() + 60
-        while states().get(attached_id) != "CANCELED" and time.monotonic() < deadline:
-            time.sleep(0.1)
+        within(lambda: states().get(attached_id) == "CANCELED", 60)  # checked below
         now = states()
         assert now.get(attached_id) == "CANCELED", now
         assert now.get(detached_id) == "RUNNING", now
         assert detached_id in {i for i, _, _ in client.list_jobs()}
         assert attached_id not in {i for i, _, _ in client.list_jobs()}
         assert client.cancel(detached_id)
-        while states().get(detached_id) != "CANCELED" and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert states().get(detached_id) == "CANCELED"
+        wait_until(lambda: states().get(detached_id) == "CANCELED", "the detached job's cancel")
 
 
 def test_an_endless_file_sink_without_checkpoints_is_warned_of(tmp_path) -> None:

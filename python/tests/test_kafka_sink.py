@@ -7,10 +7,10 @@ client independent of the runtime's franz-go, as a ``read_committed`` consumer.
 from __future__ import annotations
 
 import json
-import time
 
 import pandas as pd
 import pytest
+from _polling import within
 
 import flinkgo as fg
 from flinkgo import _runtime
@@ -35,12 +35,14 @@ def committed(broker, topic: str, rows: int) -> list[bytes]:
     The broker writes the commit markers just after the commit returns, so the last
     stable offset can trail the end of the job by a moment: this polls for it.
     """
-    deadline = time.monotonic() + 60
-    while True:
-        values = [v for _, v in broker.records(topic, read_committed=True)]
-        if len(values) >= rows or time.monotonic() > deadline:
-            return values
-        time.sleep(0.05)  # polling the broker for a condition
+    values: list[bytes] = []
+
+    def visible() -> bool:
+        values[:] = [v for _, v in broker.records(topic, read_committed=True)]
+        return len(values) >= rows
+
+    within(visible, 60)  # the caller checks the rows
+    return values
 
 
 def sink_message(env: fg.Environment) -> pb.KafkaSink:

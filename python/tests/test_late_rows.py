@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import glob
 import os
-import time
 
 import pandas as pd
 import pytest
+from _polling import wait_until
 
 import flinkgo as fg
 from flinkgo import _runtime
@@ -261,10 +261,7 @@ def restore_job(tmp_path, parallelism: int, **config: str) -> fg.Environment:
 
 def test_late_rows_to_a_file_sink_exactly_once_across_a_savepoint(runtime, tmp_path):
     job = restore_job(tmp_path, 2).execute_async("first")
-    deadline = time.monotonic() + 60
-    while parts(tmp_path / "late").empty:
-        assert time.monotonic() < deadline, "no checkpoint published the first late row"
-        time.sleep(0.05)
+    wait_until(lambda: not parts(tmp_path / "late").empty, "a checkpoint to publish a late row")
     stopped = job.stop_with_savepoint()
     assert job.result(timeout=60).state == "FINISHED"
     before = parts(tmp_path / "late")

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from _polling import wait_until, within
 
 import flinkgo as fg
 from flinkgo import _runtime
@@ -81,12 +82,15 @@ def test_start_passes_the_contract_and_forwards_stdout(tmp_path, capfd):
         assert python == f"FLINKGO_PYTHON={sys.executable}"
         assert os.path.dirname(__file__) in pythonpath.split("=", 1)[1].split(os.pathsep)
         rt.drain_output()
-        deadline = time.monotonic() + 5
         out = err = ""
-        while time.monotonic() < deadline and ("a printed row" not in out or not err):
+
+        def printed() -> bool:
+            nonlocal out, err
             captured = capfd.readouterr()
             out, err = out + captured.out, err + captured.err
-            time.sleep(0.05)
+            return "a printed row" in out and bool(err)
+
+        within(printed, 5)  # checked below, line by line
         assert "before ready\n" in out and "a printed row\n" in out
         assert "serving on" not in out
         assert "some log" in err
@@ -378,15 +382,11 @@ def test_a_sigkilled_runtime_leaves_no_process_and_its_files_are_removed_next(
     env = dict(os.environ, TMPDIR=str(tmp))
     proc, runtime_pid, _ = start_child(tmp_path, "hog", str(marks), env=env)
     try:
-        deadline = time.monotonic() + 120
-
         # Only renamed marks: a ".tmp" one may still be empty.
         def written():
             return [n for n in os.listdir(marks) if not n.endswith(".tmp")]
 
-        while not written() and proc.poll() is None:
-            assert time.monotonic() < deadline, "the UDF did not start"
-            time.sleep(0.05)
+        wait_until(lambda: written() or proc.poll() is not None, "the UDF to start", timeout=120)
         assert proc.poll() is None, proc.stderr.read()
         mark = written()[0]
         worker, child = (marks / mark).read_text().split()
@@ -435,12 +435,14 @@ def test_runtime_and_workers_exit_when_python_is_killed(built, tmp_path):
     proc, pid, _ = start_child(tmp_path, "endless")
     try:
         runtime = psutil.Process(pid)
-        deadline = time.monotonic() + 60
         workers = []
-        while time.monotonic() < deadline and len(workers) < 2:
+
+        def started() -> bool:
+            nonlocal workers
             workers = runtime.children(recursive=True)
-            time.sleep(0.1)
-        assert len(workers) >= 2, "the job's Python workers did not start"
+            return len(workers) >= 2
+
+        assert within(started, 60), "the job's Python workers did not start"
     finally:
         proc.kill()
         proc.communicate(timeout=10)

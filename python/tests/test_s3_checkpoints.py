@@ -8,10 +8,10 @@ again from it at another parallelism: the results equal an uninterrupted run's.
 from __future__ import annotations
 
 import glob
-import time
 
 import pandas as pd
 import pytest
+from _polling import wait_until
 
 import flinkgo as fg
 from flinkgo import _runtime
@@ -74,10 +74,12 @@ def results(tmp_path) -> pd.DataFrame:
 def test_keyed_job_restores_from_a_savepoint_on_s3(tmp_path, s3_endpoint):
     endpoint, client = s3_endpoint
     job = pipeline(tmp_path, endpoint, 2, rate=10000.0).execute_async("on-s3")
-    deadline = time.monotonic() + 60
-    while not client.list_objects_v2(Bucket="flinkgo-test", Prefix="checkpoints/").get("KeyCount"):
-        assert time.monotonic() < deadline, "no checkpoint reached the bucket"
-        time.sleep(0.05)
+    wait_until(
+        lambda: client.list_objects_v2(Bucket="flinkgo-test", Prefix="checkpoints/").get(
+            "KeyCount"
+        ),
+        "a checkpoint in the bucket",
+    )
     savepoint = job.stop_with_savepoint()
     assert job.result(timeout=60).state == "FINISHED"
     assert savepoint.startswith("s3://flinkgo-test/savepoints/savepoint-")

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import glob
 import os
-import time
 
 import pandas as pd
 import pytest
+from _polling import wait_until, within
 
 import flinkgo as fg
 from flinkgo import _runtime, udf
@@ -56,18 +56,11 @@ def committed(tmp_path) -> pd.DataFrame:
 
 
 def wait_running(job, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while job.status() != "RUNNING":
-        assert time.monotonic() < deadline, f"job not running: {job}"
-        time.sleep(0.05)
+    wait_until(lambda: job.status() == "RUNNING", f"job {job} to run", timeout)
 
 
 def wait_committed(tmp_path, timeout=60.0):
-    # Until a checkpoint published some rows.
-    deadline = time.monotonic() + timeout
-    while committed(tmp_path).empty:
-        assert time.monotonic() < deadline, "no checkpoint published rows"
-        time.sleep(0.05)
+    wait_until(lambda: not committed(tmp_path).empty, "a checkpoint to publish rows", timeout)
 
 
 def test_stop_with_savepoint_and_restore_at_another_parallelism(tmp_path):
@@ -172,7 +165,11 @@ def test_keyed_aggregation_of_an_unbounded_source_emits_updates(tmp_path):
     )
     job = env.execute_async("updates")
     wait_running(job)
-    time.sleep(1.0)
+    # Canceled once the sink has its part file open: updates are flowing.
+    wait_until(
+        lambda: any(p.name.endswith(".inprogress") for p in (tmp_path / "out").glob(".part-*")),
+        "the sink to open its part file",
+    )
     job.cancel()
     with pytest.raises(fg.JobCanceledError):
         job.result(timeout=60)
@@ -182,14 +179,15 @@ def test_keyed_aggregation_of_an_unbounded_source_emits_updates(tmp_path):
     job = env.execute_async("updates")
     wait_running(job)
     # Until checkpoints published at least two updates of every key.
-    deadline = time.monotonic() + 60
-    while True:
+    counts = pd.Series(dtype="int64")
+
+    def two_updates_per_key() -> bool:
+        nonlocal counts
         out = committed(tmp_path)
         counts = out.groupby("k")["n"].count() if "k" in out else pd.Series(dtype="int64")
-        if len(counts) == 3 and counts.min() >= 2:
-            break
-        assert time.monotonic() < deadline, f"updates published so far: {counts.to_dict()}"
-        time.sleep(0.05)
+        return len(counts) == 3 and counts.min() >= 2
+
+    assert within(two_updates_per_key, 60), f"updates published so far: {counts.to_dict()}"
     job.stop_with_savepoint()
     assert job.result(timeout=60).state == "FINISHED"
     out = committed(tmp_path)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import glob
 import os
-import time
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from _polling import wait_until
 
 import flinkgo as fg
 from flinkgo import _runtime
@@ -361,10 +361,7 @@ def committed(tmp_path) -> pd.DataFrame:
 
 def test_udaf_window_restores_from_a_savepoint(runtime, tmp_path):
     job = savepoint_pipeline(tmp_path, 2, rate=6000.0).execute_async("first")
-    deadline = time.monotonic() + 60
-    while committed(tmp_path).empty:
-        assert time.monotonic() < deadline, "no checkpoint published window rows"
-        time.sleep(0.05)
+    wait_until(lambda: not committed(tmp_path).empty, "a checkpoint to publish window rows")
     stopped = job.stop_with_savepoint()
     assert job.result(timeout=60).state == "FINISHED"
     assert os.path.exists(os.path.join(stopped, "_metadata"))

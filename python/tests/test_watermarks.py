@@ -12,11 +12,11 @@ from __future__ import annotations
 import datetime
 import glob
 import os
-import time
 
 import pandas as pd
 import pyarrow as pa
 import pytest
+from _polling import wait_until
 
 import flinkgo as fg
 from flinkgo import _runtime, udf
@@ -219,10 +219,7 @@ def test_savepoint_restores_after_an_operator_is_added_upstream(runtime, tmp_pat
     explained = before.explain()
     assert "uid=ts/extract-timestamp" in explained and "uid=ts/watermarks" in explained
     job = before.execute_async("first")
-    deadline = time.monotonic() + 60
-    while committed(tmp_path).empty:
-        assert time.monotonic() < deadline, "no checkpoint published rows"
-        time.sleep(0.05)
+    wait_until(lambda: not committed(tmp_path).empty, "a checkpoint to publish rows")
     stopped = job.stop_with_savepoint()
     assert job.result(timeout=60).state == "FINISHED"
     first = committed(tmp_path)

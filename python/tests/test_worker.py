@@ -9,6 +9,7 @@ import time
 import grpc
 import pyarrow as pa
 import pytest
+from _polling import wait_until
 
 from flinkgo import udf
 from flinkgo._proto import (
@@ -175,19 +176,19 @@ def test_exits_when_parent_dies(tmp_path):
     env = dict(os.environ, **{COOKIE_KEY: COOKIE_VALUE})
     shell = subprocess.Popen(["sh", "-c", script], env=env)
     try:
-        deadline = time.monotonic() + 30
-        while not (pid_file.exists() and pid_file.read_text().strip()):
-            assert time.monotonic() < deadline, "worker did not start"
-            time.sleep(0.05)
+        wait_until(
+            lambda: pid_file.exists() and pid_file.read_text().strip(),
+            "the worker to start",
+            timeout=30,
+        )
         pid = int(pid_file.read_text())
+        # Real wall time: the parent must die while the worker runs, not before its
+        # interpreter is up (a worker still importing is the other case above).
         time.sleep(0.5)
     finally:
         shell.kill()
         shell.wait()
-    deadline = time.monotonic() + 15
-    while _alive(pid):
-        assert time.monotonic() < deadline, f"worker {pid} outlived its parent"
-        time.sleep(0.05)
+    wait_until(lambda: not _alive(pid), f"worker {pid} to exit after its parent", timeout=15)
 
 
 def _alive(pid: int) -> bool:

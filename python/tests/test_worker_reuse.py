@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import psutil
 import pytest
+from _polling import wait_until
 
 import flinkgo as fg
 from flinkgo import udf
@@ -46,15 +47,14 @@ def pids(env: fg.Environment) -> set[int]:
 
 def wait_gone(pid: int, timeout: float = 30.0) -> None:
     """Wait until process `pid` has exited (a condition, with a bound)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def gone() -> bool:
         try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:  # exited (and reaped) between any two looks
-            return
-        assert time.monotonic() < deadline, f"worker {pid} still runs"
-        time.sleep(0.02)
+            return True
+
+    wait_until(gone, f"worker {pid} to exit", timeout)
 
 
 def test_a_second_job_reuses_the_first_jobs_worker():
@@ -158,7 +158,7 @@ def pid_when_both_run(x):
     (d / str(os.getpid())).write_text("")
     deadline = time.monotonic() + 60
     while len(list(d.iterdir())) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+        time.sleep(0.01)  # in the worker, where the tests' _polling is not importable
     return os.getpid()
 
 
