@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/flinkgo/flinkgo/runtime/ident"
 	"github.com/flinkgo/flinkgo/runtime/operator"
 	"github.com/flinkgo/flinkgo/runtime/plan"
 	"github.com/flinkgo/flinkgo/runtime/watermark"
@@ -32,7 +33,8 @@ func (workerError) Error() string { return `UDF "f" raised in worker 7: ValueErr
 func chainOf(head, child operator.Operator, namesOrigin func(error) bool) *link {
 	newLink := func(name string, op operator.Operator) *link {
 		return &link{op: &plan.Operator{Name: name, UID: name}, proc: op, count: &operator.Counters{},
-			wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark, namesOrigin: namesOrigin}
+			wmIn: watermark.MinWatermark, wmOut: watermark.MinWatermark, namesOrigin: namesOrigin,
+			id: ident.Subtask{Operator: name, UID: name}}
 	}
 	h, c := newLink("map", head), newLink("udf", child)
 	h.children = []*link{c}
