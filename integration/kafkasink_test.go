@@ -381,6 +381,7 @@ func TestChaosRuntimeSIGKILLKafkaSink(t *testing.T) {
 		}
 	case <-time.After(5 * time.Minute): // hang guard
 		_ = cmd.Process.Kill()
+		<-done // out is written until the process is gone
 		t.Fatalf("the last attempt did not end:\n%s", out)
 	}
 	waitNoOpenTransaction(t, adm, topic)
