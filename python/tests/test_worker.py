@@ -2,10 +2,12 @@
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 import grpc
@@ -422,3 +424,35 @@ def test_supervisor_logs_once_at_debug_which_supervision_it_uses(supervision):
         assert not os.path.exists(directory), "the worker's cgroup was left behind"
     else:
         assert chosen == ["worker supervised by a child subreaper only, no cgroup"]
+
+
+def test_an_ordinary_user_outside_a_delegated_cgroup_gets_the_reason():
+    # Run as nobody, where root owns this process's cgroup: create() must refuse
+    # with the reason the supervisor logs, and leave nothing behind.
+    from flinkgo.worker import cgroup
+
+    parent = _cgroup_parent()
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to run as another user")
+    # pytest's tmp_path sits in a 0700 directory of root's: nobody needs its own.
+    module_dir = tempfile.mkdtemp()
+    try:
+        os.chmod(module_dir, 0o755)
+        shutil.copy(cgroup.__file__, module_dir)
+        # The venv's interpreter may sit in a directory nobody cannot enter; its
+        # base one does not, and cgroup.py needs nothing else.
+        python = os.path.realpath(sys.executable)
+        code = (
+            f"import sys; sys.path.insert(0, {module_dir!r}); import cgroup; print(cgroup.create())"
+        )
+        out = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=module_dir,
+            check=True,
+        ).stdout
+    finally:
+        shutil.rmtree(module_dir)
+    why = f"cannot create a cgroup under {parent}: Permission denied"
+    assert out.strip() == repr((None, why))

@@ -53,7 +53,7 @@ def own_cgroup_dir() -> tuple[str | None, str]:
     mount = _mountpoint()
     if mount is None:
         return None, "cgroup2 is not mounted"
-    directory = os.path.join(mount, path.lstrip("/"))
+    directory = os.path.normpath(os.path.join(mount, path.lstrip("/")))
     if not os.path.isfile(os.path.join(directory, "cgroup.procs")):
         return None, f"{directory} is not this process's cgroup"
     return directory, ""

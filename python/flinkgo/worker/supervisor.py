@@ -128,7 +128,8 @@ def supervise() -> int | None:
         return None
     host = int(os.environ.get("FLINKGO_HOST_PID") or os.getppid())
     subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
-    cgroup_dir, why_not = cgroup.create() if subreaper else (None, "not Linux")
+    linux = sys.platform.startswith("linux")
+    cgroup_dir, why_not = cgroup.create() if linux else (None, "not Linux")
     # The worker waits until it is in its cgroup: nothing it starts is born outside.
     moved_r, moved_w = os.pipe()
     worker = os.fork()
@@ -196,7 +197,9 @@ def _run(group: int, worker: int, host: int, cgroup_dir: str | None) -> None:
 
 
 def _host_gone(group: int) -> None:
-    os.killpg(group, signal.SIGKILL)  # the worker's end ends our wait
+    # The worker's end ends our wait; a signal during the cleanup finds the group gone.
+    with contextlib.suppress(OSError):
+        os.killpg(group, signal.SIGKILL)
 
 
 def _watch_host(host: int) -> None:
