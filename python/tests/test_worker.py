@@ -1,9 +1,13 @@
 """The worker process as go-plugin sees it: handshake, services, shutdown."""
 
+import json
 import os
+import shutil
+import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 import grpc
@@ -290,3 +294,165 @@ def test_shared_memory_transport(worker):
     assert second.shared_length == 0
     assert read_batch(second.arrow_ipc).column(0).to_pylist() == [10 * i for i in range(20_000)]
     region.close()
+
+
+# The worker's cgroup (flinkgo.worker.cgroup). The runtime's own tests of a UDF's
+# escaped processes under both supervisions are in udf/bridge/pluginrunner
+# (TestJobEndKillsASetsidChildOfTheUDF, TestHostDeathKillsASetsidChildOfTheUDF).
+
+
+def _cgroup_parent() -> str:
+    """Return this process's cgroup v2 directory where a cgroup can be created there.
+
+    Skips, naming why, where none can; fails under FLINKGO_REQUIRE_PYTHON=1 where
+    one should: as root on Linux with cgroup2 mounted read-write (CI).
+    """
+    from flinkgo.worker import cgroup
+
+    parent, why = cgroup.own_cgroup_dir()
+    if parent is not None:
+        probe = os.path.join(parent, f"flinkgo-probe-{os.getpid()}")
+        try:
+            os.mkdir(probe)
+            os.rmdir(probe)
+            return parent
+        except OSError as e:
+            why = f"cannot create a cgroup under {parent}: {e.strerror}"
+    mount = cgroup._mountpoint()
+    read_write = mount is not None and os.access(mount, os.W_OK)
+    if os.environ.get("FLINKGO_REQUIRE_PYTHON") == "1" and os.geteuid() == 0 and read_write:
+        pytest.fail(f"root with cgroup2 mounted read-write cannot create a cgroup: {why}")
+    pytest.skip(f"this process cannot create a cgroup, so workers use the subreaper alone: {why}")
+
+
+def _start_in_cgroup(directory: str, script: str) -> subprocess.Popen:
+    """Start a shell inside the cgroup (moved in before exec: its children are born there)."""
+    procs = os.path.join(directory, "cgroup.procs")
+
+    def enter() -> None:
+        with open(procs, "w") as f:
+            f.write("0")
+
+    return subprocess.Popen(["sh", "-c", script], preexec_fn=enter)  # noqa: PLW1509
+
+
+@pytest.mark.parametrize("use_kill_file", [True, False], ids=["cgroup.kill", "pid-by-pid"])
+def test_cgroup_kill_ends_every_process_and_removes_it(use_kill_file):
+    from flinkgo.worker import cgroup
+
+    parent = _cgroup_parent()
+    directory = os.path.join(parent, f"{cgroup.PREFIX}{os.getpid()}")
+    os.mkdir(directory)
+    try:
+        # Setsid and double-forked processes: in no group of the shell's, and
+        # orphaned once their parents exit; a nested cgroup holds one more.
+        shell = _start_in_cgroup(
+            directory,
+            "setsid sleep 100000 </dev/null >/dev/null 2>&1 & "
+            "(sleep 100000 </dev/null >/dev/null 2>&1 &) ; "
+            f"mkdir {directory}/nested && sh -c 'echo 0 > {directory}/nested/cgroup.procs; "
+            "exec sleep 100000' & wait",
+        )
+        wait_until(lambda: len(cgroup._procs(directory)) >= 4, "the shell's processes to start")
+        pids = cgroup._procs(directory)
+        cgroup.kill(directory, use_kill_file=use_kill_file)
+        shell.wait(timeout=10)
+        wait_until(
+            lambda: not any(_alive(pid) for pid in pids), f"the cgroup's processes {pids} to die"
+        )
+        assert cgroup._procs(directory) == []
+        assert cgroup.remove(directory)
+        assert not os.path.exists(directory)
+    finally:
+        if os.path.exists(directory):
+            cgroup.kill(directory)
+            cgroup.remove(directory)
+
+
+def test_stale_empty_cgroups_are_removed_and_live_ones_kept():
+    from flinkgo.worker import cgroup
+
+    parent = _cgroup_parent()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = os.path.join(parent, f"{cgroup.PREFIX}{gone.pid}")
+    live = os.path.join(parent, f"{cgroup.PREFIX}{os.getpid()}")
+    os.makedirs(os.path.join(stale, "nested"))
+    os.mkdir(live)
+    try:
+        cgroup.remove_stale(parent)
+        assert not os.path.exists(stale), "an empty cgroup of a dead supervisor was left"
+        assert os.path.exists(live), "a live supervisor's cgroup was removed"
+    finally:
+        cgroup.remove(stale)
+        cgroup.remove(live)
+
+
+@pytest.mark.parametrize("supervision", ["cgroup", "subreaper"])
+def test_supervisor_logs_once_at_debug_which_supervision_it_uses(supervision):
+    if supervision == "cgroup":
+        parent = _cgroup_parent()
+    env = dict(
+        os.environ,
+        **{COOKIE_KEY: COOKIE_VALUE, "FLINKGO_WORKER_LOG_LEVEL": "debug"},
+        **({"FLINKGO_WORKER_CGROUP": "0"} if supervision == "subreaper" else {}),
+    )
+    # As the host starts it: the leader of its own process group, so it is supervised.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flinkgo.worker"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+        process_group=0,
+    )
+    try:
+        assert proc.stdout.readline().startswith("1|1|unix|")
+        if supervision == "cgroup":
+            directory = os.path.join(parent, f"flinkgo-worker-{proc.pid}")
+            assert os.path.isdir(directory), "the worker has no cgroup of its own"
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    messages = [json.loads(line)["@message"] for line in stderr.splitlines() if line]
+    chosen = [m for m in messages if m.startswith("worker supervised")]
+    if supervision == "cgroup":
+        assert chosen == ["worker supervised in a cgroup of its own"]
+        assert not os.path.exists(directory), "the worker's cgroup was left behind"
+    else:
+        assert chosen == ["worker supervised by a child subreaper only, no cgroup"]
+
+
+def test_an_ordinary_user_outside_a_delegated_cgroup_gets_the_reason():
+    # Run as nobody, where root owns this process's cgroup: create() must refuse
+    # with the reason the supervisor logs, and leave nothing behind.
+    from flinkgo.worker import cgroup
+
+    parent = _cgroup_parent()
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to run as another user")
+    # pytest's tmp_path sits in a 0700 directory of root's: nobody needs its own.
+    module_dir = tempfile.mkdtemp()
+    try:
+        os.chmod(module_dir, 0o755)
+        shutil.copy(cgroup.__file__, module_dir)
+        # The venv's interpreter may sit in a directory nobody cannot enter; its
+        # base one does not, and cgroup.py needs nothing else.
+        python = os.path.realpath(sys.executable)
+        code = (
+            f"import sys; sys.path.insert(0, {module_dir!r}); import cgroup; print(cgroup.create())"
+        )
+        out = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=module_dir,
+            check=True,
+        ).stdout
+    finally:
+        shutil.rmtree(module_dir)
+    why = f"cannot create a cgroup under {parent}: Permission denied"
+    assert out.strip() == repr((None, why))

@@ -14,6 +14,12 @@ view of the worker's end is the worker's. When the host dies the kernel sends th
 supervisor SIGTERM (the parent-death signal the host asks for), and it does the same:
 nothing a worker started outlives the runtime, even a SIGKILLed one.
 
+Where the process may create a cgroup v2 (``flinkgo.worker.cgroup``), the supervisor
+also moves the worker, before it runs anything, into a cgroup of its own, so every
+descendant is born inside it; at the end it kills the whole cgroup first and removes
+the directory. Elsewhere the subreaper works alone; which one is used is logged once
+at debug. The subreaper stays in both cases: it also reaps.
+
 The supervisor runs no user code, takes no lock and starts no thread on Linux; it only
 waits, signals and reaps.
 """
@@ -22,15 +28,20 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import signal
 import sys
 import threading
 import time
 
+from flinkgo.worker import cgroup
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PARENT_POLL_SECONDS = 0.2
+
+log = logging.getLogger("flinkgo.worker.supervisor")
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -67,12 +78,15 @@ def _children(me: int) -> list[int]:
     return kids
 
 
-def _kill_all(group: int) -> None:
-    """SIGKILL the worker's group and every process re-parented to us; reap them all.
+def _kill_all(group: int, cgroup_dir: str | None) -> None:
+    """SIGKILL the worker's cgroup, its group and every process re-parented to us.
 
     A process killed here has its children re-parented to us before we can reap it,
-    so the next round finds them; the loop ends when we have no child left.
+    so the next round finds them; the loop ends when we have no child left. The
+    cgroup, emptied, is removed.
     """
+    if cgroup_dir is not None:
+        cgroup.kill(cgroup_dir)
     with contextlib.suppress(OSError):
         os.killpg(group, signal.SIGKILL)
     me = os.getpid()
@@ -83,7 +97,9 @@ def _kill_all(group: int) -> None:
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
-            return
+            break
+    if cgroup_dir is not None:
+        cgroup.remove(cgroup_dir)
 
 
 def _exit_as(status: int) -> None:
@@ -111,18 +127,43 @@ def supervise() -> int | None:
     if os.getpgrp() != group:
         return None
     host = int(os.environ.get("FLINKGO_HOST_PID") or os.getppid())
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    linux = sys.platform.startswith("linux")
+    cgroup_dir, why_not = cgroup.create() if linux else (None, "not Linux")
+    # The worker waits until it is in its cgroup: nothing it starts is born outside.
+    moved_r, moved_w = os.pipe()
     worker = os.fork()
     if worker == 0:
         # The worker dies with its supervisor; one that is already gone left us
         # re-parented, which the worker's parent watch sees.
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.close(moved_w)
+        os.read(moved_r, 1)  # EOF too if the supervisor died
+        os.close(moved_r)
         return group
-    _run(group, worker, host)
+    os.close(moved_r)
+    if cgroup_dir is not None:
+        why_not = cgroup.move(cgroup_dir, worker)
+        if why_not:
+            cgroup.remove(cgroup_dir)
+            cgroup_dir = None
+    os.write(moved_w, b"1")
+    os.close(moved_w)
+    if cgroup_dir is not None:
+        log.debug(
+            "worker supervised in a cgroup of its own",
+            extra={"fields": {"cgroup": cgroup_dir, "worker_pid": worker}},
+        )
+    else:
+        log.debug(
+            "worker supervised by a child subreaper only, no cgroup",
+            extra={"fields": {"reason": why_not, "worker_pid": worker, "subreaper": subreaper}},
+        )
+    _run(group, worker, host, cgroup_dir)
     return None  # not reached
 
 
-def _run(group: int, worker: int, host: int) -> None:
+def _run(group: int, worker: int, host: int, cgroup_dir: str | None) -> None:
     # Never hold the worker's stdout: go-plugin reads it to its end. Stderr stays
     # for a failure of our own; we exit right after the worker anyway.
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -151,12 +192,14 @@ def _run(group: int, worker: int, host: int) -> None:
             os._exit(1)
         if pid == worker:
             break
-    _kill_all(group)
+    _kill_all(group, cgroup_dir)
     _exit_as(status)
 
 
 def _host_gone(group: int) -> None:
-    os.killpg(group, signal.SIGKILL)  # the worker's end ends our wait
+    # The worker's end ends our wait; a signal during the cleanup finds the group gone.
+    with contextlib.suppress(OSError):
+        os.killpg(group, signal.SIGKILL)
 
 
 def _watch_host(host: int) -> None:

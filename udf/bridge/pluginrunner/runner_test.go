@@ -570,12 +570,12 @@ def ident(x):
 		os.Exit(1)
 	}
 	if which == "python-setsid" {
-		child, err := runEscapeOnce(r)
+		child, grandchild, err := runEscapeOnce(r)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		fmt.Println(r.Pid(), child)
+		fmt.Println(r.Pid(), child, grandchild)
 		select {}
 	}
 	fmt.Println(r.Pid())
@@ -584,7 +584,9 @@ def ident(x):
 
 // escapeSource's UDF starts, once, a process that leaves the worker's
 // session and process group and sleeps forever, holding the worker's stdout
-// and stderr, and writes its pid to the file $FLINKGO_TEST_CHILD_PIDFILE.
+// and stderr, and a double-forked grandchild (its parent, a shell, exits at
+// once, so it is orphaned), and writes their pids, "child grandchild", to the
+// file $FLINKGO_TEST_CHILD_PIDFILE.
 const escapeSource = `
 import os, subprocess, sys
 from flinkgo import udf
@@ -597,41 +599,53 @@ def escape(x):
             [sys.executable, "-c", "import time\nwhile True: time.sleep(1000)"],
             start_new_session=True,
         )
+        shell = subprocess.run(
+            ["sh", "-c", "sleep 100000 </dev/null >/dev/null 2>&1 & echo $!"],
+            capture_output=True, check=True, text=True,
+        )
         with open(path + ".tmp", "w") as f:
-            f.write(str(child.pid))
+            f.write(f"{child.pid} {shell.stdout.strip()}")
         os.rename(path + ".tmp", path)
     return x
 `
 
-// runEscapeOnce has escapeSource's UDF start its setsid child and returns
-// the child's pid.
-func runEscapeOnce(r *pluginrunner.Runner) (int, error) {
+// readEscapedPids reads the pids escapeSource's UDF wrote.
+func readEscapedPids(path string) (child, grandchild int, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := fmt.Sscan(string(data), &child, &grandchild); err != nil {
+		return 0, 0, fmt.Errorf("pid file %s holds %q: %w", path, data, err)
+	}
+	return child, grandchild, nil
+}
+
+// runEscapeOnce has escapeSource's UDF start its setsid child and
+// double-forked grandchild and returns their pids.
+func runEscapeOnce(r *pluginrunner.Runner) (int, int, error) {
 	b := array.NewRecordBuilder(memory.NewGoAllocator(), int64Schema)
 	b.Field(0).(*array.Int64Builder).Append(1)
 	batch := b.NewRecordBatch()
 	b.Release()
 	defer batch.Release()
 	if err := r.Process(context.Background(), 0, batch); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := r.Flush(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for {
 		res, ok, err := r.TryTakeResult()
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if !ok {
 			break
 		}
 		res.Batch.Release()
 	}
-	data, err := os.ReadFile(os.Getenv("FLINKGO_TEST_CHILD_PIDFILE"))
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(string(data))
+	return readEscapedPids(os.Getenv("FLINKGO_TEST_CHILD_PIDFILE"))
 }
 
 // helperT lets testkit run outside a test, in the helper process.
