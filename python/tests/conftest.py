@@ -21,6 +21,7 @@ from __future__ import annotations
 import faulthandler
 import os
 import pathlib
+import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +33,12 @@ from _polling import wait_until
 from _pytest.faulthandler import fault_handler_stderr_fd_key
 
 EXIT_TIMEOUT_ENV = "FLINKGO_TEST_EXIT_TIMEOUT"
+
+# A suite started in the background by a non-interactive shell (`make test &`)
+# inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler:
+# the Ctrl-C tests need Python's own, as a terminal gives it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(trylast=True)

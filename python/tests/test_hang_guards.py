@@ -13,10 +13,12 @@ import sys
 from pathlib import Path
 
 CONFTEST = Path(__file__).with_name("conftest.py")
+POLLING = Path(__file__).with_name("_polling.py")  # the conftest imports it
 
 
 def run_pytest(tmp_path: Path, test_code: str, *options: str) -> subprocess.CompletedProcess[str]:
     shutil.copy(CONFTEST, tmp_path / "conftest.py")
+    shutil.copy(POLLING, tmp_path / "_polling.py")
     (tmp_path / "test_hang.py").write_text(test_code)
     env = dict(os.environ, FLINKGO_TEST_EXIT_TIMEOUT="2")
     return subprocess.run(
