@@ -404,7 +404,7 @@ def test_supervisor_logs_once_at_debug_which_supervision_it_uses(supervision):
         stderr=subprocess.PIPE,
         env=env,
         text=True,
-        process_group=0,
+        preexec_fn=os.setpgrp,  # Popen's process_group is Python 3.11+
     )
     try:
         assert proc.stdout.readline().startswith("1|1|unix|")
@@ -426,6 +426,20 @@ def test_supervisor_logs_once_at_debug_which_supervision_it_uses(supervision):
         assert chosen == ["worker supervised by a child subreaper only, no cgroup"]
 
 
+def _python_nobody_can_run(cwd: str) -> str:
+    """An interpreter uid 65534 may run (pyenv's sit under root's 0700 home)."""
+    candidates = [os.path.realpath(sys.executable), shutil.which("python3"), "/usr/bin/python3"]
+    for python in filter(None, candidates):
+        probe = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", "pass"],
+            capture_output=True,
+            cwd=cwd,
+        )
+        if probe.returncode == 0:
+            return python
+    pytest.skip(f"uid 65534 can run none of {candidates}")
+
+
 def test_an_ordinary_user_outside_a_delegated_cgroup_gets_the_reason():
     # Run as nobody, where root owns this process's cgroup: create() must refuse
     # with the reason the supervisor logs, and leave nothing behind.
@@ -440,8 +454,8 @@ def test_an_ordinary_user_outside_a_delegated_cgroup_gets_the_reason():
         os.chmod(module_dir, 0o755)
         shutil.copy(cgroup.__file__, module_dir)
         # The venv's interpreter may sit in a directory nobody cannot enter; its
-        # base one does not, and cgroup.py needs nothing else.
-        python = os.path.realpath(sys.executable)
+        # base one may not, or the system's; cgroup.py needs nothing else.
+        python = _python_nobody_can_run(module_dir)
         code = (
             f"import sys; sys.path.insert(0, {module_dir!r}); import cgroup; print(cgroup.create())"
         )
